@@ -1,0 +1,121 @@
+// Starts a real nats-server for integration tests: a free loopback port, JetStream in a temp store
+// dir, optional extra configuration text; stopped by PID.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, connect as tcpConnect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface NatsServerOptions {
+  /** enable JetStream (default true) */
+  jetstream?: boolean;
+  /** extra nats-server configuration text (accounts, tls, ...) appended to the generated config */
+  config?: string;
+  /** fixed port (default: a free one) */
+  port?: number;
+}
+
+export interface RunningNatsServer {
+  url: string;
+  port: number;
+  pid: number;
+  storeDir: string;
+  /** stop the server (SIGTERM, then SIGKILL) and remove its store dir unless keepStore */
+  stop(opts?: { keepStore?: boolean }): Promise<void>;
+  /** kill -9 without cleanup, then start again on the same port and store dir */
+  restart(): Promise<void>;
+}
+
+export function natsServerBin(): string {
+  return process.env['NATS_SERVER_BIN'] ?? 'nats-server';
+}
+
+export async function freePort(): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      if (addr === null || typeof addr === 'string') {
+        reject(new Error('could not determine a free port'));
+        return;
+      }
+      const port = addr.port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, deadlineMs: number): Promise<void> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = tcpConnect({ host: '127.0.0.1', port }, () => {
+        s.end();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`nats-server did not listen on 127.0.0.1:${port} within ${deadlineMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export async function startNatsServer(opts: NatsServerOptions = {}): Promise<RunningNatsServer> {
+  const port = opts.port ?? (await freePort());
+  const storeDir = mkdtempSync(join(tmpdir(), 'cpts-nats-'));
+  const confFile = join(storeDir, 'server.conf');
+  const js = opts.jetstream ?? true;
+  const conf = [
+    `listen: "127.0.0.1:${port}"`,
+    js ? `jetstream { store_dir: ${JSON.stringify(join(storeDir, 'js'))} }` : '',
+    opts.config ?? '',
+  ].join('\n');
+  writeFileSync(confFile, conf);
+
+  let child: ChildProcess;
+  let stderr = '';
+  const launch = async (): Promise<void> => {
+    stderr = '';
+    child = spawn(natsServerBin(), ['-c', confFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr?.on('data', (d: Buffer) => {
+      if (stderr.length < 20_000) stderr += d.toString();
+    });
+    const exited = new Promise<never>((_, reject) => {
+      child.once('exit', (code) => reject(new Error(`nats-server exited with ${code}: ${stderr}`)));
+      child.once('error', (err) => reject(new Error(`could not start ${natsServerBin()}: ${err.message}`)));
+    });
+    exited.catch(() => undefined);
+    await Promise.race([waitForPort(port, 10_000), exited]);
+  };
+  await launch();
+
+  const kill = async (signal: NodeJS.Signals): Promise<void> => {
+    const c = child;
+    if (c.exitCode !== null || c.signalCode !== null) return;
+    const gone = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+    c.kill(signal);
+    const timer = setTimeout(() => c.kill('SIGKILL'), 5_000);
+    await gone;
+    clearTimeout(timer);
+  };
+
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    get pid() {
+      return child.pid ?? -1;
+    },
+    storeDir,
+    async stop(o = {}) {
+      await kill('SIGTERM');
+      if (o.keepStore !== true) rmSync(storeDir, { recursive: true, force: true });
+    },
+    async restart() {
+      await kill('SIGKILL');
+      await launch();
+    },
+  };
+}
