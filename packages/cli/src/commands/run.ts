@@ -1,0 +1,130 @@
+// `choria-provisioner run`: one Provisioner per --config file in this process, sharing one metrics
+// registry (distinct `site` labels) and one monitor endpoint per distinct monitor_port.
+import { rmSync, writeFileSync } from 'node:fs';
+import {
+  ConfigError,
+  Provisioner,
+  Registry,
+  applyProvisionerOverrides,
+  collectDefaultMetrics,
+  createLogger,
+  loadChoriaConfig,
+  loadProvisionerConfig,
+  startMonitorServer,
+  type MonitorServer,
+  type ProvisionerConfig,
+  type ChoriaSettings,
+} from '@choria-provisioner/core';
+import { EXIT, type CliIO } from '../io.js';
+
+export interface RunOptions {
+  configs: string[];
+  choriaConfig: string | undefined;
+  pidFile: string | undefined;
+  debug: boolean;
+  monitorAddress: string;
+  /** for tests: resolves when the command should stop instead of waiting for a signal */
+  until?: Promise<void>;
+}
+
+interface Site {
+  file: string;
+  config: ProvisionerConfig;
+  choria: ChoriaSettings;
+}
+
+function loadSites(opts: RunOptions, io: CliIO): Site[] | undefined {
+  const sites: Site[] = [];
+  let failed = false;
+  for (const file of opts.configs) {
+    try {
+      const config = loadProvisionerConfig(file, { onWarning: (w) => io.err(`warning: ${w}`) });
+      const choria = applyProvisionerOverrides(loadChoriaConfig(config.choriaConfig ?? opts.choriaConfig), config);
+      sites.push({ file, config, choria });
+    } catch (err) {
+      failed = true;
+      if (err instanceof ConfigError) {
+        io.err(`choria-provisioner: could not load ${file}:`);
+        for (const r of err.reasons) io.err(`  - ${r}`);
+      } else {
+        io.err(`choria-provisioner: could not load ${file}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+  }
+  const names = new Map<string, string>();
+  for (const s of sites) {
+    const prev = names.get(s.config.site);
+    if (prev !== undefined) {
+      io.err(`choria-provisioner: ${s.file} and ${prev} both use site "${s.config.site}": every config needs its own site so metrics can tell them apart`);
+      failed = true;
+    }
+    names.set(s.config.site, s.file);
+  }
+  return failed ? undefined : sites;
+}
+
+function waitForSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const onSignal = (sig: NodeJS.Signals): void => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      resolve(sig);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}
+
+export async function runCommand(opts: RunOptions, io: CliIO): Promise<number> {
+  const sites = loadSites(opts, io);
+  if (sites === undefined) return EXIT.config;
+
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const provisioners = sites.map(
+    (s) =>
+      new Provisioner({
+        config: s.config,
+        choria: s.choria,
+        registry,
+        logger: createLogger({ logfile: s.config.logfile, loglevel: s.config.loglevel, debug: opts.debug, site: s.config.site }),
+      }),
+  );
+
+  const monitors: MonitorServer[] = [];
+  const ports = [...new Set(sites.map((s) => s.config.monitorPort).filter((p) => p > 0))];
+  try {
+    for (const port of ports) {
+      monitors.push(
+        await startMonitorServer({
+          port,
+          host: opts.monitorAddress,
+          registry,
+          status: () => ({ sites: provisioners.map((p) => p.status()) }),
+        }),
+      );
+    }
+    if (opts.pidFile !== undefined) writeFileSync(opts.pidFile, `${process.pid}\n`);
+  } catch (err) {
+    io.err(`choria-provisioner: ${err instanceof Error ? err.message : String(err)}`);
+    await Promise.all(monitors.map((m) => m.close()));
+    return EXIT.runtime;
+  }
+
+  const stopSignal = opts.until ?? waitForSignal();
+  try {
+    // Each instance connects (and keeps retrying) on its own: one broker being down does not stop the others.
+    await Promise.all(provisioners.map((p) => p.start()));
+    await stopSignal;
+  } catch (err) {
+    io.err(`choria-provisioner: ${err instanceof Error ? err.message : String(err)}`);
+    await Promise.allSettled(provisioners.map((p) => p.stop()));
+    await Promise.all(monitors.map((m) => m.close()));
+    if (opts.pidFile !== undefined) rmSync(opts.pidFile, { force: true });
+    return EXIT.runtime;
+  }
+  await Promise.allSettled(provisioners.map((p) => p.stop()));
+  await Promise.all(monitors.map((m) => m.close()));
+  if (opts.pidFile !== undefined) rmSync(opts.pidFile, { force: true });
+  return EXIT.ok;
+}

@@ -1,0 +1,81 @@
+// `choria-provisioner status`: fetches /status from a running provisioner and prints it as tables.
+import { EXIT, type CliIO } from '../io.js';
+
+interface HostStatus {
+  identity: string;
+  state: string;
+  step?: string;
+  attempts: number;
+  lastError?: string;
+  discoveredAt?: string;
+  updatedAt?: string;
+}
+
+interface SiteStatus {
+  site: string;
+  leader?: boolean;
+  paused: boolean;
+  queue: number;
+  busyWorkers: number;
+  workers: number;
+  hosts: HostStatus[];
+}
+
+function isSiteStatus(v: unknown): v is SiteStatus {
+  if (typeof v !== 'object' || v === null) return false;
+  const o = v as Record<string, unknown>;
+  return typeof o['site'] === 'string' && typeof o['paused'] === 'boolean' && Array.isArray(o['hosts']);
+}
+
+export function formatTable(rows: string[][]): string {
+  const widths: number[] = [];
+  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
+  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n');
+}
+
+export function formatStatus(body: unknown): string {
+  const sites = (typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['sites'] : undefined) ?? [];
+  if (!Array.isArray(sites)) throw new Error('status reply has no "sites" list');
+  const out: string[] = [];
+  for (const s of sites) {
+    if (!isSiteStatus(s)) throw new Error('status reply has a malformed site entry');
+    out.push(
+      `site ${s.site === '' ? '(none)' : s.site}: ${s.paused ? 'paused' : 'running'}${s.leader === undefined ? '' : s.leader ? ', leader' : ', standby'}, ` +
+        `queue ${s.queue}, busy workers ${s.busyWorkers}/${s.workers}, hosts ${s.hosts.length}`,
+    );
+    if (s.hosts.length > 0) {
+      const rows = [['IDENTITY', 'STATE', 'STEP', 'ATTEMPTS', 'UPDATED', 'LAST ERROR']];
+      for (const h of s.hosts) rows.push([h.identity, h.state, h.step ?? '', String(h.attempts), h.updatedAt ?? '', h.lastError ?? '']);
+      out.push(formatTable(rows));
+    }
+    out.push('');
+  }
+  return out.join('\n');
+}
+
+export async function statusCommand(opts: { url: string; json: boolean }, io: CliIO): Promise<number> {
+  const url = `${opts.url.replace(/\/+$/, '')}/status`;
+  let body: unknown;
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+    if (!res.ok) {
+      io.err(`choria-provisioner: ${url} answered ${res.status} ${res.statusText}`);
+      return EXIT.runtime;
+    }
+    body = await res.json();
+  } catch (err) {
+    io.err(`choria-provisioner: could not fetch ${url}: ${err instanceof Error ? err.message : String(err)}`);
+    return EXIT.runtime;
+  }
+  if (opts.json) {
+    io.out(JSON.stringify(body, null, 2));
+    return EXIT.ok;
+  }
+  try {
+    io.out(formatStatus(body));
+  } catch (err) {
+    io.err(`choria-provisioner: ${url}: ${err instanceof Error ? err.message : String(err)}`);
+    return EXIT.runtime;
+  }
+  return EXIT.ok;
+}

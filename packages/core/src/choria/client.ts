@@ -1,0 +1,505 @@
+// The Choria RPC client: discovery, directed MCORPC requests and lifecycle events over one NATS
+// connection. All state lives on the instance so several clients can share a process.
+import { performance } from 'node:perf_hooks';
+import type { Msg, NatsConnection, NatsError, Status, Subscription } from 'nats';
+import type { Logger } from 'winston';
+import type { ChoriaSettings } from '../config/types.js';
+import { connectChoria } from './connector.js';
+import { actionTimeoutMs } from './ddl/registry.js';
+import { validateInputs } from './ddl/validate.js';
+import { ClientClosedError, ProtocolError, RpcAbortError, RpcError, RpcInputError, RpcResponseCountError, RpcTimeoutError, SecurityError } from './errors.js';
+import { encodeLifecycleEvent, newLifecycleEvent, parseLifecycleEvent, type LifecycleEvent, type LifecycleFormat, type LifecycleType } from './lifecycle.js';
+import { codecFor, DISCOVERY_PAYLOAD } from './protocol/codec.js';
+import { agentFilter, type Filter } from './protocol/filter.js';
+import { newKsuid, newV1RequestId, nowNanoseconds } from './protocol/ids.js';
+import { encodeRpcRequest, parseRpcReply, rpcStatusError } from './protocol/mcorpc.js';
+import { broadcastSubject, directedSubject, lifecycleSubject, PROVISIONING_COLLECTIVE, replySubjectPrefix, replyWildcard } from './protocol/subjects.js';
+import type { DecodedReply, ProtocolCodec, ProtocolVersion, TraceHop } from './protocol/types.js';
+import { V1_MIN_TTL } from './protocol/v1.js';
+import { createSigner, selectProtocol } from './security/select.js';
+import type { RequestSigner } from './security/types.js';
+
+export interface RpcReply {
+  readonly sender: string;
+  readonly action: string;
+  readonly statuscode: number;
+  readonly statusmsg: string;
+  readonly data: unknown;
+  readonly requestId: string;
+  readonly durationMs: number;
+}
+
+export interface RpcOptions {
+  /** default: discovery_timeout + the agent's DDL timeout (22 s for choria_provision, 4 s for rpcutil) */
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+export interface DiscoverOptions {
+  /** nodes must have this agent (default `choria_provision`) */
+  readonly agent?: string;
+  /** identity filter entries (exact names or /regex/) */
+  readonly identityFilter?: readonly string[];
+  /** overall limit (default 2000 ms) */
+  readonly timeoutMs?: number;
+  /** wait for a first reply (default discovery_timeout) */
+  readonly initialWaitMs?: number;
+  /** sliding window after each reply (default 300 ms) */
+  readonly windowMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+export interface ChoriaClientOptions {
+  readonly logger: Logger;
+  /** default: created from the settings for `protocol` */
+  readonly signer?: RequestSigner;
+  /** default: the signer's version, else selectProtocol(settings) */
+  readonly protocol?: ProtocolVersion;
+  /** close the NATS connection in close() (default false for an embedded connection) */
+  readonly ownsConnection?: boolean;
+}
+
+export interface ConnectClientOptions {
+  readonly logger: Logger;
+  readonly name?: string;
+  readonly protocol?: ProtocolVersion;
+  readonly onStatus?: (status: Status) => void;
+  readonly signal?: AbortSignal;
+  readonly maxConnectAttempts?: number;
+}
+
+export interface LifecycleSubscriptionOptions {
+  readonly queue?: string;
+  /** called for events that fail to parse (default: logged at warn level) */
+  readonly onInvalid?: (err: Error, raw: Uint8Array) => void;
+}
+
+export interface LifecycleSubscription {
+  unsubscribe(): void;
+}
+
+interface PendingRequest {
+  onMessage(msg: Msg): void;
+  onClose(err: Error): void;
+}
+
+const DEFAULT_DISCOVERY_AGENT = 'choria_provision';
+const DEFAULT_DISCOVERY_TIMEOUT_MS = 2_000;
+const DEFAULT_DISCOVERY_WINDOW_MS = 300;
+
+function formatDuration(ms: number): string {
+  if (ms % 1000 === 0) return `${ms / 1000} s`;
+  if (ms < 1000) return `${ms} ms`;
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+function reasonText(reason: unknown): string {
+  if (reason instanceof Error) return reason.message;
+  return String(reason);
+}
+
+export class ChoriaClient {
+  readonly identity: string;
+  readonly senderId: string;
+  readonly callerId: string;
+  readonly protocol: ProtocolVersion;
+  /** the underlying connection (shared with leader election and JetStream users) */
+  readonly nats: NatsConnection;
+
+  private readonly settings: ChoriaSettings;
+  private readonly logger: Logger;
+  private readonly signer: RequestSigner;
+  private readonly codec: ProtocolCodec;
+  private readonly collective = PROVISIONING_COLLECTIVE;
+  private readonly ttl: number;
+  private readonly replyPrefix: string;
+  private readonly replySubscription: Subscription;
+  private readonly pending = new Map<string, PendingRequest>();
+  private readonly lifecycleSubscriptions = new Set<Subscription>();
+  private readonly ownsConnection: boolean;
+  private closed = false;
+
+  /** Connects to the broker of `settings` (retrying until it is reachable) and starts the client. */
+  static async connect(settings: ChoriaSettings, opts: ConnectClientOptions): Promise<ChoriaClient> {
+    const selection = selectProtocol(settings);
+    const version = opts.protocol ?? selection.version;
+    opts.logger.info(opts.protocol !== undefined ? `using Choria protocol ${version} (requested explicitly)` : `using Choria protocol ${version}: ${selection.reason}`);
+    // load key material before connecting so configuration mistakes fail fast
+    const signer = createSigner(settings, version);
+    const nc = await connectChoria(settings, {
+      logger: opts.logger,
+      ...(opts.name !== undefined ? { name: opts.name } : {}),
+      ...(opts.onStatus !== undefined ? { onStatus: opts.onStatus } : {}),
+      ...(opts.signal !== undefined ? { signal: opts.signal } : {}),
+      ...(opts.maxConnectAttempts !== undefined ? { maxConnectAttempts: opts.maxConnectAttempts } : {}),
+    });
+    return new ChoriaClient(nc, settings, { logger: opts.logger, signer, protocol: version, ownsConnection: true });
+  }
+
+  constructor(nc: NatsConnection, settings: ChoriaSettings, opts: ChoriaClientOptions) {
+    const version = opts.protocol ?? opts.signer?.protocol ?? selectProtocol(settings).version;
+    const signer = opts.signer ?? createSigner(settings, version);
+    if (signer.protocol !== version) throw new SecurityError(`a ${signer.protocol} ${signer.kind} signer cannot be used for protocol ${version}`);
+    if (settings.identity === '') throw new Error(`the Choria identity is empty in ${settings.source}`);
+
+    this.nats = nc;
+    this.settings = settings;
+    this.logger = opts.logger;
+    this.signer = signer;
+    this.codec = codecFor(version);
+    this.protocol = version;
+    this.identity = settings.identity;
+    this.senderId = settings.identity;
+    this.callerId = signer.callerId;
+    this.ownsConnection = opts.ownsConnection ?? false;
+
+    const minTtl = version === 'v1' ? V1_MIN_TTL : 1;
+    this.ttl = Math.max(minTtl, Math.floor(settings.ttl));
+    if (this.ttl !== settings.ttl) this.logger.warn(`request ttl ${settings.ttl} from ${settings.source} raised to ${this.ttl} s (protocol ${version} minimum)`);
+
+    // One wildcard subscription for every reply, made before anything is published: replies are
+    // routed by the last subject token (the request id), so no per-request SUB/UNSUB round trips.
+    // nats.js has no client-side pending limits (callbacks run inline as messages are parsed), so
+    // bursts of thousands of replies are never dropped by the client.
+    this.replyPrefix = replySubjectPrefix(this.callerId, this.collective);
+    this.replySubscription = nc.subscribe(replyWildcard(this.callerId, this.collective), {
+      callback: (err, msg) => this.dispatchReply(err, msg),
+    });
+    void nc.closed().then(() => this.failPending(new ClientClosedError('the NATS connection of the Choria client closed')));
+  }
+
+  /** True after close() or once the NATS connection has closed for good. */
+  get isClosed(): boolean {
+    return this.closed || this.nats.isClosed();
+  }
+
+  /** Broadcast discovery (protocol.md §6): identities of nodes that have `agent`, de-duplicated. */
+  async discover(opts: DiscoverOptions = {}): Promise<string[]> {
+    this.assertOpen();
+    const agent = opts.agent ?? DEFAULT_DISCOVERY_AGENT;
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_DISCOVERY_TIMEOUT_MS;
+    const initialWaitMs = opts.initialWaitMs ?? this.settings.discoveryTimeout * 1000;
+    const windowMs = opts.windowMs ?? DEFAULT_DISCOVERY_WINDOW_MS;
+    const signal = opts.signal;
+    if (signal?.aborted === true) throw new RpcAbortError(`discovery aborted: ${reasonText(signal.reason)}`, signal.reason);
+
+    const id = this.newRequestId();
+    const { subject, bytes } = this.encode(id, 'discovery', broadcastSubject('discovery', this.collective), agentFilter(agent, opts.identityFilter ?? []), DISCOVERY_PAYLOAD);
+
+    return await new Promise<string[]>((resolve, reject) => {
+      const found = new Set<string>();
+      let lastReplyAt: number | undefined;
+      let windowDeadline = 0;
+      let windowTimer: NodeJS.Timeout | undefined;
+      let settled = false;
+
+      const cleanup = (): void => {
+        settled = true;
+        clearTimeout(overallTimer);
+        clearTimeout(windowTimer);
+        this.pending.delete(id);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const finish = (): void => {
+        if (settled) return;
+        cleanup();
+        this.logger.debug(`discovery found ${found.size} nodes`, { requestId: id });
+        resolve([...found]);
+      };
+      const fail = (err: Error): void => {
+        if (settled) return;
+        cleanup();
+        reject(err);
+      };
+      const onAbort = (): void => fail(new RpcAbortError(`discovery aborted: ${reasonText(signal?.reason)}`, signal?.reason));
+      // one timer for the sliding window, moved only when a reply brings the deadline forward
+      const armWindow = (deadline: number): void => {
+        clearTimeout(windowTimer);
+        windowDeadline = deadline;
+        windowTimer = setTimeout(onWindow, Math.max(0, deadline - performance.now()));
+      };
+      const onWindow = (): void => {
+        if (lastReplyAt === undefined) return finish();
+        const due = lastReplyAt + windowMs;
+        if (performance.now() >= due) return finish();
+        armWindow(due);
+      };
+
+      const overallTimer = setTimeout(finish, timeoutMs);
+      armWindow(performance.now() + initialWaitMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.pending.set(id, {
+        onMessage: (msg) => {
+          const sender = this.discoverySender(msg, id);
+          if (sender === undefined) return;
+          found.add(sender);
+          lastReplyAt = performance.now();
+          if (windowDeadline > lastReplyAt + windowMs) armWindow(lastReplyAt + windowMs);
+        },
+        onClose: fail,
+      });
+      this.publish(subject, bytes, 'discovery request', fail);
+    });
+  }
+
+  /**
+   * One directed MCORPC request to `identity` (protocol.md §7.3-§7.4). Resolves with the target's
+   * reply when it has status 0; rejects with a typed error otherwise.
+   */
+  async rpc(identity: string, agent: string, action: string, data: Record<string, unknown>, opts: RpcOptions = {}): Promise<RpcReply> {
+    this.assertOpen();
+    validateInputs(agent, action, data);
+    let subject: string;
+    try {
+      subject = directedSubject(identity, this.collective);
+    } catch (err) {
+      throw new RpcInputError([(err as Error).message]);
+    }
+    const what = `request ${agent}#${action} to ${identity}`;
+    const timeoutMs = opts.timeoutMs ?? this.settings.discoveryTimeout * 1000 + actionTimeoutMs(agent);
+    const signal = opts.signal;
+    if (signal?.aborted === true) throw new RpcAbortError(`${what} aborted: ${reasonText(signal.reason)}`, signal.reason);
+
+    const id = this.newRequestId();
+    const encoded = this.encode(id, agent, subject, agentFilter(agent), encodeRpcRequest(agent, action, data));
+
+    return await new Promise<RpcReply>((resolve, reject) => {
+      let responses = 0;
+      let settled = false;
+      const started = performance.now();
+
+      const cleanup = (): void => {
+        settled = true;
+        clearTimeout(timer);
+        this.pending.delete(id);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const fail = (err: Error): void => {
+        if (settled) return;
+        cleanup();
+        reject(err);
+      };
+      const onAbort = (): void => fail(new RpcAbortError(`${what} aborted: ${reasonText(signal?.reason)}`, signal?.reason));
+      const timer = setTimeout(() => {
+        const others = responses > 0 ? `, received ${responses} responses from other identities` : '';
+        fail(new RpcTimeoutError(`${what} timed out after ${formatDuration(timeoutMs)}${others}`, timeoutMs, responses));
+      }, timeoutMs);
+
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.pending.set(id, {
+        onMessage: (msg) => {
+          if (settled) return;
+          const reply = this.decodeReply(msg, id, what);
+          if (reply === undefined) return;
+          responses++;
+          if (reply.sender !== identity) {
+            this.logger.warn(`unexpected reply from ${reply.sender} to ${what}`, { requestId: id });
+            return;
+          }
+          cleanup();
+          try {
+            resolve(this.rpcResult(reply, identity, what, responses, performance.now() - started));
+          } catch (err) {
+            reject(err as Error);
+          }
+        },
+        onClose: fail,
+      });
+      this.publish(encoded.subject, encoded.bytes, what, fail);
+    });
+  }
+
+  /** Publishes a lifecycle event on `choria.lifecycle.event.<type>.<component>`. */
+  publishLifecycleEvent(event: LifecycleEvent, format: LifecycleFormat = event.format): void {
+    this.assertOpen();
+    this.nats.publish(lifecycleSubject(event.type, event.component), encodeLifecycleEvent(event, format));
+  }
+
+  /** The provisioner's own startup event, Choria format (protocol.md §9.6). */
+  publishStartupEvent(opts: { component: string; version: string }): LifecycleEvent {
+    const event = newLifecycleEvent({ type: 'startup', identity: this.identity, component: opts.component, version: opts.version });
+    this.publishLifecycleEvent(event, 'choria');
+    return event;
+  }
+
+  /** Subscribes to lifecycle events of `type` from `component` (`*` allowed for either). */
+  subscribeLifecycle(
+    type: LifecycleType | '*' | (string & {}),
+    component: string,
+    handler: (event: LifecycleEvent) => void,
+    opts: LifecycleSubscriptionOptions = {},
+  ): LifecycleSubscription {
+    this.assertOpen();
+    const subject = lifecycleSubject(type, component);
+    const sub = this.nats.subscribe(subject, {
+      ...(opts.queue !== undefined && opts.queue !== '' ? { queue: opts.queue } : {}),
+      callback: (err, msg) => {
+        if (err !== null) {
+          this.logger.error(`lifecycle subscription ${subject} failed: ${err.message}`);
+          return;
+        }
+        let event: LifecycleEvent;
+        try {
+          event = parseLifecycleEvent(msg.data);
+        } catch (parseErr) {
+          if (opts.onInvalid !== undefined) opts.onInvalid(parseErr as Error, msg.data);
+          else this.logger.warn(`ignoring message on ${msg.subject}: ${(parseErr as Error).message}`);
+          return;
+        }
+        try {
+          handler(event);
+        } catch (handlerErr) {
+          this.logger.error(`lifecycle handler for ${subject} failed: ${(handlerErr as Error).message}`);
+        }
+      },
+    });
+    this.lifecycleSubscriptions.add(sub);
+    return {
+      unsubscribe: () => {
+        if (!this.lifecycleSubscriptions.delete(sub)) return;
+        sub.unsubscribe();
+      },
+    };
+  }
+
+  /** Fails outstanding requests, drops the subscriptions, and closes the connection if it owns it. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.failPending(new ClientClosedError('the Choria client was closed'));
+    for (const sub of this.lifecycleSubscriptions) sub.unsubscribe();
+    this.lifecycleSubscriptions.clear();
+    if (!this.nats.isClosed()) this.replySubscription.unsubscribe();
+    if (this.ownsConnection && !this.nats.isClosed()) await this.nats.close();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new ClientClosedError('the Choria client is closed');
+  }
+
+  private failPending(err: Error): void {
+    const waiting = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of waiting) p.onClose(err);
+  }
+
+  private newRequestId(): string {
+    return this.protocol === 'v1' ? newV1RequestId() : newKsuid();
+  }
+
+  private traceHop(): TraceHop[] | undefined {
+    const server = this.nats.getServer();
+    if (server === '') return undefined;
+    const url = server.includes('://') ? server : `nats://${server}`;
+    return [[url, this.identity, url]];
+  }
+
+  private encode(id: string, agent: string, subject: string, filter: Filter, payload: string): { subject: string; bytes: Uint8Array } {
+    const trace = this.traceHop();
+    const encoded = this.codec.encodeRequest(
+      {
+        id,
+        sender: this.senderId,
+        callerId: this.callerId,
+        collective: this.collective,
+        agent,
+        ttl: this.ttl,
+        timeNs: nowNanoseconds(),
+        filter,
+        payload,
+        replyTo: `${this.replyPrefix}${id}`,
+        ...(trace !== undefined ? { trace } : {}),
+      },
+      this.signer,
+    );
+    return { subject, bytes: Buffer.from(encoded.transportJson, 'utf8') };
+  }
+
+  private publish(subject: string, bytes: Uint8Array, what: string, fail: (err: Error) => void): void {
+    try {
+      this.nats.publish(subject, bytes);
+    } catch (err) {
+      fail(new RpcError(`${what} could not be published to ${subject}: ${(err as Error).message}`, { cause: err }));
+    }
+  }
+
+  private dispatchReply(err: NatsError | null, msg: Msg): void {
+    if (err !== null) {
+      this.logger.error(`reply subscription failed: ${err.message}`);
+      return;
+    }
+    const requestId = msg.subject.slice(this.replyPrefix.length);
+    const pending = this.pending.get(requestId);
+    if (pending === undefined) {
+      if (this.logger.isDebugEnabled()) this.logger.debug(`ignoring reply on ${msg.subject}: no request is waiting for it`);
+      return;
+    }
+    pending.onMessage(msg);
+  }
+
+  /** Decodes a reply (hash verified) to request `id`; undefined (logged) when it is unusable. */
+  private decodeReply(msg: Msg, id: string, what: string): DecodedReply | undefined {
+    let reply: DecodedReply;
+    try {
+      reply = this.codec.decodeReply(msg.data);
+    } catch (err) {
+      this.logger.warn(`ignoring undecodable reply to ${what}: ${(err as Error).message}`, { requestId: id });
+      return undefined;
+    }
+    if (reply.requestId !== id) {
+      this.logger.warn(`ignoring reply from ${reply.sender} to ${what}: it is for request ${reply.requestId}`, { requestId: id });
+      return undefined;
+    }
+    return reply;
+  }
+
+  /**
+   * Discovery only needs the sender: the verified reply envelope's sender when the reply decodes,
+   * otherwise the transport header, as go-choria does (the body need not be JSON).
+   */
+  private discoverySender(msg: Msg, id: string): string | undefined {
+    let transport;
+    try {
+      transport = this.codec.decodeTransport(msg.data);
+    } catch (err) {
+      if (this.logger.isDebugEnabled()) this.logger.debug(`ignoring undecodable discovery reply: ${(err as Error).message}`);
+      return undefined;
+    }
+    try {
+      const reply = this.codec.decodeReply(transport);
+      if (reply.requestId === id && reply.sender !== '') return reply.sender;
+    } catch {
+      // fall back to the transport header below
+    }
+    return transport.headers.sender;
+  }
+
+  private rpcResult(reply: DecodedReply, identity: string, what: string, responses: number, durationMs: number): RpcReply {
+    if (responses !== 1) throw new RpcResponseCountError(responses, identity);
+    let body;
+    try {
+      body = parseRpcReply(reply.body);
+    } catch (err) {
+      throw new ProtocolError(`invalid reply from ${reply.sender} to ${what}: ${(err as Error).message}`);
+    }
+    if (body.statuscode !== 0) {
+      throw rpcStatusError({
+        sender: reply.sender,
+        action: body.action,
+        statuscode: body.statuscode,
+        statusmsg: body.statusmsg,
+        data: body.data,
+        requestId: reply.requestId,
+      });
+    }
+    return {
+      sender: reply.sender,
+      action: body.action,
+      statuscode: body.statuscode,
+      statusmsg: body.statusmsg,
+      data: body.data,
+      requestId: reply.requestId,
+      durationMs: Math.round(durationMs),
+    };
+  }
+}

@@ -1,0 +1,109 @@
+// Error classes of the Choria client. Each names the thing and the reason; none carries secrets
+// (tokens, seeds, keys and RPC input values are never copied into a message).
+
+/** Base of every error raised by the Choria client. */
+export class ChoriaError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A message on the wire could not be decoded or failed a protocol rule. */
+export class ProtocolError extends ChoriaError {}
+
+/** Connecting to the broker failed (or no broker was configured). */
+export class ConnectError extends ChoriaError {}
+
+/** Security material (certificate, key, JWT, seed) could not be loaded or used. */
+export class SecurityError extends ChoriaError {}
+
+/** Base of every failure of `ChoriaClient.rpc()` and `discover()`. */
+export class RpcError extends ChoriaError {}
+
+/** Request inputs do not satisfy the agent's DDL; nothing was published. */
+export class RpcInputError extends RpcError {
+  constructor(
+    readonly problems: readonly string[],
+    options?: { cause?: unknown },
+  ) {
+    super(problems.join('; '), options);
+  }
+}
+
+/** No reply from the target within the request timeout. */
+export class RpcTimeoutError extends RpcError {
+  constructor(
+    message: string,
+    readonly timeoutMs: number,
+    readonly responses: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The caller's AbortSignal fired while the request was outstanding. */
+export class RpcAbortError extends RpcError {
+  constructor(
+    message: string,
+    readonly reason: unknown,
+  ) {
+    super(message, { cause: reason });
+  }
+}
+
+/** The target answered, but the number of responses was not exactly one. */
+export class RpcResponseCountError extends RpcError {
+  constructor(
+    readonly responses: number,
+    readonly identity: string,
+  ) {
+    super(`received ${responses} responses while expecting a response from ${identity}`);
+  }
+}
+
+/** The client was closed while the request was outstanding. */
+export class ClientClosedError extends RpcError {}
+
+export interface RpcStatusDetails {
+  readonly sender: string;
+  readonly action: string;
+  readonly statuscode: number;
+  readonly statusmsg: string;
+  readonly data: unknown;
+  readonly requestId: string;
+}
+
+/** The target replied with a non-zero MCORPC status code (protocol.md §7.2). */
+export class RpcStatusError extends RpcError {
+  readonly sender: string;
+  readonly action: string;
+  readonly statuscode: number;
+  readonly statusmsg: string;
+  /** the reply data; gen25519 can return data together with an Aborted status */
+  readonly data: unknown;
+  readonly requestId: string;
+
+  constructor(details: RpcStatusDetails) {
+    super(`invalid response from ${details.sender}: ${details.statusmsg} (${details.statuscode})`);
+    this.sender = details.sender;
+    this.action = details.action;
+    this.statuscode = details.statuscode;
+    this.statusmsg = details.statusmsg;
+    this.data = details.data;
+    this.requestId = details.requestId;
+  }
+}
+
+/** Status 1: the action refused or failed. */
+export class RpcAbortedError extends RpcStatusError {}
+/** Status 1 with `Could not obtain provisioning lock`: another provisioner holds the node's lock. */
+export class ProvisioningLockError extends RpcAbortedError {}
+/** Status 2: no such action. */
+export class RpcUnknownActionError extends RpcStatusError {}
+/** Status 3: a required input was missing. */
+export class RpcMissingDataError extends RpcStatusError {}
+/** Status 4: the request or its data could not be decoded. */
+export class RpcInvalidDataError extends RpcStatusError {}
+/** Status 5 (and any code outside 1..5): generic failure. */
+export class RpcUnknownError extends RpcStatusError {}

@@ -1,0 +1,59 @@
+// NATS subjects of a provisioning network (protocol.md §5.1, §9.1).
+import { md5Hex } from './encoding.js';
+
+/** Go provisioners force collectives to `provisioning`; servers in provisioning mode only know this one. */
+export const PROVISIONING_COLLECTIVE = 'provisioning';
+
+const BAD_TOKEN_CHARS = /[\s.*>]/;
+const BAD_SUBJECT_CHARS = /[\s*>]/;
+
+/** Throws unless `value` can be one NATS subject token (no dots, wildcards or whitespace). */
+export function assertSubjectToken(value: string, what: string): void {
+  if (value === '' || BAD_TOKEN_CHARS.test(value)) {
+    throw new Error(`${what} ${JSON.stringify(value)} cannot be used in a NATS subject: it must be non-empty without ".", "*", ">" or whitespace`);
+  }
+}
+
+/** Like assertSubjectToken but dots are allowed (identities become several tokens). */
+export function assertSubjectPart(value: string, what: string): void {
+  if (value === '' || BAD_SUBJECT_CHARS.test(value) || value.startsWith('.') || value.endsWith('.') || value.includes('..')) {
+    throw new Error(`${what} ${JSON.stringify(value)} cannot be used in a NATS subject`);
+  }
+}
+
+/** Lowercase hex md5 of the caller id: the reply subject token the broker permits for JWT clients. */
+export function callerIdHash(callerId: string): string {
+  return md5Hex(callerId);
+}
+
+export function broadcastSubject(agent: string, collective: string = PROVISIONING_COLLECTIVE): string {
+  assertSubjectToken(agent, 'agent');
+  return `${collective}.broadcast.agent.${agent}`;
+}
+
+export function directedSubject(identity: string, collective: string = PROVISIONING_COLLECTIVE): string {
+  assertSubjectPart(identity, 'identity');
+  return `${collective}.node.${identity}`;
+}
+
+/** `<collective>.reply.<md5(callerid)>.` — every reply subject of this caller starts with it. */
+export function replySubjectPrefix(callerId: string, collective: string = PROVISIONING_COLLECTIVE): string {
+  return `${collective}.reply.${callerIdHash(callerId)}.`;
+}
+
+export function replySubject(callerId: string, requestId: string, collective: string = PROVISIONING_COLLECTIVE): string {
+  assertSubjectToken(requestId, 'request id');
+  return `${replySubjectPrefix(callerId, collective)}${requestId}`;
+}
+
+/** The single wildcard subscription that receives replies to every request of this caller. */
+export function replyWildcard(callerId: string, collective: string = PROVISIONING_COLLECTIVE): string {
+  return `${replySubjectPrefix(callerId, collective)}>`;
+}
+
+/** `choria.lifecycle.event.<type>.<component>`; `*` is allowed for subscriptions. */
+export function lifecycleSubject(type: string, component: string): string {
+  if (type !== '*') assertSubjectToken(type, 'lifecycle event type');
+  if (component !== '*') assertSubjectToken(component, 'lifecycle component');
+  return `choria.lifecycle.event.${type}.${component}`;
+}

@@ -1,0 +1,258 @@
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { parseDuration } from '../util/duration.js';
+import { deepFreeze } from './deep-freeze.js';
+import { describeFsError, ProblemCollector, sourceLabel, ConfigError } from './errors.js';
+import { isPlainObject, matchKeys } from './key-matching.js';
+import { DEFAULT_CERT_DENY_LIST, DURATION_FORMAT, provisionerConfigSchema, type PropertySchema } from './schema.js';
+import { validateWithSchema } from './schema-validation.js';
+import type { LogLevel, ProvisionerConfig } from './types.js';
+import { readYamlMapping } from './yaml-text.js';
+
+export interface LoadOptions {
+  /** workers used when `workers` is absent or 0; default os.availableParallelism() */
+  cpuCount?: number;
+  /** receives each warning (unknown keys, ignored keys, empty token); each starts with the file name */
+  onWarning?: (message: string) => void;
+  /** default true; false when embedding with an in-process helper */
+  requireHelper?: boolean;
+}
+
+/** The YAML after schema validation and defaults (snake_case, as written by users). */
+interface ValidatedYaml {
+  workers: number;
+  interval: string;
+  logfile?: string;
+  loglevel: LogLevel;
+  helper: string;
+  helper_timeout: string;
+  token: string;
+  lifecycle_component: string;
+  choria_insecure: boolean;
+  site: string;
+  monitor_port: number;
+  broker_port: number;
+  broker_provisioning_password: string;
+  cert_deny_list: string[];
+  jwt_verify_cert: string;
+  jwt_signing_key: string;
+  jwt_signing_token: string;
+  server_jwt_validity: string;
+  rego_policy: string;
+  leader_election: boolean;
+  leader_election_key: string;
+  leader_election_bucket: string;
+  streams_api_prefix: string;
+  upgrades_repository: string;
+  upgrades_optional: boolean;
+  choria_config?: string;
+  features: { pki: boolean; jwt: boolean; ed25519: boolean; upgrades: boolean };
+}
+
+/**
+ * Parses and validates provisioner YAML (or JSON) text. `source` names it in messages (its base
+ * name starts every message). Throws {@link ConfigError} listing every problem found.
+ */
+export function parseProvisionerConfig(text: string, source: string, opts: LoadOptions = {}): ProvisionerConfig {
+  const problems = new ProblemCollector(source);
+  const warn = (message: string): void => opts.onWarning?.(`${problems.file}: ${message}`);
+  const properties = provisionerConfigSchema.properties;
+
+  const document = readYamlMapping(text, problems);
+  if (document === undefined) {
+    problems.throwIfAny();
+    throw new ConfigError(problems.file, [{ message: `${problems.file}: could not be read` }]);
+  }
+
+  const matched = matchKeys(document, properties);
+  matched.warnings.forEach(warn);
+
+  const present: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(matched.value)) {
+    const removed = properties[key]?.['x-removed'];
+    if (removed !== undefined) {
+      if (removed.severity === 'error') problems.add(removed.message, key);
+      else warn(removed.message);
+      continue;
+    }
+    // Like upstream (YAML -> JSON -> Go struct), a key without a value counts as absent.
+    if (value === null) continue;
+    present[key] = isPlainObject(value) ? withoutNulls(value) : value;
+  }
+
+  const { data, issues } = validateWithSchema(present, provisionerConfigSchema);
+  for (const issue of issues) problems.add(issue.message, issue.key.replace(/\[\d+\]$/, ''));
+  const yaml = data as unknown as ValidatedYaml;
+
+  warnAboutIgnoredKeys(present, properties, warn);
+  const durations = readDurations(yaml, properties, problems);
+  const features = checkFeatures(yaml, problems);
+  checkRequiredCombinations(yaml, features, opts, problems, warn);
+
+  problems.throwIfAny();
+
+  return deepFreeze({
+    source,
+    workers: yaml.workers === 0 ? cpuCount(opts) : yaml.workers,
+    interval: durations.interval,
+    logfile: yaml.logfile === undefined || yaml.logfile.trim() === '' ? undefined : yaml.logfile,
+    loglevel: yaml.loglevel,
+    helper: yaml.helper,
+    helperTimeout: durations.helperTimeout,
+    token: yaml.token,
+    lifecycleComponent: yaml.lifecycle_component === '' ? 'provision_mode_server' : yaml.lifecycle_component,
+    choriaInsecure: yaml.choria_insecure,
+    site: yaml.site,
+    monitorPort: yaml.monitor_port,
+    brokerProvisioningPassword: yaml.broker_provisioning_password,
+    certDenyList: yaml.cert_deny_list.length === 0 ? [...DEFAULT_CERT_DENY_LIST] : yaml.cert_deny_list,
+    jwtVerifyCert: yaml.jwt_verify_cert,
+    jwtSigningKey: yaml.jwt_signing_key,
+    jwtSigningToken: yaml.jwt_signing_token,
+    serverJwtValidity: durations.serverJwtValidity,
+    leaderElection: yaml.leader_election,
+    leaderElectionKey: yaml.leader_election_key,
+    leaderElectionBucket: yaml.leader_election_bucket,
+    streamsApiPrefix: yaml.streams_api_prefix,
+    upgradesRepository: yaml.upgrades_repository,
+    upgradesOptional: yaml.upgrades_optional,
+    features,
+    choriaConfig: yaml.choria_config === undefined || yaml.choria_config.trim() === '' ? undefined : yaml.choria_config,
+  });
+}
+
+/** Reads and parses the provisioner configuration file. Throws {@link ConfigError}. */
+export function loadProvisionerConfig(file: string, opts: LoadOptions = {}): ProvisionerConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const label = sourceLabel(file);
+    throw new ConfigError(label, [{ message: `${label}: cannot read ${file}: ${describeFsError(err)}` }]);
+  }
+  return parseProvisionerConfig(text, file, opts);
+}
+
+function cpuCount(opts: LoadOptions): number {
+  const n = opts.cpuCount ?? availableParallelism();
+  return Number.isInteger(n) && n >= 1 ? n : 1;
+}
+
+function withoutNulls(value: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null));
+}
+
+function warnAboutIgnoredKeys(
+  present: Readonly<Record<string, unknown>>,
+  properties: Readonly<Record<string, PropertySchema>>,
+  warn: (message: string) => void,
+): void {
+  for (const [key, prop] of Object.entries(properties)) {
+    const message = prop['x-ignored'];
+    if (message === undefined || !(key in present)) continue;
+    const value = present[key];
+    if (value !== prop.default && value !== '' && value !== 0) warn(message);
+  }
+}
+
+interface Durations {
+  interval: number;
+  helperTimeout: number;
+  serverJwtValidity: number;
+}
+
+function readDurations(
+  yaml: ValidatedYaml,
+  properties: Readonly<Record<string, PropertySchema>>,
+  problems: ProblemCollector,
+): Durations {
+  const read = (key: 'interval' | 'helper_timeout' | 'server_jwt_validity'): number => {
+    const prop = properties[key];
+    const text = yaml[key];
+    if (prop?.format !== DURATION_FORMAT || problems.has(key)) return parseDuration(String(prop?.default ?? ''));
+    const ms = parseDuration(text);
+    const min = prop['x-min-duration'];
+    const max = prop['x-max-duration'];
+    if (min !== undefined && ms < parseDuration(min)) {
+      problems.add(`${key} ${JSON.stringify(text)} is below the minimum of ${min}`, key);
+    } else if (max !== undefined && ms > parseDuration(max)) {
+      problems.add(`${key} ${JSON.stringify(text)} is above the maximum of ${max}`, key);
+    }
+    return ms;
+  };
+
+  const interval = read('interval');
+  const helperTimeout = read('helper_timeout');
+  let serverJwtValidity: number;
+  if (yaml.server_jwt_validity.trim() === '') {
+    serverJwtValidity = parseDuration(String(properties['server_jwt_validity']?.default));
+  } else {
+    serverJwtValidity = read('server_jwt_validity');
+    if (serverJwtValidity <= 0 && !problems.has('server_jwt_validity')) {
+      problems.add(
+        `server_jwt_validity ${JSON.stringify(yaml.server_jwt_validity)} must be greater than zero (server JWTs would be born expired)`,
+        'server_jwt_validity',
+      );
+    }
+  }
+  return { interval, helperTimeout, serverJwtValidity };
+}
+
+function checkFeatures(yaml: ValidatedYaml, problems: ProblemCollector): ProvisionerConfig['features'] {
+  const { pki, ed25519, upgrades } = yaml.features;
+  if (pki && ed25519) problems.add('can only enable one of pki or ed25519 features', 'features');
+  // ed25519 needs the node's provisioning.jwt (upstream forces jwt on)
+  return { pki, jwt: yaml.features.jwt || ed25519, ed25519, upgrades };
+}
+
+function checkRequiredCombinations(
+  yaml: ValidatedYaml,
+  features: ProvisionerConfig['features'],
+  opts: LoadOptions,
+  problems: ProblemCollector,
+  warn: (message: string) => void,
+): void {
+  type TextKey = 'helper' | 'token' | 'jwt_verify_cert' | 'jwt_signing_key' | 'upgrades_repository';
+  const missing = (key: TextKey): boolean => !problems.has(key) && yaml[key].trim() === '';
+
+  if (opts.requireHelper !== false && missing('helper')) {
+    problems.add('helper is required: the command run for every node to decide its configuration', 'helper');
+  }
+  if (features.jwt && missing('jwt_verify_cert')) {
+    if (features.ed25519) {
+      problems.add(
+        "features.ed25519 requires jwt_verify_cert (the Organization Issuer public key that verifies the nodes' provisioning.jwt)",
+        'jwt_verify_cert',
+      );
+    } else {
+      problems.add("features.jwt requires jwt_verify_cert (the key that verifies the nodes' provisioning.jwt)", 'jwt_verify_cert');
+    }
+  }
+  if (features.ed25519 && missing('jwt_signing_key')) {
+    problems.add('features.ed25519 requires jwt_signing_key (the key that signs the server JWTs)', 'jwt_signing_key');
+  }
+  if (features.upgrades && !yaml.upgrades_optional && missing('upgrades_repository')) {
+    problems.add('features.upgrades requires upgrades_repository (or set upgrades_optional: true)', 'upgrades_repository');
+  }
+  if (!missing('upgrades_repository') && !problems.has('upgrades_repository') && !isHttpUrl(yaml.upgrades_repository)) {
+    problems.add(`upgrades_repository ${JSON.stringify(yaml.upgrades_repository)} is not an http or https URL`, 'upgrades_repository');
+  }
+
+  if (missing('token')) {
+    warn('token is empty: servers whose provisioning JWT carries a token (the usual case) refuse every request');
+  }
+  if (yaml.choria_insecure && yaml.broker_provisioning_password !== '') {
+    warn(
+      'choria_insecure is true while broker_provisioning_password is set: a Choria Broker only accepts the provisioner user over verified TLS',
+    );
+  }
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text.trim());
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}

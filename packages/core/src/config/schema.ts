@@ -1,0 +1,363 @@
+// JSON Schema of the provisioner YAML (product.md §1.2): the single source of truth for the keys,
+// their types, defaults and descriptions. The loader validates with it (ajv), the documentation
+// reference is checked against it, and `describeProvisionerKeys()` renders it for humans.
+//
+// Annotation keywords (prefixed `x-`) carry the rules ajv cannot express with a good message;
+// the loader interprets them:
+//   x-min-duration / x-max-duration  bounds of a `choria-duration` string
+//   x-pattern-hint                   what a `pattern` means, for the error message
+//   x-removed                        key removed upstream: its severity and the message to give
+//   x-ignored                        key accepted and ignored: warning when set to a non-default value
+//   x-extension                      not an upstream key (ours)
+//   x-default-text                   how to describe the default when it is computed
+//   x-secret                         never show the value in messages
+
+import { deepFreeze } from './deep-freeze.js';
+
+export const DURATION_FORMAT = 'choria-duration';
+
+export const ANNOTATION_KEYWORDS = [
+  'x-min-duration',
+  'x-max-duration',
+  'x-pattern-hint',
+  'x-removed',
+  'x-ignored',
+  'x-extension',
+  'x-default-text',
+  'x-secret',
+] as const;
+
+export interface RemovedKeyRule {
+  readonly severity: 'error' | 'warning';
+  readonly message: string;
+}
+
+export interface PropertySchema {
+  readonly type?: 'string' | 'integer' | 'boolean' | 'array' | 'object';
+  readonly description: string;
+  readonly default?: unknown;
+  readonly deprecated?: boolean;
+  readonly format?: typeof DURATION_FORMAT;
+  readonly enum?: readonly string[];
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly pattern?: string;
+  readonly items?: { readonly type: 'string' };
+  readonly properties?: Readonly<Record<string, PropertySchema>>;
+  readonly additionalProperties?: boolean;
+  readonly 'x-min-duration'?: string;
+  readonly 'x-max-duration'?: string;
+  readonly 'x-pattern-hint'?: string;
+  readonly 'x-removed'?: RemovedKeyRule;
+  readonly 'x-ignored'?: string;
+  readonly 'x-extension'?: boolean;
+  readonly 'x-default-text'?: string;
+  readonly 'x-secret'?: boolean;
+}
+
+export interface ObjectSchema {
+  readonly $id: string;
+  readonly title: string;
+  readonly description: string;
+  readonly type: 'object';
+  readonly properties: Readonly<Record<string, PropertySchema>>;
+  readonly additionalProperties: boolean;
+}
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'fatal'] as const;
+
+/** Upstream's default deny list (security.md §7.1). */
+export const DEFAULT_CERT_DENY_LIST: readonly string[] = Object.freeze([
+  '\\.privileged.mcollective$',
+  '\\.privileged.choria$',
+  '\\.mcollective$',
+  '\\.choria$',
+]);
+
+/** Longest interval a Node.js timer can wait (setTimeout fires at once beyond 2^31-1 ms). */
+const MAX_TIMER_DURATION = '24d';
+
+const featureFlag = (description: string): PropertySchema => ({ type: 'boolean', default: false, description });
+
+const properties: Readonly<Record<string, PropertySchema>> = {
+  workers: {
+    type: 'integer',
+    minimum: 0,
+    default: 0,
+    'x-default-text': 'number of CPUs',
+    description:
+      'Size of the worker pool: the maximum number of nodes provisioned at once and of helper processes running at once. 0 or absent means one worker per CPU.',
+  },
+  interval: {
+    type: 'string',
+    format: DURATION_FORMAT,
+    default: '1m',
+    'x-min-duration': '1m',
+    'x-max-duration': MAX_TIMER_DURATION,
+    description:
+      'Period of the broadcast discovery that finds nodes waiting in provisioning mode. Also bounds how long a discovered node may wait in the queue (2 × interval).',
+  },
+  logfile: {
+    type: 'string',
+    'x-default-text': 'stdout',
+    description:
+      'Where the log goes: stdout, stderr, discard, or a file path (opened for append, lines JSON formatted). Empty or absent means stdout.',
+  },
+  loglevel: {
+    type: 'string',
+    enum: LOG_LEVELS,
+    default: 'info',
+    description: 'Lowest level logged: debug, info, warn, error or fatal. The --debug flag forces debug.',
+  },
+  helper: {
+    type: 'string',
+    default: '',
+    description:
+      'Command run for every node, split shell-style (quotes honoured, no shell involved). It receives the node data as JSON on stdin and answers with a JSON decision on stdout.',
+  },
+  helper_timeout: {
+    type: 'string',
+    format: DURATION_FORMAT,
+    default: '10s',
+    'x-min-duration': '1s',
+    'x-max-duration': MAX_TIMER_DURATION,
+    'x-extension': true,
+    description: 'Wall-clock limit for one helper run; the helper is killed and the node fails when it is exceeded.',
+  },
+  token: {
+    type: 'string',
+    default: '',
+    'x-secret': true,
+    description:
+      'The provisioning token (the --token given to choria jwt provisioning, claim cht). Sent with every choria_provision request; servers refuse requests carrying the wrong token.',
+  },
+  lifecycle_component: {
+    type: 'string',
+    default: 'provision_mode_server',
+    pattern: '^[^.>*\\s]*$',
+    'x-pattern-hint': "must not contain '.', '>', '*' or whitespace (it becomes part of a NATS subject)",
+    description:
+      'Component name of the startup lifecycle events that trigger immediate provisioning. Only change it when servers use a custom component (embedded servers).',
+  },
+  choria_insecure: {
+    type: 'boolean',
+    default: false,
+    description:
+      'Legacy mode for the old embedded provisioning broker: no TLS to the broker and no protocol security, security provider forced to file. A modern Choria Broker refuses the provisioner user without verified TLS, so keep this false there.',
+  },
+  site: {
+    type: 'string',
+    default: '',
+    description: 'Value of the site label on every metric; identifies this installation in dashboards.',
+  },
+  monitor_port: {
+    type: 'integer',
+    minimum: 0,
+    maximum: 65535,
+    default: 0,
+    description: 'When greater than 0, Prometheus metrics are served over HTTP on this port of every interface, path /metrics. 0 turns the endpoint off.',
+  },
+  broker_port: {
+    type: 'integer',
+    default: 0,
+    deprecated: true,
+    'x-ignored': 'broker_port is ignored: the embedded broker it configured was removed upstream in 0.11',
+    description: 'Accepted and ignored (left over from the embedded broker removed upstream in 0.11); a non-zero value gives a warning.',
+  },
+  broker_provisioning_password: {
+    type: 'string',
+    default: '',
+    'x-secret': true,
+    description:
+      "Password of the broker's provisioning account (plugin.choria.network.provisioning.client_password on the broker). When set, the provisioner connects as user provisioner, which places it in the provisioning account.",
+  },
+  cert_deny_list: {
+    type: 'array',
+    items: { type: 'string' },
+    default: DEFAULT_CERT_DENY_LIST,
+    description:
+      'Regular expressions; a CSR whose common name or any DNS name matches one is refused (pki feature), so a node cannot obtain a client or privileged identity. An entry wrapped in slashes has them stripped. An empty list means the default.',
+  },
+  jwt_verify_cert: {
+    type: 'string',
+    default: '',
+    description:
+      "How to verify each node's provisioning.jwt: a file holding a PEM RSA public key or certificate, or a hex ed25519 public key; when no such file exists the value itself is taken as a hex ed25519 public key (the Organization Issuer's).",
+  },
+  jwt_signing_key: {
+    type: 'string',
+    default: '',
+    description:
+      'Path of the private key that signs server JWTs (ed25519 feature): a PEM RSA private key or an ed25519 seed file of 64 hex characters. Re-read for every node, so rotation needs no restart.',
+  },
+  jwt_signing_token: {
+    type: 'string',
+    default: '',
+    description:
+      "Path of the provisioner's own client JWT (created with --server-provisioner --issuer). When set, server JWTs are chain-issued under the Organization Issuer. Re-read for every node.",
+  },
+  server_jwt_validity: {
+    type: 'string',
+    format: DURATION_FORMAT,
+    default: '1y',
+    description: 'Default lifetime of the server JWTs minted by the ed25519 feature. Empty means the default.',
+  },
+  rego_policy: {
+    type: 'string',
+    default: '',
+    deprecated: true,
+    'x-ignored': 'rego_policy is ignored: the Open Policy Agent gate was removed upstream in December 2021',
+    description: 'Accepted and ignored (an Open Policy Agent gate removed upstream in December 2021); a non-empty value gives a warning.',
+  },
+  leader_election: {
+    type: 'boolean',
+    default: false,
+    description:
+      'Active/standby clustering through a Choria Streams leader election: the process starts paused and only provisions while it is the leader.',
+  },
+  leader_election_key: {
+    type: 'string',
+    default: 'provisioner',
+    pattern: '^[-/=\\w]+(?:\\.[-/=\\w]+)*$',
+    'x-pattern-hint': 'must be a valid key-value key (letters, digits, - / = _ and single dots, no leading or trailing dot)',
+    'x-extension': true,
+    description:
+      'Key in the election bucket the provisioners campaign for. Only provisioners using the same key compete, so separate installations sharing a broker can each elect a leader.',
+  },
+  leader_election_bucket: {
+    type: 'string',
+    default: 'CHORIA_LEADER_ELECTION',
+    pattern: '^[-\\w]+$',
+    'x-pattern-hint': 'must be a valid bucket name (letters, digits, - and _)',
+    'x-extension': true,
+    description: 'Choria Streams key-value bucket used for leader election; the broker creates CHORIA_LEADER_ELECTION.',
+  },
+  streams_api_prefix: {
+    type: 'string',
+    default: 'choria.streams',
+    pattern: '^[^.\\s*>]+(?:\\.[^.\\s*>]+)*$',
+    'x-pattern-hint': 'must be a NATS subject prefix (dot separated tokens, no wildcards or whitespace)',
+    'x-extension': true,
+    description:
+      'JetStream API prefix under which the broker exposes Choria Streams to the provisioning account; the leader election requests are sent under it.',
+  },
+  upgrades_repository: {
+    type: 'string',
+    default: '',
+    description: 'Base URL (http or https) of a go-updater style release repository used for in-place upgrades of the Choria binary.',
+  },
+  upgrades_optional: {
+    type: 'boolean',
+    default: false,
+    description: 'When an upgrade is impossible or fails, continue provisioning the node instead of failing it.',
+  },
+  choria_config: {
+    type: 'string',
+    'x-extension': true,
+    'x-default-text': '--choria-config, else the Choria client lookup',
+    description:
+      'Path of the Choria client configuration (key = value file) used to reach the broker. When set it wins over the --choria-config flag.',
+  },
+  features: {
+    type: 'object',
+    default: {},
+    additionalProperties: false,
+    'x-default-text': 'all off',
+    description: 'Feature flags, see the features.* keys.',
+    properties: {
+      pki: featureFlag(
+        'x509 enrolment: fetch a CSR from each node and check its names against cert_deny_list. Cannot be combined with ed25519.',
+      ),
+      jwt: featureFlag(
+        "Fetch and verify each node's provisioning.jwt and pass its claims to the helper; also needed to deliver private keys. Forced on by ed25519.",
+      ),
+      ed25519: featureFlag(
+        'Organization Issuer enrolment: the node creates an ed25519 key pair and the provisioner mints its server JWT. Implies jwt; cannot be combined with pki.',
+      ),
+      upgrades: featureFlag("Honour the helper's upgrade field (in-place Choria upgrades and downgrades)."),
+    },
+  },
+  leader_election_name: {
+    deprecated: true,
+    'x-removed': {
+      severity: 'error',
+      message:
+        'leader_election_name was removed upstream and replaced by the boolean leader_election; remove it and set leader_election: true, otherwise every replica provisions at once (two active provisioners)',
+    },
+    description:
+      'Removed upstream (replaced by the boolean leader_election). Rejected: the Helm chart still emits it, and ignoring it silently would run every replica as an active provisioner.',
+  },
+  management: {
+    deprecated: true,
+    'x-removed': {
+      severity: 'warning',
+      message: 'management is ignored: the go-backplane management interface was removed upstream in 0.13',
+    },
+    description: 'Removed upstream in 0.13 (go-backplane REST management); accepted and ignored with a warning.',
+  },
+};
+
+export const provisionerConfigSchema: ObjectSchema = deepFreeze({
+  $id: 'https://choria-provisioner-ts/schemas/provisioner-config.json',
+  title: 'Choria Provisioner configuration',
+  description: 'The provisioner YAML (or JSON) file given with --config.',
+  type: 'object',
+  properties,
+  additionalProperties: true,
+});
+
+/** One documented key, flattened (`features.pki`), for docs and help output. */
+export interface ProvisionerKeyDoc {
+  readonly key: string;
+  readonly type: string;
+  readonly default: string;
+  readonly description: string;
+  readonly deprecated: boolean;
+  readonly extension: boolean;
+  readonly schema: PropertySchema;
+}
+
+/** Every key of the schema, nested ones flattened (`features`, `features.pki`, ...), in schema order. */
+export function describeProvisionerKeys(schema: ObjectSchema = provisionerConfigSchema): readonly ProvisionerKeyDoc[] {
+  const out: ProvisionerKeyDoc[] = [];
+  const walk = (props: Readonly<Record<string, PropertySchema>>, prefix: string): void => {
+    for (const [name, prop] of Object.entries(props)) {
+      const key = prefix + name;
+      out.push({
+        key,
+        type: typeText(prop),
+        default: defaultText(prop),
+        description: prop.description,
+        deprecated: prop.deprecated === true,
+        extension: prop['x-extension'] === true,
+        schema: prop,
+      });
+      if (prop.properties !== undefined) walk(prop.properties, `${key}.`);
+    }
+  };
+  walk(schema.properties, '');
+  return out;
+}
+
+function typeText(prop: PropertySchema): string {
+  if (prop.format === DURATION_FORMAT) return 'duration';
+  switch (prop.type) {
+    case undefined:
+      return 'any';
+    case 'array':
+      return 'list of strings';
+    case 'object':
+      return 'map';
+    default:
+      return prop.type;
+  }
+}
+
+function defaultText(prop: PropertySchema): string {
+  if (prop['x-default-text'] !== undefined) return prop['x-default-text'];
+  const value = prop.default;
+  if (value === undefined) return 'none';
+  if (Array.isArray(value)) return value.map((v) => `\`${String(v)}\``).join(', ');
+  if (value === '') return 'empty';
+  return `\`${String(value)}\``;
+}

@@ -1,0 +1,86 @@
+// Typed, validated configuration values shared by every layer. Produced by the loaders in this
+// folder; the rest of the library never sees raw YAML or `key = value` text.
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'fatal';
+
+export interface FeatureFlags {
+  readonly pki: boolean;
+  readonly jwt: boolean;
+  readonly ed25519: boolean;
+  readonly upgrades: boolean;
+}
+
+/** The provisioner YAML (product.md §1.2), validated, defaults applied. Durations in milliseconds. */
+export interface ProvisionerConfig {
+  /** file the config came from (for messages), or a label such as "<inline>" */
+  readonly source: string;
+  readonly workers: number;
+  readonly interval: number;
+  /** undefined = stdout */
+  readonly logfile: string | undefined;
+  readonly loglevel: LogLevel;
+  readonly helper: string;
+  /** extension: helper wall-clock limit, default 10 s */
+  readonly helperTimeout: number;
+  readonly token: string;
+  readonly lifecycleComponent: string;
+  readonly choriaInsecure: boolean;
+  readonly site: string;
+  readonly monitorPort: number;
+  readonly brokerProvisioningPassword: string;
+  readonly certDenyList: readonly string[];
+  readonly jwtVerifyCert: string;
+  readonly jwtSigningKey: string;
+  readonly jwtSigningToken: string;
+  readonly serverJwtValidity: number;
+  readonly leaderElection: boolean;
+  /** extension: election key, default "provisioner" */
+  readonly leaderElectionKey: string;
+  /** extension: election KV bucket, default "CHORIA_LEADER_ELECTION" */
+  readonly leaderElectionBucket: string;
+  /** extension: JetStream API prefix for the election, default "choria.streams" */
+  readonly streamsApiPrefix: string;
+  readonly upgradesRepository: string;
+  readonly upgradesOptional: boolean;
+  readonly features: FeatureFlags;
+  /** extension: path of the Choria client config for this site (overrides --choria-config) */
+  readonly choriaConfig: string | undefined;
+}
+
+export type SecurityProvider = 'file' | 'puppet' | 'choria';
+
+/** What the Choria client needs from the Choria client config (`key = value`), after overrides. */
+export interface ChoriaSettings {
+  /** file it came from, or "<inline>" */
+  readonly source: string;
+  readonly identity: string;
+  /** broker URLs, e.g. nats://broker:4222 (plugin.choria.middleware_hosts) */
+  readonly middlewareHosts: readonly string[];
+  readonly collectives: readonly string[];
+  readonly mainCollective: string;
+  readonly securityProvider: SecurityProvider;
+  /** protocol security (signing requests); false = "insecure" literals */
+  readonly protocolSecure: boolean;
+  /** TLS to the broker */
+  readonly tls: boolean;
+  /** x509 material (file / puppet providers; also TLS client cert) */
+  readonly certificateFile: string | undefined;
+  readonly keyFile: string | undefined;
+  readonly caFile: string | undefined;
+  /** choria (v2) provider: client JWT and ed25519 seed files */
+  readonly tokenFile: string | undefined;
+  readonly seedFile: string | undefined;
+  /** certname used in the v1 callerid (choria=<certname>) */
+  readonly certname: string;
+  /** NATS user/password (provisioner user when broker_provisioning_password is set) */
+  readonly natsUser: string | undefined;
+  readonly natsPassword: string | undefined;
+  /** request ttl in seconds (config `ttl`, default 60) */
+  readonly ttl: number;
+  /** discovery_timeout in seconds (default 2) */
+  readonly discoveryTimeout: number;
+  readonly loglevel: LogLevel | undefined;
+  readonly logfile: string | undefined;
+  /** every raw key = value pair, for diagnostics */
+  readonly raw: Readonly<Record<string, string>>;
+}

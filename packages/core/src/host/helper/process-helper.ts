@@ -1,0 +1,211 @@
+// Runs the helper the upstream way: one process per request, request JSON on stdin then EOF,
+// reply JSON on stdout, exit status 0 (product.md §2.1). Differences from upstream: the time
+// limit is configurable, stderr is captured (bounded) for the caller to log, output is bounded,
+// and a timeout or abort kills the helper's whole process group, not only the helper itself.
+import { performance } from 'node:perf_hooks';
+import { HelperError, HelperReplyError, reasonForReplyError, type HelperErrorKind } from './errors.js';
+import { BoundedBuffer, makeRedactor, requestSecrets, type Redactor } from './output.js';
+import { parseHelperReply } from './reply.js';
+import { encodeHelperRequest } from './request.js';
+import { killProcessGroup, parseHelperCommand, spawnHelper } from './spawn.js';
+import type { HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
+
+export const DEFAULT_HELPER_TIMEOUT_MS = 10_000;
+export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+export const DEFAULT_MAX_STDERR_BYTES = 64 * 1024;
+
+/** After killing a helper, how long to wait for its pipes to close (a process that left the
+ * group may hold them open) before giving up on them. */
+const PIPE_CLOSE_GRACE_MS = 1000;
+
+export interface ProcessHelperOptions {
+  /** the `helper` setting, split like a shell would but run without one */
+  readonly command: string;
+  /** wall-clock limit per run; default 10 000 ms (the fixed upstream value) */
+  readonly timeoutMs?: number;
+  readonly cwd?: string;
+  readonly env?: NodeJS.ProcessEnv;
+  /** stdout cap; a helper printing more is killed; default 1 MiB */
+  readonly maxOutputBytes?: number;
+  /** stderr kept for logging (the rest is dropped, not an error); default 64 KiB */
+  readonly maxStderrBytes?: number;
+}
+
+export class ProcessHelper implements HelperRunner {
+  private readonly argv: [string, ...string[]];
+  private readonly timeoutMs: number;
+  private readonly maxOutputBytes: number;
+  private readonly maxStderrBytes: number;
+  /** cancel functions of runs in progress, so close() can stop them */
+  private readonly active = new Set<() => Promise<void>>();
+  private closed = false;
+
+  /** Throws HelperCommandError when the command cannot be split (fail at start-up, not per node). */
+  constructor(private readonly options: ProcessHelperOptions) {
+    this.argv = parseHelperCommand(options.command);
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_HELPER_TIMEOUT_MS;
+    this.maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    this.maxStderrBytes = options.maxStderrBytes ?? DEFAULT_MAX_STDERR_BYTES;
+  }
+
+  /** The program that runs (argv[0]); named in errors instead of the full command line. */
+  get program(): string {
+    return this.argv[0];
+  }
+
+  run(req: HelperRequest, opts: HelperRunOptions): Promise<HelperResult> {
+    const redact = makeRedactor(requestSecrets(req));
+    if (this.closed || opts.signal?.aborted === true) {
+      const reason = this.closed ? 'the helper runner is closed' : 'aborted by the caller before the helper started';
+      return Promise.reject(new HelperError({ kind: 'aborted', helper: this.program, identity: opts.identity, reason, redact }));
+    }
+    return this.runProcess(encodeHelperRequest(req), opts, redact);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.active].map((cancel) => cancel()));
+  }
+
+  private runProcess(input: string, opts: HelperRunOptions, redact: Redactor): Promise<HelperResult> {
+    const { identity, signal } = opts;
+    const helper = this.program;
+    const started = performance.now();
+    const stdout = new BoundedBuffer(this.maxOutputBytes);
+    const stderr = new BoundedBuffer(this.maxStderrBytes);
+
+    return new Promise<HelperResult>((resolve, reject) => {
+      let settled = false;
+      let failure: { kind: HelperErrorKind; reason: string } | undefined;
+      let exitedAt: number | undefined;
+      let exitCode: number | null = null;
+      let killGrace: NodeJS.Timeout | undefined;
+      let onSettled: () => void = () => undefined;
+
+      let child: ReturnType<typeof spawnHelper>;
+      try {
+        child = spawnHelper(this.argv, { cwd: this.options.cwd, env: this.options.env });
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        reject(new HelperError({ kind: 'spawn', helper, identity, reason: `cannot start ${helper}: ${message}`, cause: err, redact }));
+        return;
+      }
+
+      const elapsed = (): number => Math.round(performance.now() - started);
+      const output = (): { stdout: string; stderr: string } => ({
+        stdout: redact(stdout.toText()),
+        stderr: redact(stderr.toText()),
+      });
+
+      const settle = (outcome: HelperResult | HelperError): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        clearTimeout(killGrace);
+        signal?.removeEventListener('abort', onAbort);
+        this.active.delete(cancel);
+        onSettled();
+        if (outcome instanceof HelperError) reject(outcome);
+        else resolve(outcome);
+      };
+
+      const error = (kind: HelperErrorKind, reason: string, extra: { signal?: string | null; cause?: unknown } = {}): HelperError =>
+        new HelperError({
+          kind,
+          helper,
+          identity,
+          reason,
+          output: kind === 'spawn' ? undefined : output(),
+          exitCode,
+          signal: extra.signal ?? null,
+          durationMs: elapsed(),
+          cause: extra.cause,
+          redact,
+        });
+
+      // We decided the run failed: kill the group, then report once the pipes close.
+      const fail = (kind: HelperErrorKind, reason: string): void => {
+        if (settled || failure !== undefined) return;
+        failure = { kind, reason };
+        killProcessGroup(child);
+        killGrace = setTimeout(() => {
+          child.stdout.destroy();
+          child.stderr.destroy();
+          settle(error(kind, reason));
+        }, PIPE_CLOSE_GRACE_MS);
+      };
+
+      const timer = setTimeout(() => {
+        const reason =
+          exitedAt === undefined
+            ? `timed out after ${this.timeoutMs} ms; killed it and the processes it started`
+            : `timed out after ${this.timeoutMs} ms: it exited with status ${String(exitCode)} after ${exitedAt} ms but a process it started kept its stdout or stderr open; killed that process group`;
+        fail('timeout', reason);
+      }, this.timeoutMs);
+
+      const onAbort = (): void => fail('aborted', 'aborted by the caller; killed it and the processes it started');
+      signal?.addEventListener('abort', onAbort, { once: true });
+
+      const cancel = (): Promise<void> =>
+        new Promise<void>((done) => {
+          if (settled) return done();
+          onSettled = done;
+          fail('aborted', 'the helper runner was closed; killed it and the processes it started');
+        });
+      this.active.add(cancel);
+
+      child.on('error', (err) => {
+        // Without a pid the program never started (ENOENT, EACCES, bad cwd).
+        if (child.pid === undefined) settle(error('spawn', `cannot start ${helper}: ${err.message}`, { cause: err }));
+      });
+      child.stdout.on('data', (chunk: Buffer) => {
+        if (!stdout.push(chunk)) fail('too-large', `printed more than ${this.maxOutputBytes} bytes on stdout; killed it`);
+      });
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr.push(chunk);
+      });
+      // EPIPE/ECONNRESET when the helper exits without reading its input: the exit status and
+      // output decide the outcome, so the write error itself is not interesting.
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(input);
+
+      child.on('exit', (code) => {
+        exitedAt = elapsed();
+        exitCode = code;
+      });
+      child.on('close', (code: number | null, sig: NodeJS.Signals | null) => {
+        exitCode = code;
+        if (failure !== undefined) return settle(error(failure.kind, failure.reason, { signal: sig }));
+        if (child.pid === undefined) return; // the 'error' handler reports spawn failures
+        settle(this.outcome(code, sig, stdout, error, output, elapsed));
+      });
+    });
+  }
+
+  private outcome(
+    code: number | null,
+    sig: NodeJS.Signals | null,
+    stdout: BoundedBuffer,
+    error: (kind: HelperErrorKind, reason: string, extra?: { signal?: string | null; cause?: unknown }) => HelperError,
+    output: () => { stdout: string; stderr: string },
+    elapsed: () => number,
+  ): HelperResult | HelperError {
+    if (sig !== null) return error('signal', `was killed by signal ${sig}`, { signal: sig });
+    if (code !== 0) {
+      let hint = '';
+      try {
+        parseHelperReply(stdout.toBuffer());
+        hint = ' (its reply is discarded: a non-zero exit always fails the run; to retry later exit 0 with "defer": true)';
+      } catch {
+        // not a valid reply: nothing to point out
+      }
+      return error('exit', `exited with status ${String(code)}${hint}`);
+    }
+    try {
+      return { reply: parseHelperReply(stdout.toBuffer()), stderr: output().stderr, durationMs: elapsed() };
+    } catch (err) {
+      if (err instanceof HelperReplyError) return error(err.kind, reasonForReplyError(err), { cause: err });
+      throw err;
+    }
+  }
+}

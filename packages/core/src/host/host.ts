@@ -1,0 +1,289 @@
+// One server's provisioning (product.md §5.5, the upstream order). A Host is built from a config, a
+// Choria client, a helper and metrics; it knows nothing of the scheduler, so it can be run and
+// tested alone. Nothing is kept across attempts: every attempt starts from scratch, like upstream.
+import type { Logger } from 'winston';
+import type { ChoriaClient } from '../choria/client.js';
+import type { ProvisionerConfig } from '../config/types.js';
+import type { ProvisionerMetrics } from '../metrics/metrics.js';
+import type { HostJob, HostResult, HostRunner } from '../provisioner/types.js';
+import { formatDuration } from '../util/duration.js';
+import { newRequestId } from '../util/ids.js';
+import { PausedError, type PauseFlag } from '../util/pause.js';
+import { rpmVersionCompare } from '../util/rpmvercmp.js';
+import { replyWarnings } from './helper/reply-checks.js';
+import type { HelperCsr, HelperEd25519PubKey, HelperJwtClaims, HelperReply, HelperRequest, HelperRunner } from './helper/types.js';
+import { parseCsrReply, parseEd25519Reply, parseInventoryReply, parseJwtReply, type Inventory } from './node-replies.js';
+import { LockedElsewhereError, abortError, rpcStep, type StepContext } from './rpc-step.js';
+import { claimsForHelper, encryptKeyForNode, mintServerToken, validateCsr, verifyNonceSignature, verifyProvisioningToken } from './security/index.js';
+
+export interface HostDeps {
+  readonly config: ProvisionerConfig;
+  readonly client: ChoriaClient;
+  readonly helper: HelperRunner;
+  readonly metrics: ProvisionerMetrics;
+  readonly pause: PauseFlag;
+  /** test hook: back-off between RPC tries */
+  readonly backoff?: (failedTry: number) => number;
+}
+
+/** The helper asked to stop here: nothing changes on the node. */
+class DeferredError extends Error {}
+
+/** Everything learned about the node during one attempt. */
+interface Facts {
+  jwtClaims: HelperJwtClaims | null;
+  ecdhPublic: string;
+  ed25519: HelperEd25519PubKey | null;
+  inventory: Inventory | undefined;
+  csr: HelperCsr | null;
+}
+
+export function createHostRunner(deps: HostDeps): HostRunner {
+  return (job) => new Host(deps, job).provision();
+}
+
+export class Host {
+  readonly identity: string;
+  readonly #deps: HostDeps;
+  readonly #job: HostJob;
+  readonly #log: Logger;
+  readonly #ctx: StepContext;
+  readonly #facts: Facts = { jwtClaims: null, ecdhPublic: '', ed25519: null, inventory: undefined, csr: null };
+
+  constructor(deps: HostDeps, job: HostJob) {
+    this.#deps = deps;
+    this.#job = job;
+    this.identity = job.identity;
+    this.#log = job.logger;
+    this.#ctx = {
+      identity: job.identity,
+      client: deps.client,
+      metrics: deps.metrics,
+      pause: deps.pause,
+      signal: job.signal,
+      logger: job.logger,
+      ...(deps.backoff !== undefined ? { backoff: deps.backoff } : {}),
+    };
+  }
+
+  async provision(): Promise<HostResult> {
+    const cfg = this.#deps.config;
+    const waited = Date.now() - this.#job.discoveredAt;
+    if (waited > 2 * cfg.interval) {
+      return { outcome: 'stale', message: `skipping node that's been waiting ${formatDuration(waited)}` };
+    }
+    this.#log.info(`Provisioning ${this.identity}`);
+    try {
+      if (cfg.features.jwt) await this.#fetchJwt();
+      if (cfg.features.ed25519) await this.#fetchEd25519();
+      await this.#fetchInventory();
+      if (cfg.features.pki) await this.#fetchCsr();
+      const reply = await this.#runHelper();
+      if (reply.defer === true) throw new DeferredError(`configuration defered: ${reply.msg ?? ''}`);
+      if (reply.shutdown === true) return await this.#shutdown(reply);
+      // Upstream order: mint the server JWT, encrypt the key, upgrade, then configure.
+      const serverJwt = cfg.features.ed25519 ? this.#mintServerJwt(reply) : '';
+      const key = this.#encryptKey(reply);
+      if (this.#wantsUpgrade(reply)) {
+        const upgraded = await this.#upgrade(reply);
+        if (upgraded) return { outcome: 'upgraded', message: `updating to version ${reply.upgrade ?? ''}` };
+      }
+      // Fail fast instead of sending it five times for the node to refuse (product.md §5.9 #7).
+      const configuration = reply.configuration ?? {};
+      if (Object.keys(configuration).length === 0) {
+        throw new Error(`could not configure ${this.identity}: the helper returned an empty configuration`);
+      }
+      await this.#configure(reply, configuration, serverJwt, key);
+      await this.#restart();
+      return { outcome: 'provisioned' };
+    } catch (err) {
+      return this.#failure(err);
+    }
+  }
+
+  #failure(err: unknown): HostResult {
+    if (err instanceof DeferredError) return { outcome: 'deferred', message: err.message };
+    if (err instanceof LockedElsewhereError) return { outcome: 'skipped_locked', message: err.message, error: err };
+    const error = err instanceof Error ? err : new Error(String(err));
+    if (err instanceof PausedError) return { outcome: 'failed', message: err.message, error };
+    return { outcome: 'failed', message: error.message, error };
+  }
+
+  #step(name: string): void {
+    this.#job.onStep(name);
+  }
+
+  async #fetchJwt(): Promise<void> {
+    this.#step('jwt');
+    const cfg = this.#deps.config;
+    const reply = await rpcStep(this.#ctx, 'choria_provision', 'jwt', { token: cfg.token }, 3, parseJwtReply);
+    try {
+      const claims = verifyProvisioningToken(reply.jwt, cfg.jwtVerifyCert);
+      this.#facts.jwtClaims = claimsForHelper(claims) as HelperJwtClaims;
+    } catch (err) {
+      throw new Error(`could not validate JWT: ${this.identity}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    this.#facts.ecdhPublic = reply.ecdhPublic;
+  }
+
+  async #fetchEd25519(): Promise<void> {
+    this.#step('gen25519');
+    const nonce = newRequestId();
+    const reply = await rpcStep(this.#ctx, 'choria_provision', 'gen25519', { nonce, token: this.#deps.config.token }, 5, parseEd25519Reply);
+    try {
+      verifyNonceSignature(reply, nonce);
+    } catch (err) {
+      throw new Error(`could not fetch ed25519 public key: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    this.#facts.ed25519 = { public_key: reply.public_key, directory: reply.directory, signature: reply.signature };
+  }
+
+  async #fetchInventory(): Promise<void> {
+    this.#step('inventory');
+    this.#facts.inventory = await rpcStep(this.#ctx, 'rpcutil', 'inventory', {}, 5, parseInventoryReply);
+  }
+
+  async #fetchCsr(): Promise<void> {
+    this.#step('gencsr');
+    const cfg = this.#deps.config;
+    const reply = await rpcStep(this.#ctx, 'choria_provision', 'gencsr', { cn: this.identity, token: cfg.token }, 1, parseCsrReply);
+    if (reply.csr === '') throw new Error(`could not provision ${this.identity}: no CSR received`);
+    try {
+      validateCsr(reply.csr, this.identity, cfg.certDenyList);
+    } catch (err) {
+      throw new Error(`could not provision ${this.identity}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    this.#facts.csr = { csr: reply.csr, public_key: reply.public_key, ssldir: reply.ssldir };
+  }
+
+  async #runHelper(): Promise<HelperReply> {
+    this.#step('helper');
+    if (this.#deps.pause.paused) throw new PausedError('helper');
+    if (this.#job.signal.aborted) throw abortError(this.#job.signal, 'helper');
+    const request: HelperRequest = {
+      identity: this.identity,
+      csr: this.#facts.csr,
+      ed25519_pubkey: this.#facts.ed25519,
+      inventory: this.#facts.inventory?.text ?? '{}',
+      jwt: this.#facts.jwtClaims,
+    };
+    const started = performance.now();
+    try {
+      const result = await this.#deps.helper.run(request, { identity: this.identity, signal: this.#job.signal });
+      this.#deps.metrics.helperTime((performance.now() - started) / 1000);
+      if (result.stderr.trim() !== '') this.#log.info(`Helper stderr for ${this.identity}: ${result.stderr.trimEnd()}`);
+      for (const w of replyWarnings(result.reply)) this.#log.warn(`Helper reply for ${this.identity}: ${w}`);
+      return result.reply;
+    } catch (err) {
+      this.#deps.metrics.helperTime((performance.now() - started) / 1000);
+      if (this.#job.signal.aborted) throw abortError(this.#job.signal, 'helper');
+      this.#deps.metrics.helperError();
+      const stderr = (err as { stderr?: unknown }).stderr;
+      if (typeof stderr === 'string' && stderr.trim() !== '') this.#log.warn(`Helper stderr for ${this.identity}: ${stderr.trimEnd()}`);
+      throw err;
+    }
+  }
+
+  async #shutdown(reply: HelperReply): Promise<HostResult> {
+    this.#step('shutdown');
+    this.#log.warn(`Shutting down ${this.identity} on request of the helper: ${reply.msg ?? ''}`);
+    await rpcStep(this.#ctx, 'choria_provision', 'shutdown', { token: this.#deps.config.token }, 3, () => undefined);
+    this.#deps.metrics.helperShutdownRequest();
+    return { outcome: 'shutdown', ...(reply.msg !== undefined && reply.msg !== '' ? { message: reply.msg } : {}) };
+  }
+
+  #wantsUpgrade(reply: HelperReply): boolean {
+    return this.#deps.config.features.upgrades && reply.upgrade !== undefined && reply.upgrade !== '';
+  }
+
+  /** Returns true when the node was told to update (configuration then happens on its next pass). */
+  async #upgrade(reply: HelperReply): Promise<boolean> {
+    const cfg = this.#deps.config;
+    const target = reply.upgrade ?? '';
+    const current = this.#facts.inventory?.version ?? '';
+    if (rpmVersionCompare(current, target) === 0) {
+      this.#log.debug(`${this.identity} already runs version ${target}, no update needed`);
+      return false;
+    }
+    const problem =
+      cfg.upgradesRepository === ''
+        ? `cannot update ${this.identity} to ${target}: no upgrades_repository configured`
+        : current === ''
+          ? `cannot update ${this.identity} to ${target}: the node did not report its version`
+          : this.#facts.inventory?.upgradable !== true
+            ? `cannot update ${this.identity} from ${current} to ${target}: the node does not allow version updates`
+            : undefined;
+    if (problem !== undefined) {
+      if (cfg.upgradesOptional) {
+        this.#log.warn(`${problem}; continuing because upgrades_optional is set`);
+        return false;
+      }
+      throw new Error(problem);
+    }
+    this.#step('release_update');
+    this.#log.warn(`Will attempt version update from ${current} to ${target}`);
+    try {
+      await rpcStep(
+        this.#ctx,
+        'choria_provision',
+        'release_update',
+        { repository: cfg.upgradesRepository, token: cfg.token, version: target },
+        3,
+        () => undefined,
+      );
+    } catch (err) {
+      if (cfg.upgradesOptional && !(err instanceof LockedElsewhereError) && !this.#job.signal.aborted) {
+        this.#log.warn(`Version update of ${this.identity} failed, continuing because upgrades_optional is set: ${err instanceof Error ? err.message : String(err)}`);
+        return false;
+      }
+      throw err;
+    }
+    return true;
+  }
+
+  #mintServerJwt(reply: HelperReply): string {
+    this.#step('server_jwt');
+    const cfg = this.#deps.config;
+    const ed = this.#facts.ed25519;
+    return mintServerToken({
+      identity: this.identity,
+      publicKeyHex: ed?.public_key ?? '',
+      signingKeyPath: cfg.jwtSigningKey,
+      ...(cfg.jwtSigningToken !== '' ? { signingTokenPath: cfg.jwtSigningToken } : {}),
+      defaultValidityMs: cfg.serverJwtValidity,
+      configuration: reply.configuration ?? {},
+      serverClaims: reply.server_claims ?? null,
+      onWarning: (w: string) => this.#log.warn(`Server JWT for ${this.identity}: ${w}`),
+    });
+  }
+
+  #encryptKey(reply: HelperReply): { key: string; ecdhPublic: string } {
+    if (reply.key === undefined || reply.key === '') return { key: '', ecdhPublic: '' };
+    this.#step('encrypt_key');
+    const out = encryptKeyForNode(reply.key, this.#facts.ecdhPublic);
+    return { key: out.pem, ecdhPublic: out.ecdhPublicHex };
+  }
+
+  async #configure(reply: HelperReply, configuration: Readonly<Record<string, string>>, serverJwt: string, key: { key: string; ecdhPublic: string }): Promise<void> {
+    this.#step('configure');
+    const data: Record<string, unknown> = {
+      token: this.#deps.config.token,
+      config: JSON.stringify(configuration),
+      ca: reply.ca ?? '',
+      certificate: reply.certificate ?? '',
+      // The CSR's ssldir always wins: that is where the node keeps the private key.
+      ssldir: this.#facts.csr?.ssldir ?? reply.ssldir ?? '',
+      key: key.key,
+      ecdh_public: key.ecdhPublic,
+      action_policies: { ...(reply.action_policies ?? {}) },
+      opa_policies: { ...(reply.opa_policies ?? {}) },
+      server_jwt: serverJwt,
+    };
+    await rpcStep(this.#ctx, 'choria_provision', 'configure', data, 5, () => undefined);
+  }
+
+  async #restart(): Promise<void> {
+    this.#step('restart');
+    await rpcStep(this.#ctx, 'choria_provision', 'restart', { splay: 1, token: this.#deps.config.token }, 3, () => undefined);
+  }
+}

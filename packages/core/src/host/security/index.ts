@@ -1,0 +1,52 @@
+// Security building blocks of one node's provisioning: keys, tokens, nonce, key transport, CSRs.
+export {
+  ed25519KeyFromSeed,
+  ed25519PublicHex,
+  ed25519PublicKeyFromRaw,
+  loadSigningKey,
+  loadVerificationKey,
+  parseSigningKeyFile,
+  parseVerificationKeyFile,
+  readEd25519SeedFile,
+  seedFromFileContent,
+  type SigningKey,
+  type VerificationKey,
+} from './keys.js';
+export {
+  claimsForHelper,
+  ProvisioningTokenError,
+  verifyProvisioningToken,
+  verifyProvisioningTokenWithKey,
+  type ProvisioningClaims,
+  type VerifyOptions,
+} from './provisioning-jwt.js';
+export { mintServerToken, type MintServerTokenInput } from './server-jwt.js';
+export {
+  parseServerClaims,
+  ServerClaimsError,
+  type ServerClaimsInput,
+  type ServerPermissions,
+} from './server-claims.js';
+export { verifyNonceSignature } from './nonce.js';
+export {
+  decryptLegacyPem,
+  encryptKeyForNode,
+  encryptLegacyPem,
+  legacyPemKey,
+  x25519PublicFromPrivate,
+  x25519SharedSecret,
+  type EncryptedKey,
+  type EncryptKeyOptions,
+} from './ecdh-pem.js';
+export {
+  compileDenyList,
+  DEFAULT_CERT_DENY_LIST,
+  matchesDenyList,
+  parseCsr,
+  validateCsr,
+  type CsrNames,
+  type DenyList,
+} from './csr.js';
+export { decodeHexStrict } from './hex.js';
+export { decodeFirstPemBlock, encodePem, type PemBlock } from './pem.js';
+export { ACCEPTED_ALGORITHMS, JwtError, type JwtAlgorithm } from './jwt-compact.js';

@@ -1,0 +1,204 @@
+// Every upstream metric (product.md §4.1) with the same names, types and the `site` label, registered
+// once per prom-client registry and shared by every provisioner instance using that registry: the
+// instances differ only by their `site` label value, so one /metrics page serves several sites.
+import { Counter, Gauge, Registry, Summary } from 'prom-client';
+
+export type RpcName =
+  | 'rpcutil#inventory'
+  | 'choria_provision#jwt'
+  | 'choria_provision#gen25519'
+  | 'choria_provision#gencsr'
+  | 'choria_provision#configure'
+  | 'choria_provision#restart'
+  | 'choria_provision#shutdown'
+  | 'choria_provision#release_update';
+
+/** Outcome of one provisioning attempt (beyond upstream: product.md §5.9 #4). */
+export type Outcome = 'provisioned' | 'deferred' | 'shutdown' | 'upgraded' | 'failed' | 'skipped_locked' | 'stale';
+
+export const OUTCOMES: readonly Outcome[] = ['provisioned', 'deferred', 'shutdown', 'upgraded', 'failed', 'skipped_locked', 'stale'];
+
+type Labels<T extends string> = T;
+
+interface MetricSet {
+  discoverCycles: Counter<Labels<'site'>>;
+  discovered: Counter<Labels<'site'>>;
+  eventDiscovered: Counter<Labels<'site'>>;
+  discoveryErrors: Counter<Labels<'site'>>;
+  rpcTime: Summary<Labels<'site' | 'rpc'>>;
+  rpcErrors: Counter<Labels<'site' | 'rpc'>>;
+  helperTime: Summary<Labels<'site'>>;
+  helperErrors: Counter<Labels<'site'>>;
+  helperShutdownRequests: Counter<Labels<'site'>>;
+  provisionErrors: Counter<Labels<'site'>>;
+  provisioned: Counter<Labels<'site'>>;
+  busyWorkers: Gauge<Labels<'site'>>;
+  waitingNodes: Gauge<Labels<'site'>>;
+  workQueueEntries: Gauge<Labels<'site'>>;
+  paused: Gauge<Labels<'site'>>;
+  outcomes: Counter<Labels<'site' | 'outcome'>>;
+  eventErrors: Counter<Labels<'site'>>;
+  queueFull: Counter<Labels<'site'>>;
+  electionCampaigns: Counter<Labels<'election' | 'identity' | 'state'>>;
+  electionLeader: Gauge<Labels<'election' | 'identity'>>;
+  electionInterval: Gauge<Labels<'election' | 'identity'>>;
+}
+
+function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Counter<L> {
+  const existing = registry.getSingleMetric(name);
+  if (existing !== undefined) return existing as Counter<L>;
+  return new Counter<L>({ name, help, labelNames, registers: [registry] });
+}
+
+function gauge<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Gauge<L> {
+  const existing = registry.getSingleMetric(name);
+  if (existing !== undefined) return existing as Gauge<L>;
+  return new Gauge<L>({ name, help, labelNames, registers: [registry] });
+}
+
+// Go's default summaries export only _sum and _count, which is what the dashboard divides.
+function summary<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Summary<L> {
+  const existing = registry.getSingleMetric(name);
+  if (existing !== undefined) return existing as Summary<L>;
+  return new Summary<L>({ name, help, labelNames, percentiles: [], registers: [registry] });
+}
+
+function register(registry: Registry): MetricSet {
+  const s = ['site'] as const;
+  return {
+    discoverCycles: counter(registry, 'choria_provisioner_discover_cycles', 'How many discovery cycles were run', s),
+    discovered: counter(registry, 'choria_provisioner_discovered', 'How many nodes were added to the provisioning list by discovery', s),
+    eventDiscovered: counter(registry, 'choria_provisioner_event_discovered', 'How many nodes were added to the provisioning list by startup events', s),
+    discoveryErrors: counter(registry, 'choria_provisioner_discovery_errors', 'How many discovery runs failed', s),
+    rpcTime: summary(registry, 'choria_provisioner_rpc_time', 'How long each RPC try took, in seconds', ['site', 'rpc'] as const),
+    rpcErrors: counter(registry, 'choria_provisioner_rpc_errors', 'How many RPC steps failed after all their tries', ['site', 'rpc'] as const),
+    helperTime: summary(registry, 'choria_provisioner_helper_time', 'How long the helper took, in seconds', s),
+    helperErrors: counter(registry, 'choria_provisioner_helper_errors', 'How many times the helper failed', s),
+    helperShutdownRequests: counter(registry, 'choria_provisioner_helper_shutdown_requests', 'How many nodes were shut down on request of the helper', s),
+    provisionErrors: counter(registry, 'choria_provisioner_provision_errors', 'How many provisioning attempts failed, including defers and stale skips', s),
+    provisioned: counter(registry, 'choria_provisioner_provisioned', 'How many provisioning attempts ended successfully, including shutdowns and upgrades', s),
+    busyWorkers: gauge(registry, 'choria_provisioner_busy_workers', 'How many workers are provisioning a node', s),
+    waitingNodes: gauge(registry, 'choria_provisioner_waiting_nodes', 'How many nodes are on the provisioning list', s),
+    workQueueEntries: gauge(registry, 'choria_provisioner_work_queue_entries', 'How many entries wait in the work queue', s),
+    paused: gauge(registry, 'choria_provisioner_paused', '1 while the provisioner is paused (standby), else 0', s),
+    outcomes: counter(registry, 'choria_provisioner_outcomes', 'Provisioning attempts by outcome', ['site', 'outcome'] as const),
+    eventErrors: counter(registry, 'choria_provisioner_event_errors', 'Lifecycle events that could not be parsed', s),
+    queueFull: counter(registry, 'choria_provisioner_queue_full', 'Nodes dropped because the work queue was full', s),
+    electionCampaigns: counter(registry, 'choria_election_campaigns', 'Leader election campaigns', ['election', 'identity', 'state'] as const),
+    electionLeader: gauge(registry, 'choria_election_leader', '1 while this instance leads the election', ['election', 'identity'] as const),
+    electionInterval: gauge(registry, 'choria_election_interval_seconds', 'Seconds until the next campaign', ['election', 'identity'] as const),
+  };
+}
+
+/** The metrics of one site, bound to its `site` label value. */
+export class ProvisionerMetrics {
+  readonly registry: Registry;
+  readonly site: string;
+  readonly #m: MetricSet;
+
+  constructor(registry: Registry, site: string) {
+    this.registry = registry;
+    this.site = site;
+    this.#m = register(registry);
+    // Upstream initialises these to zero so dashboards show a line before the first node.
+    const l = { site };
+    this.#m.discovered.inc(l, 0);
+    this.#m.provisioned.inc(l, 0);
+    this.#m.discoverCycles.inc(l, 0);
+    this.#m.eventDiscovered.inc(l, 0);
+    this.#m.discoveryErrors.inc(l, 0);
+    this.#m.helperErrors.inc(l, 0);
+    this.#m.helperShutdownRequests.inc(l, 0);
+    this.#m.provisionErrors.inc(l, 0);
+    this.#m.busyWorkers.set(l, 0);
+    this.#m.waitingNodes.set(l, 0);
+    this.#m.workQueueEntries.set(l, 0);
+    this.#m.paused.set(l, 0);
+    for (const outcome of OUTCOMES) this.#m.outcomes.inc({ site, outcome }, 0);
+  }
+
+  discoverCycle(): void {
+    this.#m.discoverCycles.inc({ site: this.site });
+  }
+  discovered(n = 1): void {
+    this.#m.discovered.inc({ site: this.site }, n);
+  }
+  eventDiscovered(n = 1): void {
+    this.#m.eventDiscovered.inc({ site: this.site }, n);
+  }
+  discoveryError(): void {
+    this.#m.discoveryErrors.inc({ site: this.site });
+  }
+  rpcTime(rpc: RpcName, seconds: number): void {
+    this.#m.rpcTime.observe({ site: this.site, rpc }, seconds);
+  }
+  rpcError(rpc: RpcName): void {
+    this.#m.rpcErrors.inc({ site: this.site, rpc });
+  }
+  helperTime(seconds: number): void {
+    this.#m.helperTime.observe({ site: this.site }, seconds);
+  }
+  helperError(): void {
+    this.#m.helperErrors.inc({ site: this.site });
+  }
+  helperShutdownRequest(): void {
+    this.#m.helperShutdownRequests.inc({ site: this.site });
+  }
+  provisionError(): void {
+    this.#m.provisionErrors.inc({ site: this.site });
+  }
+  provisioned(): void {
+    this.#m.provisioned.inc({ site: this.site });
+  }
+  outcome(outcome: Outcome): void {
+    this.#m.outcomes.inc({ site: this.site, outcome });
+  }
+  eventError(): void {
+    this.#m.eventErrors.inc({ site: this.site });
+  }
+  queueFull(): void {
+    this.#m.queueFull.inc({ site: this.site });
+  }
+  setBusyWorkers(n: number): void {
+    this.#m.busyWorkers.set({ site: this.site }, n);
+  }
+  setWaitingNodes(n: number): void {
+    this.#m.waitingNodes.set({ site: this.site }, n);
+  }
+  setWorkQueueEntries(n: number): void {
+    this.#m.workQueueEntries.set({ site: this.site }, n);
+  }
+  setPaused(paused: boolean): void {
+    this.#m.paused.set({ site: this.site }, paused ? 1 : 0);
+  }
+  electionCampaign(election: string, identity: string, state: 'candidate' | 'leader'): void {
+    this.#m.electionCampaigns.inc({ election, identity, state });
+  }
+  setElectionLeader(election: string, identity: string, leader: boolean): void {
+    this.#m.electionLeader.set({ election, identity }, leader ? 1 : 0);
+  }
+  setElectionInterval(election: string, identity: string, seconds: number): void {
+    this.#m.electionInterval.set({ election, identity }, seconds);
+  }
+}
+
+/** Metric names the upstream Grafana dashboard and alerts rely on. */
+export const UPSTREAM_METRIC_NAMES: readonly string[] = [
+  'choria_provisioner_discover_cycles',
+  'choria_provisioner_discovered',
+  'choria_provisioner_event_discovered',
+  'choria_provisioner_discovery_errors',
+  'choria_provisioner_rpc_time',
+  'choria_provisioner_rpc_errors',
+  'choria_provisioner_helper_time',
+  'choria_provisioner_helper_errors',
+  'choria_provisioner_helper_shutdown_requests',
+  'choria_provisioner_provision_errors',
+  'choria_provisioner_provisioned',
+  'choria_provisioner_busy_workers',
+  'choria_provisioner_waiting_nodes',
+  'choria_provisioner_work_queue_entries',
+  'choria_provisioner_paused',
+];
+
+export { Registry };

@@ -1,0 +1,265 @@
+// Leader election on the Choria Streams KV bucket (security.md §8.3), wire-compatible with the Go
+// provisioner's go-choria election: same bucket, key, value (the identity), create/update with
+// expected revisions and the same TwentySec campaign back-off, so TypeScript and Go instances can
+// share one election.
+import type { NatsConnection } from 'nats';
+import type { Logger } from 'winston';
+import { ABORTED, abortableSleep, untilAborted } from './abortable.js';
+import { DEFAULT_STEPS, TWENTY_SEC_STEPS, stepDelayMs } from './backoff-policy.js';
+import { formatMs } from './format.js';
+import {
+  CHORIA_STREAMS_API_PREFIX,
+  DEFAULT_ELECTION_BUCKET,
+  DEFAULT_ELECTION_KEY,
+  DEFAULT_KV_REQUEST_TIMEOUT_MS,
+  bucketTtlMs,
+  create,
+  update,
+  type KvKeyRef,
+} from './kv-campaign.js';
+import { electionTtlProblem } from './ttl.js';
+
+/** `unknown` before the bucket is usable and after stop (as upstream's UnknownState), then candidate/leader. */
+export type ElectionState = 'unknown' | 'candidate' | 'leader';
+export type CampaignState = 'candidate' | 'leader';
+
+export interface LeaderElectionOptions {
+  nc: NatsConnection;
+  /** the value written to the key: the provisioner's Choria identity */
+  identity: string;
+  /** election key, default `provisioner` */
+  key?: string;
+  /** KV bucket, default CHORIA_LEADER_ELECTION */
+  bucket?: string;
+  /** JetStream API prefix, default `choria.streams`; `$JS.API` for an account with JetStream itself */
+  apiPrefix?: string;
+  logger: Logger;
+  /** called once per won term, ~200 ms after the first successful refresh following the win */
+  onWon: () => void;
+  /** called when a refresh of an announced leadership fails */
+  onLost: () => void;
+  /** [0, 1) source for splay and back-off jitter, default Math.random */
+  random?: () => number;
+  /** maximum initial splay in ms, default 5000 (a random 0..splayMs-1 wait before the first campaign) */
+  splayMs?: number;
+  /** after every campaign: the state it campaigned in and whether its request succeeded (for metrics) */
+  onCampaign?: (state: CampaignState, ok: boolean) => void;
+  /** the wait before the next campaign, in seconds (choria_election_interval_seconds) */
+  onIntervalChange?: (seconds: number) => void;
+  /** timeout of each NATS request, default 2 s */
+  requestTimeoutMs?: number;
+}
+
+const WIN_ANNOUNCE_DELAY_MS = 200;
+const DEFAULT_SPLAY_MS = 5_000;
+
+function reasonOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export class LeaderElection {
+  readonly #nc: NatsConnection;
+  readonly #identity: string;
+  readonly #ref: KvKeyRef & { key: string; bucket: string };
+  readonly #logger: Logger;
+  readonly #onWon: () => void;
+  readonly #onLost: () => void;
+  readonly #random: () => number;
+  readonly #splayMs: number;
+  readonly #onCampaign: ((state: CampaignState, ok: boolean) => void) | undefined;
+  readonly #onIntervalChange: ((seconds: number) => void) | undefined;
+
+  #state: ElectionState = 'unknown';
+  #lastSeq: number | undefined;
+  /** failed creates since the last win: selects the TwentySec step */
+  #tries = 0;
+  /** won the key but not yet announced: announced after the next successful refresh */
+  #winPending = false;
+  /** onWon was delivered for the current term */
+  #announced = false;
+  #started = false;
+  #abort: AbortController | undefined;
+  #loop: Promise<void> | undefined;
+
+  constructor(opts: LeaderElectionOptions) {
+    if (opts.identity.trim() === '') throw new Error('leader election needs a non-empty identity');
+    const splay = opts.splayMs ?? DEFAULT_SPLAY_MS;
+    if (!Number.isFinite(splay) || splay < 0) throw new Error(`invalid leader election splay ${splay} ms`);
+    this.#nc = opts.nc;
+    this.#identity = opts.identity;
+    this.#ref = {
+      apiPrefix: opts.apiPrefix ?? CHORIA_STREAMS_API_PREFIX,
+      bucket: opts.bucket ?? DEFAULT_ELECTION_BUCKET,
+      key: opts.key ?? DEFAULT_ELECTION_KEY,
+      timeoutMs: opts.requestTimeoutMs ?? DEFAULT_KV_REQUEST_TIMEOUT_MS,
+    };
+    this.#logger = opts.logger;
+    this.#onWon = opts.onWon;
+    this.#onLost = opts.onLost;
+    this.#random = opts.random ?? Math.random;
+    this.#splayMs = splay;
+    this.#onCampaign = opts.onCampaign;
+    this.#onIntervalChange = opts.onIntervalChange;
+  }
+
+  get state(): ElectionState {
+    return this.#state;
+  }
+
+  /** true only once the win was announced through onWon (as upstream's IsLeader) */
+  get isLeader(): boolean {
+    return this.#state === 'leader' && this.#announced;
+  }
+
+  /** revision of the key written by this instance while it holds it */
+  get lastSequence(): number | undefined {
+    return this.#lastSeq;
+  }
+
+  /** Begins campaigning in the background; an election is started at most once. */
+  start(): void {
+    if (this.#started) throw new Error(`leader election ${this.#ref.key} in bucket ${this.#ref.bucket} was already started`);
+    this.#started = true;
+    const abort = new AbortController();
+    this.#abort = abort;
+    this.#loop = this.#run(abort.signal).catch((err: unknown) => {
+      this.#logger.error(`Leader election ${this.#ref.key} stopped unexpectedly: ${reasonOf(err)}`, { election: this.#ref.key, bucket: this.#ref.bucket });
+    });
+  }
+
+  /**
+   * Stops campaigning at once (pending waits and requests are abandoned). Like upstream it neither
+   * deletes the key (a standby takes over once it expires) nor calls onLost; it resolves to whether
+   * this instance was the announced leader, so the caller can do its own hand-over.
+   */
+  async stop(): Promise<boolean> {
+    const wasLeader = this.isLeader;
+    const abort = this.#abort;
+    if (abort === undefined) return false;
+    this.#abort = undefined;
+    abort.abort();
+    await this.#loop;
+    this.#state = 'unknown';
+    this.#lastSeq = undefined;
+    this.#winPending = false;
+    this.#announced = false;
+    return wasLeader;
+  }
+
+  async #run(signal: AbortSignal): Promise<void> {
+    const ttlMs = await this.#waitForUsableBucket(signal);
+    if (ttlMs === undefined) return;
+    this.#state = 'candidate';
+    this.#logger.info(`Campaigning for leader election ${this.#ref.key} in bucket ${this.#ref.bucket} as ${this.#identity} (bucket TTL ${formatMs(ttlMs)})`, {
+      election: this.#ref.key,
+      bucket: this.#ref.bucket,
+    });
+    const splay = Math.floor(this.#random() * this.#splayMs);
+    if (!(await abortableSleep(splay, signal))) return;
+    while (!signal.aborted) {
+      await this.#campaign(signal);
+      if (signal.aborted) return;
+      const delay = stepDelayMs(TWENTY_SEC_STEPS, this.#tries, this.#random);
+      this.#notify('onIntervalChange', () => this.#onIntervalChange?.(delay / 1_000));
+      if (!(await abortableSleep(delay, signal))) return;
+    }
+  }
+
+  /**
+   * Reads and validates the bucket TTL, retrying with the Default back-off until it works or stop.
+   * Deliberate improvement over upstream, which drops the error of a missing bucket and stays paused
+   * forever without a word (and exits on a bad TTL): every failed attempt is logged at error level
+   * with its reason, and the election recovers by itself once the broker creates or fixes the
+   * bucket (it often appears 10-69 s after a broker start). A TTL outside 4 s..1 h is handled the
+   * same way rather than rejecting start, so fixing the broker setting needs no provisioner restart.
+   */
+  async #waitForUsableBucket(signal: AbortSignal): Promise<number | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      let reason: string;
+      try {
+        const ttl = await untilAborted(bucketTtlMs(this.#nc, this.#ref), signal);
+        if (ttl === ABORTED) return undefined;
+        const problem = electionTtlProblem(ttl);
+        if (problem === undefined) return ttl;
+        reason = `election bucket ${this.#ref.bucket} cannot be used: ${problem}`;
+      } catch (err) {
+        if (signal.aborted) return undefined;
+        reason = reasonOf(err);
+      }
+      const delay = stepDelayMs(DEFAULT_STEPS, attempt, this.#random);
+      this.#logger.error(`Leader election failed to start (attempt ${attempt}, retrying in ${formatMs(delay)}): ${reason}`, {
+        election: this.#ref.key,
+        bucket: this.#ref.bucket,
+        attempt,
+      });
+      if (!(await abortableSleep(delay, signal))) return undefined;
+    }
+  }
+
+  async #campaign(signal: AbortSignal): Promise<void> {
+    if (this.#state === 'leader') await this.#maintainLeadership(signal);
+    else await this.#campaignForLeadership(signal);
+  }
+
+  async #campaignForLeadership(signal: AbortSignal): Promise<void> {
+    let seq: number;
+    try {
+      const result = await untilAborted(create(this.#nc, this.#ref, this.#identity), signal);
+      if (result === ABORTED) return;
+      seq = result;
+    } catch (err) {
+      if (signal.aborted) return;
+      // any failure counts as "someone else leads": see security.md §8.2
+      this.#tries += 1;
+      this.#logger.debug(`Campaign for ${this.#ref.key} failed (${this.#tries} since last win): ${reasonOf(err)}`, { election: this.#ref.key });
+      this.#notify('onCampaign', () => this.#onCampaign?.('candidate', false));
+      return;
+    }
+    this.#lastSeq = seq;
+    this.#state = 'leader';
+    this.#tries = 0;
+    this.#winPending = true;
+    this.#logger.debug(`Won key ${this.#ref.key} at revision ${seq}, announcing after the next refresh`, { election: this.#ref.key });
+    this.#notify('onCampaign', () => this.#onCampaign?.('candidate', true));
+  }
+
+  async #maintainLeadership(signal: AbortSignal): Promise<void> {
+    const lastSeq = this.#lastSeq;
+    let seq: number;
+    try {
+      if (lastSeq === undefined) throw new Error('no revision recorded for the held key');
+      const result = await untilAborted(update(this.#nc, this.#ref, this.#identity, lastSeq), signal);
+      if (result === ABORTED) return;
+      seq = result;
+    } catch (err) {
+      if (signal.aborted) return;
+      const wasAnnounced = this.#announced;
+      this.#state = 'candidate';
+      this.#lastSeq = undefined;
+      this.#winPending = false;
+      this.#announced = false;
+      this.#logger.warn(`Leadership of ${this.#ref.key} in bucket ${this.#ref.bucket} lost: ${reasonOf(err)}`, { election: this.#ref.key, bucket: this.#ref.bucket });
+      this.#notify('onCampaign', () => this.#onCampaign?.('leader', false));
+      // onLost pairs with a delivered onWon; a win lost before it was announced changes nothing outside
+      if (wasAnnounced) this.#notify('onLost', () => this.#onLost());
+      return;
+    }
+    this.#lastSeq = seq;
+    this.#notify('onCampaign', () => this.#onCampaign?.('leader', true));
+    if (!this.#winPending) return;
+    this.#winPending = false;
+    // gives a previous leader that has just lost the key time to stand down before we start working
+    if (!(await abortableSleep(WIN_ANNOUNCE_DELAY_MS, signal))) return;
+    this.#announced = true;
+    this.#notify('onWon', () => this.#onWon());
+  }
+
+  /** A throwing callback must not end the campaign loop. */
+  #notify(name: string, call: () => void): void {
+    try {
+      call();
+    } catch (err) {
+      this.#logger.error(`Leader election ${name} callback failed: ${reasonOf(err)}`, { election: this.#ref.key });
+    }
+  }
+}

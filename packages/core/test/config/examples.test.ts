@@ -1,0 +1,57 @@
+import { basename, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { applyProvisionerOverrides, checkChoriaSettings, loadChoriaConfig } from '../../src/config/choria-config.js';
+import { loadProvisionerConfig } from '../../src/config/provisioner-config.js';
+import { repoRoot } from '../../../../test/support/vectors.js';
+
+const examples = join(repoRoot, 'examples', 'config');
+
+function load(name: string) {
+  const warnings: string[] = [];
+  const config = loadProvisionerConfig(join(examples, name), { cpuCount: 2, onWarning: (m) => warnings.push(m) });
+  return { config, warnings };
+}
+
+describe('examples/config', () => {
+  it('provisioner.yaml loads cleanly and targets a modern broker with jwt + pki', () => {
+    const { config, warnings } = load('provisioner.yaml');
+    expect(warnings).toEqual([]);
+    expect(config.choriaInsecure).toBe(false);
+    expect(config.brokerProvisioningPassword).not.toBe('');
+    expect(config.features).toEqual({ pki: true, jwt: true, ed25519: false, upgrades: false });
+    expect(config.interval).toBe(300_000);
+    expect(basename(config.choriaConfig ?? '')).toBe('choria.cfg');
+  });
+
+  it('provisioner-ed25519.yaml loads cleanly as an Organization Issuer HA member', () => {
+    const { config, warnings } = load('provisioner-ed25519.yaml');
+    expect(warnings).toEqual([]);
+    expect(config.features).toEqual({ pki: false, jwt: true, ed25519: true, upgrades: false });
+    expect(config.leaderElection).toBe(true);
+    expect(config.jwtSigningToken).not.toBe('');
+    expect(config.serverJwtValidity).toBe(90 * 24 * 3_600_000);
+    expect(config.logfile).toBe('stdout');
+    expect(basename(config.choriaConfig ?? '')).toBe('choria-issuer.cfg');
+  });
+
+  it('choria.cfg gives a usable x509 client with the provisioner overrides', () => {
+    const settings = loadChoriaConfig(join(examples, 'choria.cfg'), { env: {} });
+    expect(settings.securityProvider).toBe('file');
+    expect(settings.middlewareHosts).toEqual(['nats://broker1.example.net:4222', 'nats://broker2.example.net:4222']);
+    const effective = applyProvisionerOverrides(settings, load('provisioner.yaml').config);
+    expect(effective.natsUser).toBe('provisioner');
+    expect(effective.tls).toBe(true);
+    expect(checkChoriaSettings(effective)).toEqual([]);
+  });
+
+  it('choria-issuer.cfg gives a usable issuer client with the provisioner overrides', () => {
+    const settings = loadChoriaConfig(join(examples, 'choria-issuer.cfg'), { env: {} });
+    expect(settings.securityProvider).toBe('choria');
+    const yaml = load('provisioner-ed25519.yaml').config;
+    expect(settings.seedFile).toBe(yaml.jwtSigningKey);
+    expect(settings.tokenFile).toBe(yaml.jwtSigningToken);
+    const effective = applyProvisionerOverrides(settings, yaml);
+    expect(effective.collectives).toEqual(['provisioning']);
+    expect(checkChoriaSettings(effective)).toEqual([]);
+  });
+});

@@ -1,0 +1,148 @@
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { HelperError } from '../../../src/host/helper/errors.js';
+import { PoolHelper } from '../../../src/host/helper/pool-helper.js';
+import { becomesDead, eventually, isAlive, q, readPid, sampleRequest, ScriptDir } from './support.js';
+
+// A JSON-lines helper whose behaviour is chosen by the identity prefix.
+const POOL_SCRIPT = `
+import { createInterface } from 'node:readline';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+const dir = process.argv[2];
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const id = JSON.parse(line).identity;
+  if (id.startsWith('die')) process.exit(3);
+  if (id.startsWith('hang')) {
+    const child = spawn('sleep', ['30'], { stdio: 'ignore' });
+    writeFileSync(dir + '/' + id + '.pid', String(child.pid));
+    return;
+  }
+  if (id.startsWith('junk')) return void process.stdout.write('not json at all\\n');
+  if (id.startsWith('bad')) return void process.stdout.write('{"configuration":{"port":1}}\\n');
+  if (id.startsWith('stderr')) process.stderr.write('about ' + id + '\\n');
+  const delay = (Number(/(\\d+)$/.exec(id)?.[1] ?? 0) % 5) * 4;
+  setTimeout(() => process.stdout.write(JSON.stringify({ msg: String(process.pid), configuration: { identity: id } }) + '\\n'), delay);
+});
+`;
+
+const dir = new ScriptDir();
+const script = dir.script('pool.mjs', POOL_SCRIPT);
+const command = `${q(process.execPath)} ${q(script)} ${q(dir.path)}`;
+const pools: PoolHelper[] = [];
+
+function pool(options: { size?: number; timeoutMs?: number } = {}): PoolHelper {
+  const p = new PoolHelper({ command, size: options.size ?? 1, timeoutMs: options.timeoutMs ?? 3000, closeGraceMs: 500 });
+  pools.push(p);
+  return p;
+}
+
+async function run(p: PoolHelper, identity: string, signal?: AbortSignal) {
+  return p.run(sampleRequest(identity), { identity, signal });
+}
+
+async function failure(p: PoolHelper, identity: string, signal?: AbortSignal): Promise<HelperError> {
+  try {
+    await run(p, identity, signal);
+  } catch (err) {
+    if (err instanceof HelperError) return err;
+    throw err;
+  }
+  throw new Error(`expected ${identity} to fail`);
+}
+
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((p) => p.close()));
+});
+afterAll(() => dir.remove());
+
+describe('PoolHelper', () => {
+  it('answers many concurrent requests on 2 processes, each with its own reply', async () => {
+    const p = pool({ size: 2 });
+    const ids = Array.from({ length: 24 }, (_, i) => `node-${i}`);
+    const results = await Promise.all(ids.map((id) => run(p, id)));
+    expect(results.map((r) => r.reply.configuration?.['identity'])).toEqual(ids);
+    const servedBy = new Set(results.map((r) => r.reply.msg));
+    expect(servedBy.size).toBeGreaterThanOrEqual(1);
+    expect(servedBy.size).toBeLessThanOrEqual(2);
+    expect(p.pids).toHaveLength(servedBy.size);
+  });
+
+  it('replaces a process that dies mid-request; the next request works', async () => {
+    const p = pool();
+    const first = await run(p, 'ok-1');
+    const err = await failure(p, 'die-now');
+    expect(err.kind).toBe('exit');
+    expect(err.exitCode).toBe(3);
+    expect(err.message).toContain(`helper ${process.execPath} failed for die-now: exited with status 3 before answering`);
+    const next = await run(p, 'ok-2');
+    expect(next.reply.configuration?.['identity']).toBe('ok-2');
+    expect(next.reply.msg).not.toBe(first.reply.msg);
+    expect(await becomesDead(Number(first.reply.msg))).toBe(true);
+  });
+
+  it('kills a process (and its child) that times out, and replaces it', async () => {
+    const p = pool({ timeoutMs: 600 });
+    const first = await run(p, 'ok-1');
+    const err = await failure(p, 'hang-pool');
+    expect(err.kind).toBe('timeout');
+    expect(err.message).toContain('timed out after 600 ms without answering');
+    const child = await readPid(dir.file('hang-pool.pid'));
+    expect(await eventually(() => !isAlive(child) && !isAlive(Number(first.reply.msg)))).toBe(true);
+    expect((await run(p, 'ok-2')).reply.configuration?.['identity']).toBe('ok-2');
+  });
+
+  it('replaces a process that prints junk, but keeps one that sends an invalid reply', async () => {
+    const p = pool();
+    const a = await run(p, 'ok-1');
+    const junk = await failure(p, 'junk');
+    expect(junk.kind).toBe('invalid-json');
+    expect(junk.message).toContain('stdout: "not json at all"');
+    const b = await run(p, 'ok-2');
+    expect(b.reply.msg).not.toBe(a.reply.msg);
+    const bad = await failure(p, 'bad');
+    expect(bad.kind).toBe('invalid-reply');
+    expect(bad.message).toContain('configuration["port"] must be a string, got number 1');
+    expect((await run(p, 'ok-3')).reply.msg).toBe(b.reply.msg);
+  });
+
+  it('returns the stderr written while serving each request', async () => {
+    const p = pool();
+    expect((await run(p, 'stderr-1')).stderr).toBe('about stderr-1\n');
+    expect((await run(p, 'ok-1')).stderr).toBe('');
+  });
+
+  it('drops a queued request when its signal aborts', async () => {
+    const p = pool({ timeoutMs: 5000 });
+    const busy = failure(p, 'hang-queue');
+    const controller = new AbortController();
+    const queued = failure(p, 'ok-queued', controller.signal);
+    setTimeout(() => controller.abort(), 50);
+    const err = await queued;
+    expect(err.kind).toBe('aborted');
+    expect(err.message).toContain('while waiting for a free helper process');
+    await readPid(dir.file('hang-queue.pid'));
+    await p.close();
+    expect((await busy).kind).toBe('aborted');
+  });
+
+  it('close() ends stdin, kills stragglers and refuses new requests', async () => {
+    const p = pool({ size: 2 });
+    await Promise.all([run(p, 'ok-1'), run(p, 'ok-2')]);
+    const pids = p.pids;
+    expect(pids.length).toBeGreaterThan(0);
+    await p.close();
+    expect(await eventually(() => pids.every((pid) => !isAlive(pid)))).toBe(true);
+    expect(p.pids).toEqual([]);
+    const err = await failure(p, 'ok-3');
+    expect(err.kind).toBe('aborted');
+    expect(err.message).toContain('the helper pool is closed');
+  });
+
+  it('reports a pool command that cannot start', async () => {
+    const p = new PoolHelper({ command: dir.file('missing'), size: 1, timeoutMs: 1000 });
+    pools.push(p);
+    const err = await failure(p, 'n1');
+    expect(err.kind).toBe('spawn');
+    expect(err.message).toContain('ENOENT');
+  });
+});

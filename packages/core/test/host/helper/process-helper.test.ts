@@ -1,0 +1,223 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HelperCommandError, HelperError } from '../../../src/host/helper/errors.js';
+import { ProcessHelper } from '../../../src/host/helper/process-helper.js';
+import { encodeHelperRequest } from '../../../src/host/helper/request.js';
+import { becomesDead, isAlive, PASSWORD, q, readPid, sampleRequest, ScriptDir, TOKEN } from './support.js';
+
+// One script whose behaviour is chosen by the node identity, so one ProcessHelper instance goes
+// through every fault and must still serve a good request afterwards.
+const FAULTY = `#!/bin/sh
+request=$(cat)
+identity=$(printf '%s\\n' "$request" | sed -n 's/^{"identity":"\\([^"]*\\)".*/\\1/p')
+dir=$(dirname "$0")
+case $identity in
+  hang*) sleep 30 & echo $! > "$dir/$identity.pid"; wait ;;
+  daemon) printf '{}'; sleep 30 & echo $! > "$dir/$identity.pid"; exit 0 ;;
+  crash) kill -9 $$ ;;
+  exit1) printf '{"configuration":{"a":"b"}}'; echo boom >&2; exit 1 ;;
+  junk) echo "hello, this is not JSON" ;;
+  longjunk) head -c 2000 /dev/zero | tr '\\0' x ;;
+  empty) echo "nothing to say" >&2 ;;
+  huge) yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa ;;
+  badtype) printf '{"configuration":{"identity":"badtype","port":8080}}' ;;
+  echo-token) printf '%s' "$request" >&2; exit 2 ;;
+  privkey) printf '{"key":"-----BEGIN RSA PRIVATE KEY-----\\\\nMIIsecretkeymaterial\\\\n-----END RSA PRIVATE KEY-----\\\\n","configuration":{"port":1}}' ;;
+  bigerr) head -c 200000 /dev/zero | tr '\\0' e >&2; printf '{"msg":"ok"}' ;;
+  stderr) echo "line on stderr" >&2; printf '{"configuration":{"plugin.choria.server.provision":"false"}}' ;;
+  *) printf '{"msg":"%s","configuration":{"identity":"%s","plugin.choria.server.provision":"false"}}' "$identity" "$identity" ;;
+esac
+`;
+
+const dir = new ScriptDir();
+let faulty: string;
+let helper: ProcessHelper;
+
+beforeAll(() => {
+  faulty = dir.script('faulty.sh', FAULTY);
+  helper = new ProcessHelper({ command: q(faulty), timeoutMs: 600, maxOutputBytes: 64 * 1024, maxStderrBytes: 1000 });
+});
+afterAll(async () => {
+  await helper.close();
+  dir.remove();
+});
+
+async function failure(identity: string, h: ProcessHelper = helper, signal?: AbortSignal): Promise<HelperError> {
+  try {
+    await h.run(sampleRequest(identity), { identity, signal });
+  } catch (err) {
+    if (err instanceof HelperError) return err;
+    throw err;
+  }
+  throw new Error(`expected the ${identity} run to fail`);
+}
+
+describe('ProcessHelper', () => {
+  it('runs a good helper and returns its reply, stderr and duration', async () => {
+    const result = await helper.run(sampleRequest('stderr'), { identity: 'stderr' });
+    expect(result.reply).toEqual({ configuration: { 'plugin.choria.server.provision': 'false' } });
+    expect(result.stderr).toBe('line on stderr\n');
+    expect(result.durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('writes exactly the encoded request on stdin, then EOF', async () => {
+    const capture = dir.script('capture.sh', `#!/bin/sh\ncat > "$(dirname "$0")/stdin.bin"\nprintf '{}'\n`);
+    const req = sampleRequest('web1.example.net', { ready: true, note: '<a&b>' });
+    await new ProcessHelper({ command: q(capture), timeoutMs: 1000 }).run(req, { identity: req.identity });
+    expect(readFileSync(dir.file('stdin.bin'), 'utf8')).toBe(encodeHelperRequest(req));
+  });
+
+  it('passes quoted arguments exactly as go-shellquote splits them', async () => {
+    const argv = dir.script(
+      'argv.mjs',
+      `process.stdin.resume();process.stdin.on('end',()=>process.stdout.write(JSON.stringify({configuration:{argv:JSON.stringify(process.argv.slice(2))}})));\n`,
+    );
+    const command = `${q(process.execPath)} ${q(argv)} 'a b' "c\\"d" e\\ f '' '$HOME' "x'y" ~`;
+    const result = await new ProcessHelper({ command, timeoutMs: 2000 }).run(sampleRequest(), { identity: 'n1' });
+    expect(JSON.parse(result.reply.configuration?.['argv'] ?? 'null')).toEqual(['a b', 'c"d', 'e f', '', '$HOME', "x'y", '~']);
+  });
+
+  it('kills a hanging helper and its child on timeout', async () => {
+    const err = await failure('hang');
+    expect(err.kind).toBe('timeout');
+    expect(err.message).toContain(`helper ${faulty} failed for hang: timed out after 600 ms`);
+    const child = await readPid(dir.file('hang.pid'));
+    expect(child).toBeGreaterThan(0);
+    expect(await becomesDead(child)).toBe(true);
+  });
+
+  it('times out when the helper exits but a child keeps stdout open, and kills the child', async () => {
+    const err = await failure('daemon');
+    expect(err.kind).toBe('timeout');
+    expect(err.message).toContain('it exited with status 0');
+    expect(err.message).toContain('kept its stdout or stderr open');
+    const child = await readPid(dir.file('daemon.pid'));
+    expect(child).toBeGreaterThan(0);
+    expect(await becomesDead(child)).toBe(true);
+  });
+
+  it('reports a helper killed by a signal', async () => {
+    const err = await failure('crash');
+    expect(err.kind).toBe('signal');
+    expect(err.signal).toBe('SIGKILL');
+    expect(err.message).toContain('failed for crash: was killed by signal SIGKILL');
+  });
+
+  it('discards valid JSON when the exit status is non-zero, quoting stdout and stderr', async () => {
+    const err = await failure('exit1');
+    expect(err.kind).toBe('exit');
+    expect(err.exitCode).toBe(1);
+    expect(err.message).toBe(
+      `helper ${faulty} failed for exit1: exited with status 1 (its reply is discarded: a non-zero exit always fails the run; to retry later exit 0 with "defer": true); ` +
+        `stdout: "{\\"configuration\\":{\\"a\\":\\"b\\"}}"; stderr: "boom\\n"`,
+    );
+    expect(err.stderr).toBe('boom\n');
+  });
+
+  it('reports junk output as invalid JSON, quoting at most 500 bytes', async () => {
+    const junk = await failure('junk');
+    expect(junk.kind).toBe('invalid-json');
+    expect(junk.message).toContain('failed for junk: stdout is not valid JSON: ');
+    expect(junk.message).toContain('stdout: "hello, this is not JSON\\n"');
+    const long = await failure('longjunk');
+    expect(long.message).toContain(`stdout: ${JSON.stringify('x'.repeat(500))}… (2000 bytes)`);
+    expect(long.message).not.toContain('x'.repeat(501));
+  });
+
+  it('reports empty output', async () => {
+    const err = await failure('empty');
+    expect(err.kind).toBe('empty');
+    expect(err.message).toContain('failed for empty: printed nothing on stdout');
+    expect(err.message).toContain('stderr: "nothing to say\\n"');
+  });
+
+  it('kills a helper whose output exceeds the cap', async () => {
+    const err = await failure('huge');
+    expect(err.kind).toBe('too-large');
+    expect(err.message).toContain('printed more than 65536 bytes on stdout');
+  });
+
+  it('rejects non-string configuration values with the path', async () => {
+    const err = await failure('badtype');
+    expect(err.kind).toBe('invalid-reply');
+    expect(err.message).toContain('failed for badtype: reply is invalid: configuration["port"] must be a string, got number 8080');
+  });
+
+  it('keeps the provisioning token, broker password and private keys out of errors', async () => {
+    const echoed = await failure('echo-token');
+    expect(echoed.kind).toBe('exit');
+    for (const text of [echoed.message, echoed.stderr]) {
+      expect(text).not.toContain(TOKEN);
+      expect(text).not.toContain(PASSWORD);
+      expect(text).toContain('[redacted]');
+    }
+    const key = await failure('privkey');
+    expect(key.message).not.toContain('MIIsecretkeymaterial');
+    expect(key.message).toContain('[redacted private key]');
+  });
+
+  it('bounds stderr without failing the run', async () => {
+    const result = await helper.run(sampleRequest('bigerr'), { identity: 'bigerr' });
+    expect(result.reply).toEqual({ msg: 'ok' });
+    expect(result.stderr.startsWith('e'.repeat(1000))).toBe(true);
+    expect(result.stderr).toContain('199000 more bytes dropped');
+  });
+
+  it('still serves a good request after all the faults', async () => {
+    const results = await Promise.all(
+      ['n1', 'n2', 'n3'].map((id) => helper.run(sampleRequest(id), { identity: id })),
+    );
+    expect(results.map((r) => r.reply.configuration?.['identity'])).toEqual(['n1', 'n2', 'n3']);
+  });
+
+  it('survives a helper that exits without reading its (large) input', async () => {
+    const lazy = dir.script('lazy.sh', `#!/bin/sh\nprintf '{"msg":"did not read"}'\n`);
+    const req = { ...sampleRequest(), inventory: JSON.stringify({ facts: { blob: 'z'.repeat(2 * 1024 * 1024) } }) };
+    const result = await new ProcessHelper({ command: q(lazy), timeoutMs: 2000 }).run(req, { identity: 'lazy' });
+    expect(result.reply).toEqual({ msg: 'did not read' });
+  });
+
+  it('aborts via AbortSignal, killing the helper and its child', async () => {
+    const abortable = new ProcessHelper({ command: q(faulty), timeoutMs: 5000 });
+    const controller = new AbortController();
+    const pending = failure('hang-abort', abortable, controller.signal);
+    const child = await readPid(dir.file('hang-abort.pid'));
+    expect(isAlive(child)).toBe(true);
+    controller.abort();
+    const err = await pending;
+    expect(err.kind).toBe('aborted');
+    expect(err.message).toContain('failed for hang-abort: aborted by the caller');
+    expect(await becomesDead(child)).toBe(true);
+    expect((await failure('n1', abortable, AbortSignal.abort())).kind).toBe('aborted');
+  });
+
+  it('close() kills runs in progress and refuses new ones', async () => {
+    const closing = new ProcessHelper({ command: q(faulty), timeoutMs: 5000 });
+    const pending = failure('hang-close', closing);
+    const child = await readPid(dir.file('hang-close.pid'));
+    expect(isAlive(child)).toBe(true);
+    await closing.close();
+    const err = await pending;
+    expect(err.kind).toBe('aborted');
+    expect(await becomesDead(child)).toBe(true);
+    expect(err.message).toContain('the helper runner was closed');
+    expect((await failure('n1', closing)).message).toContain('the helper runner is closed');
+  });
+
+  it('reports a program that cannot be started', async () => {
+    const missing = await failure('n1', new ProcessHelper({ command: `${dir.file('missing')} --flag` }));
+    expect(missing.kind).toBe('spawn');
+    expect(missing.message).toBe(`helper ${dir.file('missing')} failed for n1: cannot start ${dir.file('missing')}: spawn ${dir.file('missing')} ENOENT`);
+    const plain = dir.script('not-exec.sh', '#!/bin/sh\n');
+    const { chmodSync } = await import('node:fs');
+    chmodSync(plain, 0o644);
+    expect((await failure('n1', new ProcessHelper({ command: plain }))).message).toContain('EACCES');
+  });
+
+  it('rejects unusable command lines with the upstream texts', () => {
+    expect(() => new ProcessHelper({ command: '   ' })).toThrow(new HelperCommandError('cannot parse helper command: empty'));
+    expect(() => new ProcessHelper({ command: '/bin/helper "abc' })).toThrow(
+      'cannot parse helper command: Unterminated double-quoted string',
+    );
+  });
+});

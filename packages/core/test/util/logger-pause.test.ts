@@ -1,0 +1,48 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createLogger, winstonLevel } from '../../src/util/logger.js';
+import { PauseFlag, PausedError } from '../../src/util/pause.js';
+
+describe('createLogger', () => {
+  it('maps Choria levels to winston levels, --debug wins, default info', () => {
+    expect(winstonLevel(undefined)).toBe('info');
+    expect(winstonLevel('fatal')).toBe('error');
+    expect(winstonLevel('warn')).toBe('warn');
+    expect(winstonLevel('warn', true)).toBe('debug');
+  });
+
+  it('writes JSON lines with site and host fields to a file and redacts secrets', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'cpts-log-')), 'p.log');
+    const log = createLogger({ logfile: file, loglevel: 'debug', site: 'lon' });
+    log.child({ host: 'web1.example.net' }).info('Provisioning web1.example.net', { token: 's3cret', data: { password: 'p', keep: 1 } });
+    log.debug('debug line');
+    await new Promise<void>((resolve) => {
+      log.on('finish', () => resolve());
+      log.end();
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines[0]).toMatchObject({ level: 'info', message: 'Provisioning web1.example.net', site: 'lon', host: 'web1.example.net', token: '[redacted]', data: { password: '[redacted]', keep: 1 } });
+    expect(readFileSync(file, 'utf8')).not.toContain('s3cret');
+    expect(lines[1]).toMatchObject({ level: 'debug', message: 'debug line' });
+  });
+});
+
+describe('PauseFlag', () => {
+  it('pauses, resumes, flips and notifies listeners only on change', () => {
+    const p = new PauseFlag();
+    const seen: boolean[] = [];
+    const off = p.onChange((v) => seen.push(v));
+    p.resume();
+    p.pause();
+    p.pause();
+    expect(p.paused).toBe(true);
+    expect(p.flip()).toBe(false);
+    off();
+    p.pause();
+    expect(seen).toEqual([true, false]);
+    expect(new PausedError('rpcutil#inventory').message).toBe('provisioning is paused, cannot perform rpcutil#inventory');
+  });
+});

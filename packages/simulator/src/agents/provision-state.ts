@@ -1,0 +1,39 @@
+// What one emulated server remembers between requests (and what the report shows).
+import type { X25519Pair } from '../crypto/ecdh.js';
+
+/** Why a node is about to leave its current process life. */
+export type ExitKind = 'restart' | 'update' | 'shutdown' | 'crash';
+
+export interface ProvisionState {
+  version: string;
+  /** provisioning token (`cht`); empty means any token is accepted */
+  token: string;
+  /** provisioning JWT file text, undefined when the node has none */
+  provisioningJwt: string | undefined;
+  /** `update` claim / allow_update setting */
+  allowUpdate: boolean;
+  lock: { owner: string; expiresAtMs: number } | undefined;
+  ecdh: X25519Pair | undefined;
+  /** public key of the last gen25519 (persists across restarts, like server.seed on disk) */
+  ed25519PublicHex: string | undefined;
+  /** configuration written by configure; undefined means the original provisioning-mode file */
+  configuration: Record<string, string> | undefined;
+  hasServerJwt: boolean;
+  serverJwtClaims: Record<string, unknown> | undefined;
+  hasCertificate: boolean;
+  hasPrivateKey: boolean;
+  policies: { action: string[]; opa: string[] } | undefined;
+  /** set once restart, release_update or shutdown was accepted: the agent mutex stays held */
+  pendingExit: ExitKind | undefined;
+  configuredCount: number;
+  restartCount: number;
+  shutdownCount: number;
+  updateCount: number;
+}
+
+export const CONFIG_FILE = '/etc/choria/server.conf';
+export const CONFIG_DIR = '/etc/choria';
+export const SSL_DIR = '/etc/choria/ssl';
+
+/** The provisioning-mode configuration file every simulated node starts with. */
+export const INITIAL_CONFIGURATION: Readonly<Record<string, string>> = { 'plugin.choria.server.provision': 'true' };

@@ -1,0 +1,56 @@
+// gencsr's key and CSR (protocol.md §8.5): a real RSA key and a PKCS#10 request signed with
+// SHA256-RSA; the `public_key` output is PKCS#1 labelled `PUBLIC KEY`, as upstream does.
+import 'reflect-metadata';
+import { KeyObject, webcrypto } from 'node:crypto';
+import { Pkcs10CertificateRequestGenerator } from '@peculiar/x509';
+import { encodePem } from './pem.js';
+
+export interface CsrSubject {
+  cn: string;
+  C?: string | undefined;
+  L?: string | undefined;
+  O?: string | undefined;
+  OU?: string | undefined;
+  ST?: string | undefined;
+}
+
+export interface GeneratedCsr {
+  csrPem: string;
+  /** PKCS#1 RSAPublicKey DER under a `PUBLIC KEY` label (upstream quirk) */
+  publicKeyPem: string;
+  /** PKCS#1 `RSA PRIVATE KEY` PEM, what the node writes to private.pem */
+  privateKeyPem: string;
+}
+
+const RSA_ALGORITHM = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } as const;
+
+/** Generates the key off the main thread (webcrypto) so thousands of nodes do not stall the loop. */
+export async function generateCsr(subject: CsrSubject, rsaBits: number): Promise<GeneratedCsr> {
+  const keys = await webcrypto.subtle.generateKey(
+    { ...RSA_ALGORITHM, modulusLength: rsaBits, publicExponent: new Uint8Array([1, 0, 1]) },
+    true,
+    ['sign', 'verify'],
+  );
+  // Go's pkix.Name.ToRDNSequence order: C, ST, L, O, OU, CN.
+  const name: Array<Record<string, string[]>> = [];
+  const add = (attr: string, value: string | undefined): void => {
+    if (value !== undefined && value !== '') name.push({ [attr]: [value] });
+  };
+  add('C', subject.C);
+  add('ST', subject.ST);
+  add('L', subject.L);
+  add('O', subject.O);
+  add('OU', subject.OU);
+  add('CN', subject.cn);
+  const csr = await Pkcs10CertificateRequestGenerator.create(
+    { name, keys, signingAlgorithm: RSA_ALGORITHM },
+    webcrypto as unknown as Parameters<typeof Pkcs10CertificateRequestGenerator.create>[1],
+  );
+  const publicKey = KeyObject.from(keys.publicKey);
+  const privateKey = KeyObject.from(keys.privateKey);
+  return {
+    csrPem: encodePem('CERTIFICATE REQUEST', new Uint8Array(csr.rawData)),
+    publicKeyPem: encodePem('PUBLIC KEY', publicKey.export({ format: 'der', type: 'pkcs1' })),
+    privateKeyPem: privateKey.export({ format: 'pem', type: 'pkcs1' }).toString(),
+  };
+}

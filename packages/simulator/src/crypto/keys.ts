@@ -1,0 +1,62 @@
+// Key helpers: Ed25519 from raw seeds and public keys (security.md §1.1), RSA from PEM, and fresh
+// signer keys for the bin when none are given.
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+
+const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+
+function hexBytes(hex: string, expected: number, what: string): Buffer {
+  if (!/^[0-9a-fA-F]*$/.test(hex) || hex.length !== expected * 2) {
+    throw new Error(`${what} must be ${expected * 2} hex characters`);
+  }
+  return Buffer.from(hex, 'hex');
+}
+
+export function ed25519PrivateFromSeedHex(seedHex: string): KeyObject {
+  const seed = hexBytes(seedHex.trim(), 32, 'an ed25519 seed');
+  return createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
+}
+
+export function ed25519PublicFromHex(publicHex: string): KeyObject {
+  const raw = hexBytes(publicHex.trim(), 32, 'an ed25519 public key');
+  return createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: 'der', type: 'spki' });
+}
+
+/** Raw 32-byte public key of an Ed25519 key (private or public) as lowercase hex. */
+export function ed25519PublicHex(key: KeyObject): string {
+  const pub = key.type === 'private' ? createPublicKey(key) : key;
+  const der = pub.export({ format: 'der', type: 'spki' });
+  return der.subarray(der.length - 32).toString('hex');
+}
+
+export function rsaPrivateFromPem(pem: string): KeyObject {
+  const key = createPrivateKey({ key: pem, format: 'pem' });
+  if (key.asymmetricKeyType !== 'rsa') throw new Error('the JWT signing key is not an RSA private key');
+  return key;
+}
+
+/** RSA public key from an SPKI `PUBLIC KEY`, a PKCS#1 `RSA PUBLIC KEY` or an X.509 certificate. */
+export function rsaPublicFromPem(pem: string): KeyObject {
+  const key = createPublicKey({ key: pem, format: 'pem' });
+  if (key.asymmetricKeyType !== 'rsa') throw new Error('the verification key is not an RSA public key');
+  return key;
+}
+
+export interface GeneratedSigner {
+  /** PKCS#1 PEM (rsa) or 64 hex characters (ed25519) */
+  privateText: string;
+  /** SPKI PEM (rsa) or 64 hex characters (ed25519) */
+  publicText: string;
+}
+
+export function generateSigner(kind: 'rsa' | 'ed25519', rsaBits = 2048): GeneratedSigner {
+  if (kind === 'rsa') {
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: rsaBits });
+    return {
+      privateText: privateKey.export({ format: 'pem', type: 'pkcs1' }).toString(),
+      publicText: publicKey.export({ format: 'pem', type: 'spki' }).toString(),
+    };
+  }
+  const seed = randomBytes(32).toString('hex');
+  return { privateText: seed, publicText: ed25519PublicHex(ed25519PrivateFromSeedHex(seed)) };
+}

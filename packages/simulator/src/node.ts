@@ -1,0 +1,428 @@
+// One emulated go-choria server in provisioning mode: its subscriptions, the request pipeline of
+// protocol.md §3.10, its agents and its process lives (restart, update, shutdown).
+import { ChoriaProvisionAgent, PROVISION_AGENT, type ProvisionHost } from './agents/choria-provision.js';
+import { encodeRpcReply, errorReply, parseRpcRequest, StatusCode, type RpcReply } from './agents/mcorpc.js';
+import { type ExitKind, type ProvisionState } from './agents/provision-state.js';
+import { handleRpcutil, LOADED_AGENTS, RPCUTIL_AGENT } from './agents/rpcutil.js';
+import type { ServerJwtKeys } from './crypto/server-jwt.js';
+import {
+  buildLifecycleEvent,
+  PROVISION_MODE_COMPONENT,
+  SERVER_COMPONENT,
+  type EventFormat,
+  type LifecycleEventType,
+} from './events.js';
+import type { SimulatorLogger } from './logger.js';
+import { Rng } from './random.js';
+import { ViolationLog, type ViolationKind } from './violations.js';
+import { collectiveAccepted, decodeRequest, ttlAccepted } from './wire/decode.js';
+import { encodeReply } from './wire/encode.js';
+import type { FilterMatcher } from './wire/filter.js';
+import type { DecodedRequest, ProtocolVersion } from './wire/types.js';
+import type { ProtocolValidators } from './wire/validate.js';
+
+export type NodeLifecycleState = 'booting' | 'waiting' | 'provisioned' | 'upgrading' | 'shutdown' | 'vanished' | 'silent';
+
+export const COLLECTIVES: readonly string[] = ['provisioning'];
+export const REPLY_SUBJECT_PREFIX = 'provisioning.reply.';
+export const DISCOVERY_AGENT = 'discovery';
+
+/** Agent metadata timeouts: past them a server sends no reply at all. */
+export const AGENT_DEADLINES_MS: Readonly<Record<string, number>> = {
+  [PROVISION_AGENT]: 20_000,
+  [RPCUTIL_AGENT]: 2_000,
+  [DISCOVERY_AGENT]: 2_000,
+};
+
+/** Per-node settings chosen by the fleet. */
+export interface NodeSettings {
+  index: number;
+  identity: string;
+  protocol: ProtocolVersion;
+  token: string;
+  provisioningJwt: string | undefined;
+  allowUpdate: boolean;
+  version: string;
+  facts: Record<string, unknown>;
+  silent: boolean;
+  vanishAfterLockedRpc: boolean;
+  seed: number;
+}
+
+/** Settings and helpers shared by every node of a fleet. */
+export interface NodeRuntime {
+  timeScale: number;
+  lockMs: number;
+  rsaBits: number;
+  dropRate: number;
+  latencyMs: number;
+  latencyJitterMs: number;
+  eventFormat: EventFormat;
+  serverJwtKeys: ServerJwtKeys | undefined;
+  validators: ProtocolValidators;
+  filter: FilterMatcher;
+  violationLimit: number;
+  logger: SimulatorLogger | undefined;
+}
+
+/** The node's view of its (shared) NATS connection. */
+export interface NodeLink {
+  publish(subject: string, payload: Uint8Array | string): void;
+  brokerUrl(): string;
+  subscribe(subject: string, onMessage: (data: Uint8Array) => void): { unsubscribe(): void };
+  /** start or stop receiving the connection's broadcast requests */
+  attach(node: SimulatedNode): void;
+  detach(node: SimulatedNode): void;
+}
+
+export interface NodeStats {
+  received: number;
+  replies: number;
+  dropped: number;
+  filteredOut: number;
+  deadlineExceeded: number;
+  rpcCounts: Map<string, number>;
+}
+
+export class SimulatedNode implements ProvisionHost {
+  readonly identity: string;
+  readonly protocol: ProtocolVersion;
+  readonly index: number;
+  readonly rng: Rng;
+  readonly state: ProvisionState;
+  readonly violations: ViolationLog;
+  readonly stats: NodeStats = { received: 0, replies: 0, dropped: 0, filteredOut: 0, deadlineExceeded: 0, rpcCounts: new Map() };
+  lifecycle: NodeLifecycleState = 'booting';
+
+  private readonly agent: ChoriaProvisionAgent;
+  /** process-life timers (restart, update, shutdown): cancelled when the node vanishes */
+  private readonly timers = new Set<NodeJS.Timeout>();
+  /** replies waiting for their simulated latency: still delivered when the node vanishes */
+  private readonly replyTimers = new Set<NodeJS.Timeout>();
+  private subscription: { unsubscribe(): void } | undefined;
+  private stopped = false;
+
+  constructor(
+    readonly settings: NodeSettings,
+    private readonly runtime: NodeRuntime,
+    private readonly link: NodeLink,
+  ) {
+    this.identity = settings.identity;
+    this.protocol = settings.protocol;
+    this.index = settings.index;
+    this.rng = new Rng(settings.seed);
+    this.violations = new ViolationLog(runtime.violationLimit);
+    this.state = {
+      version: settings.version,
+      token: settings.token,
+      provisioningJwt: settings.provisioningJwt,
+      allowUpdate: settings.allowUpdate,
+      lock: undefined,
+      ecdh: undefined,
+      ed25519PublicHex: undefined,
+      configuration: undefined,
+      hasServerJwt: false,
+      serverJwtClaims: undefined,
+      hasCertificate: false,
+      hasPrivateKey: false,
+      policies: undefined,
+      pendingExit: undefined,
+      configuredCount: 0,
+      restartCount: 0,
+      shutdownCount: 0,
+      updateCount: 0,
+    };
+    this.agent = new ChoriaProvisionAgent(this);
+  }
+
+  // ProvisionHost
+  get rsaBits(): number {
+    return this.runtime.rsaBits;
+  }
+  get lockMs(): number {
+    return this.runtime.lockMs;
+  }
+  get serverJwtKeys(): ServerJwtKeys | undefined {
+    return this.runtime.serverJwtKeys;
+  }
+  nowMs(): number {
+    return Date.now();
+  }
+
+  /** true while the node is subscribed to its provisioning subjects */
+  get listening(): boolean {
+    return this.lifecycle === 'waiting' || this.lifecycle === 'silent' || this.lifecycle === 'upgrading';
+  }
+
+  violation(kind: ViolationKind, detail: string): void {
+    this.violations.record(kind, detail, this.nowMs());
+    this.runtime.logger?.debug?.(`simulated node ${this.identity}: ${kind}: ${detail}`);
+  }
+
+  /** Starts a provisioning-mode process life: subscribe, then announce with a startup event. */
+  boot(): void {
+    if (this.stopped) return;
+    this.state.lock = undefined;
+    this.state.ecdh = undefined;
+    this.state.pendingExit = undefined;
+    if (this.subscription === undefined) {
+      this.subscription = this.link.subscribe(`provisioning.node.${this.identity}`, (data) => this.onDirect(data));
+      this.link.attach(this);
+    }
+    this.lifecycle = this.settings.silent ? 'silent' : 'waiting';
+    this.publishEvent('startup');
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const t of [...this.timers, ...this.replyTimers]) clearTimeout(t);
+    this.timers.clear();
+    this.replyTimers.clear();
+    this.leaveSubjects();
+  }
+
+  private leaveSubjects(): void {
+    if (this.subscription !== undefined) {
+      this.subscription.unsubscribe();
+      this.subscription = undefined;
+      this.link.detach(this);
+    }
+  }
+
+  private later(ms: number, fn: () => void): void {
+    const t = setTimeout(
+      () => {
+        this.timers.delete(t);
+        if (!this.stopped) fn();
+      },
+      Math.min(Math.max(0, ms), 2 ** 31 - 1),
+    );
+    this.timers.add(t);
+  }
+
+  publishEvent(type: LifecycleEventType, extra: { newVersion?: string } = {}): void {
+    const inProvisioning = this.lifecycle !== 'provisioned';
+    const ev = buildLifecycleEvent(
+      {
+        type,
+        identity: this.identity,
+        component: inProvisioning ? PROVISION_MODE_COMPONENT : SERVER_COMPONENT,
+        version: this.state.version,
+        ...(extra.newVersion !== undefined ? { newVersion: extra.newVersion } : {}),
+        nowMs: this.nowMs(),
+      },
+      this.runtime.eventFormat,
+    );
+    if (ev !== undefined) this.link.publish(ev.subject, ev.payload);
+  }
+
+  scheduleExit(kind: ExitKind, delayMs: number): void {
+    const scaled = delayMs * this.runtime.timeScale;
+    switch (kind) {
+      case 'restart':
+        this.state.restartCount++;
+        this.publishEvent('shutdown');
+        this.later(scaled, () => {
+          // The re-executed process reads the new configuration: no longer in provisioning mode.
+          this.leaveSubjects();
+          this.state.lock = undefined;
+          this.state.ecdh = undefined;
+          this.state.pendingExit = undefined;
+          this.lifecycle = 'provisioned';
+          this.publishEvent('startup');
+        });
+        return;
+      case 'update':
+        this.state.updateCount++;
+        this.lifecycle = 'upgrading';
+        this.publishEvent('shutdown');
+        this.later(scaled, () => this.boot());
+        return;
+      case 'shutdown':
+        this.state.shutdownCount++;
+        this.later(scaled, () => {
+          this.lifecycle = 'shutdown';
+          this.publishEvent('shutdown');
+          this.leaveSubjects();
+        });
+        return;
+      case 'crash':
+        this.later(scaled, () => this.boot());
+        return;
+    }
+  }
+
+  /** Marks the node gone without a trace (no events), as after a crash or network loss. */
+  vanish(): void {
+    this.lifecycle = 'vanished';
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    this.leaveSubjects();
+  }
+
+  private count(key: string): void {
+    this.stats.rpcCounts.set(key, (this.stats.rpcCounts.get(key) ?? 0) + 1);
+  }
+
+  /** A message on provisioning.node.<identity>. */
+  onDirect(data: Uint8Array): void {
+    if (!this.listening) return;
+    this.stats.received++;
+    if (this.rng.chance(this.runtime.dropRate)) {
+      this.stats.dropped++;
+      return;
+    }
+    const decoded = decodeRequest(data, this.runtime.validators);
+    if (!decoded.ok) {
+      this.violation('schema', decoded.requestId === undefined ? decoded.detail : `request ${decoded.requestId}: ${decoded.detail}`);
+      return;
+    }
+    const req = decoded.request;
+    if (req.version !== this.protocol) {
+      this.violation('protocol-version', `${req.version} request ${req.requestId} to a ${this.protocol} node`);
+      return;
+    }
+    if (!this.runtime.filter.matches(req.filter, { identity: this.identity, agents: LOADED_AGENTS, facts: this.settings.facts })) {
+      this.stats.filteredOut++;
+      return;
+    }
+    if (!collectiveAccepted(req, COLLECTIVES)) {
+      this.violation('collective', `request ${req.requestId} for collective ${JSON.stringify(req.collective)}`);
+      return;
+    }
+    if (!ttlAccepted(req, this.nowMs())) {
+      this.violation('ttl-expired', `request ${req.requestId} created at ${new Date(req.timeMs).toISOString()} with ttl ${req.ttl}s is outside its validity`);
+      return;
+    }
+    void this.dispatch(req, false);
+  }
+
+  /**
+   * A broadcast request already decoded, collective- and TTL-checked once for the whole connection;
+   * a node of the other protocol version silently ignores it.
+   */
+  onBroadcast(req: DecodedRequest): void {
+    if (!this.listening) return;
+    this.stats.received++;
+    if (this.rng.chance(this.runtime.dropRate)) {
+      this.stats.dropped++;
+      return;
+    }
+    if (req.version !== this.protocol) return;
+    if (!this.runtime.filter.matches(req.filter, { identity: this.identity, agents: LOADED_AGENTS, facts: this.settings.facts })) {
+      this.stats.filteredOut++;
+      return;
+    }
+    void this.dispatch(req, true);
+  }
+
+  /**
+   * A directed request seen by the fleet's observer while this node is not in provisioning mode:
+   * a real server would never see it; the simulator records what the provisioner got wrong.
+   */
+  observeAway(data: Uint8Array): void {
+    if (this.lifecycle !== 'provisioned' && this.lifecycle !== 'shutdown') return;
+    const decoded = decodeRequest(data, this.runtime.validators);
+    if (!decoded.ok) return;
+    const req = decoded.request;
+    const rpc = req.agent === PROVISION_AGENT ? parseRpcRequest(req.payload) : undefined;
+    const what = rpc?.ok === true ? `${req.agent}#${rpc.body.action}` : req.agent;
+    if (this.lifecycle === 'shutdown') {
+      this.violation('after-shutdown', `${what} request ${req.requestId} sent to a node that shut down`);
+    } else if (rpc?.ok === true && rpc.body.action === 'configure') {
+      this.violation('configured-twice', `configure request ${req.requestId} sent to a node that already completed configure and restart`);
+    }
+  }
+
+  private async dispatch(req: DecodedRequest, broadcast: boolean): Promise<void> {
+    const started = this.nowMs();
+    let replyAllowed = true;
+    const checkReplySubject = (): void => {
+      if (req.replyTo === undefined || req.replyTo === '') {
+        this.violation('reply-subject', `request ${req.requestId} has no reply subject`);
+        replyAllowed = false;
+      } else if (!req.replyTo.startsWith(REPLY_SUBJECT_PREFIX)) {
+        this.violation('reply-subject', `request ${req.requestId} asks for replies on ${req.replyTo}; provisioning servers may only publish to provisioning.reply.>`);
+        replyAllowed = false;
+      }
+    };
+
+    let body: string | undefined;
+    let locked = false;
+    if (req.agent === DISCOVERY_AGENT) {
+      this.count(DISCOVERY_AGENT);
+      if (!req.payload.includes('ping')) {
+        if (!broadcast) this.violation('discovery-payload', `discovery request ${req.requestId} payload does not contain ping after the server's base64 decode attempt`);
+        return;
+      }
+      checkReplySubject();
+      if (this.lifecycle === 'silent') return;
+      body = 'pong';
+    } else if (req.agent === RPCUTIL_AGENT || req.agent === PROVISION_AGENT) {
+      const rpc = parseRpcRequest(req.payload);
+      let reply: RpcReply | undefined;
+      if (!rpc.ok) {
+        this.count(`${req.agent}#`);
+        checkReplySubject();
+        this.violation('bad-input', `Could not process request: ${rpc.error}`);
+        if (this.lifecycle === 'silent') return;
+        reply = errorReply('', StatusCode.InvalidData, `Could not process request: ${rpc.error}`);
+      } else {
+        const action = rpc.body.action;
+        this.count(`${req.agent}#${action}`);
+        checkReplySubject();
+        if (this.lifecycle === 'silent') return;
+        if (req.agent === RPCUTIL_AGENT) {
+          reply = handleRpcutil(action, { version: this.state.version, upgradable: this.state.allowUpdate, facts: this.settings.facts }, this.nowMs());
+          if (reply.statuscode === StatusCode.UnknownAction) this.violation('unknown-action', `rpcutil#${action} is not implemented`);
+        } else {
+          locked = ['configure', 'gen25519', 'gencsr', 'jwt', 'release_update'].includes(action);
+          reply = await this.agent.handle(req, action, rpc.body.data);
+        }
+      }
+      if (reply === undefined) return;
+      body = encodeRpcReply(reply);
+    } else {
+      this.violation('unknown-action', `request ${req.requestId} for agent ${JSON.stringify(req.agent)}, which is not loaded`);
+      return;
+    }
+
+    if (locked && this.settings.vanishAfterLockedRpc && this.lifecycle === 'waiting') {
+      // Reply to this one, then disappear.
+      queueMicrotask(() => this.vanish());
+    }
+    if (!replyAllowed || req.replyTo === undefined) return;
+    const latency = this.runtime.latencyMs + (this.runtime.latencyJitterMs > 0 ? this.rng.int(this.runtime.latencyJitterMs + 1) : 0);
+    const deadline = AGENT_DEADLINES_MS[req.agent] ?? 10_000;
+    if (this.nowMs() - started + latency >= deadline) {
+      this.stats.deadlineExceeded++;
+      return;
+    }
+    const replyTo = req.replyTo;
+    const payload = body;
+    const send = (): void => {
+      this.stats.replies++;
+      this.link.publish(
+        replyTo,
+        encodeReply({
+          version: req.version,
+          requestId: req.requestId,
+          identity: this.identity,
+          agent: req.agent,
+          body: payload,
+          brokerUrl: this.link.brokerUrl(),
+          nowMs: this.nowMs(),
+        }),
+      );
+    };
+    if (latency > 0) {
+      const t = setTimeout(() => {
+        this.replyTimers.delete(t);
+        send();
+      }, latency);
+      this.replyTimers.add(t);
+    } else {
+      send();
+    }
+  }
+}

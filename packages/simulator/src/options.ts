@@ -1,0 +1,210 @@
+// Fleet options, their defaults and validation.
+import type { EventFormat } from './events.js';
+import type { SimulatorLogger } from './logger.js';
+import type { ServerJwtVerification } from './crypto/server-jwt.js';
+
+export type FleetProtocol = 'v1' | 'v2' | 'mixed';
+
+export interface FleetJwtOptions {
+  /** how the nodes' provisioning JWT is signed; `none` = nodes have no provisioning JWT */
+  signer: 'rsa' | 'ed25519' | 'none';
+  /** RSA private key PEM (signer `rsa`), signs RS256 */
+  keyPem?: string;
+  /** Ed25519 seed, 64 hex characters (signer `ed25519`), signs EdDSA */
+  seedHex?: string;
+  /** `ou` claim (default `choria`) */
+  ou?: string;
+  /** `update` claim: nodes allow release_update */
+  update?: boolean;
+  /** `extensions` claim */
+  extensions?: Record<string, unknown>;
+  /** `chs` claim (protocol security while provisioning) */
+  chs?: boolean;
+}
+
+export type FactsOption = Record<string, unknown> | ((index: number, identity: string) => Record<string, unknown>);
+
+export interface FleetOptions {
+  /** NATS URLs */
+  servers: string[];
+  user?: string;
+  password?: string;
+  tls?: { caFile?: string; certFile?: string; keyFile?: string };
+  /** fleet name, used in the control subjects choria.simulator.<name>.{report,stop} (default `sim`) */
+  name?: string;
+  /** number of simulated servers */
+  count: number;
+  /**
+   * identity pattern (default `node-{i}.example.net`): `{i}` is the one-based node number,
+   * `{i:4}` the same zero-padded to 4 digits, `{i0}` the zero-based index
+   */
+  identityPattern?: string;
+  /** nodes sharing one NATS connection (default 1000) */
+  nodesPerConnection?: number;
+  /** protocol the nodes speak (default `v1`); `mixed`: even indexes v1, odd indexes v2 */
+  protocol?: FleetProtocol;
+  /** provisioning token (`cht`); empty or absent = nodes accept any token */
+  token?: string;
+  /** provisioning JWT (default signer `none`) */
+  jwt?: FleetJwtOptions;
+  /** keys to verify server JWTs received by configure */
+  serverJwtVerification?: ServerJwtVerification;
+  /** server version reported by inventory and events (default 0.29.4) */
+  version?: string;
+  /** nodes allow in-place updates (also implied by jwt.update) */
+  upgradable?: boolean;
+  /** facts reported by inventory (default `{}`) */
+  facts?: FactsOption;
+  /** lifecycle event format (default `cloudevents`, like real servers) */
+  eventFormat?: EventFormat;
+  /** nodes start at seeded random offsets within this window (default 0: all at once) */
+  bootSpreadMs?: number;
+  /** probability (0..1) that a node silently loses a received request */
+  dropRate?: number;
+  /** added before each reply */
+  latencyMs?: number;
+  /** uniform extra latency in [0, latencyJitterMs] */
+  latencyJitterMs?: number;
+  /** nodes that never reply: a count (>= 1) or a fraction (< 1) */
+  silentNodes?: number;
+  /** fraction of nodes that disappear after answering their first locked RPC */
+  vanishRate?: number;
+  /** provisioning lock validity (default 120000) */
+  lockMs?: number;
+  /** multiplies server-side delays: restart/update/shutdown splay (default 1) */
+  timeScale?: number;
+  /** RSA key size for gencsr (default 2048) */
+  rsaBits?: number;
+  /** seed for every behavioural random choice (default: random) */
+  seed?: number;
+  /** answer choria.simulator.<name>.report / .stop (default true) */
+  control?: boolean;
+  /** violations kept per node in the report (counts are always exact; default 100) */
+  violationLimit?: number;
+  logger?: SimulatorLogger;
+}
+
+export interface ResolvedFleetOptions {
+  servers: string[];
+  user: string | undefined;
+  password: string | undefined;
+  tls: { caFile?: string; certFile?: string; keyFile?: string } | undefined;
+  name: string;
+  count: number;
+  identityPattern: string;
+  nodesPerConnection: number;
+  protocol: FleetProtocol;
+  token: string;
+  jwt: FleetJwtOptions;
+  serverJwtVerification: ServerJwtVerification | undefined;
+  version: string;
+  allowUpdate: boolean;
+  facts: FactsOption;
+  eventFormat: EventFormat;
+  bootSpreadMs: number;
+  dropRate: number;
+  latencyMs: number;
+  latencyJitterMs: number;
+  silentCount: number;
+  vanishCount: number;
+  lockMs: number;
+  timeScale: number;
+  rsaBits: number;
+  seed: number | undefined;
+  control: boolean;
+  violationLimit: number;
+  logger: SimulatorLogger | undefined;
+}
+
+function bad(option: string, why: string): never {
+  throw new Error(`invalid simulator option ${option}: ${why}`);
+}
+
+function nonNegative(option: string, v: number | undefined, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (!Number.isFinite(v) || v < 0) bad(option, `${v} is not a non-negative number`);
+  return v;
+}
+
+function fraction(option: string, v: number | undefined): number {
+  if (v === undefined) return 0;
+  if (!Number.isFinite(v) || v < 0 || v > 1) bad(option, `${v} is not between 0 and 1`);
+  return v;
+}
+
+const SUBJECT_TOKEN = /^[^\s.*>]+$/;
+
+export function identityFor(pattern: string, index: number): string {
+  return pattern
+    .replace(/\{i0\}/g, String(index))
+    .replace(/\{i:(\d+)\}/g, (_m, width: string) => String(index + 1).padStart(Number(width), '0'))
+    .replace(/\{i\}/g, String(index + 1));
+}
+
+/** Identities become NATS subject tokens (provisioning.node.<identity>): no wildcards or blanks. */
+export function validIdentity(identity: string): boolean {
+  return identity.split('.').every((t) => SUBJECT_TOKEN.test(t));
+}
+
+export function resolveFleetOptions(o: FleetOptions): ResolvedFleetOptions {
+  if (!Array.isArray(o.servers) || o.servers.length === 0) bad('servers', 'at least one NATS URL is required');
+  if (!Number.isInteger(o.count) || o.count < 0) bad('count', `${o.count} is not a non-negative integer`);
+  const name = o.name ?? 'sim';
+  if (!SUBJECT_TOKEN.test(name)) bad('name', `${JSON.stringify(name)} must be a single NATS subject token`);
+  const identityPattern = o.identityPattern ?? 'node-{i}.example.net';
+  if (o.count > 1 && !/\{i(0|:\d+)?\}/.test(identityPattern)) bad('identityPattern', 'must contain {i}, {i:N} or {i0} when count > 1');
+  if (o.count > 0 && !validIdentity(identityFor(identityPattern, 0))) {
+    bad('identityPattern', `${JSON.stringify(identityFor(identityPattern, 0))} is not usable as a NATS subject suffix`);
+  }
+  const nodesPerConnection = o.nodesPerConnection ?? 1000;
+  if (!Number.isInteger(nodesPerConnection) || nodesPerConnection < 1) bad('nodesPerConnection', `${nodesPerConnection} is not a positive integer`);
+  const protocol = o.protocol ?? 'v1';
+  if (!['v1', 'v2', 'mixed'].includes(protocol)) bad('protocol', `${String(protocol)} is not v1, v2 or mixed`);
+  const jwt = o.jwt ?? { signer: 'none' };
+  if (jwt.signer === 'rsa' && (jwt.keyPem === undefined || jwt.keyPem === '')) bad('jwt.keyPem', "required when jwt.signer is 'rsa'");
+  if (jwt.signer === 'ed25519' && (jwt.seedHex === undefined || !/^[0-9a-fA-F]{64}$/.test(jwt.seedHex.trim()))) {
+    bad('jwt.seedHex', "must be 64 hex characters when jwt.signer is 'ed25519'");
+  }
+  if (!['rsa', 'ed25519', 'none'].includes(jwt.signer)) bad('jwt.signer', `${String(jwt.signer)} is not rsa, ed25519 or none`);
+  const eventFormat = o.eventFormat ?? 'cloudevents';
+  if (!['cloudevents', 'choria', 'none'].includes(eventFormat)) bad('eventFormat', `${String(eventFormat)} is not cloudevents, choria or none`);
+  const silent = nonNegative('silentNodes', o.silentNodes, 0);
+  const silentCount = Math.min(o.count, silent < 1 ? Math.round(silent * o.count) : Math.floor(silent));
+  const vanishCount = Math.round(fraction('vanishRate', o.vanishRate) * o.count);
+  const rsaBits = o.rsaBits ?? 2048;
+  if (!Number.isInteger(rsaBits) || rsaBits < 512 || rsaBits > 8192) bad('rsaBits', `${rsaBits} is not an integer between 512 and 8192`);
+  const timeScale = nonNegative('timeScale', o.timeScale, 1);
+  const lockMs = nonNegative('lockMs', o.lockMs, 120_000);
+  if (o.seed !== undefined && !Number.isInteger(o.seed)) bad('seed', `${o.seed} is not an integer`);
+  return {
+    servers: o.servers,
+    user: o.user,
+    password: o.password,
+    tls: o.tls,
+    name,
+    count: o.count,
+    identityPattern,
+    nodesPerConnection,
+    protocol,
+    token: o.token ?? '',
+    jwt,
+    serverJwtVerification: o.serverJwtVerification,
+    version: o.version ?? '0.29.4',
+    allowUpdate: (o.upgradable ?? false) || (jwt.update ?? false),
+    facts: o.facts ?? {},
+    eventFormat,
+    bootSpreadMs: nonNegative('bootSpreadMs', o.bootSpreadMs, 0),
+    dropRate: fraction('dropRate', o.dropRate),
+    latencyMs: nonNegative('latencyMs', o.latencyMs, 0),
+    latencyJitterMs: nonNegative('latencyJitterMs', o.latencyJitterMs, 0),
+    silentCount,
+    vanishCount,
+    lockMs,
+    timeScale,
+    rsaBits,
+    seed: o.seed,
+    control: o.control ?? true,
+    violationLimit: o.violationLimit ?? 100,
+    logger: o.logger,
+  };
+}

@@ -1,0 +1,117 @@
+// The FleetReport: what every simulated server saw and did, as JSON.
+import type { NodeLifecycleState, SimulatedNode } from './node.js';
+import type { Violation, ViolationKind, ViolationLog } from './violations.js';
+import type { ProtocolVersion } from './wire/types.js';
+
+export const NODE_STATES: readonly NodeLifecycleState[] = ['booting', 'waiting', 'provisioned', 'upgrading', 'shutdown', 'vanished', 'silent'];
+
+export interface NodeReport {
+  identity: string;
+  protocol: ProtocolVersion;
+  state: NodeLifecycleState;
+  version: string;
+  configuredCount: number;
+  restartCount: number;
+  shutdownCount: number;
+  updateCount: number;
+  /** requests dispatched to an agent, keyed `agent#action` (`discovery` for discovery) */
+  rpcCounts: Record<string, number>;
+  configuration?: Record<string, string>;
+  serverJwtClaims?: Record<string, unknown>;
+  hasCertificate: boolean;
+  hasPrivateKey: boolean;
+  policies?: { action: string[]; opa: string[] };
+  /** the first `violationLimit` violations */
+  violations: Violation[];
+  /** exact number of violations */
+  violationCount: number;
+  stats: { received: number; replies: number; dropped: number; filteredOut: number; deadlineExceeded: number };
+}
+
+export interface FleetTotals {
+  nodes: number;
+  byState: Record<NodeLifecycleState, number>;
+  /** node and fleet-wide violations */
+  violations: number;
+  violationsByKind: Partial<Record<ViolationKind, number>>;
+  rpcCounts: Record<string, number>;
+  received: number;
+  replies: number;
+  dropped: number;
+  deadlineExceeded: number;
+}
+
+export interface FleetSummary {
+  name: string;
+  startedAt: string;
+  generatedAt: string;
+  totals: FleetTotals;
+  /** violations that belong to no single node (broadcasts) */
+  fleetViolations: Violation[];
+}
+
+export interface FleetReport extends FleetSummary {
+  nodes: NodeReport[];
+}
+
+export function nodeReport(node: SimulatedNode): NodeReport {
+  const s = node.state;
+  const r: NodeReport = {
+    identity: node.identity,
+    protocol: node.protocol,
+    state: node.lifecycle,
+    version: s.version,
+    configuredCount: s.configuredCount,
+    restartCount: s.restartCount,
+    shutdownCount: s.shutdownCount,
+    updateCount: s.updateCount,
+    rpcCounts: Object.fromEntries(node.stats.rpcCounts),
+    hasCertificate: s.hasCertificate,
+    hasPrivateKey: s.hasPrivateKey,
+    violations: [...node.violations.entries],
+    violationCount: node.violations.total,
+    stats: {
+      received: node.stats.received,
+      replies: node.stats.replies,
+      dropped: node.stats.dropped,
+      filteredOut: node.stats.filteredOut,
+      deadlineExceeded: node.stats.deadlineExceeded,
+    },
+  };
+  if (s.configuration !== undefined) r.configuration = { ...s.configuration };
+  if (s.serverJwtClaims !== undefined) r.serverJwtClaims = s.serverJwtClaims;
+  if (s.policies !== undefined) r.policies = { action: [...s.policies.action], opa: [...s.policies.opa] };
+  return r;
+}
+
+export function fleetTotals(nodes: readonly SimulatedNode[], fleetLog: ViolationLog): FleetTotals {
+  const byState = Object.fromEntries(NODE_STATES.map((st) => [st, 0])) as Record<NodeLifecycleState, number>;
+  const byKind = new Map<ViolationKind, number>(fleetLog.counts);
+  const rpc = new Map<string, number>();
+  let violations = fleetLog.total;
+  let received = 0;
+  let replies = 0;
+  let dropped = 0;
+  let deadlineExceeded = 0;
+  for (const n of nodes) {
+    byState[n.lifecycle]++;
+    violations += n.violations.total;
+    for (const [k, c] of n.violations.counts) byKind.set(k, (byKind.get(k) ?? 0) + c);
+    for (const [k, c] of n.stats.rpcCounts) rpc.set(k, (rpc.get(k) ?? 0) + c);
+    received += n.stats.received;
+    replies += n.stats.replies;
+    dropped += n.stats.dropped;
+    deadlineExceeded += n.stats.deadlineExceeded;
+  }
+  return {
+    nodes: nodes.length,
+    byState,
+    violations,
+    violationsByKind: Object.fromEntries(byKind),
+    rpcCounts: Object.fromEntries([...rpc].sort(([a], [b]) => a.localeCompare(b))),
+    received,
+    replies,
+    dropped,
+    deadlineExceeded,
+  };
+}

@@ -1,0 +1,41 @@
+// GENERATED FILE, do not edit by hand.
+// Source: choria-io/go-choria internal/fs/schemas/choria/protocol/v1/secure_request.json
+// (commit 58e80bab58a53d38576238baa011123d5f9eff59), copied in shared/vectors/schemas/go-choria-embedded/.
+// Copyright R.I. Pienaar and the Choria Project contributors, licensed under the Apache License 2.0.
+// Embedded as data because go-choria servers validate against exactly these documents;
+// packages/simulator/test/schemas.test.ts asserts this module deep-equals the vector file.
+export const v1SecureRequestSchema = {
+  "$schema": "http://json-schema.org/draft-04/schema",
+  "description": "Choria Secure Request version 1",
+  "title": "SecureRequestV1",
+  "type": "object",
+  "required": [
+    "protocol",
+    "message",
+    "signature",
+    "pubcert"
+  ],
+  "properties": {
+    "protocol": {
+      "type": "string",
+      "enum": [
+        "choria:secure:request:1"
+      ]
+    },
+    "message": {
+      "type": "string",
+      "description": "Base64 encoded JSON version of a RequestV1",
+      "minLength": 1
+    },
+    "signature": {
+      "type": "string",
+      "description": "Base 64 encoded SHA256 PKCS1v15 signature made with the users Private Key",
+      "minLength": 1
+    },
+    "pubcert": {
+      "type": "string",
+      "description": "PEM encoded Public Certificate for the user producing the message",
+      "minLength": 1
+    }
+  }
+} as const;
