@@ -79,7 +79,7 @@ export async function validateCommand(opts: ValidateOptions, io: CliIO): Promise
         `  choria config:      ${choria.source}`,
         `  identity:           ${choria.identity}`,
         `  brokers:            ${choria.middlewareHosts.length > 0 ? choria.middlewareHosts.join(', ') : '(none: plugin.choria.middleware_hosts is not set)'}`,
-        `  security:           ${choria.securityProvider}, protocol ${selectProtocol(choria)}, ${choria.protocolSecure ? 'signed' : 'insecure'} requests, TLS ${choria.tls ? 'on' : 'off'}`,
+        `  security:           ${choria.securityProvider}, protocol ${selectProtocol(choria).version}, ${choria.protocolSecure ? 'signed' : 'insecure'} requests, TLS ${choria.tls ? 'on' : 'off'}`,
         `  broker user:        ${choria.natsUser ?? '(none)'}`,
       ];
       if (choria.middlewareHosts.length === 0) problems.push('the Choria config names no broker (plugin.choria.middleware_hosts)');

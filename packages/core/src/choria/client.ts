@@ -12,9 +12,9 @@ import { encodeLifecycleEvent, newLifecycleEvent, parseLifecycleEvent, type Life
 import { codecFor, DISCOVERY_PAYLOAD } from './protocol/codec.js';
 import { agentFilter, type Filter } from './protocol/filter.js';
 import { newKsuid, newV1RequestId, nowNanoseconds } from './protocol/ids.js';
-import { encodeRpcRequest, parseRpcReply, rpcStatusError } from './protocol/mcorpc.js';
+import { encodeRpcRequest, parseRpcReply, rpcStatusError, type RpcReplyBody } from './protocol/mcorpc.js';
 import { broadcastSubject, directedSubject, lifecycleSubject, PROVISIONING_COLLECTIVE, replySubjectPrefix, replyWildcard } from './protocol/subjects.js';
-import type { DecodedReply, ProtocolCodec, ProtocolVersion, TraceHop } from './protocol/types.js';
+import type { DecodedReply, DecodedTransport, ProtocolCodec, ProtocolVersion, TraceHop } from './protocol/types.js';
 import { V1_MIN_TTL } from './protocol/v1.js';
 import { createSigner, selectProtocol } from './security/select.js';
 import type { RequestSigner } from './security/types.js';
@@ -458,7 +458,7 @@ export class ChoriaClient {
    * otherwise the transport header, as go-choria does (the body need not be JSON).
    */
   private discoverySender(msg: Msg, id: string): string | undefined {
-    let transport;
+    let transport: DecodedTransport;
     try {
       transport = this.codec.decodeTransport(msg.data);
     } catch (err) {
@@ -476,7 +476,7 @@ export class ChoriaClient {
 
   private rpcResult(reply: DecodedReply, identity: string, what: string, responses: number, durationMs: number): RpcReply {
     if (responses !== 1) throw new RpcResponseCountError(responses, identity);
-    let body;
+    let body: RpcReplyBody;
     try {
       body = parseRpcReply(reply.body);
     } catch (err) {

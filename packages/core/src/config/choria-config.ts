@@ -237,16 +237,15 @@ export function checkChoriaSettings(settings: ChoriaSettings): readonly string[]
       `${label}: plugin.choria.middleware_hosts is not set; give the broker address(es), e.g. nats://broker.example.net:4222 (DNS SRV lookup is not supported)`,
     );
   }
-  const needsX509 = settings.securityProvider !== 'choria' && (settings.tls || settings.protocolSecure);
-  if (needsX509) {
-    const where = settings.securityProvider === 'puppet' ? 'from plugin.choria.ssldir' : 'plugin.security.file';
+  // The puppet provider always has derived paths; only the file provider can lack them.
+  if (settings.securityProvider === 'file' && (settings.tls || settings.protocolSecure)) {
     const files: [string, string | undefined][] = [
       ['certificate', settings.certificateFile],
       ['key', settings.keyFile],
       ['ca', settings.caFile],
     ];
     for (const [name, value] of files) {
-      if (value === undefined) out.push(`${label}: the ${settings.securityProvider} security provider needs a ${name} (${where}.${name})`);
+      if (value === undefined) out.push(`${label}: the file security provider needs a ${name} (plugin.security.file.${name})`);
     }
   }
   if (settings.securityProvider === 'choria' && settings.protocolSecure) {

@@ -261,7 +261,7 @@ const properties: Readonly<Record<string, PropertySchema>> = {
   features: {
     type: 'object',
     default: {},
-    additionalProperties: false,
+    additionalProperties: true,
     'x-default-text': 'all off',
     description: 'Feature flags, see the features.* keys.',
     properties: {

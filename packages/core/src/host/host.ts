@@ -14,7 +14,15 @@ import { replyWarnings } from './helper/reply-checks.js';
 import type { HelperCsr, HelperEd25519PubKey, HelperJwtClaims, HelperReply, HelperRequest, HelperRunner } from './helper/types.js';
 import { parseCsrReply, parseEd25519Reply, parseInventoryReply, parseJwtReply, type Inventory } from './node-replies.js';
 import { LockedElsewhereError, abortError, rpcStep, type StepContext } from './rpc-step.js';
-import { claimsForHelper, encryptKeyForNode, mintServerToken, validateCsr, verifyNonceSignature, verifyProvisioningToken } from './security/index.js';
+import {
+  claimsForHelper,
+  encryptKeyForNode,
+  mintServerToken,
+  parseServerClaims,
+  validateCsr,
+  verifyNonceSignature,
+  verifyProvisioningToken,
+} from './security/index.js';
 
 export interface HostDeps {
   readonly config: ProvisionerConfig;
@@ -252,7 +260,7 @@ export class Host {
       ...(cfg.jwtSigningToken !== '' ? { signingTokenPath: cfg.jwtSigningToken } : {}),
       defaultValidityMs: cfg.serverJwtValidity,
       configuration: reply.configuration ?? {},
-      serverClaims: reply.server_claims ?? null,
+      serverClaims: parseServerClaims(reply.server_claims ?? null),
       onWarning: (w: string) => this.#log.warn(`Server JWT for ${this.identity}: ${w}`),
     });
   }

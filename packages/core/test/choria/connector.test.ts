@@ -45,7 +45,7 @@ describe('connection options', () => {
     expect(opts.tls).toEqual({ rejectUnauthorized: false });
     expect(opts.inboxPrefix).toBe('provisioning.reply.22ec67b1822edddbee1f71725ee3827c');
     expect(opts.user).toBeUndefined();
-    const auth = (opts.authenticator as (nonce?: string) => Record<string, string>)('abc123');
+    const auth = (opts.authenticator as unknown as (nonce?: string) => Record<string, string>)('abc123');
     expect(auth).toMatchObject({ auth_token: token, jwt: token, user: 'provisioner', pass: 'pw' });
     const pub = createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(publicHex, 'hex')]), format: 'der', type: 'spki' });
     expect(verify(null, Buffer.from('abc123'), pub, Buffer.from(auth['sig'] as string, 'base64url'))).toBe(true);

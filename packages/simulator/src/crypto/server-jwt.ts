@@ -65,9 +65,9 @@ function hexOk(s: string): boolean {
   return s.length > 0 && s.length % 2 === 0 && /^[0-9a-fA-F]+$/.test(s);
 }
 
-async function signatureVerifies(token: string, key: KeyObject): Promise<string | undefined> {
+async function signatureVerifies(token: string, key: KeyObject, nowSec: number): Promise<string | undefined> {
   try {
-    await jwtVerify(token, key, { algorithms: ALGORITHMS });
+    await jwtVerify(token, key, { algorithms: ALGORITHMS, currentDate: new Date(nowSec * 1000) });
     return undefined;
   } catch (e) {
     return errorText(e);
@@ -122,7 +122,7 @@ async function checkChain(token: string, claims: Record<string, unknown>, keys: 
   if (!hexOk(ownSig) || !cryptoVerify(null, Buffer.from(`${jti}.${chainTcs}`, 'utf8'), chainKey, Buffer.from(ownSig, 'hex'))) {
     problems.push('trust chain signature over <jti>.<chain tcs> does not verify with the chain issuer key');
   }
-  const sigProblem = await signatureVerifies(token, chainKey);
+  const sigProblem = await signatureVerifies(token, chainKey, nowSec);
   if (sigProblem !== undefined) problems.push(`signature with the chain issuer key: ${sigProblem}`);
   if (ksuidSeconds(jti) !== claims['iat']) problems.push('id is not based on issued time (jti KSUID time differs from iat)');
   const issexp = claims['issexp'];
@@ -164,7 +164,7 @@ export async function checkServerJwt(input: ServerJwtCheckInput): Promise<Server
   const candidates = [keys.rsaSigner, keys.edSigner, keys.issuer].filter((k): k is KeyObject => k !== undefined);
   const failures: string[] = [];
   for (const key of candidates) {
-    const problem = await signatureVerifies(token, key);
+    const problem = await signatureVerifies(token, key, nowSec);
     if (problem === undefined) return { claims, problems };
     failures.push(problem);
   }

@@ -234,9 +234,9 @@ class PoolWorker {
     this.child.stdin.end();
     let grace: NodeJS.Timeout | undefined;
     const expired = new Promise<boolean>((resolve) => (grace = setTimeout(() => resolve(true), graceMs)));
-    const gone = await Promise.race([this.exited.then(() => false), expired]);
+    const timedOut = await Promise.race([this.exited.then(() => false), expired]);
     clearTimeout(grace);
-    if (gone) this.die('aborted', `the helper pool was closed and it did not finish within ${graceMs} ms; killed it`);
+    if (timedOut) this.die('aborted', `the helper pool was closed and it did not finish within ${graceMs} ms; killed it`);
     await this.exited;
   }
 

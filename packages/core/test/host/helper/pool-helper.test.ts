@@ -81,11 +81,11 @@ describe('PoolHelper', () => {
   });
 
   it('kills a process (and its child) that times out, and replaces it', async () => {
-    const p = pool({ timeoutMs: 600 });
+    const p = pool({ timeoutMs: 1500 });
     const first = await run(p, 'ok-1');
     const err = await failure(p, 'hang-pool');
     expect(err.kind).toBe('timeout');
-    expect(err.message).toContain('timed out after 600 ms without answering');
+    expect(err.message).toContain('timed out after 1500 ms without answering');
     const child = await readPid(dir.file('hang-pool.pid'));
     expect(await eventually(() => !isAlive(child) && !isAlive(Number(first.reply.msg)))).toBe(true);
     expect((await run(p, 'ok-2')).reply.configuration?.['identity']).toBe('ok-2');

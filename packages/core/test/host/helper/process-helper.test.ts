@@ -35,7 +35,7 @@ let helper: ProcessHelper;
 
 beforeAll(() => {
   faulty = dir.script('faulty.sh', FAULTY);
-  helper = new ProcessHelper({ command: q(faulty), timeoutMs: 600, maxOutputBytes: 64 * 1024, maxStderrBytes: 1000 });
+  helper = new ProcessHelper({ command: q(faulty), timeoutMs: 1000, maxOutputBytes: 64 * 1024, maxStderrBytes: 1000 });
 });
 afterAll(async () => {
   await helper.close();
@@ -80,7 +80,7 @@ describe('ProcessHelper', () => {
   it('kills a hanging helper and its child on timeout', async () => {
     const err = await failure('hang');
     expect(err.kind).toBe('timeout');
-    expect(err.message).toContain(`helper ${faulty} failed for hang: timed out after 600 ms`);
+    expect(err.message).toContain(`helper ${faulty} failed for hang: timed out after 1000 ms`);
     const child = await readPid(dir.file('hang.pid'));
     expect(child).toBeGreaterThan(0);
     expect(await becomesDead(child)).toBe(true);

@@ -1,0 +1,149 @@
+import { mkdtempSync, writeFileSync, chmodSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { main } from '../src/cli.js';
+import type { CliIO } from '../src/io.js';
+
+function capture(): CliIO & { stdout: string; stderr: string } {
+  const io = {
+    stdout: '',
+    stderr: '',
+    out(t: string) {
+      io.stdout += t + '\n';
+    },
+    err(t: string) {
+      io.stderr += t + '\n';
+    },
+  };
+  return io;
+}
+
+let dir: string;
+let helper: string;
+let choriaCfg: string;
+
+function writeConfig(name: string, text: string): string {
+  const f = join(dir, name);
+  writeFileSync(f, text);
+  return f;
+}
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'cpts-cli-'));
+  helper = join(dir, 'helper.sh');
+  writeFileSync(helper, '#!/bin/sh\necho "{}"\n');
+  chmodSync(helper, 0o755);
+  choriaCfg = join(dir, 'choria.cfg');
+  writeFileSync(choriaCfg, 'identity = prov.example.net\nplugin.choria.middleware_hosts = nats://127.0.0.1:4222\nplugin.security.provider = file\n');
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('choria-provisioner --help / --version', () => {
+  it('prints usage with every command and exits 0', async () => {
+    const logs: string[] = [];
+    vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void logs.push(a.join(' ')));
+    const io = capture();
+    expect(await main(['--help'], io)).toBe(0);
+    const text = logs.join('\n');
+    for (const c of ['run', 'validate', 'status', 'demo', '--config', '--choria-config', '--pid', '--debug']) expect(text).toContain(c);
+  });
+
+  it('prints the version', async () => {
+    const logs: string[] = [];
+    vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void logs.push(a.join(' ')));
+    expect(await main(['--version'], capture())).toBe(0);
+    expect(logs.join('')).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it('exits 2 on usage errors', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const io = capture();
+    expect(await main(['validate'], io)).toBe(2);
+    expect(io.stderr).toContain('Missing required argument: config');
+    const io2 = capture();
+    expect(await main(['bogus-command', '--config', 'x'], io2)).toBe(2);
+  });
+});
+
+describe('choria-provisioner validate', () => {
+  const good = (extra = ''): string => `helper: HELPER\ntoken: t\nsite: s1\ninterval: 5m\n${extra}`;
+
+  it('prints what it found and exits 0 for a good config', async () => {
+    const f = writeConfig('p.yaml', good().replace('HELPER', helper));
+    const io = capture();
+    expect(await main(['validate', '--config', f, '--choria-config', choriaCfg], io)).toBe(0);
+    expect(io.stdout).toContain(`${f}: OK`);
+    expect(io.stdout).toContain('interval:           300s');
+    expect(io.stdout).toContain('brokers:            nats://127.0.0.1:4222');
+    expect(io.stdout).toContain('protocol v1');
+  });
+
+  it('uses the choria_config key of the file before --choria-config', async () => {
+    const f = writeConfig('p.yaml', good(`choria_config: ${choriaCfg}\n`).replace('HELPER', helper));
+    const io = capture();
+    expect(await main(['validate', '--config', f, '--choria-config', join(dir, 'missing.cfg')], io)).toBe(0);
+    expect(io.stdout).toContain(`choria config:      ${choriaCfg}`);
+  });
+
+  const cases: [string, string, string][] = [
+    ['missing file', '', 'does-not-exist.yaml'],
+    ['YAML syntax error', 'workers: [1, 2\n', 'line'],
+    ['wrong type', 'workers: "4"\nhelper: HELPER\n', 'workers'],
+    ['too-small interval', 'interval: 30s\nhelper: HELPER\n', 'interval "30s" is below the minimum of 1m'],
+    ['forbidden component characters', 'lifecycle_component: a.b\nhelper: HELPER\n', 'lifecycle_component'],
+    ['pki+ed25519', 'helper: HELPER\njwt_verify_cert: x\njwt_signing_key: y\nfeatures:\n  pki: true\n  ed25519: true\n', 'can only enable one of pki or ed25519 features'],
+    ['removed leader_election_name', 'helper: HELPER\nleader_election_name: prov\n', 'leader_election_name'],
+  ];
+  for (const [name, text, expected] of cases) {
+    it(`exits 1 and names the problem: ${name}`, async () => {
+      const f = name === 'missing file' ? join(dir, 'does-not-exist.yaml') : writeConfig('p.yaml', text.replace('HELPER', helper));
+      const io = capture();
+      expect(await main(['validate', '--config', f, '--choria-config', choriaCfg], io)).toBe(1);
+      expect(io.stderr).toContain('INVALID');
+      expect(io.stderr).toContain(expected);
+    });
+  }
+
+  it('warns about an unknown key but still validates', async () => {
+    const f = writeConfig('p.yaml', good('wokers: 3\n').replace('HELPER', helper));
+    const io = capture();
+    expect(await main(['validate', '--config', f, '--choria-config', choriaCfg], io)).toBe(0);
+    expect(io.stdout).toContain('wokers');
+  });
+
+  it('exits 1 when the helper is not executable', async () => {
+    const f = writeConfig('p.yaml', good().replace('HELPER', join(dir, 'nope.sh')));
+    const io = capture();
+    expect(await main(['validate', '--config', f, '--choria-config', choriaCfg], io)).toBe(1);
+    expect(io.stderr).toContain('does not exist or is not an executable file');
+  });
+});
+
+describe('choria-provisioner run', () => {
+  it('exits 1 without starting anything when a config is invalid', async () => {
+    const f = writeConfig('p.yaml', 'interval: 10s\n');
+    const io = capture();
+    expect(await main(['run', '--config', f, '--choria-config', choriaCfg], io)).toBe(1);
+    expect(io.stderr).toContain('could not load');
+  });
+
+  it('refuses two configs with the same site', async () => {
+    const a = writeConfig('a.yaml', `helper: ${helper}\ntoken: t\nsite: same\n`);
+    const b = writeConfig('b.yaml', `helper: ${helper}\ntoken: t\nsite: same\n`);
+    const io = capture();
+    expect(await main(['run', '--config', a, '--config', b, '--choria-config', choriaCfg], io)).toBe(1);
+    expect(io.stderr).toContain('both use site "same"');
+  });
+});
+
+describe('choria-provisioner status', () => {
+  it('exits 3 with a clear message when the endpoint is unreachable', async () => {
+    const io = capture();
+    expect(await main(['status', '--url', 'http://127.0.0.1:1'], io)).toBe(3);
+    expect(io.stderr).toContain('could not fetch http://127.0.0.1:1/status');
+  });
+});

@@ -1,0 +1,57 @@
+// Public API of @choria-provisioner/core.
+export { VERSION } from './version.js';
+
+// configuration
+export * from './config/index.js';
+export { parseDuration, formatDuration, DurationError } from './util/duration.js';
+
+// logging, pause, small utilities
+export { createLogger, silentLogger, winstonLevel, type Logger, type LoggerOptions } from './util/logger.js';
+export { PauseFlag, PausedError, type PauseListener } from './util/pause.js';
+export { splitCommand, ShellSplitError } from './util/shellquote.js';
+export { rpmVersionCompare, rpmVersionEqual, parseRpmVersion } from './util/rpmvercmp.js';
+export { newRequestId, ksuid, ksuidTimestamp } from './util/ids.js';
+export { FIVE_SEC, TWENTY_SEC, backoffDelay, sleep, type BackoffPolicy } from './util/backoff.js';
+export { checkHelperCommand } from './util/command-check.js';
+
+// metrics
+export * from './metrics/index.js';
+export { collectDefaultMetrics } from 'prom-client';
+
+// the Choria client
+export * from './choria/index.js';
+// both layers name the collective; they agree on the value
+export { PROVISIONING_COLLECTIVE } from './config/index.js';
+
+// one server's provisioning
+export * from './host/helper/index.js';
+export {
+  loadSigningKey,
+  loadVerificationKey,
+  readEd25519SeedFile,
+  verifyProvisioningToken,
+  verifyProvisioningTokenWithKey,
+  claimsForHelper,
+  ProvisioningTokenError,
+  mintServerToken,
+  parseServerClaims,
+  ServerClaimsError,
+  verifyNonceSignature,
+  encryptKeyForNode,
+  decryptLegacyPem,
+  validateCsr,
+  compileDenyList,
+  matchesDenyList,
+  type ProvisioningClaims,
+  type MintServerTokenInput,
+  type ServerClaimsInput,
+  type SigningKey,
+  type VerificationKey,
+} from './host/security/index.js';
+export { Host, createHostRunner, type HostDeps } from './host/host.js';
+export { LockedElsewhereError, StepFailedError } from './host/rpc-step.js';
+
+// the scheduler
+export { Provisioner, type ProvisionerOptions, type ProvisionerStatus, type HostStatus } from './provisioner/provisioner.js';
+export type { HostJob, HostResult, HostRunner } from './provisioner/types.js';
+export { LeaderElection, type LeaderElectionOptions } from './provisioner/election/index.js';

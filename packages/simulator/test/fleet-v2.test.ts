@@ -1,0 +1,168 @@
+// End-to-end against a real nats-server: v2 and mixed fleets, and the behaviour knobs.
+import { randomUUID, verify } from 'node:crypto';
+import { jwtVerify } from 'jose';
+import { connect, type NatsConnection } from 'nats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startNatsServer, type RunningNatsServer } from '../../../test/support/nats-server.js';
+import { SimulatedFleet } from '../src/fleet.js';
+import { collectEvents, edProvisioningPublic, edProvisioningSeed, ed25519Public, eventData, makeServerJwt, serverJwtSigner, waitUntil, type SeenEvent } from './support/fixtures.js';
+import { DISCOVERY_FIELD, MiniClient } from './support/mini-client.js';
+
+let server: RunningNatsServer;
+let nc: NatsConnection;
+let client: MiniClient;
+let events: SeenEvent[];
+
+beforeAll(async () => {
+  server = await startNatsServer({ jetstream: false });
+  nc = await connect({ servers: server.url });
+  client = new MiniClient(nc);
+  events = collectEvents(nc);
+  await nc.flush();
+});
+
+afterAll(async () => {
+  await nc?.close();
+  await server?.stop();
+});
+
+describe('v2 simulated fleet', () => {
+  let fleet: SimulatedFleet;
+  beforeAll(async () => {
+    fleet = await SimulatedFleet.start({
+      servers: [server.url],
+      name: 'v2test',
+      count: 2,
+      identityPattern: 'v2n{i}.example.net',
+      protocol: 'v2',
+      jwt: { signer: 'ed25519', seedHex: edProvisioningSeed(), ou: 'acme', extensions: { site: 'lon' } },
+      serverJwtVerification: { signerEd25519PublicHex: serverJwtSigner().publicHex },
+      eventFormat: 'choria',
+      timeScale: 0.01,
+      seed: 7,
+    });
+  });
+  afterAll(async () => fleet?.stop());
+
+  it('answers v2 discovery with a double base64 ping only', async () => {
+    const replies = await client.discover('v2', DISCOVERY_FIELD.v2, 1500, 2);
+    expect(replies.map((r) => r.sender).sort()).toEqual(['v2n1.example.net', 'v2n2.example.net']);
+    expect(replies.every((r) => r.version === 'v2' && r.hashOk && r.body === 'pong')).toBe(true);
+    expect(await client.discover('v2', DISCOVERY_FIELD.v1, 400)).toHaveLength(0);
+    expect(fleet.violationCount('discovery-payload')).toBe(1);
+  });
+
+  it('publishes Choria-format events when asked to', () => {
+    const e = events.find((x) => x.subject === 'choria.lifecycle.event.startup.provision_mode_server' && x.event['identity'] === 'v2n1.example.net');
+    expect(e?.event).toMatchObject({ protocol: 'io.choria.lifecycle.v1.startup', component: 'provision_mode_server', version: '0.29.4' });
+    expect(e?.event['specversion']).toBeUndefined();
+  });
+
+  it('provisions a v2 node and drops v1 requests to it', async () => {
+    const id = 'v2n1.example.net';
+    const jwt = await client.rpc(id, 'v2', 'choria_provision', 'jwt', { token: 'anything goes' });
+    expect(jwt.raw?.hashOk).toBe(true);
+    const text = String(jwt.reply?.data['jwt']).trim();
+    const { payload } = await jwtVerify(text, ed25519Public(edProvisioningPublic()), { algorithms: ['EdDSA'] });
+    expect(payload).toMatchObject({ v2: true, ou: 'acme', extensions: { site: 'lon' }, cht: '', purpose: 'choria_provisioning' });
+
+    const nonce = randomUUID().replaceAll('-', '');
+    const gen = await client.rpc(id, 'v2', 'choria_provision', 'gen25519', { nonce, token: '' });
+    const pub = String(gen.reply?.data['public_key']);
+    expect(verify(null, Buffer.from(nonce), ed25519Public(pub), Buffer.from(String(gen.reply?.data['signature']), 'hex'))).toBe(true);
+
+    const serverJwt = await makeServerJwt(id, pub, serverJwtSigner().seedHex);
+    const conf = await client.rpc(id, 'v2', 'choria_provision', 'configure', { config: '{"plugin.choria.server.provision":"0"}', server_jwt: serverJwt });
+    expect(conf.reply).toMatchObject({ statuscode: 0, data: { message: 'Wrote 2 lines to /etc/choria/server.conf' } });
+
+    expect((await client.rpc(id, 'v1', 'rpcutil', 'inventory', {}, {}, 300)).reply).toBeUndefined();
+    expect(fleet.node(id)?.violations.count('protocol-version')).toBe(1);
+
+    const restart = await client.rpc(id, 'v2', 'choria_provision', 'restart', { splay: 1 });
+    expect(restart.reply?.data['message']).toBe('Restarting Choria Server after 2s');
+    await fleet.waitFor((f) => f.node(id)?.lifecycle === 'provisioned', 3000, 'provisioned');
+    await waitUntil(() => events.some((e) => e.subject === 'choria.lifecycle.event.startup.server' && eventData(e)['identity'] === id), 2000, 'startup event of the normal server');
+    expect(fleet.report({ identities: [id] }).nodes[0]?.violations).toEqual([{ kind: 'protocol-version', detail: expect.stringContaining('v1 request') as unknown, at: expect.any(String) as unknown }]);
+  });
+
+  it('records a server JWT for another node key as invalid', async () => {
+    const id = 'v2n2.example.net';
+    await client.rpc(id, 'v2', 'choria_provision', 'gen25519', { nonce: 'abc' });
+    const wrongKey = serverJwtSigner().publicHex;
+    const serverJwt = await makeServerJwt(id, wrongKey, serverJwtSigner().seedHex);
+    const conf = await client.rpc(id, 'v2', 'choria_provision', 'configure', { config: '{"x":"y"}', server_jwt: serverJwt });
+    expect(conf.reply?.statuscode).toBe(0); // a real node writes the file and fails later
+    expect(fleet.node(id)?.violations.entries.map((v) => v.detail)).toContain("public_key is not the key from the node's last gen25519");
+  });
+});
+
+describe('mixed fleet', () => {
+  it('answers each protocol version with its own nodes and ignores the other silently', async () => {
+    const fleet = await SimulatedFleet.start({ servers: [server.url], name: 'mixed', count: 4, identityPattern: 'm{i}', protocol: 'mixed', seed: 1 });
+    try {
+      const v1 = await client.discover('v1', DISCOVERY_FIELD.v1, 1000, 2);
+      const v2 = await client.discover('v2', DISCOVERY_FIELD.v2, 1000, 2);
+      expect(v1.map((r) => r.sender).sort()).toEqual(['m1', 'm3']);
+      expect(v2.map((r) => r.sender).sort()).toEqual(['m2', 'm4']);
+      expect(fleet.violationCount()).toBe(0);
+    } finally {
+      await fleet.stop();
+    }
+  });
+});
+
+describe('behaviour knobs', () => {
+  it('silent nodes never reply, vanishing nodes disappear after a locked RPC, latency delays replies', async () => {
+    const fleet = await SimulatedFleet.start({
+      servers: [server.url],
+      name: 'knobs',
+      count: 4,
+      identityPattern: 'k{i}',
+      silentNodes: 1,
+      vanishRate: 0.25,
+      latencyMs: 150,
+      seed: 3,
+      nodesPerConnection: 2,
+    });
+    try {
+      expect(fleet.countByState()).toMatchObject({ silent: 1, waiting: 3 });
+      const started = Date.now();
+      const replies = await client.discover('v1', DISCOVERY_FIELD.v1, 1500, 3);
+      expect(replies).toHaveLength(3);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(150);
+      const silent = fleet.nodes.find((n) => n.lifecycle === 'silent');
+      expect(replies.map((r) => r.sender)).not.toContain(silent?.identity);
+
+      const vanishing = fleet.nodes.find((n) => n.settings.vanishAfterLockedRpc);
+      expect(vanishing).toBeDefined();
+      const id = vanishing?.identity ?? '';
+      expect((await client.rpc(id, 'v1', 'choria_provision', 'jwt', {})).reply?.statuscode).toBe(1); // no provisioning JWT
+      await fleet.waitFor((f) => f.node(id)?.lifecycle === 'vanished', 1000, 'vanished');
+      expect((await client.rpc(id, 'v1', 'rpcutil', 'inventory', {}, {}, 400)).reply).toBeUndefined();
+      expect(fleet.summary().totals.byState).toMatchObject({ silent: 1, vanished: 1, waiting: 2 });
+    } finally {
+      await fleet.stop();
+    }
+  });
+
+  it('drops every request with dropRate 1 and counts the drops', async () => {
+    const fleet = await SimulatedFleet.start({ servers: [server.url], name: 'drops', count: 3, identityPattern: 'd{i}', dropRate: 1, seed: 5 });
+    try {
+      expect(await client.discover('v1', DISCOVERY_FIELD.v1, 400)).toHaveLength(0);
+      expect(fleet.summary().totals.dropped).toBe(3);
+    } finally {
+      await fleet.stop();
+    }
+  });
+
+  it('spreads boots over bootSpreadMs', async () => {
+    const fleet = await SimulatedFleet.start({ servers: [server.url], name: 'spread', count: 5, identityPattern: 's{i}', bootSpreadMs: 300, seed: 9 });
+    try {
+      expect(fleet.countByState().booting).toBeGreaterThan(0);
+      await fleet.waitForBooted(2000);
+      expect(fleet.countByState().waiting).toBe(5);
+    } finally {
+      await fleet.stop();
+    }
+  });
+});
