@@ -1,5 +1,7 @@
 // End-to-end against a real nats-server: v2 and mixed fleets, and the behaviour knobs.
 import { randomUUID, verify } from 'node:crypto';
+import 'reflect-metadata';
+import { Pkcs10CertificateRequest } from '@peculiar/x509';
 import { jwtVerify } from 'jose';
 import { connect, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -35,7 +37,8 @@ describe('v2 simulated fleet', () => {
       count: 2,
       identityPattern: 'v2n{i}.example.net',
       protocol: 'v2',
-      jwt: { signer: 'ed25519', seedHex: edProvisioningSeed(), ou: 'acme', extensions: { site: 'lon' } },
+      jwt: { signer: 'ed25519', seedHex: edProvisioningSeed(), ou: 'acme', extensions: { site: 'lon' }, update: true },
+      rsaBits: 1024,
       serverJwtVerification: { signerEd25519PublicHex: serverJwtSigner().publicHex },
       eventFormat: 'choria',
       timeScale: 0.01,
@@ -94,6 +97,26 @@ describe('v2 simulated fleet', () => {
     expect(conf.reply?.statuscode).toBe(0); // a real node writes the file and fails later
     expect(fleet.node(id)?.violations.entries.map((v) => v.detail)).toContain("public_key is not the key from the node's last gen25519");
   });
+  it('runs gencsr, release_update and shutdown in v2', async () => {
+    const id = 'v2n2.example.net';
+    const csr = await client.rpc(id, 'v2', 'choria_provision', 'gencsr', { token: '' });
+    expect(csr.reply?.statuscode).toBe(0);
+    expect(new Pkcs10CertificateRequest(String(csr.reply?.data['csr'])).subjectName.getField('CN')).toEqual([id]);
+
+    const up = await client.rpc(id, 'v2', 'choria_provision', 'release_update', { repository: 'http://repo.example.net', version: '0.31.0' });
+    expect(up.reply?.data['message']).toBe('Restarting Choria Server after 2s');
+    expect(fleet.node(id)?.lifecycle).toBe('upgrading');
+    // the agent mutex is held until the process re-executes: no reply meanwhile
+    expect((await client.rpc(id, 'v2', 'choria_provision', 'jwt', {}, {}, 5)).reply).toBeUndefined();
+    await fleet.waitFor((f) => f.node(id)?.lifecycle === 'waiting', 2000, 'back in provisioning mode');
+    const inv = await client.rpc(id, 'v2', 'rpcutil', 'inventory', {});
+    expect(inv.reply?.data).toMatchObject({ version: '0.31.0', upgradable: true });
+
+    const down = await client.rpc(id, 'v2', 'choria_provision', 'shutdown', {});
+    expect(String(down.reply?.data['message'])).toMatch(/^Shutting Choria Server down after \ds$/);
+    await fleet.waitFor((f) => f.node(id)?.lifecycle === 'shutdown', 2000, 'shut down');
+    expect(fleet.report({ identities: [id] }).nodes[0]).toMatchObject({ updateCount: 1, shutdownCount: 1, version: '0.31.0', hasPrivateKey: true });
+  });
 });
 
 describe('mixed fleet', () => {
@@ -145,11 +168,43 @@ describe('behaviour knobs', () => {
     }
   });
 
+  it('expires the provisioning lock after lockMs; a negative splay crashes the node without a reply', async () => {
+    const fleet = await SimulatedFleet.start({ servers: [server.url], name: 'lock', count: 1, identityPattern: 'l{i}', lockMs: 400, timeScale: 0.01, seed: 2 });
+    try {
+      expect((await client.rpc('l1', 'v1', 'choria_provision', 'gen25519', { nonce: 'a' })).reply?.statuscode).toBe(0);
+      const refused = await client.rpc('l1', 'v1', 'choria_provision', 'gen25519', { nonce: 'n' }, { senderId: 'b.example.net' });
+      expect(refused.reply?.statusmsg).toBe('Could not obtain provisioning lock');
+      await new Promise((r) => setTimeout(r, 450));
+      const taken = await client.rpc('l1', 'v1', 'choria_provision', 'gen25519', { nonce: 'n' }, { senderId: 'b.example.net' });
+      expect(taken.reply?.statuscode).toBe(0);
+
+      await client.rpc('l1', 'v1', 'choria_provision', 'configure', { config: '{"plugin.choria.server.provision":"no"}' }, { senderId: 'b.example.net' });
+      const crash = await client.rpc('l1', 'v1', 'choria_provision', 'restart', { splay: -1 }, {}, 300);
+      expect(crash.reply).toBeUndefined();
+      expect(fleet.node('l1')?.violations.entries.some((v) => v.kind === 'bad-input' && v.detail.includes('crashes'))).toBe(true);
+      // the crashed process comes back in provisioning mode, its lock forgotten
+      await waitUntil(() => fleet.node('l1')?.state.pendingExit === undefined, 1000, 'reboot after the crash');
+      expect((await client.rpc('l1', 'v1', 'choria_provision', 'jwt', {}, { senderId: 'c.example.net' })).reply?.statusmsg).toBe('No Provisioning JWT file has been configured');
+    } finally {
+      await fleet.stop();
+    }
+  });
+
   it('drops every request with dropRate 1 and counts the drops', async () => {
     const fleet = await SimulatedFleet.start({ servers: [server.url], name: 'drops', count: 3, identityPattern: 'd{i}', dropRate: 1, seed: 5 });
     try {
       expect(await client.discover('v1', DISCOVERY_FIELD.v1, 400)).toHaveLength(0);
       expect(fleet.summary().totals.dropped).toBe(3);
+    } finally {
+      await fleet.stop();
+    }
+  });
+
+  it('sends no reply when the latency passes the agent deadline', async () => {
+    const fleet = await SimulatedFleet.start({ servers: [server.url], name: 'slow', count: 2, identityPattern: 'sl{i}', latencyMs: 2000, seed: 4 });
+    try {
+      expect(await client.discover('v1', DISCOVERY_FIELD.v1, 400)).toHaveLength(0);
+      expect(fleet.summary().totals.deadlineExceeded).toBe(2);
     } finally {
       await fleet.stop();
     }

@@ -32,6 +32,8 @@ export interface HostDeps {
   readonly pause: PauseFlag;
   /** test hook: back-off between RPC tries */
   readonly backoff?: (failedTry: number) => number;
+  /** per-try RPC timeout; default: the client's (discovery timeout + the agent's DDL timeout) */
+  readonly rpcTimeoutMs?: number;
 }
 
 /** The helper asked to stop here: nothing changes on the node. */
@@ -71,6 +73,7 @@ export class Host {
       signal: job.signal,
       logger: job.logger,
       ...(deps.backoff !== undefined ? { backoff: deps.backoff } : {}),
+      ...(deps.rpcTimeoutMs !== undefined ? { timeoutMs: deps.rpcTimeoutMs } : {}),
     };
   }
 
@@ -129,7 +132,7 @@ export class Host {
       const claims = verifyProvisioningToken(reply.jwt, cfg.jwtVerifyCert);
       this.#facts.jwtClaims = claimsForHelper(claims) as HelperJwtClaims;
     } catch (err) {
-      throw new Error(`could not validate JWT: ${this.identity}: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Error(`could not validate JWT: ${this.identity}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     this.#facts.ecdhPublic = reply.ecdhPublic;
   }
@@ -141,7 +144,7 @@ export class Host {
     try {
       verifyNonceSignature(reply, nonce);
     } catch (err) {
-      throw new Error(`could not fetch ed25519 public key: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Error(`could not fetch ed25519 public key: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     this.#facts.ed25519 = { public_key: reply.public_key, directory: reply.directory, signature: reply.signature };
   }
@@ -159,7 +162,7 @@ export class Host {
     try {
       validateCsr(reply.csr, this.identity, cfg.certDenyList);
     } catch (err) {
-      throw new Error(`could not provision ${this.identity}: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Error(`could not provision ${this.identity}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     this.#facts.csr = { csr: reply.csr, public_key: reply.public_key, ssldir: reply.ssldir };
   }

@@ -17,6 +17,8 @@ export interface StepContext {
   readonly logger: Logger;
   /** test hook: back-off between tries (default: the upstream FiveSec policy) */
   readonly backoff?: (failedTry: number) => number;
+  /** per-try timeout; default: the client's */
+  readonly timeoutMs?: number;
 }
 
 /** The node is being provisioned by another provisioner (its provisioning lock is held). */
@@ -54,7 +56,10 @@ export async function rpcStep<T>(
     if (ctx.pause.paused) throw new PausedError(name);
     const started = performance.now();
     try {
-      const reply = await ctx.client.rpc(ctx.identity, agent, action, data, { signal: ctx.signal });
+      const reply = await ctx.client.rpc(ctx.identity, agent, action, data, {
+        signal: ctx.signal,
+        ...(ctx.timeoutMs !== undefined ? { timeoutMs: ctx.timeoutMs } : {}),
+      });
       ctx.metrics.rpcTime(name, (performance.now() - started) / 1000);
       return parse(reply.data);
     } catch (err) {

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { readVector } from '../../../test/support/vectors.js';
+import { buildLifecycleEvent } from '../src/events.js';
+
+const params = {
+  type: 'startup' as const,
+  identity: 'ginkgo.example.net',
+  component: 'ginkgo',
+  version: '1.2.3',
+  nowMs: 1_535_106_973_000,
+  id: '01e72410-d734-4611-9485-8c6a2dd2579b',
+};
+
+describe('lifecycle events', () => {
+  it('reproduces the upstream Choria-format startup event', () => {
+    expect(buildLifecycleEvent(params, 'choria')).toEqual({
+      subject: 'choria.lifecycle.event.startup.ginkgo',
+      payload: readVector('lifecycle', 'examples', 'startup-choria-format.json').trim(),
+    });
+  });
+
+  it('reproduces the upstream CloudEvents startup event', () => {
+    expect(buildLifecycleEvent(params, 'cloudevents')?.payload).toBe(readVector('lifecycle', 'examples', 'startup-cloudevent-format.json').trim());
+  });
+
+  it('adds new_version to upgraded events, nothing to shutdown events, and publishes nothing for none', () => {
+    const up = JSON.parse(buildLifecycleEvent({ ...params, type: 'upgraded', newVersion: '2.0.0' }, 'choria')?.payload ?? '{}') as Record<string, unknown>;
+    expect(up).toMatchObject({ protocol: 'io.choria.lifecycle.v1.upgraded', version: '1.2.3', new_version: '2.0.0' });
+    const down = JSON.parse(buildLifecycleEvent({ ...params, type: 'shutdown' }, 'choria')?.payload ?? '{}') as Record<string, unknown>;
+    expect(Object.keys(down)).toEqual(['protocol', 'id', 'identity', 'component', 'timestamp']);
+    expect(buildLifecycleEvent(params, 'none')).toBeUndefined();
+  });
+});
