@@ -1,7 +1,7 @@
 // The whole per-node pipeline (issue: Host) against the simulator on a real nats-server, one mode
 // at a time. The simulator does the server's real crypto and records every protocol violation.
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
@@ -165,7 +165,7 @@ describe('Host pipeline against the simulator', () => {
 
   it('pki: a denied identity is refused before the helper runs', async () => {
     let helperRan = false;
-    const { fleet: f, provision } = await setup(
+    const { provision } = await setup(
       testConfig('features:\n  pki: true\n'),
       { identityPattern: 'bad-{i}.mcollective' },
       (req) => {

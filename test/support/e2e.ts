@@ -5,7 +5,13 @@ import { silentLogger } from '../../packages/core/src/util/logger.js';
 
 /** A provisioner config from YAML text (helper optional: tests usually inject a function). */
 export function testConfig(yaml: string, source = 'test.yaml'): ProvisionerConfig {
-  return parseProvisionerConfig(`token: s3cret\nsite: test\nworkers: 4\nchoria_insecure: true\n${yaml}`, source, { requireHelper: false, onWarning: () => undefined });
+  const defaults: Record<string, string> = { token: 's3cret', site: 'test', workers: '4', choria_insecure: 'true' };
+  const given = new Set([...yaml.matchAll(/^([a-z_]+):/gm)].map((m) => m[1]));
+  const head = Object.entries(defaults)
+    .filter(([k]) => !given.has(k))
+    .map(([k, v]) => `${k}: ${v}\n`)
+    .join('');
+  return parseProvisionerConfig(head + yaml, source, { requireHelper: false, onWarning: () => undefined });
 }
 
 /** Choria client settings for an insecure local broker, after the provisioner overrides. */

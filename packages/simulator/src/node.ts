@@ -1,6 +1,6 @@
 // One emulated go-choria server in provisioning mode: its subscriptions, the request pipeline of
 // protocol.md §3.10, its agents and its process lives (restart, update, shutdown).
-import { ChoriaProvisionAgent, PROVISION_AGENT, type ProvisionHost } from './agents/choria-provision.js';
+import { ChoriaProvisionAgent, LOCKED_ACTIONS, PROVISION_AGENT, type ProvisionHost } from './agents/choria-provision.js';
 import { encodeRpcReply, errorReply, parseRpcRequest, StatusCode, type RpcReply } from './agents/mcorpc.js';
 import { type ExitKind, type ProvisionState } from './agents/provision-state.js';
 import { handleRpcutil, LOADED_AGENTS, RPCUTIL_AGENT } from './agents/rpcutil.js';
@@ -376,7 +376,7 @@ export class SimulatedNode implements ProvisionHost {
           reply = handleRpcutil(action, { version: this.state.version, upgradable: this.state.allowUpdate, facts: this.settings.facts }, this.nowMs());
           if (reply.statuscode === StatusCode.UnknownAction) this.violation('unknown-action', `rpcutil#${action} is not implemented`);
         } else {
-          locked = ['configure', 'gen25519', 'gencsr', 'jwt', 'release_update'].includes(action);
+          locked = LOCKED_ACTIONS.has(action);
           reply = await this.agent.handle(req, action, rpc.body.data);
         }
       }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readVector } from '../../../test/support/vectors.js';
+import { goSeconds } from '../src/agents/choria-provision.js';
 import { buildLifecycleEvent } from '../src/events.js';
 
 const params = {
@@ -29,5 +30,14 @@ describe('lifecycle events', () => {
     const down = JSON.parse(buildLifecycleEvent({ ...params, type: 'shutdown' }, 'choria')?.payload ?? '{}') as Record<string, unknown>;
     expect(Object.keys(down)).toEqual(['protocol', 'id', 'identity', 'component', 'timestamp']);
     expect(buildLifecycleEvent(params, 'none')).toBeUndefined();
+  });
+});
+
+describe('Go duration text in status messages', () => {
+  it('formats whole seconds like time.Duration', () => {
+    expect(goSeconds(0)).toBe('0s');
+    expect(goSeconds(11)).toBe('11s');
+    expect(goSeconds(65)).toBe('1m5s');
+    expect(goSeconds(3600)).toBe('1h0m0s');
   });
 });

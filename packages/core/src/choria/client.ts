@@ -81,6 +81,8 @@ export interface LifecycleSubscription {
 interface PendingRequest {
   onMessage(msg: Msg): void;
   onClose(err: Error): void;
+  /** directed RPCs only: when the request was published (performance.now()) */
+  sentAt?: number;
 }
 
 const DEFAULT_DISCOVERY_AGENT = 'choria_provision';
@@ -166,6 +168,26 @@ export class ChoriaClient {
       callback: (err, msg) => this.dispatchReply(err, msg),
     });
     void nc.closed().then(() => this.failPending(new ClientClosedError('the NATS connection of the Choria client closed')));
+    void this.watchReconnects();
+  }
+
+  /**
+   * Requests in flight when the broker connection dropped have lost their replies (the broker kept
+   * no state for them): fail them as soon as the connection is back so the caller's retry happens
+   * now instead of after the full RPC timeout.
+   */
+  private async watchReconnects(): Promise<void> {
+    let droppedAt: number | undefined;
+    for await (const s of this.nats.status()) {
+      if (s.type === 'disconnect' && droppedAt === undefined) droppedAt = performance.now();
+      if (s.type === 'reconnect' && droppedAt !== undefined) {
+        const cutoff = droppedAt;
+        droppedAt = undefined;
+        for (const p of [...this.pending.values()]) {
+          if (p.sentAt !== undefined && p.sentAt <= cutoff) p.onClose(new RpcError('the broker connection was lost while waiting for the reply'));
+        }
+      }
+    }
   }
 
   /** True after close() or once the NATS connection has closed for good. */
@@ -304,6 +326,7 @@ export class ChoriaClient {
           }
         },
         onClose: fail,
+        sentAt: performance.now(),
       });
       this.publish(encoded.subject, encoded.bytes, what, fail);
     });

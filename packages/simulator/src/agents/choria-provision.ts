@@ -16,7 +16,7 @@ import { CONFIG_DIR, CONFIG_FILE, INITIAL_CONFIGURATION, SSL_DIR, type ExitKind,
 
 export const PROVISION_AGENT = 'choria_provision';
 export const PROVISION_ACTIONS = ['configure', 'gen25519', 'gencsr', 'jwt', 'release_update', 'reprovision', 'restart', 'shutdown'] as const;
-const LOCKED_ACTIONS: ReadonlySet<string> = new Set(['configure', 'gen25519', 'gencsr', 'jwt', 'release_update']);
+export const LOCKED_ACTIONS: ReadonlySet<string> = new Set(['configure', 'gen25519', 'gencsr', 'jwt', 'release_update']);
 
 /** Services a node offers its provisioning agent. */
 export interface ProvisionHost {
@@ -60,6 +60,16 @@ type Inputs = Record<string, string | number | Record<string, string> | undefine
 
 const str = (v: Inputs[string]): string => (typeof v === 'string' ? v : '');
 const strMap = (v: Inputs[string]): Record<string, string> => (typeof v === 'object' ? v : {});
+
+/** Go's time.Duration String() for whole seconds: 2s, 1m5s, 1h0m0s. */
+export function goSeconds(total: number): string {
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const sec = total % 60;
+  if (h > 0) return `${h}h${m}m${sec}s`;
+  if (m > 0) return `${m}m${sec}s`;
+  return `${sec}s`;
+}
 
 /** Go config booleans: the values go-choria's configuration parser reads as true. */
 function configTrue(v: string | undefined): boolean {
@@ -278,7 +288,7 @@ export class ChoriaProvisionAgent {
     const delaySeconds = this.host.rng.int(Math.min(splay, 2 ** 31)) + 2;
     this.host.state.pendingExit = 'restart';
     this.host.scheduleExit('restart', delaySeconds * 1000);
-    return okReply(action, { message: `Restarting Choria Server after ${delaySeconds}s` });
+    return okReply(action, { message: `Restarting Choria Server after ${goSeconds(delaySeconds)}` });
   }
 
   private shutdown(action: string, data: JValue | undefined): RpcReply {
@@ -287,7 +297,7 @@ export class ChoriaProvisionAgent {
     const delaySeconds = this.host.rng.int(10);
     this.host.state.pendingExit = 'shutdown';
     this.host.scheduleExit('shutdown', delaySeconds * 1000);
-    return okReply(action, { message: `Shutting Choria Server down after ${delaySeconds}s` });
+    return okReply(action, { message: `Shutting Choria Server down after ${goSeconds(delaySeconds)}` });
   }
 
   private releaseUpdate(action: string, data: JValue | undefined): RpcReply {

@@ -32,11 +32,12 @@ function quoteChar(c: string): string {
   }
 }
 
-const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-const WS = /[ \t\r\n]*/y;
-
 class Parser {
   pos = 0;
+  // sticky expressions carry lastIndex, so each parser owns its own
+  private readonly numberRe = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+  private readonly wsRe = /[ \t\r\n]*/y;
+
   constructor(private readonly s: string) {}
 
   fail(context: string): never {
@@ -45,9 +46,9 @@ class Parser {
   }
 
   ws(): void {
-    WS.lastIndex = this.pos;
-    WS.exec(this.s);
-    this.pos = WS.lastIndex;
+    this.wsRe.lastIndex = this.pos;
+    this.wsRe.exec(this.s);
+    this.pos = this.wsRe.lastIndex;
   }
 
   value(): JValue {
@@ -85,8 +86,8 @@ class Parser {
   }
 
   number(): JValue {
-    NUMBER.lastIndex = this.pos;
-    const m = NUMBER.exec(this.s);
+    this.numberRe.lastIndex = this.pos;
+    const m = this.numberRe.exec(this.s);
     if (m === null || m[0] === '-') {
       this.pos++;
       return this.fail('in numeric literal');
