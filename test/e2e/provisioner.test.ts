@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedFleet, type FleetOptions } from '../../packages/simulator/src/index.js';
 import { Provisioner, type ProvisionerOptions } from '../../packages/core/src/provisioner/provisioner.js';
 import type { HelperFunction } from '../../packages/core/src/host/helper/types.js';
-import { startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
+import { freePort, startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
 import { sleep, testConfig, testSettings } from '../support/e2e.js';
 import { connect } from 'nats';
 
@@ -155,6 +155,22 @@ describe('Provisioner end to end', () => {
     const text = await registry.metrics();
     expect(text).toContain('choria_provisioner_provisioned{site="lon"} 40');
     expect(text).toContain('choria_provisioner_provisioned{site="nyc"} 30');
+  }, 60_000);
+
+  it('keeps retrying a site whose broker is down without holding up another site, and stops promptly', async () => {
+    const s = await broker();
+    const fleet = await startFleet(s.url, { count: 10 });
+    await fleet.waitForBooted(10_000);
+    const down = provisioner(`nats://127.0.0.1:${await freePort()}`, 'site: down\n');
+    const up = provisioner(s.url, 'site: up\n');
+    const downStarted = down.start();
+    await up.start();
+    await fleet.waitForAllProvisioned(20_000);
+    expect(down.status().connected).toBe(false);
+    const t = Date.now();
+    await down.stop();
+    await downStarted;
+    expect(Date.now() - t).toBeLessThan(2000);
   }, 60_000);
 
   it('loses no node when the broker restarts mid-run', async () => {

@@ -113,9 +113,11 @@ export async function runCommand(opts: RunOptions, io: CliIO): Promise<number> {
 
   const stopSignal = opts.until ?? waitForSignal();
   try {
-    // Each instance connects (and keeps retrying) on its own: one broker being down does not stop the others.
-    await Promise.all(provisioners.map((p) => p.start()));
-    await stopSignal;
+    // Each instance connects (and keeps retrying) on its own: one broker being down does not stop
+    // the others, and a signal while an instance is still connecting stops everything at once.
+    const started = Promise.all(provisioners.map((p) => p.start()));
+    const first = await Promise.race([started.then(() => 'started' as const), stopSignal.then(() => 'signal' as const)]);
+    if (first === 'started') await stopSignal;
   } catch (err) {
     io.err(`choria-provisioner: ${err instanceof Error ? err.message : String(err)}`);
     await Promise.allSettled(provisioners.map((p) => p.stop()));

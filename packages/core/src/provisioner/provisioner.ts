@@ -9,7 +9,6 @@ import type { LifecycleEvent } from '../choria/lifecycle.js';
 import { ProvisionerMetrics, type Outcome } from '../metrics/metrics.js';
 import { PauseFlag } from '../util/pause.js';
 import { silentLogger } from '../util/logger.js';
-import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import { createHelperRunner, type HelperFunction, type HelperRunner } from '../host/helper/index.js';
 import { createHostRunner } from '../host/host.js';
 import { LeaderElection } from './election/index.js';
@@ -145,6 +144,10 @@ export class Provisioner {
     this.#helper = this.#makeHelper();
     const client = this.#opts.client ?? (await this.#connect());
     if (client === undefined) return; // stopped while connecting
+    if (this.#stop.signal.aborted) {
+      if (this.#opts.client === undefined) await client.close().catch(() => undefined);
+      return;
+    }
     this.#client = client;
     this.#runner =
       this.#opts.hostRunner ??
@@ -430,20 +433,17 @@ export class Provisioner {
     return createHelperRunner({ command: this.config.helper, timeoutMs: this.config.helperTimeout });
   }
 
+  /** The client retries an unreachable broker by itself (logging each try) until stop() aborts it. */
   async #connect(): Promise<ChoriaClient | undefined> {
-    for (let attempt = 1; ; attempt++) {
+    try {
+      return await ChoriaClient.connect(this.choria, {
+        logger: this.logger,
+        name: `choria-provisioner ${this.config.site}`.trim(),
+        signal: this.#stop.signal,
+      });
+    } catch (err) {
       if (this.#stop.signal.aborted) return undefined;
-      try {
-        return await ChoriaClient.connect(this.choria, { logger: this.logger, name: `choria-provisioner ${this.config.site}`.trim() });
-      } catch (err) {
-        const wait = backoffDelay(FIVE_SEC, attempt);
-        this.logger.error(`Could not connect to the broker for site "${this.config.site}" (attempt ${attempt}): ${errText(err)}; retrying in ${wait} ms`);
-        try {
-          await sleep(wait, this.#stop.signal);
-        } catch {
-          return undefined;
-        }
-      }
+      throw new Error(`could not start the provisioner for site "${this.config.site}": ${errText(err)}`, { cause: err });
     }
   }
 

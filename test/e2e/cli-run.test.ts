@@ -1,0 +1,109 @@
+// `choria-provisioner run` as a process: two sites from two config files against two brokers, the
+// process helper example, /metrics and /status, `status`, the PID file and a clean SIGTERM exit.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SimulatedFleet } from '../../packages/simulator/src/index.js';
+import { freePort, startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
+import { repoRoot } from '../support/vectors.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+
+const bin = join(repoRoot, 'packages', 'cli', 'dist', 'bin.js');
+
+function cli(args: string[]): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  let out = '';
+  const child = spawn(process.execPath, [bin, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  cleanups.push(async () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  return { child, output: () => out, exited };
+}
+
+async function site(dir: string, name: string, monitor: number): Promise<{ srv: RunningNatsServer; fleet: SimulatedFleet; config: string }> {
+  const srv = await startNatsServer({ jetstream: false });
+  cleanups.push(() => srv.stop());
+  const fleet = await SimulatedFleet.start({ servers: [srv.url], count: 12, token: 's3cret', timeScale: 0.01, control: false, eventFormat: 'none', name });
+  cleanups.push(() => fleet.stop());
+  const choria = join(dir, `${name}.cfg`);
+  writeFileSync(choria, `identity = prov-${name}.example.net\nplugin.choria.middleware_hosts = ${srv.url}\nplugin.security.provider = file\n`);
+  const config = join(dir, `${name}.yaml`);
+  writeFileSync(
+    config,
+    [
+      `site: ${name}`,
+      'workers: 4',
+      'interval: 1m',
+      'token: s3cret',
+      'choria_insecure: true',
+      `choria_config: ${choria}`,
+      `helper: ${join(repoRoot, 'examples', 'helpers', 'plain-helper.mjs')} --quiet`,
+      `monitor_port: ${monitor}`,
+      `logfile: ${join(dir, `${name}.log`)}`,
+      '',
+    ].join('\n'),
+  );
+  return { srv, fleet, config };
+}
+
+describe('choria-provisioner run (process)', () => {
+  it('runs two sites in one process until SIGTERM, serving metrics and status', async () => {
+    expect(existsSync(bin), 'run `npm run build` first').toBe(true);
+    const dir = mkdtempSync(join(tmpdir(), 'cpts-run-'));
+    const monitor = await freePort();
+    const a = await site(dir, 'lon', monitor);
+    const b = await site(dir, 'nyc', monitor);
+    const pid = join(dir, 'p.pid');
+    const run = cli(['run', '--config', a.config, '--config', b.config, '--pid', pid, '--monitor-address', '127.0.0.1']);
+    await Promise.all([a.fleet.waitForAllProvisioned(60_000), b.fleet.waitForAllProvisioned(60_000)]).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${run.output()}`);
+    });
+    expect(existsSync(pid)).toBe(true);
+    const metrics = await (await fetch(`http://127.0.0.1:${monitor}/metrics`)).text();
+    expect(metrics).toContain('choria_provisioner_provisioned{site="lon"} 12');
+    expect(metrics).toContain('choria_provisioner_provisioned{site="nyc"} 12');
+    expect(metrics).toContain('process_cpu_user_seconds_total');
+    const status = (await (await fetch(`http://127.0.0.1:${monitor}/status`)).json()) as { sites: { site: string; hosts: unknown[] }[] };
+    expect(status.sites.map((s) => s.site).sort()).toEqual(['lon', 'nyc']);
+    expect(status.sites[0]?.hosts).toHaveLength(12);
+
+    const st = cli(['status', '--url', `http://127.0.0.1:${monitor}`]);
+    expect(await st.exited).toBe(0);
+    expect(st.output()).toMatch(/site lon: running, queue 0, busy workers 0\/4, hosts 12/);
+    expect(st.output()).toContain('node-1.example.net');
+
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+    expect(existsSync(pid)).toBe(false);
+    for (const f of [a.fleet, b.fleet]) {
+      const r = f.report();
+      expect(r.totals.violations).toBe(0);
+      expect(r.nodes.every((n) => n.configuredCount === 1 && n.restartCount === 1)).toBe(true);
+    }
+  }, 90_000);
+
+  it('exits 3 when the monitor port is taken', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cpts-run-'));
+    const monitor = await freePort();
+    const a = await site(dir, 'lon', monitor);
+    const holder = cli(['run', '--config', a.config, '--monitor-address', '127.0.0.1']);
+    const deadline = Date.now() + 20_000;
+    while (!(await fetch(`http://127.0.0.1:${monitor}/metrics`).then(() => true, () => false))) {
+      if (Date.now() > deadline) throw new Error(`first instance did not serve metrics:\n${holder.output()}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const second = cli(['run', '--config', a.config, '--monitor-address', '127.0.0.1']);
+    expect(await second.exited).toBe(3);
+    expect(second.output()).toContain(`could not listen for monitoring on 127.0.0.1:${monitor}: EADDRINUSE`);
+    holder.child.kill('SIGINT');
+    expect(await holder.exited).toBe(0);
+  }, 60_000);
+});
