@@ -26,6 +26,8 @@ interface ValidatedYaml {
   loglevel: LogLevel;
   helper: string;
   helper_timeout: string;
+  helper_mode: 'process' | 'pool';
+  helper_pool_size: number;
   token: string;
   lifecycle_component: string;
   choria_insecure: boolean;
@@ -99,6 +101,8 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
     loglevel: yaml.loglevel,
     helper: yaml.helper,
     helperTimeout: durations.helperTimeout,
+    helperMode: yaml.helper_mode,
+    helperPoolSize: yaml.helper_pool_size,
     token: yaml.token,
     lifecycleComponent: yaml.lifecycle_component === '' ? 'provision_mode_server' : yaml.lifecycle_component,
     choriaInsecure: yaml.choria_insecure,

@@ -124,6 +124,22 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-extension': true,
     description: 'Wall-clock limit for one helper run; the helper is killed and the node fails when it is exceeded.',
   },
+  helper_mode: {
+    type: 'string',
+    enum: ['process', 'pool'],
+    default: 'process',
+    'x-extension': true,
+    description:
+      'process: one helper process per node (upstream). pool: long-lived helper processes speaking JSON lines (one request line in, one reply line out), which skips the per-node process start.',
+  },
+  helper_pool_size: {
+    type: 'integer',
+    minimum: 0,
+    default: 0,
+    'x-default-text': 'workers',
+    'x-extension': true,
+    description: 'Number of long-lived helper processes with helper_mode pool; 0 means one per worker.',
+  },
   token: {
     type: 'string',
     default: '',

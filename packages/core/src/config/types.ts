@@ -22,6 +22,10 @@ export interface ProvisionerConfig {
   readonly helper: string;
   /** extension: helper wall-clock limit, default 10 s */
   readonly helperTimeout: number;
+  /** extension: "process" (one per node, upstream) or "pool" (long-lived JSON-lines processes) */
+  readonly helperMode: 'process' | 'pool';
+  /** extension: pool size with helperMode "pool"; 0 = one per worker */
+  readonly helperPoolSize: number;
   readonly token: string;
   readonly lifecycleComponent: string;
   readonly choriaInsecure: boolean;

@@ -430,6 +430,14 @@ export class Provisioner {
   #makeHelper(): HelperRunner {
     const h = this.#opts.helper;
     if (h !== undefined) return isHelperRunner(h) ? h : createHelperRunner({ fn: h, timeoutMs: this.config.helperTimeout });
+    if (this.config.helperMode === 'pool') {
+      return createHelperRunner({
+        command: this.config.helper,
+        mode: 'pool',
+        poolSize: this.config.helperPoolSize > 0 ? this.config.helperPoolSize : this.config.workers,
+        timeoutMs: this.config.helperTimeout,
+      });
+    }
     return createHelperRunner({ command: this.config.helper, timeoutMs: this.config.helperTimeout });
   }
 

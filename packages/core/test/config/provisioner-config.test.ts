@@ -46,6 +46,8 @@ describe('defaults', () => {
       loglevel: 'info',
       helper: '/usr/bin/helper',
       helperTimeout: 10_000,
+      helperMode: 'process',
+      helperPoolSize: 0,
       token: 's3cret',
       lifecycleComponent: 'provision_mode_server',
       choriaInsecure: false,
