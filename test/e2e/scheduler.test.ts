@@ -1,0 +1,141 @@
+// Scheduler rules of the Provisioner with a scripted HostRunner (no simulator): de-duplication,
+// the post-success hold, failures leaving the list, pause handling, graceful stop and status.
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Provisioner } from '../../packages/core/src/provisioner/provisioner.js';
+import type { HostJob, HostResult } from '../../packages/core/src/provisioner/types.js';
+import { startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
+import { sleep, testConfig, testSettings } from '../support/e2e.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+
+async function setup(runner: (job: HostJob) => Promise<HostResult>, opts: { holdMs?: number; workers?: number } = {}) {
+  const srv: RunningNatsServer = await startNatsServer({ jetstream: false });
+  cleanups.push(() => srv.stop());
+  const config = testConfig(`workers: ${opts.workers ?? 2}\n`);
+  const registry = new Registry();
+  const p = new Provisioner({
+    config,
+    choria: testSettings(srv.url, config),
+    registry,
+    hostRunner: runner,
+    helper: () => ({}),
+    stopTimeoutMs: 2000,
+    ...(opts.holdMs !== undefined ? { holdMs: opts.holdMs } : {}),
+  });
+  cleanups.push(() => p.stop());
+  await p.start();
+  return { p, registry };
+}
+
+async function until(cond: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not reached');
+    await sleep(20);
+  }
+}
+
+describe('Provisioner scheduling', () => {
+  it('queues an identity once, holds it after success, then forgets it', async () => {
+    const runs: string[] = [];
+    const { p, registry } = await setup(async (job) => {
+      runs.push(job.identity);
+      job.onStep('configure');
+      return { outcome: 'provisioned' };
+    }, { holdMs: 1200 });
+    expect(p.offer('n1', 'discovery')).toBe(true);
+    expect(p.offer('n1', 'event')).toBe(false);
+    await until(() => runs.length === 1);
+    expect(p.offer('n1', 'discovery')).toBe(false); // held
+    expect(p.status().hosts[0]).toMatchObject({ identity: 'n1', state: 'held', attempts: 1 });
+    await until(() => p.status().hostCounts['held'] === undefined, 4000);
+    expect(p.status().hosts[0]).toMatchObject({ identity: 'n1', state: 'provisioned' });
+    expect(p.offer('n1', 'discovery')).toBe(true);
+    await until(() => runs.length === 2);
+    const text = await registry.metrics();
+    expect(text).toContain('choria_provisioner_discovered{site="test"} 2');
+    expect(text).toContain('choria_provisioner_provisioned{site="test"} 2');
+  });
+
+  it('drops failed, deferred and locked nodes at once so the next discovery retries them; counts each outcome', async () => {
+    const outcomes: HostResult[] = [
+      { outcome: 'failed', message: 'could not perform rpcutil#inventory on f: 5 tries, last: timed out' },
+      { outcome: 'deferred', message: 'configuration defered: later' },
+      { outcome: 'skipped_locked', message: 'locked' },
+    ];
+    const { p, registry } = await setup(async (job) => outcomes[Number(job.identity.slice(1))] as HostResult);
+    for (const id of ['n0', 'n1', 'n2']) p.offer(id, 'discovery');
+    await until(() => p.status().hostCounts['queued'] === undefined && p.status().busyWorkers === 0 && p.status().hosts.length === 3 && p.status().hosts.every((h) => !['queued', 'provisioning'].includes(h.state)));
+    const byId = Object.fromEntries(p.status().hosts.map((h) => [h.identity, h]));
+    expect(byId['n0']).toMatchObject({ state: 'failed', lastError: 'could not perform rpcutil#inventory on f: 5 tries, last: timed out' });
+    expect(byId['n1']).toMatchObject({ state: 'deferred' });
+    expect(byId['n2']).toMatchObject({ state: 'skipped_locked' });
+    for (const id of ['n0', 'n1', 'n2']) expect(p.offer(id, 'discovery')).toBe(true);
+    const text = await registry.metrics();
+    expect(text).toContain('choria_provisioner_provision_errors{site="test"} 2');
+    expect(text).toContain('choria_provisioner_outcomes{site="test",outcome="skipped_locked"} 1');
+    expect(text).toContain('choria_provisioner_outcomes{site="test",outcome="deferred"} 1');
+  });
+
+  it('while paused ignores discovery and drops queued work; resumes cleanly', async () => {
+    let release: (() => void) | undefined;
+    const runs: string[] = [];
+    const { p, registry } = await setup(async (job) => {
+      runs.push(job.identity);
+      if (job.identity === 'slow') await new Promise<void>((r) => (release = r));
+      return { outcome: 'provisioned' };
+    }, { workers: 1 });
+    p.offer('slow', 'discovery');
+    await until(() => runs.length === 1);
+    p.offer('queued-1', 'discovery');
+    p.pause();
+    expect(await p.discover()).toBe(0);
+    expect(await registry.metrics()).toContain('choria_provisioner_paused{site="test"} 1');
+    release?.();
+    await until(() => p.status().queue === 0 && p.status().busyWorkers === 0);
+    expect(runs).toEqual(['slow']);
+    p.resume();
+    expect(p.offer('queued-1', 'discovery')).toBe(true);
+    await until(() => runs.length === 2);
+  });
+
+  it('stop() aborts in-flight work through its signal and resolves within the bound', async () => {
+    let aborted = false;
+    const { p } = await setup(
+      (job) =>
+        new Promise<HostResult>((resolve) => {
+          job.signal.addEventListener('abort', () => {
+            aborted = true;
+            resolve({ outcome: 'failed', message: 'cancelled' });
+          });
+        }),
+    );
+    p.offer('n1', 'discovery');
+    await until(() => p.status().busyWorkers === 1);
+    const t = Date.now();
+    await p.stop();
+    expect(aborted).toBe(true);
+    expect(Date.now() - t).toBeLessThan(2000);
+  });
+
+  it('status() reports the instance and the step a host is on', async () => {
+    let release: (() => void) | undefined;
+    const { p } = await setup(async (job) => {
+      job.onStep('helper');
+      await new Promise<void>((r) => (release = r));
+      return { outcome: 'provisioned' };
+    }, { workers: 1 });
+    p.offer('a', 'discovery');
+    p.offer('b', 'event');
+    await until(() => p.status().busyWorkers === 1);
+    const st = p.status();
+    expect(st).toMatchObject({ site: 'test', identity: 'provisioner.example.net', connected: true, paused: false, queue: 1, queueCapacity: 50_000, busyWorkers: 1, workers: 1, leaderElection: false });
+    expect(st.hosts.find((h) => h.identity === 'a')).toMatchObject({ state: 'provisioning', step: 'helper', attempts: 1, source: 'discovery' });
+    expect(st.hosts.find((h) => h.identity === 'b')).toMatchObject({ state: 'queued', source: 'event' });
+    release?.();
+  });
+});
