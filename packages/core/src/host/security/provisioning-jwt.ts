@@ -11,6 +11,7 @@ import {
   type JwtAlgorithm,
 } from './jwt-compact.js';
 import { loadVerificationKey, type VerificationKey } from './keys.js';
+import { CHORIA_STANDARD_CLAIMS } from './claim-specs.js';
 
 /** The claims of a verified provisioning token; absent strings/bools hold Go's zero values. */
 export interface ProvisioningClaims {
@@ -73,16 +74,7 @@ const PROVISIONING_CLAIMS_SPEC = {
   v2: 'bool',
   update: 'bool',
   purpose: 'string',
-  tcs: 'string',
-  public_key: 'string',
-  issexp: 'numericDate',
-  iss: 'string',
-  sub: 'string',
-  aud: 'claimStrings',
-  exp: 'numericDate',
-  nbf: 'numericDate',
-  iat: 'numericDate',
-  jti: 'string',
+  ...CHORIA_STANDARD_CLAIMS,
 } as const;
 
 /**

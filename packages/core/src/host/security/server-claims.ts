@@ -1,6 +1,7 @@
 // The helper reply's `server_claims` object: decoded with the types of upstream's ServerClaims
 // struct, so a wrongly typed value fails the whole reply as it does upstream (security.md §4.2).
 import { decodeGoStruct, GoDecodeError, type ServerPermissions } from './go-decode.js';
+import { CHORIA_STANDARD_CLAIMS } from './claim-specs.js';
 
 export type { ServerPermissions } from './go-decode.js';
 
@@ -36,16 +37,7 @@ const SERVER_CLAIMS_SPEC = {
   ou: 'string',
   pub_subjects: 'stringArray',
   purpose: 'string',
-  tcs: 'string',
-  public_key: 'string',
-  issexp: 'numericDate',
-  iss: 'string',
-  sub: 'string',
-  aud: 'claimStrings',
-  exp: 'numericDate',
-  nbf: 'numericDate',
-  iat: 'numericDate',
-  jti: 'string',
+  ...CHORIA_STANDARD_CLAIMS,
 } as const;
 
 export class ServerClaimsError extends Error {}

@@ -9,6 +9,7 @@ import { decodeHexStrict } from './hex.js';
 import { JwtError, parseJwtUnverified, signCompactJwt } from './jwt-compact.js';
 import { ed25519KeyFromSeed, parseSigningKeyFile, seedFromFileContent, type SigningKey } from './keys.js';
 import type { ServerClaimsInput } from './server-claims.js';
+import { CHORIA_STANDARD_CLAIMS } from './claim-specs.js';
 
 export { parseServerClaims, ServerClaimsError, type ServerClaimsInput } from './server-claims.js';
 
@@ -52,16 +53,7 @@ const CLIENT_ID_CLAIMS_SPEC = {
   pub_subjects: 'stringArray',
   sub_subjects: 'stringArray',
   purpose: 'string',
-  tcs: 'string',
-  public_key: 'string',
-  issexp: 'numericDate',
-  iss: 'string',
-  sub: 'string',
-  aud: 'claimStrings',
-  exp: 'numericDate',
-  nbf: 'numericDate',
-  iat: 'numericDate',
-  jti: 'string',
+  ...CHORIA_STANDARD_CLAIMS,
 } as const;
 
 interface ServerTokenClaims {
