@@ -1,14 +1,29 @@
-// `choria-provisioner demo`: placeholder until the demo issue lands (README says so).
-import { EXIT, type CliIO } from '../io.js';
+// `choria-provisioner demo`: a private broker, a simulated fleet and a provisioner, provisioned end
+// to end with progress and a summary (see ../demo/run-demo.ts).
+import { EXIT, processIO, type CliIO } from '../io.js';
+import { runDemo, type DemoSettings } from '../demo/run-demo.js';
+import type { DemoMode } from '../demo/keys.js';
 
 export interface DemoOptions {
-  mode: 'ed25519' | 'pki' | 'jwt' | 'plain';
+  mode: DemoMode;
   nodes: number;
   workers: number | undefined;
   debug: boolean;
 }
 
-export async function demoCommand(_opts: DemoOptions, io: CliIO): Promise<number> {
-  io.err('choria-provisioner demo: not built yet (it needs the Provisioner and the fleet simulator; see README)');
-  return EXIT.runtime;
+const MAX_NODES = 100_000;
+const MAX_WORKERS = 1_000;
+
+export async function demoCommand(opts: DemoOptions, io: CliIO, extra: Partial<DemoSettings> = {}): Promise<number> {
+  if (!Number.isInteger(opts.nodes) || opts.nodes < 1 || opts.nodes > MAX_NODES) {
+    io.err(`choria-provisioner: --nodes must be a whole number from 1 to ${MAX_NODES}, got ${opts.nodes}\nRun with --help for usage.`);
+    return EXIT.usage;
+  }
+  if (opts.workers !== undefined && (!Number.isInteger(opts.workers) || opts.workers < 1 || opts.workers > MAX_WORKERS)) {
+    io.err(`choria-provisioner: --workers must be a whole number from 1 to ${MAX_WORKERS}, got ${opts.workers}\nRun with --help for usage.`);
+    return EXIT.usage;
+  }
+  // The live line needs a real terminal; with --debug the log lines would tear it apart.
+  const terminal = io === processIO && process.stdout.isTTY && !opts.debug ? process.stdout : undefined;
+  return await runDemo({ mode: opts.mode, nodes: opts.nodes, workers: opts.workers, debug: opts.debug, terminal, ...extra }, io);
 }
