@@ -1,0 +1,192 @@
+// The upstream Grafana dashboard keeps working: every series its panels query
+// (examples/grafana/dashboard-metrics.json, written from product.md §4.3) is served by /metrics of
+// startMonitorServer with the `site` label and the labels the panel groups by.
+import { readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Provisioner, Registry, startMonitorServer, type HelperFunction, type MonitorServer } from '@choria-provisioner/core';
+import { SimulatedFleet } from '@choria-provisioner/simulator';
+import { startNatsServer } from '../support/nats-server.js';
+import { testConfig, testSettings } from '../support/e2e.js';
+
+type MetricType = 'counter' | 'gauge' | 'summary';
+interface SeriesSpec {
+  name: string;
+  type: MetricType;
+  labels: string[];
+}
+interface PanelSpec {
+  row: string;
+  title: string;
+  series: SeriesSpec[];
+}
+
+function fail(what: string): never {
+  throw new Error(`examples/grafana/dashboard-metrics.json: ${what}`);
+}
+
+function parseSeries(v: unknown, where: string): SeriesSpec {
+  if (typeof v !== 'object' || v === null) fail(`${where} is not an object`);
+  const o = v as Record<string, unknown>;
+  const { name, type, labels } = o;
+  if (typeof name !== 'string' || !/^choria_provisioner_[a-z_]+$/.test(name)) fail(`${where}.name ${JSON.stringify(name)} is not a provisioner metric`);
+  if (type !== 'counter' && type !== 'gauge' && type !== 'summary') fail(`${where}.type ${JSON.stringify(type)} is not counter, gauge or summary`);
+  if (!Array.isArray(labels) || !labels.every((l): l is string => typeof l === 'string')) fail(`${where}.labels is not a list of strings`);
+  return { name, type, labels };
+}
+
+function readDashboardPanels(): PanelSpec[] {
+  const doc: unknown = JSON.parse(readFileSync(new URL('../../examples/grafana/dashboard-metrics.json', import.meta.url), 'utf8'));
+  const panels = typeof doc === 'object' && doc !== null ? (doc as Record<string, unknown>)['panels'] : undefined;
+  if (!Array.isArray(panels)) fail('has no panels list');
+  return panels.map((p: unknown, i): PanelSpec => {
+    if (typeof p !== 'object' || p === null) fail(`panels[${i}] is not an object`);
+    const o = p as Record<string, unknown>;
+    if (typeof o['row'] !== 'string' || typeof o['title'] !== 'string') fail(`panels[${i}] needs a row and a title`);
+    if (!Array.isArray(o['series']) || o['series'].length === 0) fail(`panels[${i}].series is not a non-empty list`);
+    return { row: o['row'], title: o['title'], series: o['series'].map((s: unknown, j) => parseSeries(s, `panels[${i}].series[${j}]`)) };
+  });
+}
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** The Prometheus text exposition format: `# TYPE` lines and samples. */
+function parseExposition(text: string): { types: Map<string, string>; samples: Sample[] } {
+  const types = new Map<string, string>();
+  const samples: Sample[] = [];
+  for (const line of text.split('\n')) {
+    const type = /^# TYPE (\S+) (\S+)$/.exec(line);
+    if (type !== null) types.set(type[1] as string, type[2] as string);
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (m === null) throw new Error(`unparsable /metrics line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1] as string] = l[2] as string;
+    samples.push({ name: m[1] as string, labels, value: Number(m[3]) });
+  }
+  return { types, samples };
+}
+
+const family = (s: SeriesSpec): string => (s.type === 'summary' ? s.name.replace(/_(sum|count)$/, '') : s.name);
+
+/** Series (name + labels) the dashboard needs that /metrics does not serve for `site`. */
+function missingSeries(panels: PanelSpec[], text: string, site: string): string[] {
+  const { samples } = parseExposition(text);
+  const missing: string[] = [];
+  for (const p of panels) {
+    for (const s of p.series) {
+      const found = samples.some((x) => x.name === s.name && x.labels['site'] === site && s.labels.every((l) => x.labels[l] !== undefined));
+      if (!found) missing.push(`${p.title}: ${s.name}{${s.labels.join(',')}}`);
+    }
+  }
+  return missing;
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+
+async function provisionerWithMonitor(url: string, helper: HelperFunction): Promise<{ provisioner: Provisioner; monitor: MonitorServer }> {
+  const registry = new Registry();
+  const config = testConfig('site: dash\nworkers: 2\n');
+  const provisioner = new Provisioner({ config, choria: testSettings(url, config), registry, helper });
+  cleanups.push(() => provisioner.stop());
+  const monitor = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, status: () => provisioner.status() });
+  cleanups.push(() => monitor.close());
+  await provisioner.start();
+  return { provisioner, monitor };
+}
+
+async function scrape(monitor: MonitorServer): Promise<string> {
+  const res = await fetch(`${monitor.url}/metrics`);
+  expect(res.status).toBe(200);
+  return await res.text();
+}
+
+const panels = readDashboardPanels();
+
+describe('examples/grafana/dashboard-metrics.json', () => {
+  it('lists the metrics of every upstream panel (product.md §4.3), summaries as _sum and _count', () => {
+    const bases = new Set(panels.flatMap((p) => p.series.map((s) => s.name.replace(/^choria_provisioner_/, ''))));
+    expect([...bases].sort()).toEqual(
+      [
+        'discover_cycles',
+        'discovered',
+        'event_discovered',
+        'rpc_time_sum',
+        'rpc_time_count',
+        'helper_time_sum',
+        'helper_time_count',
+        'busy_workers',
+        'paused',
+        'provisioned',
+        'rpc_errors',
+        'helper_errors',
+        'discovery_errors',
+        'provision_errors',
+      ].sort(),
+    );
+    expect(panels.map((p) => `${p.row} / ${p.title}`)).toEqual([
+      'top / Nodes Provisioned / Hour',
+      'top / Busy Workers',
+      'top / Circuit Breaker',
+      'Processing Details / Discovery',
+      'Processing Details / Events Processed',
+      'Processing Details / RPC and Helper Times',
+      'Processing Details / Busy Workers',
+      'Errors / Errors',
+    ]);
+  });
+});
+
+describe('the upstream dashboard against /metrics', () => {
+  it('with an empty fleet: every panel metric is declared with its type, and the unlabelled-by-rpc ones already have a site series', async () => {
+    const server = await startNatsServer({ jetstream: false });
+    cleanups.push(() => server.stop());
+    const { provisioner, monitor } = await provisionerWithMonitor(server.url, () => ({ defer: true }));
+    await provisioner.discover();
+    const text = await scrape(monitor);
+    const { types } = parseExposition(text);
+    for (const s of panels.flatMap((p) => p.series)) expect(types.get(family(s)), family(s)).toBe(s.type);
+    // Series that only exist once something was observed (as in the Go client): the RPC ones are
+    // labelled per RPC and the helper summary has no zero observation.
+    const needObservation = ['choria_provisioner_rpc_time_sum', 'choria_provisioner_rpc_time_count', 'choria_provisioner_rpc_errors', 'choria_provisioner_helper_time_sum', 'choria_provisioner_helper_time_count'];
+    const initial = panels.map((p) => ({ ...p, series: p.series.filter((s) => !needObservation.includes(s.name)) }));
+    expect(missingSeries(initial, text, 'dash')).toEqual([]);
+    expect(text).toMatch(/^choria_provisioner_discover_cycles\{site="dash"\} [1-9]/m);
+    expect(text).toContain('choria_provisioner_paused{site="dash"} 0');
+  });
+
+  it('after provisioning a small fleet (one node failing its restart) every series of every panel is served with the site label', async () => {
+    const server = await startNatsServer({ jetstream: false });
+    cleanups.push(() => server.stop());
+    const fleet = await SimulatedFleet.start({ servers: [server.url], count: 4, token: 's3cret', timeScale: 0.01, control: false, eventFormat: 'none' });
+    cleanups.push(() => fleet.stop());
+    await fleet.waitForBooted(10_000);
+    // node-4 is told to stay in provisioning mode, so the node refuses the restart: an RPC error.
+    const helper: HelperFunction = (req) => ({
+      configuration: { identity: req.identity, 'plugin.choria.server.provision': req.identity === 'node-4.example.net' ? 'true' : 'false' },
+    });
+    const { monitor } = await provisionerWithMonitor(server.url, helper);
+
+    const deadline = Date.now() + 20_000;
+    let text = await scrape(monitor);
+    while (missingSeries(panels, text, 'dash').length > 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      text = await scrape(monitor);
+    }
+    expect(missingSeries(panels, text, 'dash')).toEqual([]);
+    expect(fleet.countByState().provisioned).toBe(3);
+    expect(text).toContain('choria_provisioner_provisioned{site="dash"} 3');
+    expect(text).toContain('choria_provisioner_rpc_errors{site="dash",rpc="choria_provision#restart"} 1');
+    expect(text).toContain('choria_provisioner_provision_errors{site="dash"} 1');
+    expect(text).toMatch(/^choria_provisioner_rpc_time_count\{site="dash",rpc="rpcutil#inventory"\} 4$/m);
+    expect(text).toMatch(/^choria_provisioner_helper_time_count\{site="dash"\} 4$/m);
+    // Go's default summaries export no quantiles; neither do we.
+    expect(text).not.toMatch(/choria_provisioner_(rpc|helper)_time\{.*quantile=/);
+  }, 40_000);
+});
