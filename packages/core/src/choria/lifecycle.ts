@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { ChoriaError } from './errors.js';
 import { bytesToText, isJsonObject, isStrictBase64, type JsonObject } from './protocol/encoding.js';
+import { assertSubjectPart } from './protocol/subjects.js';
 
 export const LIFECYCLE_TYPES = ['startup', 'shutdown', 'provisioned', 'alive', 'upgraded', 'governor'] as const;
 export type LifecycleType = (typeof LIFECYCLE_TYPES)[number];
@@ -65,11 +66,19 @@ function parseChoriaFormat(obj: JsonObject, format: LifecycleFormat): LifecycleE
   if (typeof timestamp !== 'number' || !Number.isInteger(timestamp)) throw new LifecycleEventError('"timestamp" must be an integer');
   const version = stringField(obj, 'version', { optional: true });
   const newVersion = stringField(obj, 'new_version', { optional: true });
+  const identity = stringField(obj, 'identity', { nonEmpty: true }) as string;
+  // The identity becomes the node's request subject: one that cannot be a NATS subject token
+  // sequence (spaces, wildcards, empty tokens) is garbage, not a node to provision.
+  try {
+    assertSubjectPart(identity, 'identity');
+  } catch (err) {
+    throw new LifecycleEventError((err as Error).message);
+  }
   return {
     type,
     protocol,
     id: stringField(obj, 'id') as string,
-    identity: stringField(obj, 'identity', { nonEmpty: true }) as string,
+    identity,
     component: stringField(obj, 'component') as string,
     timestamp,
     ...(version !== undefined ? { version } : {}),

@@ -95,3 +95,12 @@ describe('encodeLifecycleEvent', () => {
     expect(fresh.format).toBe('choria');
   });
 });
+
+describe('lifecycle identities', () => {
+  it('rejects identities that cannot be NATS subject tokens', () => {
+    for (const identity of ['bad identity', 'node.>', 'a..b', '*', '.lead', 'trail.']) {
+      const ev = JSON.stringify({ protocol: 'io.choria.lifecycle.v1.startup', id: 'x', identity, component: 'provision_mode_server', timestamp: 1, version: '1' });
+      expect(() => parseLifecycleEvent(new TextEncoder().encode(ev)), identity).toThrow('cannot be used in a NATS subject');
+    }
+  });
+});
