@@ -215,15 +215,9 @@ describe('end-to-end faults', () => {
     expect(p.status().hostCounts).toEqual({ held: 60 });
   });
 
-  // BUG: packages/core/src/choria/lifecycle.ts:72 (parseChoriaFormat) only checks that a startup
-  // event's `identity` is a non-empty string. An identity that cannot be a NATS subject (blanks,
-  // `*`, `>`, empty tokens) is queued like a real node: the Host then fails every RPC try at
-  // directedSubject() (choria/protocol/subjects.ts:35), and rpcStep retries that permanent error
-  // 5 times with back-off, holding a worker ~2-6 s per event before recording a `failed` node and
-  // a provision error. A burst of such forged events starves the workers of real nodes, and none
-  // of them is counted in choria_provisioner_event_errors. Fix: validate the identity with the
-  // rule of assertSubjectPart when parsing the event (throw LifecycleEventError, so the listener
-  // counts it as an event error); optionally also make rpcStep not retry a subject error.
+  // Regression: an identity that cannot be a NATS subject (blanks, `*`, `>`, empty tokens) used to
+  // be queued like a real node and hold a worker through five failing RPC tries. Such events are
+  // now rejected when parsed and counted in choria_provisioner_event_errors.
   it('startup events naming identities that cannot be NATS subjects are counted as event errors, never queued', async () => {
     const s = await h.broker();
     const registry = new Registry();
