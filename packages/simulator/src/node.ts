@@ -26,6 +26,8 @@ export type NodeLifecycleState = 'booting' | 'waiting' | 'provisioned' | 'upgrad
 export const COLLECTIVES: readonly string[] = ['provisioning'];
 export const REPLY_SUBJECT_PREFIX = 'provisioning.reply.';
 export const DISCOVERY_AGENT = 'discovery';
+/** a provisioning takes five or six directed requests; a few more cover retries */
+const RECEIVED_IDS_KEPT = 16;
 
 /** Agent metadata timeouts: past them a server sends no reply at all. */
 export const AGENT_DEADLINES_MS: Readonly<Record<string, number>> = {
@@ -100,6 +102,8 @@ export class SimulatedNode implements ProvisionHost {
   /** replies waiting for their simulated latency: still delivered when the node vanishes */
   private readonly replyTimers = new Set<NodeJS.Timeout>();
   private subscription: { unsubscribe(): void } | undefined;
+  /** ids of the last directed requests received while listening, for observeAway */
+  private readonly receivedIds: string[] = [];
   private stopped = false;
 
   constructor(
@@ -264,15 +268,24 @@ export class SimulatedNode implements ProvisionHost {
     this.stats.rpcCounts.set(key, (this.stats.rpcCounts.get(key) ?? 0) + 1);
   }
 
+  private remember(requestId: string): void {
+    this.receivedIds.push(requestId);
+    if (this.receivedIds.length > RECEIVED_IDS_KEPT) this.receivedIds.shift();
+  }
+
   /** A message on provisioning.node.<identity>. */
   onDirect(data: Uint8Array): void {
     if (!this.listening) return;
     this.stats.received++;
     if (this.rng.chance(this.runtime.dropRate)) {
       this.stats.dropped++;
+      // lost before processing, but it did reach the node while it listened (see observeAway)
+      const lost = decodeRequest(data, this.runtime.validators);
+      if (lost.ok) this.remember(lost.request.requestId);
       return;
     }
     const decoded = decodeRequest(data, this.runtime.validators);
+    if (decoded.ok) this.remember(decoded.request.requestId);
     if (!decoded.ok) {
       this.violation('schema', decoded.requestId === undefined ? decoded.detail : `request ${decoded.requestId}: ${decoded.detail}`);
       return;
@@ -325,6 +338,10 @@ export class SimulatedNode implements ProvisionHost {
     const decoded = decodeRequest(data, this.runtime.validators);
     if (!decoded.ok) return;
     const req = decoded.request;
+    // The observer runs on its own connection and can lag behind the node: a request the node
+    // itself received while it listened was no mistake, however late the observer sees it (with
+    // a small timeScale the node restarts within milliseconds of its configure).
+    if (this.receivedIds.includes(req.requestId)) return;
     const rpc = req.agent === PROVISION_AGENT ? parseRpcRequest(req.payload) : undefined;
     const what = rpc?.ok === true ? `${req.agent}#${rpc.body.action}` : req.agent;
     if (this.lifecycle === 'shutdown') {

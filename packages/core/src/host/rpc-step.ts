@@ -50,7 +50,9 @@ export async function rpcStep<T>(
   parse: (data: unknown) => T,
 ): Promise<T> {
   const name = `${agent}#${action}` as RpcName;
-  let last: Error = new Error('not attempted');
+  // Created only when a try failed: an Error captures a stack trace, which costs more than the
+  // rest of a successful step.
+  let last: Error | undefined;
   for (let attempt = 1; attempt <= tries; attempt++) {
     if (ctx.signal.aborted) throw abortError(ctx.signal, name);
     if (ctx.pause.paused) throw new PausedError(name);
@@ -78,7 +80,7 @@ export async function rpcStep<T>(
     }
   }
   ctx.metrics.rpcError(name);
-  throw new StepFailedError(name, tries, last, ctx.identity);
+  throw new StepFailedError(name, tries, last ?? new Error('not attempted'), ctx.identity);
 }
 
 export function abortError(signal: AbortSignal, what: string): Error {

@@ -1,6 +1,7 @@
 // The Provisioner: one site's scheduler. It owns its connection, host list, bounded work queue,
 // workers, discovery loop, lifecycle listener, hold sweeper and election; nothing is module state, so
 // several sites run in one process.
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'winston';
 import { Registry } from 'prom-client';
 import type { ChoriaSettings, ProvisionerConfig } from '../config/types.js';
@@ -111,6 +112,8 @@ export class Provisioner {
     this.pauseFlag.onChange((p) => this.metrics.setPaused(p));
     this.#queue = new WorkQueue(opts.queueCapacity ?? 50_000);
     this.#holdMs = opts.holdMs ?? 60_000;
+    // every in-flight node listens for stop(): more than the default 10 is normal, not a leak
+    setMaxListeners(0, this.#stop.signal);
   }
 
   get paused(): boolean {

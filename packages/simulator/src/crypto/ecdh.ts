@@ -1,8 +1,7 @@
 // The node's X25519 key pair made by each `jwt` call and the shared secret used by `configure` to
 // decrypt a private key (security.md §1.4, §6.4).
 import { createPublicKey, diffieHellman, generateKeyPairSync, type KeyObject } from 'node:crypto';
-
-const X25519_SPKI_PREFIX = Buffer.from('302a300506032b656e032100', 'hex');
+import { ed25519PublicHex } from './keys.js';
 
 export interface X25519Pair {
   privateKey: KeyObject;
@@ -11,8 +10,7 @@ export interface X25519Pair {
 
 export function generateX25519(): X25519Pair {
   const { privateKey, publicKey } = generateKeyPairSync('x25519');
-  const der = publicKey.export({ format: 'der', type: 'spki' });
-  return { privateKey, publicHex: der.subarray(der.length - 32).toString('hex') };
+  return { privateKey, publicHex: ed25519PublicHex(publicKey) };
 }
 
 /** Go's hex decoder error texts, since they end up in the status message. */
@@ -33,7 +31,8 @@ export function x25519SharedSecret(own: KeyObject | undefined, peerPublicHex: st
   const peer = goHexDecode(peerPublicHex);
   if (own === undefined) throw new Error('private key not set');
   if (peer.length !== 32) throw new Error(`bad point length: ${peer.length}, expected 32`);
-  const peerKey = createPublicKey({ key: Buffer.concat([X25519_SPKI_PREFIX, peer]), format: 'der', type: 'spki' });
+  // JWK rather than DER import: see crypto/keys.ts
+  const peerKey = createPublicKey({ key: { kty: 'OKP', crv: 'X25519', x: peer.toString('base64url') }, format: 'jwk' });
   try {
     return diffieHellman({ privateKey: own, publicKey: peerKey });
   } catch {

@@ -23,6 +23,30 @@ export interface ServerJwtKeys {
   rsaSigner?: KeyObject;
   edSigner?: KeyObject;
   edSignerHex?: string;
+  /** per-fleet memory of chain issuers, which every token of one provisioner repeats */
+  memo?: ChainMemo;
+}
+
+/**
+ * Every server JWT a provisioner mints names the same chain issuer, so its key and the organisation
+ * issuer's signature over it are worked out once: the same KeyObject also lets jose reuse the
+ * CryptoKey it derives from it, instead of importing the key again for every node.
+ */
+export interface ChainMemo {
+  keys: Map<string, KeyObject>;
+  /** `<id>.<public key>` + chain tcs -> whether the organisation issuer signed it */
+  issuerSigned: Map<string, boolean>;
+}
+
+const CHAIN_MEMO_LIMIT = 64;
+
+function remember<V>(map: Map<string, V>, key: string, make: () => V): V {
+  const known = map.get(key);
+  if (known !== undefined) return known;
+  const value = make();
+  if (map.size >= CHAIN_MEMO_LIMIT) map.clear();
+  map.set(key, value);
+  return value;
 }
 
 export function parseServerJwtVerification(v: ServerJwtVerification | undefined): ServerJwtKeys | undefined {
@@ -38,6 +62,7 @@ export function parseServerJwtVerification(v: ServerJwtVerification | undefined)
     keys.edSignerHex = v.signerEd25519PublicHex.trim().toLowerCase();
   }
   if (keys.issuer === undefined && keys.rsaSigner === undefined && keys.edSigner === undefined) return undefined;
+  keys.memo = { keys: new Map(), issuerSigned: new Map() };
   return keys;
 }
 
@@ -110,10 +135,14 @@ async function checkChain(token: string, claims: Record<string, unknown>, keys: 
     problems.push('chain issuer public key in iss is not 64 hex characters');
     return;
   }
-  const chainKey = ed25519PublicFromHex(chainPkHex);
-  if (keys.issuer !== undefined) {
-    const data = Buffer.from(`${chainId}.${chainPkHex.toLowerCase()}`, 'utf8');
-    if (!hexOk(chainTcs) || !cryptoVerify(null, data, keys.issuer, Buffer.from(chainTcs, 'hex'))) {
+  const memo = keys.memo;
+  const chainKey = memo === undefined ? ed25519PublicFromHex(chainPkHex) : remember(memo.keys, chainPkHex, () => ed25519PublicFromHex(chainPkHex));
+  const issuer = keys.issuer;
+  if (issuer !== undefined) {
+    const signedData = `${chainId}.${chainPkHex.toLowerCase()}`;
+    const signedByIssuer = (): boolean => hexOk(chainTcs) && cryptoVerify(null, Buffer.from(signedData, 'utf8'), issuer, Buffer.from(chainTcs, 'hex'));
+    const signed = memo === undefined ? signedByIssuer() : remember(memo.issuerSigned, `${signedData} ${chainTcs}`, signedByIssuer);
+    if (!signed) {
       problems.push('chain issuer was not signed by the organisation issuer');
     }
   } else if (keys.edSignerHex !== undefined && keys.edSignerHex !== chainPkHex.toLowerCase()) {

@@ -13,6 +13,14 @@ export class BoundedBuffer {
 
   constructor(private readonly limit: number) {}
 
+  /** A buffer that was filled elsewhere (the helper spawner): the kept bytes and the total seen. */
+  static fromParts(limit: number, kept: Buffer, seen: number): BoundedBuffer {
+    const b = new BoundedBuffer(limit);
+    b.push(kept);
+    b.seen = Math.max(seen, b.seen);
+    return b;
+  }
+
   /** Adds a chunk; returns false once the total exceeds the limit. */
   push(chunk: Buffer): boolean {
     this.seen += chunk.length;

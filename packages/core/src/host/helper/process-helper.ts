@@ -2,12 +2,15 @@
 // reply JSON on stdout, exit status 0 (product.md §2.1). Differences from upstream: the time
 // limit is configurable, stderr is captured (bounded) for the caller to log, output is bounded,
 // and a timeout or abort kills the helper's whole process group, not only the helper itself.
+// The processes are started by a companion process (spawner.ts), which is much faster than
+// forking the provisioner itself for every node.
 import { performance } from 'node:perf_hooks';
 import { HelperError, HelperReplyError, reasonForReplyError, type HelperErrorKind } from './errors.js';
 import { BoundedBuffer, makeRedactor, requestSecrets, type Redactor } from './output.js';
 import { parseHelperReply } from './reply.js';
 import { encodeHelperRequest } from './request.js';
-import { killProcessGroup, parseHelperCommand, spawnHelper } from './spawn.js';
+import { parseHelperCommand } from './spawn.js';
+import { HelperSpawner } from './spawner.js';
 import type { HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
 
 export const DEFAULT_HELPER_TIMEOUT_MS = 10_000;
@@ -39,6 +42,8 @@ export class ProcessHelper implements HelperRunner {
   /** cancel functions of runs in progress, so close() can stop them */
   private readonly active = new Set<() => Promise<void>>();
   private closed = false;
+  /** starts the helper processes, away from this process's event loop (see spawner.ts) */
+  private readonly spawner = new HelperSpawner();
 
   /** Throws HelperCommandError when the command cannot be split (fail at start-up, not per node). */
   constructor(private readonly options: ProcessHelperOptions) {
@@ -65,31 +70,22 @@ export class ProcessHelper implements HelperRunner {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.active].map((cancel) => cancel()));
+    await this.spawner.close();
   }
 
   private runProcess(input: string, opts: HelperRunOptions, redact: Redactor): Promise<HelperResult> {
     const { identity, signal } = opts;
     const helper = this.program;
     const started = performance.now();
-    const stdout = new BoundedBuffer(this.maxOutputBytes);
-    const stderr = new BoundedBuffer(this.maxStderrBytes);
+    let stdout = new BoundedBuffer(this.maxOutputBytes);
+    let stderr = new BoundedBuffer(this.maxStderrBytes);
 
     return new Promise<HelperResult>((resolve, reject) => {
       let settled = false;
       let failure: { kind: HelperErrorKind; reason: string } | undefined;
       let exitedAt: number | undefined;
       let exitCode: number | null = null;
-      let killGrace: NodeJS.Timeout | undefined;
       let onSettled: () => void = () => undefined;
-
-      let child: ReturnType<typeof spawnHelper>;
-      try {
-        child = spawnHelper(this.argv, { cwd: this.options.cwd, env: this.options.env });
-      } catch (err) {
-        const message = err instanceof Error ? err.message : String(err);
-        reject(new HelperError({ kind: 'spawn', helper, identity, reason: `cannot start ${helper}: ${message}`, cause: err, redact }));
-        return;
-      }
 
       const elapsed = (): number => Math.round(performance.now() - started);
       const output = (): { stdout: string; stderr: string } => ({
@@ -101,7 +97,6 @@ export class ProcessHelper implements HelperRunner {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        clearTimeout(killGrace);
         signal?.removeEventListener('abort', onAbort);
         this.active.delete(cancel);
         onSettled();
@@ -123,16 +118,48 @@ export class ProcessHelper implements HelperRunner {
           redact,
         });
 
-      // We decided the run failed: kill the group, then report once the pipes close.
+      const run = this.spawner.run(
+        {
+          argv: this.argv,
+          cwd: this.options.cwd ?? process.cwd(),
+          env: this.options.env,
+          input,
+          maxStdout: this.maxOutputBytes,
+          maxStderr: this.maxStderrBytes,
+          pipeGraceMs: PIPE_CLOSE_GRACE_MS,
+        },
+        {
+          onExit: (code, afterMs) => {
+            exitedAt ??= Math.round(afterMs);
+            exitCode = code;
+          },
+          onDone: (o) => {
+            stdout = BoundedBuffer.fromParts(this.maxOutputBytes, o.stdout, o.stdoutBytes);
+            stderr = BoundedBuffer.fromParts(this.maxStderrBytes, o.stderr, o.stderrBytes);
+            if (o.spawnError !== undefined) return settle(error('spawn', `cannot start ${helper}: ${o.spawnError}`));
+            if (o.lost !== undefined) {
+              return settle(failure === undefined ? error('spawn', `${o.lost} before ${helper} finished`) : error(failure.kind, failure.reason));
+            }
+            if (o.exitCode !== null) exitCode = o.exitCode;
+            // The spawner killed the group itself when stdout went over the cap.
+            if (o.tooLarge && failure === undefined) failure = { kind: 'too-large', reason: `printed more than ${this.maxOutputBytes} bytes on stdout; killed it` };
+            if (failure !== undefined) {
+              // pipes given up on after the grace period: no close status
+              if (o.forced) return settle(error(failure.kind, failure.reason));
+              exitCode = o.code;
+              return settle(error(failure.kind, failure.reason, { signal: o.signal }));
+            }
+            exitCode = o.code;
+            settle(this.outcome(o.code, o.signal, stdout, error, output, elapsed));
+          },
+        },
+      );
+
+      // We decided the run failed: the spawner kills the group, then reports once the pipes close.
       const fail = (kind: HelperErrorKind, reason: string): void => {
         if (settled || failure !== undefined) return;
         failure = { kind, reason };
-        killProcessGroup(child);
-        killGrace = setTimeout(() => {
-          child.stdout.destroy();
-          child.stderr.destroy();
-          settle(error(kind, reason));
-        }, PIPE_CLOSE_GRACE_MS);
+        run.kill();
       };
 
       const timer = setTimeout(() => {
@@ -153,32 +180,6 @@ export class ProcessHelper implements HelperRunner {
           fail('aborted', 'the helper runner was closed; killed it and the processes it started');
         });
       this.active.add(cancel);
-
-      child.on('error', (err) => {
-        // Without a pid the program never started (ENOENT, EACCES, bad cwd).
-        if (child.pid === undefined) settle(error('spawn', `cannot start ${helper}: ${err.message}`, { cause: err }));
-      });
-      child.stdout.on('data', (chunk: Buffer) => {
-        if (!stdout.push(chunk)) fail('too-large', `printed more than ${this.maxOutputBytes} bytes on stdout; killed it`);
-      });
-      child.stderr.on('data', (chunk: Buffer) => {
-        stderr.push(chunk);
-      });
-      // EPIPE/ECONNRESET when the helper exits without reading its input: the exit status and
-      // output decide the outcome, so the write error itself is not interesting.
-      child.stdin.on('error', () => undefined);
-      child.stdin.end(input);
-
-      child.on('exit', (code) => {
-        exitedAt = elapsed();
-        exitCode = code;
-      });
-      child.on('close', (code: number | null, sig: NodeJS.Signals | null) => {
-        exitCode = code;
-        if (failure !== undefined) return settle(error(failure.kind, failure.reason, { signal: sig }));
-        if (child.pid === undefined) return; // the 'error' handler reports spawn failures
-        settle(this.outcome(code, sig, stdout, error, output, elapsed));
-      });
     });
   }
 

@@ -1,0 +1,288 @@
+// npm run bench: provisioning throughput, time per node, memory and discovery of the provisioner
+// against a simulated fleet. A private nats-server on a free loopback port; every scenario in a
+// fresh process (bench/scenario.mjs) with the fleet in another (the simulator bin), so the figures
+// are the provisioner's own. Passes are interleaved (all scenarios once, then again) so a burst of
+// load from other programs on the machine hits different scenarios, and medians are reported.
+//
+// usage: npm run build --silent && node bench/run.mjs [--repeat N] [--quick] [--only ID,ID] [--profile DIR] [--out FILE]
+//   --repeat N     passes over every scenario (default: 3 for plain 1,000/5,000, 1 for ed25519
+//                  10,000, 2 for the rest; run the whole benchmark twice for stable medians)
+//   --quick        1,000 nodes only, one pass (a smoke test of the harness)
+//   --only IDS     comma-separated scenario ids or prefixes (see the table), e.g. plain/function
+//   --profile DIR  run the scenarios with node --cpu-prof into DIR (and the simulator with
+//                  BENCH_SIMULATOR_NODE_OPTIONS); summarise with node bench/profile-summary.mjs
+//   --out FILE     write every result as JSON (default: a file in the temp dir)
+import { execFileSync, spawn } from 'node:child_process';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { URL, fileURLToPath } from 'node:url';
+import { makeIssuerKeys } from './lib/keys.mjs';
+import { natsEnv, startNatsServer } from './lib/nats-server.mjs';
+import { fmt, median } from './lib/stats.mjs';
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+
+function arg(name, fallback) {
+  const at = process.argv.indexOf(name);
+  return at > 0 ? process.argv[at + 1] : fallback;
+}
+const quick = process.argv.includes('--quick');
+const repeatArg = arg('--repeat', quick ? '1' : undefined);
+const repeat = repeatArg === undefined ? undefined : Number(repeatArg);
+/** passes of a scenario: --repeat, else its default */
+const passes = (def) => repeat ?? def;
+const only = arg('--only', '')
+  .split(',')
+  .filter((x) => x !== '');
+const profileDir = arg('--profile', undefined);
+const outFile = arg('--out', join(tmpdir(), `choria-provisioner-bench-${Date.now()}.json`));
+
+// Knobs (see BENCHMARKS.md for how they were chosen).
+const KNOBS = {
+  functionWorkers: 64,
+  poolWorkers: 64,
+  poolSize: 2, // one helper process per core: more only add context switches on 2 cores
+  processWorkers: 16, // the helper spawner forks one at a time; 16 keep it busy
+  nodesPerConnection: 1000,
+  timeScale: 0.001, // restart delays of 2-3 s become 2-3 ms: the fleet never holds up the provisioner
+  processCount: 1000,
+  bareCount: 1000,
+  discoveryCount: 10_000,
+  queueCount: 50_000,
+};
+
+const sizes = quick ? [1000] : [1000, 5000, 10_000];
+
+/** Scenario definitions: id, how many passes, what to run. */
+function scenarios() {
+  const list = [];
+  for (const flow of ['plain', 'ed25519']) {
+    for (const helper of ['function', 'pool']) {
+      for (const count of sizes) {
+        list.push({
+          id: `${flow}/${helper}/${count}`,
+          passes: passes(flow === 'plain' ? (count < 10_000 ? 3 : 2) : count < 10_000 ? 2 : 1),
+          spec: {
+            kind: 'provision',
+            flow,
+            helper,
+            count,
+            workers: helper === 'function' ? KNOBS.functionWorkers : KNOBS.poolWorkers,
+            ...(helper === 'pool' ? { poolSize: KNOBS.poolSize } : {}),
+            nodesPerConnection: KNOBS.nodesPerConnection,
+            timeScale: KNOBS.timeScale,
+          },
+        });
+      }
+    }
+  }
+  for (const flow of ['plain', 'ed25519']) {
+    list.push({
+      id: `${flow}/process/${KNOBS.processCount}`,
+      passes: passes(2),
+      spec: { kind: 'provision', flow, helper: 'process', count: KNOBS.processCount, workers: KNOBS.processWorkers, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale },
+    });
+  }
+  list.push({ id: 'bare-start', passes: passes(2), bare: { count: KNOBS.bareCount, concurrency: [1, KNOBS.processWorkers] } });
+  list.push({
+    id: `discovery/${quick ? 1000 : KNOBS.discoveryCount}`,
+    passes: 1,
+    spec: { kind: 'discovery', flow: 'plain', count: quick ? 1000 : KNOBS.discoveryCount, repeat: 5, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale },
+  });
+  list.push({ id: `queue/${KNOBS.queueCount}`, passes: 1, spec: { kind: 'queue', flow: 'plain', count: KNOBS.queueCount, workers: KNOBS.functionWorkers }, gc: true });
+  return list.filter((s) => only.length === 0 || only.some((o) => s.id === o || s.id.startsWith(`${o}/`) || s.id.startsWith(o)));
+}
+
+function runChild(args, env = process.env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => {
+      if (err.length < 20_000) err += d;
+    });
+    child.on('close', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith('BENCH-RESULT '));
+      if (code !== 0 || line === undefined) reject(new Error(`${args.slice(-2, -1)} exited with ${code}: ${err.trim()}`));
+      else resolve({ result: JSON.parse(line.slice('BENCH-RESULT '.length)), stderr: err.trim() });
+    });
+  });
+}
+
+async function runOne(sc, ctx) {
+  const nodeArgs = [];
+  let env = process.env;
+  if (profileDir !== undefined) {
+    nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${join(profileDir, sc.id.replace(/\//g, '-'))}`);
+    env = { ...process.env, BENCH_SIMULATOR_NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(profileDir, `${sc.id.replace(/\//g, '-')}-simulator`)}` };
+  }
+  if (sc.bare !== undefined) return await runChild([...nodeArgs, join(HERE, 'bare-start.mjs'), JSON.stringify(sc.bare)], env);
+  if (sc.gc === true) nodeArgs.push('--expose-gc');
+  const spec = { ...sc.spec, url: ctx.nats.url, natsPid: ctx.nats.pid, keys: ctx.keys };
+  return await runChild([...nodeArgs, join(HERE, 'scenario.mjs'), JSON.stringify(spec)], env);
+}
+
+function machineInfo() {
+  const natsVersion = (() => {
+    try {
+      return execFileSync(process.env.NATS_SERVER_BIN ?? 'nats-server', ['--version'], { encoding: 'utf8', env: natsEnv() }).trim();
+    } catch {
+      return 'unknown';
+    }
+  })();
+  return {
+    cpu: `${cpus().length} x ${cpus()[0]?.model ?? 'unknown'}`,
+    memoryGb: Math.round(totalmem() / 1e9),
+    node: process.version,
+    openssl: process.versions.openssl,
+    nats: natsVersion,
+    kernel: (() => {
+      try {
+        return execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim();
+      } catch {
+        return 'unknown';
+      }
+    })(),
+  };
+}
+
+function log(text) {
+  process.stderr.write(`${text}\n`);
+}
+
+async function main() {
+  const started = Date.now();
+  const info = machineInfo();
+  log(`choria-provisioner benchmark: ${info.cpu}, ${info.memoryGb} GB, node ${info.node}, ${info.nats}`);
+  const nats = await startNatsServer();
+  const keys = makeIssuerKeys();
+  const ctx = { nats, keys };
+  const list = scenarios();
+  const results = new Map(list.map((s) => [s.id, []]));
+  const maxPasses = Math.max(...list.map((s) => s.passes));
+  try {
+    for (let pass = 1; pass <= maxPasses; pass++) {
+      for (const sc of list) {
+        if (pass > sc.passes) continue;
+        const t = Date.now();
+        try {
+          const { result, stderr } = await runOne(sc, ctx);
+          results.get(sc.id).push(result);
+          if (stderr !== '') log(`  ${sc.id}: stderr: ${stderr.slice(0, 500)}`);
+          log(`pass ${pass} ${sc.id}: ${summaryLine(result)} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
+        } catch (err) {
+          log(`pass ${pass} ${sc.id}: FAILED: ${err.message}`);
+        }
+      }
+    }
+  } finally {
+    await nats.stop();
+  }
+  const report = buildReport(list, results, info, Date.now() - started);
+  writeFileSync(outFile, JSON.stringify({ info, knobs: KNOBS, results: Object.fromEntries(results), report }, null, 2));
+  process.stdout.write(report.text);
+  process.stdout.write(`\nraw results: ${outFile}\n`);
+}
+
+function summaryLine(r) {
+  if (r.kind === 'provision') {
+    const ok = r.provisioned === r.count && r.failed === 0 && r.sim.violations === 0 ? '' : ` PROBLEMS: provisioned ${r.provisioned}/${r.count}, failed ${r.failed}, violations ${r.sim.violations} ${r.firstErrors.join(' | ')}`;
+    return `${fmt.int(r.nodesPerMin)} nodes/min, p50 ${fmt.ms(r.p50Ms)}, p99 ${fmt.ms(r.p99Ms)}, peak RSS ${fmt.mb(r.peakRssMb)}, background ${r.backgroundCores.toFixed(2)} cores${ok}`;
+  }
+  if (r.kind === 'bare-start') return r.results.map((x) => `${x.concurrency} at a time: ${fmt.int(x.startsPerMin)} starts/min`).join(', ');
+  if (r.kind === 'discovery') return r.runs.map((x) => `${x.found} in ${fmt.ms(x.ms)}`).join(', ');
+  if (r.kind === 'queue') return `${r.offered} offered, ${r.queued} queued: RSS ${fmt.mb(r.rssBeforeMb)} -> ${fmt.mb(r.rssAfterMb)}`;
+  return JSON.stringify(r);
+}
+
+function pad(cells, widths) {
+  return cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ');
+}
+
+function buildReport(list, results, info, elapsedMs) {
+  const lines = [];
+  const med = (id, f) => median((results.get(id) ?? []).map(f));
+  lines.push('');
+  lines.push(`Machine: ${info.cpu}, ${info.memoryGb} GB RAM, kernel ${info.kernel}, node ${info.node}, OpenSSL ${info.openssl}, ${info.nats}`);
+  lines.push(`Knobs: ${JSON.stringify(KNOBS)}`);
+  lines.push('');
+  const widths = [26, 4, 10, 8, 8, 8, 6, 6, 6, 6, 8, 7];
+  lines.push(pad(['scenario (flow/helper/nodes)', 'runs', 'nodes/min', 'p50', 'p99', 'peak RSS', 'prov', 'sim', 'nats', 'help', 'disc.', 'bg'], widths));
+  for (const sc of list) {
+    const rs = results.get(sc.id) ?? [];
+    if (sc.spec?.kind !== 'provision') continue;
+    const perNode = (f) => med(sc.id, (r) => (f(r) * 1000) / r.count).toFixed(2);
+    lines.push(
+      pad(
+        [
+          sc.id,
+          rs.length,
+          fmt.int(med(sc.id, (r) => r.nodesPerMin)),
+          fmt.ms(med(sc.id, (r) => r.p50Ms)),
+          fmt.ms(med(sc.id, (r) => r.p99Ms)),
+          fmt.mb(med(sc.id, (r) => r.peakRssMb)),
+          perNode((r) => r.cpuS),
+          perNode((r) => r.simCpuS),
+          perNode((r) => r.natsCpuS),
+          perNode((r) => r.helperCpuS),
+          fmt.ms(med(sc.id, (r) => r.discoveryMs)),
+          med(sc.id, (r) => r.backgroundCores).toFixed(2),
+        ],
+        widths,
+      ),
+    );
+  }
+  lines.push('p50/p99: time per node (the Host attempt, first RPC to restart). prov/sim/nats/help: CPU ms per node');
+  lines.push('of the provisioner process, the simulator, nats-server and the helper processes (incl. the helper');
+  lines.push('spawner); disc.: start() until the first discovery returned; bg: other load on the machine, in cores.');
+  const problems = [...results.entries()].flatMap(([id, rs]) =>
+    rs.filter((r) => r.kind === 'provision' && (r.provisioned !== r.count || r.failed > 0 || r.sim.violations > 0)).map((r) => `${id}: provisioned ${r.provisioned}/${r.count}, failed ${r.failed}, violations ${r.sim.violations}`),
+  );
+  lines.push(problems.length === 0 ? 'Every run: all nodes provisioned exactly as the simulator expects (0 failures, 0 protocol violations).' : `PROBLEMS:\n  ${problems.join('\n  ')}`);
+
+  const bare = results.get('bare-start') ?? [];
+  const bareSeq = median(bare.map((r) => r.results.find((x) => x.concurrency === 1)?.startsPerMin));
+  const bareConc = median(bare.map((r) => r.results.find((x) => x.concurrency === KNOBS.processWorkers)?.startsPerMin));
+  if (bare.length > 0) {
+    lines.push('');
+    const cpu = (f) => median(bare.map((r) => f(r.results.find((x) => x.concurrency === KNOBS.processWorkers) ?? {}))).toFixed(2);
+    lines.push(`Helper bare start rate (${KNOBS.bareCount} runs of bench/helpers/trivial-helper.sh, no provisioner): ${fmt.int(bareSeq)}/min one at a time, ${fmt.int(bareConc)}/min ${KNOBS.processWorkers} at a time (median of ${bare.length}; CPU per start: parent ${cpu((x) => x.parentCpuMsPerStart)} ms, helper ${cpu((x) => x.helperCpuMsPerStart)} ms)`);
+  }
+  const disc = [...results.entries()].find(([id]) => id.startsWith('discovery/'))?.[1]?.[0];
+  if (disc !== undefined) {
+    lines.push(`Discovery of ${disc.count} nodes (ChoriaClient.discover, includes the ${disc.windowMs} ms quiet window that ends it): ${disc.runs.map((x) => `${fmt.ms(x.ms)} (${x.found})`).join(', ')}; median ${fmt.ms(median(disc.runs.map((x) => x.ms)))}`);
+  }
+  const queue = [...results.entries()].find(([id]) => id.startsWith('queue/'))?.[1]?.[0];
+  if (queue !== undefined) {
+    lines.push(`${queue.offered} hosts offered, ${queue.queued} waiting in the queue (+${queue.busy} in flight to nodes that never answer): RSS ${fmt.mb(queue.rssBeforeMb)} before, ${fmt.mb(queue.rssAfterMb)} after (peak ${fmt.mb(queue.peakRssMb)}, heap +${fmt.mb(queue.heapDeltaMb)})`);
+  }
+
+  // Targets
+  lines.push('');
+  lines.push('Targets:');
+  const target = (name, value, goal, ok) => lines.push(`  ${ok ? 'MET    ' : 'NOT MET'} ${name}: ${value} (target ${goal})`);
+  const fn10k = med('plain/function/10000', (r) => r.nodesPerMin);
+  const pool10k = med('plain/pool/10000', (r) => r.nodesPerMin);
+  if (Number.isFinite(fn10k)) target('plain flow, in-process helper, 10,000 nodes', `${fmt.int(fn10k)} nodes/min`, '>= 60,000', fn10k >= 60_000);
+  if (Number.isFinite(pool10k) && Number.isFinite(fn10k)) target('plain flow, helper pool vs in-process, 10,000 nodes', `${fmt.int(pool10k)} = ${fmt.pct(pool10k / fn10k)}`, '>= 80%', pool10k / fn10k >= 0.8);
+  const proc = med(`plain/process/${KNOBS.processCount}`, (r) => r.nodesPerMin);
+  const bareBest = Math.max(bareSeq, bareConc);
+  if (Number.isFinite(proc) && Number.isFinite(bareBest)) {
+    target(`plain flow, one process per node (${KNOBS.processCount} nodes) vs the helper's best bare start rate`, `${fmt.int(proc)} = ${fmt.pct(proc / bareBest)}`, '>= 90%', proc / bareBest >= 0.9);
+  }
+  if (disc !== undefined) {
+    const d = median(disc.runs.map((x) => x.ms));
+    target(`discovery of ${disc.count} nodes`, fmt.s(d), '<= 3 s', d <= 3000 && disc.runs.every((x) => x.found === disc.count));
+  }
+  if (queue !== undefined) target(`RSS with ${queue.offered} hosts waiting`, fmt.mb(queue.rssAfterMb), '<= 300 MB', queue.rssAfterMb <= 300);
+  lines.push('');
+  lines.push(`Finished in ${(elapsedMs / 1000).toFixed(0)} s.`);
+  return { text: `${lines.join('\n')}\n` };
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench failed: ${err?.stack ?? err}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,280 @@
+// One benchmark scenario in a fresh process, so the peak RSS (VmHWM) and the CPU time are those of
+// one provisioner. Started by bench/run.mjs with a JSON spec as argv[2]; prints one line
+// `BENCH-RESULT <json>` on stdout. The simulated fleet runs in its own process (lib/simulator.mjs).
+//
+// kinds:
+//   provision  a Provisioner (in-process function helper, helper_mode pool, or one process per
+//              node) provisions a fleet found by its start-up discovery
+//   discovery  ChoriaClient.discover() against an idle fleet, repeated
+//   queue      RSS of a Provisioner holding 50,000 offered identities that nobody answers
+// (the helper's bare start rate is measured by bare-start.mjs, a process without the provisioner)
+import { performance } from 'node:perf_hooks';
+import { clearInterval, clearTimeout, setInterval } from 'node:timers';
+import { URL, fileURLToPath } from 'node:url';
+import { Registry } from 'prom-client';
+import {
+  ChoriaClient,
+  Provisioner,
+  applyProvisionerOverrides,
+  createLogger,
+  parseChoriaConfig,
+  parseProvisionerConfig,
+  silentLogger,
+} from '@choria-provisioner/core';
+import { startSimulator } from './lib/simulator.mjs';
+import { cpuSecondsOf, liveChildrenCpuSeconds, machineBusySeconds, memoryFromProc, percentile, reapedChildrenCpuSeconds } from './lib/stats.mjs';
+import { NodeTimes, timingLogger } from './lib/timing-logger.mjs';
+
+const spec = JSON.parse(process.argv[2] ?? '{}');
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+const HELPERS = {
+  pool: `${process.execPath} ${ROOT}examples/helpers/pool-helper.mjs`,
+  'pool-sh': `${ROOT}examples/helpers/pool-helper.sh`,
+  process: `${ROOT}bench/helpers/trivial-helper.sh`,
+};
+
+/** The in-process helper: what an embedding site would write, minus its CMDB lookup. */
+function inProcessHelper(flow) {
+  return (req) => ({
+    configuration: {
+      identity: req.identity,
+      'plugin.choria.server.provision': 'false',
+      'plugin.choria.middleware_hosts': 'nats://broker.example.net:4222',
+      ...(flow === 'ed25519' ? { 'plugin.security.provider': 'choria' } : {}),
+    },
+  });
+}
+
+function provisionerYaml(s) {
+  const lines = [
+    'site: bench',
+    'token: s3cret',
+    `workers: ${s.workers}`,
+    'interval: 1m',
+    `loglevel: ${s.loglevel ?? 'info'}`,
+  ];
+  if (s.helper !== 'function') {
+    lines.push(`helper: ${JSON.stringify(HELPERS[s.helper])}`);
+    if (s.helper === 'pool' || s.helper === 'pool-sh') lines.push('helper_mode: pool', `helper_pool_size: ${s.poolSize}`);
+  }
+  if (s.flow === 'ed25519') {
+    lines.push(
+      'choria_insecure: false',
+      `jwt_verify_cert: ${s.keys.orgPublic}`,
+      `jwt_signing_key: ${s.keys.provSeedFile}`,
+      `jwt_signing_token: ${s.keys.clientJwtFile}`,
+      'features:',
+      '  jwt: true',
+      '  ed25519: true',
+    );
+  } else {
+    lines.push('choria_insecure: true');
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function settingsFor(s, config) {
+  const text =
+    s.flow === 'ed25519'
+      ? [
+          'identity = bench-provisioner.example.net',
+          `plugin.choria.middleware_hosts = ${s.url}`,
+          'plugin.security.provider = choria',
+          `plugin.security.choria.token_file = ${s.keys.clientJwtFile}`,
+          `plugin.security.choria.seed_file = ${s.keys.provSeedFile}`,
+        ].join('\n')
+      : [`identity = bench-provisioner.example.net`, `plugin.choria.middleware_hosts = ${s.url}`, 'plugin.security.provider = file'].join('\n');
+  const settings = applyProvisionerOverrides(parseChoriaConfig(text, 'bench-choria.cfg'), config);
+  // requests are signed (ed25519 flow) but the private broker speaks plain TCP
+  return { ...settings, tls: false };
+}
+
+function innerLogger(kind) {
+  if (kind === 'winston-silent') return silentLogger();
+  if (kind?.startsWith('winston-file:')) return createLogger({ logfile: kind.slice('winston-file:'.length), loglevel: 'info', site: 'bench' });
+  return undefined;
+}
+
+function out(result) {
+  process.stdout.write(`BENCH-RESULT ${JSON.stringify(result)}\n`);
+}
+
+async function provisionScenario(s) {
+  const sim = await startSimulator({ url: s.url, count: s.count, flow: s.flow, keys: s.keys, nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
+  const config = parseProvisionerConfig(provisionerYaml(s), 'bench.yaml', { requireHelper: s.helper !== 'function' });
+  const times = new NodeTimes();
+  const logger = timingLogger(times, innerLogger(s.logger));
+  const p = new Provisioner({
+    config,
+    choria: settingsFor(s, config),
+    logger,
+    registry: new Registry(),
+    ...(s.helper === 'function' ? { helper: inProcessHelper(s.flow) } : {}),
+    ...(s.holdMs !== undefined ? { holdMs: s.holdMs } : {}),
+  });
+
+  const simCpu0 = cpuSecondsOf(sim.pid);
+  const natsCpu0 = cpuSecondsOf(s.natsPid);
+  const reaped0 = reapedChildrenCpuSeconds();
+  const busy0 = machineBusySeconds();
+  const cpu0 = process.cpuUsage();
+  let rssMax = 0;
+  const sampler = setInterval(() => {
+    rssMax = Math.max(rssMax, process.memoryUsage.rss());
+  }, 100);
+
+  const t0 = performance.now();
+  let target = s.count;
+  const done = new Promise((resolve) => {
+    times.onFinish = (n) => {
+      if (n >= target) resolve();
+    };
+  });
+  await p.start();
+  const discovered = [await p.discover()];
+  const tDiscovered = performance.now();
+  // A node missed by a discovery is found by the next one (upstream: after `interval`; here at once).
+  while (discovered.reduce((a, b) => a + b, 0) < s.count && discovered.length < 4) {
+    await new Promise((resolve) => {
+      const tick = setInterval(() => {
+        const st = p.status({ limit: 0 });
+        if (st.queue === 0 && st.busyWorkers === 0) {
+          clearInterval(tick);
+          resolve();
+        }
+      }, 100);
+    });
+    discovered.push(await p.discover());
+  }
+  target = Math.min(target, discovered.reduce((a, b) => a + b, 0));
+  if (times.finished.size + times.failed >= target) times.onFinish(times.finished.size + times.failed);
+  const deadline = setTimeout(() => times.onFinish(Infinity), s.timeoutMs ?? 300_000);
+  await done;
+  clearTimeout(deadline);
+  const tEnd = times.lastEndAt ?? performance.now();
+  const cpu = process.cpuUsage(cpu0);
+  const busy = machineBusySeconds() - busy0;
+  const windowS = (performance.now() - t0) / 1000;
+  clearInterval(sampler);
+  const simCpu = cpuSecondsOf(sim.pid) - simCpu0;
+  const natsCpu = cpuSecondsOf(s.natsPid) - natsCpu0;
+  // helpers: processes already reaped (one per node) plus live ones (a pool), not the simulator
+  const helperCpu = reapedChildrenCpuSeconds() - reaped0 + liveChildrenCpuSeconds([sim.pid]);
+  const mem = memoryFromProc();
+  await p.stop();
+
+  const summary = await sim.waitFor((x) => (x.totals.byState.provisioned ?? 0) >= times.finished.size, 20_000);
+  await sim.stop();
+
+  const d = times.durations();
+  const provisioned = times.finished.size;
+  const wallMs = tEnd - t0;
+  const phaseMs = tEnd - (times.firstStartAt ?? tEnd);
+  return {
+    kind: 'provision',
+    flow: s.flow,
+    helper: s.helper,
+    count: s.count,
+    workers: s.workers,
+    poolSize: s.poolSize,
+    nodesPerConnection: s.nodesPerConnection,
+    logger: s.logger ?? 'none',
+    discovered,
+    discoveryMs: tDiscovered - t0,
+    provisioned,
+    failed: times.failed,
+    firstErrors: times.firstErrors,
+    warnings: times.warnings,
+    firstWarnings: times.firstWarnings,
+    wallMs,
+    nodesPerMin: (provisioned / wallMs) * 60_000,
+    phaseNodesPerMin: (provisioned / phaseMs) * 60_000,
+    p50Ms: percentile(d, 50),
+    p99Ms: percentile(d, 99),
+    peakRssMb: Math.max(mem.peakRssMb, rssMax / 1048576),
+    rssEndMb: mem.rssMb,
+    cpuS: (cpu.user + cpu.system) / 1e6,
+    simCpuS: simCpu,
+    natsCpuS: natsCpu,
+    helperCpuS: helperCpu,
+    // everything else the machine did meanwhile (other users of the 2 cores), in cores
+    backgroundCores: (busy - (cpu.user + cpu.system) / 1e6 - simCpu - natsCpu - helperCpu) / windowS,
+    sim: {
+      provisioned: summary.totals.byState.provisioned ?? 0,
+      violations: summary.totals.violations,
+      violationsByKind: summary.totals.violationsByKind,
+    },
+  };
+}
+
+async function discoveryScenario(s) {
+  const sim = await startSimulator({ url: s.url, count: s.count, flow: s.flow, keys: s.keys, nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
+  const config = parseProvisionerConfig(provisionerYaml({ ...s, helper: 'function', workers: 1 }), 'bench.yaml', { requireHelper: false });
+  const client = await ChoriaClient.connect(settingsFor(s, config), { logger: silentLogger(), name: 'bench-discovery' });
+  const runs = [];
+  for (let i = 0; i < (s.repeat ?? 3); i++) {
+    const t = performance.now();
+    const found = await client.discover({ agent: 'choria_provision' });
+    runs.push({ ms: performance.now() - t, found: found.length });
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  await client.close();
+  await sim.stop();
+  return { kind: 'discovery', flow: s.flow, count: s.count, runs, windowMs: 300 };
+}
+
+async function queueScenario(s) {
+  const config = parseProvisionerConfig(provisionerYaml({ ...s, helper: 'function' }), 'bench.yaml', { requireHelper: false });
+  const times = new NodeTimes();
+  const p = new Provisioner({
+    config,
+    choria: settingsFor(s, config),
+    logger: timingLogger(times, innerLogger(s.logger)),
+    registry: new Registry(),
+    helper: inProcessHelper(s.flow),
+  });
+  await p.start();
+  await p.discover(); // nothing answers: an empty fleet
+  globalThis.gc?.();
+  await new Promise((r) => setTimeout(r, 200));
+  const before = memoryFromProc();
+  const heapBefore = process.memoryUsage().heapUsed;
+  let offered = 0;
+  for (let i = 1; i <= s.count; i++) if (p.offer(`node-${i}.example.net`, 'discovery')) offered++;
+  await new Promise((r) => setTimeout(r, 500));
+  const st = p.status({ limit: 0 });
+  const rawAfter = memoryFromProc();
+  globalThis.gc?.();
+  await new Promise((r) => setTimeout(r, 200));
+  const after = memoryFromProc();
+  const heapAfter = process.memoryUsage().heapUsed;
+  await p.stop();
+  return {
+    kind: 'queue',
+    count: s.count,
+    workers: s.workers,
+    offered,
+    queued: st.queue,
+    busy: st.busyWorkers,
+    waiting: st.hostCounts,
+    rssBeforeMb: before.rssMb,
+    rssAfterMb: after.rssMb,
+    rssAfterNoGcMb: rawAfter.rssMb,
+    peakRssMb: after.peakRssMb,
+    heapDeltaMb: (heapAfter - heapBefore) / 1048576,
+  };
+}
+
+const kinds = { provision: provisionScenario, discovery: discoveryScenario, queue: queueScenario };
+
+kinds[spec.kind](spec).then(
+  (result) => {
+    out(result);
+    process.exit(0);
+  },
+  (err) => {
+    process.stderr.write(`scenario ${spec.kind} failed: ${err?.stack ?? err}\n`);
+    process.exit(1);
+  },
+);
