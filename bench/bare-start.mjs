@@ -33,11 +33,18 @@ function reapedCpuSeconds() {
   return (Number(fields[13]) + Number(fields[14])) / 100;
 }
 
+/** Busy CPU seconds of the whole machine (all cores), from /proc/stat. */
+function machineBusySeconds() {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) / 100;
+}
+
 const results = [];
 for (const concurrency of spec.concurrency ?? [1]) {
   let started = 0;
   const cpu0 = process.cpuUsage();
   const reaped0 = reapedCpuSeconds();
+  const busy0 = machineBusySeconds();
   const t = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -49,13 +56,17 @@ for (const concurrency of spec.concurrency ?? [1]) {
   );
   const ms = performance.now() - t;
   const cpu = process.cpuUsage(cpu0);
+  const helperCpuS = reapedCpuSeconds() - reaped0;
+  const busy = machineBusySeconds() - busy0;
   results.push({
     concurrency,
     count,
     ms,
     startsPerMin: (count / ms) * 60_000,
     parentCpuMsPerStart: (cpu.user + cpu.system) / 1000 / count,
-    helperCpuMsPerStart: ((reapedCpuSeconds() - reaped0) * 1000) / count,
+    helperCpuMsPerStart: (helperCpuS * 1000) / count,
+    // everything else the machine did meanwhile, in cores
+    backgroundCores: (busy - (cpu.user + cpu.system) / 1e6 - helperCpuS) / (ms / 1000),
   });
 }
 process.stdout.write(`BENCH-RESULT ${JSON.stringify({ kind: 'bare-start', helper: HELPER, parentRssMb: process.memoryUsage.rss() / 1048576, results })}\n`);
