@@ -55,3 +55,15 @@ describe('examples/config', () => {
     expect(checkChoriaSettings(effective)).toEqual([]);
   });
 });
+
+describe('examples/config upgrades and pool', () => {
+  it('provisioner-upgrades-pool.yaml loads cleanly with upgrades and a helper pool', () => {
+    const { config, warnings } = load('provisioner-upgrades-pool.yaml');
+    expect(warnings).toEqual([]);
+    expect(config.features).toEqual({ pki: true, jwt: true, ed25519: false, upgrades: true });
+    expect(config.helperMode).toBe('pool');
+    expect(config.helperPoolSize).toBe(4);
+    expect(config.helperTimeout).toBe(20_000);
+    expect(config.upgradesOptional).toBe(true);
+  });
+});
