@@ -1,5 +1,6 @@
 // Sums self time per function, per file and per package of a V8 .cpuprofile (node --cpu-prof).
-// usage: node bench/profile-summary.mjs FILE.cpuprofile [--top 25]
+// usage: node bench/profile-summary.mjs FILE.cpuprofile [--top 25] [--lines]
+//   --lines  also self time per source line (inlined callees count towards the caller's line)
 import { readFileSync } from 'node:fs';
 
 const file = process.argv[2];
@@ -7,11 +8,13 @@ if (file === undefined) {
   process.stderr.write('usage: node bench/profile-summary.mjs FILE.cpuprofile [--top N]\n');
   process.exit(2);
 }
+// piped into head: stop quietly
+process.stdout.on('error', (err) => process.exit(err.code === 'EPIPE' ? 0 : 1));
 const topAt = process.argv.indexOf('--top');
 const top = topAt > 0 ? Number(process.argv[topAt + 1]) : 25;
 
 /** Self time (ms) per profile node id, from the samples and their time deltas. */
-export function selfTimes(profile) {
+function selfTimes(profile) {
   const self = new Map();
   const { samples = [], timeDeltas = [] } = profile;
   for (let i = 0; i < samples.length; i++) {

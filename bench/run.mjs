@@ -238,7 +238,7 @@ function buildReport(list, results, info, elapsedMs) {
       ),
     );
   }
-  lines.push('p50/p99: time per node (the Host attempt, first RPC to restart). prov/sim/nats/help: CPU ms per node');
+  lines.push('p50/p99: time per node (the Host attempt: every RPC and the helper). prov/sim/nats/help: CPU ms per node');
   lines.push('of the provisioner process, the simulator, nats-server and the helper processes (incl. the helper');
   lines.push('spawner); disc.: start() until the first discovery returned; bg: other load on the machine, in cores.');
   const problems = [...results.entries()].flatMap(([id, rs]) =>
