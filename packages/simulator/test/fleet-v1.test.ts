@@ -167,6 +167,8 @@ describe('v1 simulated fleet', () => {
     const restart = await rpc(n1, 'restart', { splay: 1, token: TOKEN });
     expect(restart.reply).toMatchObject({ statuscode: 0, data: { message: 'Restarting Choria Server after 2s' } });
     await fleet.waitFor((f) => f.node(n1)?.lifecycle === 'provisioned', 3000, `${n1} provisioned`);
+    // the node's events travel through the broker: wait for the last one before checking the order
+    await waitUntil(() => events.some((e) => e.subject === 'choria.lifecycle.event.startup.server' && eventData(e)['identity'] === n1), 2000, 'startup event of the restarted node');
     const mineEvents = events.filter((e) => eventData(e)['identity'] === n1).map((e) => e.subject);
     const shutdownAt = mineEvents.indexOf('choria.lifecycle.event.shutdown.provision_mode_server');
     const startupAt = mineEvents.indexOf('choria.lifecycle.event.startup.server');
