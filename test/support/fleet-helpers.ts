@@ -15,6 +15,7 @@ import type { HelperFunction, HelperRequest } from '../../packages/core/src/host
 import { createHelperRunner } from '../../packages/core/src/host/helper/index.js';
 import { createHostRunner } from '../../packages/core/src/host/host.js';
 import type { HostRunner } from '../../packages/core/src/provisioner/types.js';
+import type { LostReplyTimings } from '../../packages/core/src/host/lost-reply.js';
 import { ksuid } from '../../packages/core/src/util/ids.js';
 import { startNatsServer, type NatsServerOptions, type RunningNatsServer } from './nats-server.js';
 import { sleep, testConfig, testSettings } from './e2e.js';
@@ -44,6 +45,8 @@ export interface ProvisionerSpec extends Partial<ProvisionerOptions> {
    * Needs a helper function (`helper`, default configureHelper).
    */
   rpcTimeoutMs?: number;
+  /** how lost replies are investigated (same path as rpcTimeoutMs: needs a helper function) */
+  lostReply?: LostReplyTimings;
 }
 
 /** One per test file: everything it starts is stopped by cleanup(), last started first. */
@@ -89,7 +92,7 @@ export class FleetHarness {
 
   /** A provisioner for `url` from provisioner YAML (see testConfig for the defaults), not yet started. */
   provisioner(url: string, yaml: string, spec: ProvisionerSpec = {}): Provisioner {
-    const { identity, choriaConfig, settings, rpcTimeoutMs, ...opts } = spec;
+    const { identity, choriaConfig, settings, rpcTimeoutMs, lostReply, ...opts } = spec;
     const config = testConfig(yaml);
     const choria = settings ?? testSettings(url, config, identity ?? 'provisioner.example.net', choriaConfig ?? '');
     const fn = opts.helper ?? configureHelper;
@@ -99,7 +102,15 @@ export class FleetHarness {
         const client = p.client;
         if (client === undefined || typeof fn !== 'function') throw new Error('rpcTimeoutMs needs a connected provisioner and a helper function');
         const helper = createHelperRunner({ fn, timeoutMs: config.helperTimeout });
-        runner = createHostRunner({ config, client, helper, metrics: p.metrics, pause: p.pauseFlag, rpcTimeoutMs });
+        runner = createHostRunner({
+          config,
+          client,
+          helper,
+          metrics: p.metrics,
+          pause: p.pauseFlag,
+          ...(rpcTimeoutMs !== undefined ? { rpcTimeoutMs } : {}),
+          ...(lostReply !== undefined ? { lostReply } : {}),
+        });
       }
       return runner(job);
     };
@@ -108,7 +119,7 @@ export class FleetHarness {
       choria,
       helper: configureHelper,
       ...opts,
-      ...(rpcTimeoutMs !== undefined ? { hostRunner: shortTimeouts } : {}),
+      ...(rpcTimeoutMs !== undefined || lostReply !== undefined ? { hostRunner: shortTimeouts } : {}),
     });
     this.onCleanup(() => p.stop());
     return p;

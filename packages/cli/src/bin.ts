@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 import { main } from './cli.js';
+import { processIO } from './io.js';
+import { ProcessGuard } from './process-guard.js';
 
-main(process.argv.slice(2)).then(
+const guard = new ProcessGuard();
+guard.install(processIO, 'choria-provisioner');
+main(process.argv.slice(2), processIO, guard).then(
   (code) => {
     process.exitCode = code;
   },

@@ -6,10 +6,12 @@ import { runCommand } from './commands/run.js';
 import { validateCommand } from './commands/validate.js';
 import { statusCommand } from './commands/status.js';
 import { demoCommand } from './commands/demo.js';
+import type { ProcessGuard } from './process-guard.js';
 
 class UsageError extends Error {}
 
-export async function main(argv: string[], io: CliIO = processIO): Promise<number> {
+/** `guard`: the process's last resorts after an uncaught error (bin.ts installs one). */
+export async function main(argv: string[], io: CliIO = processIO, guard?: ProcessGuard): Promise<number> {
   let code: number = EXIT.ok;
   const parser = yargs(argv)
     .scriptName('choria-provisioner')
@@ -32,6 +34,7 @@ export async function main(argv: string[], io: CliIO = processIO): Promise<numbe
             pidFile: args.pid,
             debug: args.debug,
             monitorAddress: args['monitor-address'],
+            ...(guard !== undefined ? { guard } : {}),
           },
           io,
         );
@@ -68,7 +71,7 @@ export async function main(argv: string[], io: CliIO = processIO): Promise<numbe
           .option('nodes', { type: 'number', default: 500, describe: 'Simulated servers' })
           .option('workers', { type: 'number', describe: 'Provisioner workers (default: CPU count x 4)' }),
       async (args) => {
-        code = await demoCommand({ mode: args.mode, nodes: args.nodes, workers: args.workers, debug: args.debug }, io);
+        code = await demoCommand({ mode: args.mode, nodes: args.nodes, workers: args.workers, debug: args.debug }, io, guard !== undefined ? { guard } : {});
       },
     )
     .strict()

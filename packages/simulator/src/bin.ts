@@ -34,12 +34,18 @@ async function main(): Promise<number> {
     await fleet.stop();
     process.stdout.write(`${JSON.stringify({ summary })}\n`);
   };
-  process.on('SIGINT', () => void finish().then(() => process.exit(0)));
-  process.on('SIGTERM', () => void finish().then(() => process.exit(0)));
+  // SIGHUP too: what closing the terminal it runs in sends
+  for (const sig of ['SIGHUP', 'SIGINT', 'SIGTERM'] as const) process.on(sig, () => void finish().then(() => process.exit(0)));
   await fleet.stopped;
   await finish();
   return 0;
 }
+
+// The fleet starts no processes; an uncaught error still ends the process with a clear message.
+process.on('uncaughtException', (e) => {
+  process.stderr.write(`choria-simulator: unexpected error, stopping: ${e.stack ?? e.message}\n`);
+  process.exit(1);
+});
 
 main().then(
   (code) => process.exit(code),

@@ -16,6 +16,7 @@ import { createValidators } from './wire/validate.js';
 
 const NODE_SUBJECT_PREFIX = 'provisioning.node.';
 /** states from which a node will not move on by itself */
+const NO_ACTIONS: ReadonlySet<string> = new Set();
 const SETTLED_STATES: ReadonlySet<NodeLifecycleState> = new Set(['provisioned', 'silent', 'vanished', 'shutdown']);
 
 export interface ReportOptions {
@@ -149,6 +150,8 @@ export class SimulatedFleet {
       filter: new FilterMatcher(),
       violationLimit: o.violationLimit,
       logger: o.logger,
+      replyHook: o.replyHook,
+      reenterAfterMs: o.reenterAfterMs,
     };
     const first = this.groups[0];
     if (first !== undefined) {
@@ -174,6 +177,8 @@ export class SimulatedFleet {
     const order = shuffled(o.count, rng);
     const silent = new Set(order.slice(0, o.silentCount));
     const vanish = new Set(order.slice(o.silentCount, o.silentCount + o.vanishCount));
+    // chosen from the other end of the same order, so they may overlap neither silent nor vanishing nodes by design
+    const lostReplies = new Set(order.slice(order.length - o.lostReplyCount));
     for (let i = 0; i < o.count; i++) {
       const identity = identityFor(o.identityPattern, i);
       if (!validIdentity(identity)) throw new Error(`invalid simulator option identityPattern: node ${i} would be ${JSON.stringify(identity)}`);
@@ -194,6 +199,7 @@ export class SimulatedFleet {
           facts: typeof o.facts === 'function' ? o.facts(i, identity) : o.facts,
           silent: silent.has(i),
           vanishAfterLockedRpc: vanish.has(i),
+          lostReplyActions: lostReplies.has(i) ? o.lostReplyActions : NO_ACTIONS,
           seed: deriveSeed(this.seed, i),
         },
         runtime,

@@ -13,6 +13,7 @@ import {
   type LifecycleEventType,
 } from './events.js';
 import type { SimulatorLogger } from './logger.js';
+import type { ReplyHook } from './options.js';
 import { Rng } from './random.js';
 import { ViolationLog, type ViolationKind } from './violations.js';
 import { collectiveAccepted, decodeRequest, ttlAccepted } from './wire/decode.js';
@@ -48,6 +49,8 @@ export interface NodeSettings {
   facts: Record<string, unknown>;
   silent: boolean;
   vanishAfterLockedRpc: boolean;
+  /** choria_provision actions this node carries out without ever replying */
+  lostReplyActions: ReadonlySet<string>;
   seed: number;
 }
 
@@ -65,6 +68,9 @@ export interface NodeRuntime {
   filter: FilterMatcher;
   violationLimit: number;
   logger: SimulatorLogger | undefined;
+  replyHook: ReplyHook | undefined;
+  /** a restarted node re-enters provisioning mode after this long (0: never) */
+  reenterAfterMs: number;
 }
 
 /** The node's view of its (shared) NATS connection. */
@@ -79,6 +85,8 @@ export interface NodeLink {
 
 export interface NodeStats {
   received: number;
+  /** replies withheld: lostReplies nodes and replies a reply hook dropped */
+  repliesLost: number;
   replies: number;
   dropped: number;
   filteredOut: number;
@@ -93,7 +101,7 @@ export class SimulatedNode implements ProvisionHost {
   readonly rng: Rng;
   readonly state: ProvisionState;
   readonly violations: ViolationLog;
-  readonly stats: NodeStats = { received: 0, replies: 0, dropped: 0, filteredOut: 0, deadlineExceeded: 0, rpcCounts: new Map() };
+  readonly stats: NodeStats = { received: 0, repliesLost: 0, replies: 0, dropped: 0, filteredOut: 0, deadlineExceeded: 0, rpcCounts: new Map() };
   lifecycle: NodeLifecycleState = 'booting';
 
   private readonly agent: ChoriaProvisionAgent;
@@ -105,6 +113,8 @@ export class SimulatedNode implements ProvisionHost {
   /** ids of the last directed requests received while listening, for observeAway */
   private readonly receivedIds: string[] = [];
   private stopped = false;
+  /** `agent#action` of directed requests to lose once each before processing (tests) */
+  private readonly dropOnce = new Set<string>();
 
   constructor(
     readonly settings: NodeSettings,
@@ -132,6 +142,9 @@ export class SimulatedNode implements ProvisionHost {
       policies: undefined,
       pendingExit: undefined,
       configuredCount: 0,
+      cycle: 0,
+      configuredThisCycle: 0,
+      maxConfiguredPerCycle: 0,
       restartCount: 0,
       shutdownCount: 0,
       updateCount: 0,
@@ -234,6 +247,7 @@ export class SimulatedNode implements ProvisionHost {
           this.state.pendingExit = undefined;
           this.lifecycle = 'provisioned';
           this.publishEvent('startup');
+          if (this.runtime.reenterAfterMs > 0) this.later(this.runtime.reenterAfterMs * (0.5 + this.rng.next()), () => this.reenter());
         });
         return;
       case 'update':
@@ -256,12 +270,48 @@ export class SimulatedNode implements ProvisionHost {
     }
   }
 
+  /**
+   * Back into provisioning mode after a provisioned life (reenterAfterMs): the configuration is
+   * reset to the provisioning-mode file and a new provisioning cycle starts.
+   */
+  private reenter(): void {
+    if (this.lifecycle !== 'provisioned') return;
+    this.state.configuration = undefined;
+    this.state.cycle++;
+    this.state.configuredThisCycle = 0;
+    this.receivedIds.length = 0;
+    this.boot();
+  }
+
   /** Marks the node gone without a trace (no events), as after a crash or network loss. */
   vanish(): void {
     this.lifecycle = 'vanished';
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.leaveSubjects();
+  }
+
+  /** Loses the next directed `agent#action` request before it is processed (as on a lossy link). */
+  dropNextDirected(agent: string, action: string): void {
+    this.dropOnce.add(`${agent}#${action}`);
+  }
+
+  private loseOnce(req: DecodedRequest): boolean {
+    const rpc = parseRpcRequest(req.payload);
+    const key = `${req.agent}#${rpc.ok ? rpc.body.action : ''}`;
+    if (!this.dropOnce.delete(key)) return false;
+    this.stats.dropped++;
+    return true;
+  }
+
+  /** True when the reply to a successful choria_provision action must not be sent. */
+  private async withholdReply(action: string): Promise<boolean> {
+    let lose = this.settings.lostReplyActions.has(action);
+    if (!lose && this.runtime.replyHook !== undefined) {
+      lose = (await this.runtime.replyHook({ identity: this.identity, agent: PROVISION_AGENT, action })) === 'drop';
+    }
+    if (lose) this.stats.repliesLost++;
+    return lose;
   }
 
   private count(key: string): void {
@@ -307,6 +357,9 @@ export class SimulatedNode implements ProvisionHost {
       this.violation('ttl-expired', `request ${req.requestId} created at ${new Date(req.timeMs).toISOString()} with ttl ${req.ttl}s is outside its validity`);
       return;
     }
+    if (this.dropOnce.size > 0 && this.loseOnce(req)) return;
+    const exiting = this.state.pendingExit;
+    if (exiting === 'restart' || exiting === 'update') this.noteRequestWhileExiting(req, exiting);
     void this.dispatch(req, false);
   }
 
@@ -317,13 +370,15 @@ export class SimulatedNode implements ProvisionHost {
   onBroadcast(req: DecodedRequest): void {
     if (!this.listening) return;
     this.stats.received++;
-    if (this.rng.chance(this.runtime.dropRate)) {
-      this.stats.dropped++;
-      return;
-    }
     if (req.version !== this.protocol) return;
     if (!this.runtime.filter.matches(req.filter, { identity: this.identity, agents: LOADED_AGENTS, facts: this.settings.facts })) {
       this.stats.filteredOut++;
+      return;
+    }
+    // Drawn only by the nodes a broadcast is for: a probe of one identity leaves every other
+    // node's sequence of drops (fixed by the seed) as it was.
+    if (this.rng.chance(this.runtime.dropRate)) {
+      this.stats.dropped++;
       return;
     }
     void this.dispatch(req, true);
@@ -348,7 +403,23 @@ export class SimulatedNode implements ProvisionHost {
       this.violation('after-shutdown', `${what} request ${req.requestId} sent to a node that shut down`);
     } else if (rpc?.ok === true && rpc.body.action === 'configure') {
       this.violation('configured-twice', `configure request ${req.requestId} sent to a node that already completed configure and restart`);
+    } else {
+      this.violation('after-restart', `${what} request ${req.requestId} sent to a node that restarted out of provisioning mode`);
     }
+  }
+
+  /**
+   * A real server that accepted restart or release_update answers nothing more (its agent
+   * mutex is held until the process is replaced): any directed request now is a wasted request
+   * and a protocol error for a strict fleet. configure is recorded by the agent itself
+   * (configure-after-restart).
+   */
+  private noteRequestWhileExiting(req: DecodedRequest, exiting: ExitKind): void {
+    const rpc = req.agent === PROVISION_AGENT || req.agent === RPCUTIL_AGENT ? parseRpcRequest(req.payload) : undefined;
+    const action = rpc?.ok === true ? rpc.body.action : '';
+    if (req.agent === PROVISION_AGENT && action === 'configure') return;
+    const what = action === '' ? req.agent : `${req.agent}#${action}`;
+    this.violation('after-restart', `${what} request ${req.requestId} sent after ${exiting === 'update' ? 'release_update' : 'restart'} was accepted`);
   }
 
   private async dispatch(req: DecodedRequest, broadcast: boolean): Promise<void> {
@@ -366,6 +437,7 @@ export class SimulatedNode implements ProvisionHost {
 
     let body: string | undefined;
     let locked = false;
+    let succeededAction: string | undefined;
     if (req.agent === DISCOVERY_AGENT) {
       this.count(DISCOVERY_AGENT);
       if (!req.payload.includes('ping')) {
@@ -395,6 +467,7 @@ export class SimulatedNode implements ProvisionHost {
         } else {
           locked = LOCKED_ACTIONS.has(action);
           reply = await this.agent.handle(req, action, rpc.body.data);
+          if (reply?.statuscode === StatusCode.OK) succeededAction = action;
         }
       }
       if (reply === undefined) return;
@@ -409,6 +482,7 @@ export class SimulatedNode implements ProvisionHost {
       queueMicrotask(() => this.vanish());
     }
     if (!replyAllowed || req.replyTo === undefined) return;
+    if (succeededAction !== undefined && (await this.withholdReply(succeededAction))) return;
     const latency = this.runtime.latencyMs + (this.runtime.latencyJitterMs > 0 ? this.rng.int(this.runtime.latencyJitterMs + 1) : 0);
     const deadline = AGENT_DEADLINES_MS[req.agent] ?? 10_000;
     if (this.nowMs() - started + latency >= deadline) {

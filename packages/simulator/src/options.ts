@@ -69,6 +69,22 @@ export interface FleetOptions {
   silentNodes?: number;
   /** fraction of nodes that disappear after answering their first locked RPC */
   vanishRate?: number;
+  /**
+   * nodes that carry out some actions but never send their reply (as when it is lost on the way):
+   * `nodes` is a count (>= 1) or a fraction (< 1) of the fleet, `actions` the choria_provision actions
+   */
+  lostReplies?: { nodes: number; actions: readonly string[] };
+  /**
+   * called before each choria_provision reply with status 0 is sent; `drop` loses it (a test
+   * can restart the broker inside the hook to lose it "with the broker")
+   */
+  replyHook?: ReplyHook;
+  /**
+   * a node that restarted out of provisioning mode comes back into it after this long (a
+   * re-provisioning: expired certificate or token, rebuilt machine), with a seeded jitter of
+   * +-50 %; not scaled by timeScale. Default 0: never.
+   */
+  reenterAfterMs?: number;
   /** provisioning lock validity (default 120000) */
   lockMs?: number;
   /** multiplies server-side delays: restart/update/shutdown splay (default 1) */
@@ -83,6 +99,15 @@ export interface FleetOptions {
   violationLimit?: number;
   logger?: SimulatorLogger;
 }
+
+/** What a reply hook is told about the reply about to be sent. */
+export interface ReplyInfo {
+  identity: string;
+  agent: string;
+  action: string;
+}
+
+export type ReplyHook = (info: ReplyInfo) => 'send' | 'drop' | Promise<'send' | 'drop'>;
 
 export interface ResolvedFleetOptions {
   servers: string[];
@@ -107,6 +132,10 @@ export interface ResolvedFleetOptions {
   latencyJitterMs: number;
   silentCount: number;
   vanishCount: number;
+  lostReplyCount: number;
+  lostReplyActions: ReadonlySet<string>;
+  replyHook: ReplyHook | undefined;
+  reenterAfterMs: number;
   lockMs: number;
   timeScale: number;
   rsaBits: number;
@@ -171,6 +200,8 @@ export function resolveFleetOptions(o: FleetOptions): ResolvedFleetOptions {
   const silent = nonNegative('silentNodes', o.silentNodes, 0);
   const silentCount = Math.min(o.count, silent < 1 ? Math.round(silent * o.count) : Math.floor(silent));
   const vanishCount = Math.round(fraction('vanishRate', o.vanishRate) * o.count);
+  const lost = nonNegative('lostReplies.nodes', o.lostReplies?.nodes, 0);
+  const lostReplyCount = Math.min(o.count, lost < 1 ? Math.round(lost * o.count) : Math.floor(lost));
   const rsaBits = o.rsaBits ?? 2048;
   if (!Number.isInteger(rsaBits) || rsaBits < 512 || rsaBits > 8192) bad('rsaBits', `${rsaBits} is not an integer between 512 and 8192`);
   const timeScale = nonNegative('timeScale', o.timeScale, 1);
@@ -199,6 +230,10 @@ export function resolveFleetOptions(o: FleetOptions): ResolvedFleetOptions {
     latencyJitterMs: nonNegative('latencyJitterMs', o.latencyJitterMs, 0),
     silentCount,
     vanishCount,
+    lostReplyCount,
+    lostReplyActions: new Set(o.lostReplies?.actions ?? []),
+    replyHook: o.replyHook,
+    reenterAfterMs: nonNegative('reenterAfterMs', o.reenterAfterMs, 0),
     lockMs,
     timeScale,
     rsaBits,

@@ -11,6 +11,10 @@ export interface NodeReport {
   state: NodeLifecycleState;
   version: string;
   configuredCount: number;
+  /** provisioning cycles after the first (reenterAfterMs) */
+  cycle: number;
+  /** the most configure actions carried out in one provisioning cycle */
+  maxConfiguredPerCycle: number;
   restartCount: number;
   shutdownCount: number;
   updateCount: number;
@@ -25,7 +29,7 @@ export interface NodeReport {
   violations: Violation[];
   /** exact number of violations */
   violationCount: number;
-  stats: { received: number; replies: number; dropped: number; filteredOut: number; deadlineExceeded: number };
+  stats: { received: number; replies: number; repliesLost: number; dropped: number; filteredOut: number; deadlineExceeded: number };
 }
 
 export interface FleetTotals {
@@ -37,8 +41,14 @@ export interface FleetTotals {
   rpcCounts: Record<string, number>;
   received: number;
   replies: number;
+  /** replies withheld on purpose (lostReplies, a reply hook) */
+  repliesLost: number;
   dropped: number;
   deadlineExceeded: number;
+  /** provisioning cycles begun after the first, over all nodes (reenterAfterMs) */
+  cycles: number;
+  /** the most configure actions any node carried out in one provisioning cycle */
+  maxConfiguredPerCycle: number;
 }
 
 export interface FleetSummary {
@@ -62,6 +72,8 @@ export function nodeReport(node: SimulatedNode): NodeReport {
     state: node.lifecycle,
     version: s.version,
     configuredCount: s.configuredCount,
+    cycle: s.cycle,
+    maxConfiguredPerCycle: s.maxConfiguredPerCycle,
     restartCount: s.restartCount,
     shutdownCount: s.shutdownCount,
     updateCount: s.updateCount,
@@ -73,6 +85,7 @@ export function nodeReport(node: SimulatedNode): NodeReport {
     stats: {
       received: node.stats.received,
       replies: node.stats.replies,
+      repliesLost: node.stats.repliesLost,
       dropped: node.stats.dropped,
       filteredOut: node.stats.filteredOut,
       deadlineExceeded: node.stats.deadlineExceeded,
@@ -91,8 +104,11 @@ export function fleetTotals(nodes: readonly SimulatedNode[], fleetLog: Violation
   let violations = fleetLog.total;
   let received = 0;
   let replies = 0;
+  let repliesLost = 0;
   let dropped = 0;
   let deadlineExceeded = 0;
+  let cycles = 0;
+  let maxConfiguredPerCycle = 0;
   for (const n of nodes) {
     byState[n.lifecycle]++;
     violations += n.violations.total;
@@ -100,8 +116,11 @@ export function fleetTotals(nodes: readonly SimulatedNode[], fleetLog: Violation
     for (const [k, c] of n.stats.rpcCounts) rpc.set(k, (rpc.get(k) ?? 0) + c);
     received += n.stats.received;
     replies += n.stats.replies;
+    repliesLost += n.stats.repliesLost;
     dropped += n.stats.dropped;
     deadlineExceeded += n.stats.deadlineExceeded;
+    cycles += n.state.cycle;
+    maxConfiguredPerCycle = Math.max(maxConfiguredPerCycle, n.state.maxConfiguredPerCycle);
   }
   return {
     nodes: nodes.length,
@@ -111,7 +130,10 @@ export function fleetTotals(nodes: readonly SimulatedNode[], fleetLog: Violation
     rpcCounts: Object.fromEntries([...rpc].sort(([a], [b]) => a.localeCompare(b))),
     received,
     replies,
+    repliesLost,
     dropped,
     deadlineExceeded,
+    cycles,
+    maxConfiguredPerCycle,
   };
 }

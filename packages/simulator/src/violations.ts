@@ -19,6 +19,7 @@ export const VIOLATION_KINDS = [
   'discovery-payload',
   'unknown-action',
   'after-shutdown',
+  'after-restart',
   'reply-subject',
   'refused',
 ] as const;

@@ -188,7 +188,7 @@ describe('behaviour knobs', () => {
     }
   });
 
-  it('answers nothing from choria_provision while a restart is pending', async () => {
+  it('answers nothing from choria_provision while a restart is pending, and records every directed request then', async () => {
     const fleet = await SimulatedFleet.start({ servers: [server.url], name: 'pending', count: 1, identityPattern: 'p{i}', seed: 6 });
     try {
       await client.rpc('p1', 'v1', 'choria_provision', 'configure', { config: '{"plugin.choria.server.provision":"false"}' });
@@ -196,8 +196,87 @@ describe('behaviour knobs', () => {
       expect((await client.rpc('p1', 'v1', 'choria_provision', 'configure', { config: '{"a":"b"}' }, {}, 300)).reply).toBeUndefined();
       expect((await client.rpc('p1', 'v1', 'choria_provision', 'jwt', {}, {}, 300)).reply).toBeUndefined();
       expect((await client.rpc('p1', 'v1', 'rpcutil', 'inventory', {})).reply?.statuscode).toBe(0);
-      expect(fleet.node('p1')?.violations.entries.map((v) => v.kind)).toEqual(['configure-after-restart']);
+      // configure is recorded by the agent; every other directed request is after-restart
+      expect(fleet.node('p1')?.violations.entries.map((v) => v.kind)).toEqual(['configure-after-restart', 'after-restart', 'after-restart']);
+      expect(fleet.node('p1')?.violations.entries[2]?.detail).toMatch(/^rpcutil#inventory request \S+ sent after restart was accepted$/);
       expect(fleet.node('p1')?.lifecycle).toBe('waiting');
+    } finally {
+      await fleet.stop();
+    }
+  });
+
+  it('lostReplies: the action is carried out, its reply never sent', async () => {
+    const fleet = await SimulatedFleet.start({
+      servers: [server.url],
+      name: 'lost',
+      count: 1,
+      identityPattern: 'lr{i}',
+      lostReplies: { nodes: 1, actions: ['restart'] },
+      timeScale: 0.01,
+      seed: 8,
+    });
+    try {
+      expect((await client.rpc('lr1', 'v1', 'choria_provision', 'configure', { config: '{"plugin.choria.server.provision":"false"}' })).reply?.statuscode).toBe(0);
+      expect((await client.rpc('lr1', 'v1', 'choria_provision', 'restart', { splay: 1 }, {}, 500)).reply).toBeUndefined();
+      await waitUntil(() => fleet.node('lr1')?.lifecycle === 'provisioned', 2000, 'the restart');
+      const n = fleet.report().nodes[0];
+      expect(n).toMatchObject({ restartCount: 1, configuredCount: 1, violationCount: 0 });
+      expect(n?.stats.repliesLost).toBe(1);
+    } finally {
+      await fleet.stop();
+    }
+  });
+
+  it('replyHook: a dropped reply is withheld, the action still done', async () => {
+    const seen: string[] = [];
+    const fleet = await SimulatedFleet.start({
+      servers: [server.url],
+      name: 'hook',
+      count: 1,
+      identityPattern: 'rh{i}',
+      replyHook: ({ identity, action }) => {
+        seen.push(`${identity} ${action}`);
+        return action === 'configure' ? 'drop' : 'send';
+      },
+      seed: 9,
+    });
+    try {
+      expect((await client.rpc('rh1', 'v1', 'choria_provision', 'configure', { config: '{"a":"b"}' }, {}, 500)).reply).toBeUndefined();
+      expect(fleet.node('rh1')?.state.configuredCount).toBe(1);
+      // only successful choria_provision replies reach the hook
+      expect((await client.rpc('rh1', 'v1', 'choria_provision', 'configure', {}, {}, 500)).reply?.statuscode).toBe(1);
+      expect(seen).toEqual(['rh1 configure']);
+      expect(fleet.summary().totals.repliesLost).toBe(1);
+    } finally {
+      await fleet.stop();
+    }
+  });
+
+  it('reenterAfterMs: a restarted node comes back into provisioning mode as a new cycle', async () => {
+    const fleet = await SimulatedFleet.start({
+      servers: [server.url],
+      name: 'again',
+      count: 1,
+      identityPattern: 'ra{i}',
+      reenterAfterMs: 100,
+      timeScale: 0.01,
+      seed: 10,
+    });
+    try {
+      for (let cycle = 0; cycle < 2; cycle++) {
+        await waitUntil(() => fleet.node('ra1')?.lifecycle === 'waiting', 2000, 'provisioning mode');
+        const config = '{"plugin.choria.server.provision":"false"}';
+        expect((await client.rpc('ra1', 'v1', 'choria_provision', 'configure', { config })).reply?.statuscode).toBe(0);
+        if (cycle === 1) expect((await client.rpc('ra1', 'v1', 'choria_provision', 'configure', { config })).reply?.statuscode).toBe(0);
+        expect((await client.rpc('ra1', 'v1', 'choria_provision', 'restart', { splay: 1 })).reply?.statuscode).toBe(0);
+        await waitUntil(() => fleet.node('ra1')?.lifecycle === 'provisioned', 2000, 'the restart');
+      }
+      await waitUntil(() => fleet.node('ra1')?.lifecycle === 'waiting', 2000, 'provisioning mode');
+      const n = fleet.report().nodes[0];
+      // the configuration is back to provisioning mode; two configures in the second cycle
+      expect(n).toMatchObject({ cycle: 2, restartCount: 2, configuredCount: 3, maxConfiguredPerCycle: 2, violationCount: 0 });
+      expect(n?.configuration).toBeUndefined();
+      expect(fleet.summary().totals).toMatchObject({ cycles: 2, maxConfiguredPerCycle: 2 });
     } finally {
       await fleet.stop();
     }

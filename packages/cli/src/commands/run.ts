@@ -16,6 +16,7 @@ import {
   type ChoriaSettings,
 } from '@choria-provisioner/core';
 import { EXIT, type CliIO } from '../io.js';
+import { waitForStopSignal, type ProcessGuard } from '../process-guard.js';
 
 export interface RunOptions {
   configs: string[];
@@ -25,6 +26,8 @@ export interface RunOptions {
   monitorAddress: string;
   /** for tests: resolves when the command should stop instead of waiting for a signal */
   until?: Promise<void>;
+  /** where the helper processes are registered for an uncaught error */
+  guard?: ProcessGuard;
 }
 
 interface Site {
@@ -63,18 +66,6 @@ function loadSites(opts: RunOptions, io: CliIO): Site[] | undefined {
   return failed ? undefined : sites;
 }
 
-function waitForSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const onSignal = (sig: NodeJS.Signals): void => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      resolve(sig);
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-  });
-}
-
 export async function runCommand(opts: RunOptions, io: CliIO): Promise<number> {
   const sites = loadSites(opts, io);
   if (sites === undefined) return EXIT.config;
@@ -91,6 +82,10 @@ export async function runCommand(opts: RunOptions, io: CliIO): Promise<number> {
       }),
   );
 
+  // Pool helpers are children of this process: none may outlive it, even after an uncaught error.
+  const forgetChildren = opts.guard?.onFatal(() => {
+    for (const p of provisioners) p.killChildrenNow();
+  });
   const monitors: MonitorServer[] = [];
   const ports = [...new Set(sites.map((s) => s.config.monitorPort).filter((p) => p > 0))];
   try {
@@ -108,10 +103,12 @@ export async function runCommand(opts: RunOptions, io: CliIO): Promise<number> {
   } catch (err) {
     io.err(`choria-provisioner: ${err instanceof Error ? err.message : String(err)}`);
     await Promise.all(monitors.map((m) => m.close()));
+    forgetChildren?.();
     return EXIT.runtime;
   }
 
-  const stopSignal = opts.until ?? waitForSignal();
+  const waiter = opts.until === undefined ? waitForStopSignal() : undefined;
+  const stopSignal: Promise<unknown> = opts.until ?? waiter?.signal ?? Promise.resolve();
   try {
     // Each instance connects (and keeps retrying) on its own: one broker being down does not stop
     // the others, and a signal while an instance is still connecting stops everything at once.
@@ -120,13 +117,17 @@ export async function runCommand(opts: RunOptions, io: CliIO): Promise<number> {
     if (first === 'started') await stopSignal;
   } catch (err) {
     io.err(`choria-provisioner: ${err instanceof Error ? err.message : String(err)}`);
-    await Promise.allSettled(provisioners.map((p) => p.stop()));
-    await Promise.all(monitors.map((m) => m.close()));
-    if (opts.pidFile !== undefined) rmSync(opts.pidFile, { force: true });
+    await shutDown();
     return EXIT.runtime;
   }
-  await Promise.allSettled(provisioners.map((p) => p.stop()));
-  await Promise.all(monitors.map((m) => m.close()));
-  if (opts.pidFile !== undefined) rmSync(opts.pidFile, { force: true });
+  await shutDown();
   return EXIT.ok;
+
+  async function shutDown(): Promise<void> {
+    waiter?.dispose();
+    await Promise.allSettled(provisioners.map((p) => p.stop()));
+    await Promise.all(monitors.map((m) => m.close()));
+    forgetChildren?.();
+    if (opts.pidFile !== undefined) rmSync(opts.pidFile, { force: true });
+  }
 }

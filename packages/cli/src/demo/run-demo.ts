@@ -22,6 +22,7 @@ import {
   type MonitorServer,
 } from '@choria-provisioner/core';
 import { SimulatedFleet } from '@choria-provisioner/simulator';
+import { STOP_SIGNALS, type ProcessGuard } from '../process-guard.js';
 import { EXIT, type CliIO } from '../io.js';
 import { makeDemoKeys, type DemoMode } from './keys.js';
 import { NATS_INSTALL_HINT, findNatsServer, startDemoNats, type DemoNatsServer } from './nats.js';
@@ -38,7 +39,9 @@ export interface DemoSettings {
   readonly env?: NodeJS.ProcessEnv;
   /** a terminal for the live progress line; plain lines every 2 s without one */
   readonly terminal?: TerminalSink | undefined;
-  /** stop cleanly on SIGINT/SIGTERM (default true) */
+  /** where the children are registered for an uncaught error (bin.ts passes the process's) */
+  guard?: ProcessGuard;
+  /** stop cleanly on SIGHUP/SIGINT/SIGTERM (default true) */
   readonly handleSignals?: boolean;
   /** give up after this long (default 120 s + 0.2 s per node) */
   readonly deadlineMs?: number;
@@ -130,13 +133,11 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
   const interrupt = new AbortController();
   if (settings.handleSignals ?? true) {
     const onSignal = (signal: NodeJS.Signals): void => interrupt.abort(new Error(`interrupted by ${signal}`));
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    for (const s of STOP_SIGNALS) process.on(s, onSignal);
     cleanups.push({
       what: 'the signal handlers',
       run: () => {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
+        for (const s of STOP_SIGNALS) process.off(s, onSignal);
       },
     });
   }
@@ -164,11 +165,13 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
     // Should this process exit without its cleanup, the broker must not outlive it.
     const killBroker = (): void => broker.killNow();
     process.on('exit', killBroker);
+    const forgetBroker = settings.guard?.onFatal(killBroker);
     cleanups.push({
       what: `nats-server (pid ${broker.pid})`,
       run: async () => {
         await broker.stop();
         process.off('exit', killBroker);
+        forgetBroker?.();
       },
     });
     io.out(`  nats-server ${broker.url} (pid ${broker.pid}, ${nats.bin})`);
@@ -216,7 +219,14 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
     );
     const registry = new Registry();
     const provisioner = new Provisioner({ config, choria, registry, logger, helper });
-    cleanups.push({ what: 'the provisioner', run: () => provisioner.stop() });
+    const forgetHelpers = settings.guard?.onFatal(() => provisioner.killChildrenNow());
+    cleanups.push({
+      what: 'the provisioner',
+      run: async () => {
+        await provisioner.stop();
+        forgetHelpers?.();
+      },
+    });
 
     const monitor: MonitorServer = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, status: () => ({ sites: [provisioner.status()] }) });
     cleanups.push({ what: 'the monitor endpoint', run: () => monitor.close() });

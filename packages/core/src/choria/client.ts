@@ -7,7 +7,17 @@ import type { ChoriaSettings } from '../config/types.js';
 import { connectChoria } from './connector.js';
 import { actionTimeoutMs } from './ddl/registry.js';
 import { validateInputs } from './ddl/validate.js';
-import { ClientClosedError, ProtocolError, RpcAbortError, RpcError, RpcInputError, RpcResponseCountError, RpcTimeoutError, SecurityError } from './errors.js';
+import {
+  ClientClosedError,
+  ProtocolError,
+  RpcAbortError,
+  RpcError,
+  RpcInputError,
+  RpcReplyLostError,
+  RpcResponseCountError,
+  RpcTimeoutError,
+  SecurityError,
+} from './errors.js';
 import { encodeLifecycleEvent, newLifecycleEvent, parseLifecycleEvent, type LifecycleEvent, type LifecycleFormat, type LifecycleType } from './lifecycle.js';
 import { codecFor, DISCOVERY_PAYLOAD } from './protocol/codec.js';
 import { agentFilter, type Filter } from './protocol/filter.js';
@@ -33,6 +43,13 @@ export interface RpcOptions {
   /** default: discovery_timeout + the agent's DDL timeout (22 s for choria_provision, 4 s for rpcutil) */
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
+  /**
+   * When the broker connection drops and comes back while this request is outstanding, wait this
+   * long for a late reply (the target's client buffers its reply until it is reconnected too)
+   * before failing with RpcReplyLostError. Default 0: fail at once, so an idempotent request is
+   * retried now instead of after its full timeout.
+   */
+  readonly reconnectGraceMs?: number;
 }
 
 export interface DiscoverOptions {
@@ -46,6 +63,8 @@ export interface DiscoverOptions {
   readonly initialWaitMs?: number;
   /** sliding window after each reply (default 300 ms) */
   readonly windowMs?: number;
+  /** finish as soon as this many distinct nodes answered (an identity probe needs one) */
+  readonly limit?: number;
   readonly signal?: AbortSignal;
 }
 
@@ -81,6 +100,8 @@ export interface LifecycleSubscription {
 interface PendingRequest {
   onMessage(msg: Msg): void;
   onClose(err: Error): void;
+  /** the connection came back after this request was sent: its reply may be lost */
+  onReconnect?(): void;
   /** directed RPCs only: when the request was published (performance.now()) */
   sentAt?: number;
 }
@@ -88,6 +109,7 @@ interface PendingRequest {
 const DEFAULT_DISCOVERY_AGENT = 'choria_provision';
 const DEFAULT_DISCOVERY_TIMEOUT_MS = 2_000;
 const DEFAULT_DISCOVERY_WINDOW_MS = 300;
+const LOST_REPLY_TEXT = 'the broker connection was lost while waiting for the reply';
 
 function formatDuration(ms: number): string {
   if (ms % 1000 === 0) return `${ms / 1000} s`;
@@ -186,7 +208,9 @@ export class ChoriaClient {
         const cutoff = droppedAt;
         droppedAt = undefined;
         for (const p of [...this.pending.values()]) {
-          if (p.sentAt !== undefined && p.sentAt <= cutoff) p.onClose(new RpcError('the broker connection was lost while waiting for the reply'));
+          if (p.sentAt === undefined || p.sentAt > cutoff) continue;
+          if (p.onReconnect !== undefined) p.onReconnect();
+          else p.onClose(new RpcReplyLostError(LOST_REPLY_TEXT));
         }
       }
     }
@@ -257,6 +281,7 @@ export class ChoriaClient {
           const sender = this.discoverySender(msg, id);
           if (sender === undefined) return;
           found.add(sender);
+          if (opts.limit !== undefined && found.size >= opts.limit) return finish();
           lastReplyAt = performance.now();
           if (windowDeadline > lastReplyAt + windowMs) armWindow(lastReplyAt + windowMs);
         },
@@ -304,10 +329,16 @@ export class ChoriaClient {
         reject(err);
       };
       const onAbort = (): void => fail(new RpcAbortError(`${what} aborted: ${reasonText(signal?.reason)}`, signal?.reason));
-      const timer = setTimeout(() => {
+      let timer = setTimeout(() => {
         const others = responses > 0 ? `, received ${responses} responses from other identities` : '';
         fail(new RpcTimeoutError(`${what} timed out after ${formatDuration(timeoutMs)}${others}`, timeoutMs, responses));
       }, timeoutMs);
+      const grace = opts.reconnectGraceMs ?? 0;
+      const onReconnect = (): void => {
+        if (settled) return;
+        clearTimeout(timer);
+        timer = setTimeout(() => fail(new RpcReplyLostError(`${LOST_REPLY_TEXT} (no late reply within ${formatDuration(grace)})`)), grace);
+      };
 
       signal?.addEventListener('abort', onAbort, { once: true });
       this.pending.set(id, {
@@ -328,6 +359,7 @@ export class ChoriaClient {
           }
         },
         onClose: fail,
+        ...(grace > 0 ? { onReconnect } : {}),
         sentAt: performance.now(),
       });
       this.publish(encoded.subject, encoded.bytes, what, fail);

@@ -42,6 +42,12 @@ export class RpcTimeoutError extends RpcError {
   }
 }
 
+/**
+ * The broker connection dropped while the request was outstanding and no reply came after it was
+ * back: the request may or may not have reached the target, and the target may have acted on it.
+ */
+export class RpcReplyLostError extends RpcError {}
+
 /** The caller's AbortSignal fired while the request was outstanding. */
 export class RpcAbortError extends RpcError {
   constructor(

@@ -14,7 +14,9 @@ import { rpmVersionCompare } from '../util/rpmvercmp.js';
 import { replyWarnings } from './helper/reply-checks.js';
 import type { HelperCsr, HelperEd25519PubKey, HelperJwtClaims, HelperReply, HelperRequest, HelperRunner } from './helper/types.js';
 import { parseCsrReply, parseEd25519Reply, parseInventoryReply, parseJwtReply, type Inventory } from './node-replies.js';
-import { LockedElsewhereError, abortError, rpcStep, type StepContext } from './rpc-step.js';
+import { LifecycleWitness } from './lifecycle-witness.js';
+import type { LostReplyTimings } from './lost-reply.js';
+import { LockedElsewhereError, abortError, rpcStep, type StepContext, type StepResult } from './rpc-step.js';
 import {
   claimsForHelper,
   encryptKeyForNode,
@@ -40,6 +42,21 @@ export interface HostDeps {
   readonly backoff?: (failedTry: number) => number;
   /** per-try RPC timeout; default: the client's (discovery timeout + the agent's DDL timeout) */
   readonly rpcTimeoutMs?: number;
+  /**
+   * lifecycle events of the fleet, evidence after a lost reply; createHostRunner makes one on the
+   * client. Without it a lost reply is investigated by discovery alone.
+   */
+  readonly witness?: LifecycleWitness;
+  /** how lost replies are investigated (tests against a sped-up fleet shorten them) */
+  readonly lostReply?: LostReplyTimings;
+}
+
+const ignoreReply = (): undefined => undefined;
+
+/** The parsed reply of a step that reads the node (only node-changing steps can end without one). */
+function replyOf<T>(result: StepResult<T>): T {
+  if (!result.replied) throw new Error('a reading step ended without a reply');
+  return result.value;
 }
 
 /** The helper asked to stop here: nothing changes on the node. */
@@ -56,7 +73,9 @@ interface Facts {
 
 export function createHostRunner(deps: HostDeps): HostRunner {
   const keys = new VerificationKeyCache();
-  return (job) => new Host(deps, job, keys).provision();
+  const withWitness: HostDeps =
+    deps.witness !== undefined ? deps : { ...deps, witness: LifecycleWitness.listen(deps.client, { provisioningComponent: deps.config.lifecycleComponent }) };
+  return (job) => new Host(withWitness, job, keys).provision();
 }
 
 /**
@@ -125,6 +144,8 @@ export class Host {
       logger: job.logger,
       ...(deps.backoff !== undefined ? { backoff: deps.backoff } : {}),
       ...(deps.rpcTimeoutMs !== undefined ? { timeoutMs: deps.rpcTimeoutMs } : {}),
+      ...(deps.witness !== undefined ? { witness: deps.witness } : {}),
+      ...(deps.lostReply !== undefined ? { lostReply: deps.lostReply } : {}),
     };
   }
 
@@ -156,8 +177,8 @@ export class Host {
         throw new Error(`could not configure ${this.identity}: the helper returned an empty configuration`);
       }
       await this.#configure(reply, configuration, serverJwt, key);
-      await this.#restart();
-      return { outcome: 'provisioned' };
+      const replied = await this.#restart();
+      return replied ? { outcome: 'provisioned' } : { outcome: 'provisioned', message: 'the restart reply was lost, but the node left provisioning mode' };
     } catch (err) {
       return this.#failure(err);
     }
@@ -178,7 +199,7 @@ export class Host {
   async #fetchJwt(): Promise<void> {
     this.#step('jwt');
     const cfg = this.#deps.config;
-    const reply = await rpcStep(this.#ctx, 'choria_provision', 'jwt', { token: cfg.token }, 3, parseJwtReply);
+    const reply = replyOf(await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'jwt', data: { token: cfg.token }, parse: parseJwtReply }));
     try {
       const claims = this.#keys.verify(reply.jwt, cfg.jwtVerifyCert);
       this.#facts.jwtClaims = claimsForHelper(claims) as HelperJwtClaims;
@@ -191,7 +212,8 @@ export class Host {
   async #fetchEd25519(): Promise<void> {
     this.#step('gen25519');
     const nonce = newRequestId();
-    const reply = await rpcStep(this.#ctx, 'choria_provision', 'gen25519', { nonce, token: this.#deps.config.token }, 5, parseEd25519Reply);
+    const data = { nonce, token: this.#deps.config.token };
+    const reply = replyOf(await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'gen25519', data, parse: parseEd25519Reply }));
     try {
       verifyNonceSignature(reply, nonce);
     } catch (err) {
@@ -202,13 +224,14 @@ export class Host {
 
   async #fetchInventory(): Promise<void> {
     this.#step('inventory');
-    this.#facts.inventory = await rpcStep(this.#ctx, 'rpcutil', 'inventory', {}, 5, parseInventoryReply);
+    this.#facts.inventory = replyOf(await rpcStep(this.#ctx, { agent: 'rpcutil', action: 'inventory', data: {}, parse: parseInventoryReply }));
   }
 
   async #fetchCsr(): Promise<void> {
     this.#step('gencsr');
     const cfg = this.#deps.config;
-    const reply = await rpcStep(this.#ctx, 'choria_provision', 'gencsr', { cn: this.identity, token: cfg.token }, 1, parseCsrReply);
+    const data = { cn: this.identity, token: cfg.token };
+    const reply = replyOf(await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'gencsr', data, parse: parseCsrReply }));
     if (reply.csr === '') throw new Error(`could not provision ${this.identity}: no CSR received`);
     try {
       validateCsr(reply.csr, this.identity, cfg.certDenyList);
@@ -249,9 +272,11 @@ export class Host {
   async #shutdown(reply: HelperReply): Promise<HostResult> {
     this.#step('shutdown');
     this.#log.warn(`Shutting down ${this.identity} on request of the helper: ${reply.msg ?? ''}`);
-    await rpcStep(this.#ctx, 'choria_provision', 'shutdown', { token: this.#deps.config.token }, 3, () => undefined);
+    const done = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'shutdown', data: { token: this.#deps.config.token }, parse: ignoreReply });
     this.#deps.metrics.helperShutdownRequest();
-    return { outcome: 'shutdown', ...(reply.msg !== undefined && reply.msg !== '' ? { message: reply.msg } : {}) };
+    const lost = done.replied ? [] : ['the shutdown reply was lost, but the node left provisioning mode'];
+    const message = [reply.msg ?? '', ...lost].filter((m) => m !== '').join('; ');
+    return { outcome: 'shutdown', ...(message !== '' ? { message } : {}) };
   }
 
   #wantsUpgrade(reply: HelperReply): boolean {
@@ -285,14 +310,9 @@ export class Host {
     this.#step('release_update');
     this.#log.warn(`Will attempt version update from ${current} to ${target}`);
     try {
-      await rpcStep(
-        this.#ctx,
-        'choria_provision',
-        'release_update',
-        { repository: cfg.upgradesRepository, token: cfg.token, version: target },
-        3,
-        () => undefined,
-      );
+      const data = { repository: cfg.upgradesRepository, token: cfg.token, version: target };
+      const done = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'release_update', data, parse: ignoreReply });
+      if (!done.replied) this.#log.info(`The release_update reply from ${this.identity} was lost, but the node acted on it`);
     } catch (err) {
       if (cfg.upgradesOptional && !(err instanceof LockedElsewhereError) && !this.#job.signal.aborted) {
         this.#log.warn(`Version update of ${this.identity} failed, continuing because upgrades_optional is set: ${err instanceof Error ? err.message : String(err)}`);
@@ -341,11 +361,14 @@ export class Host {
       opa_policies: { ...(reply.opa_policies ?? {}) },
       server_jwt: serverJwt,
     };
-    await rpcStep(this.#ctx, 'choria_provision', 'configure', data, 5, () => undefined);
+    const done = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'configure', data, parse: ignoreReply });
+    if (!done.replied) this.#log.info(`The configure reply from ${this.identity} was lost, but its provisioned event shows it was configured`);
   }
 
-  async #restart(): Promise<void> {
+  /** True when the node answered; false when its reply was lost but it left provisioning mode. */
+  async #restart(): Promise<boolean> {
     this.#step('restart');
-    await rpcStep(this.#ctx, 'choria_provision', 'restart', { splay: 1, token: this.#deps.config.token }, 3, () => undefined);
+    const done = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'restart', data: { splay: 1, token: this.#deps.config.token }, parse: ignoreReply });
+    return done.replied;
   }
 }

@@ -1,12 +1,15 @@
 // One RPC step of the pipeline: tries, the upstream back-off between tries, timing metrics, error
 // counters, the pause check before every try and cancellation. After the last try the error names
-// the step, the tries and the last real error.
+// the step, the tries and the last real error. A node-changing action whose reply was lost is not
+// re-sent before the node was observed (lost-reply.ts).
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
-import { ProvisioningLockError, RpcAbortError } from '../choria/errors.js';
+import { ProvisioningLockError, RpcAbortError, RpcReplyLostError, RpcTimeoutError } from '../choria/errors.js';
 import type { ProvisionerMetrics, RpcName } from '../metrics/metrics.js';
 import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import { PausedError, type PauseFlag } from '../util/pause.js';
+import type { LifecycleWitness } from './lifecycle-witness.js';
+import { DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, isChangingAction, type ChangingAction, type Finding, type LostReplyTimings } from './lost-reply.js';
 
 export interface StepContext {
   readonly identity: string;
@@ -15,10 +18,14 @@ export interface StepContext {
   readonly pause: PauseFlag;
   readonly signal: AbortSignal;
   readonly logger: Logger;
+  /** lifecycle events seen, the first evidence after a lost reply */
+  readonly witness?: LifecycleWitness;
   /** test hook: back-off between tries (default: the upstream FiveSec policy) */
   readonly backoff?: (failedTry: number) => number;
   /** per-try timeout; default: the client's */
   readonly timeoutMs?: number;
+  /** how long a lost reply is investigated (lost-reply.ts) */
+  readonly lostReply?: LostReplyTimings;
 }
 
 /** The node is being provisioned by another provisioner (its provisioning lock is held). */
@@ -37,50 +44,119 @@ export class StepFailedError extends Error {
   }
 }
 
+/** Tries per step, as upstream (protocol.md §7.3 #8). */
+export const STEP_TRIES: Readonly<Record<RpcName, number>> = {
+  'choria_provision#jwt': 3,
+  'choria_provision#gen25519': 5,
+  'rpcutil#inventory': 5,
+  'choria_provision#gencsr': 1,
+  'choria_provision#configure': 5,
+  'choria_provision#restart': 3,
+  'choria_provision#shutdown': 3,
+  'choria_provision#release_update': 3,
+};
+
+/** What one step sends and how its reply is read. */
+export interface StepRequest<T> {
+  readonly agent: 'choria_provision' | 'rpcutil';
+  readonly action: string;
+  readonly data: Record<string, unknown>;
+  readonly parse: (data: unknown) => T;
+}
+
+/** How a step ended: with the parsed reply, or (node-changing actions only) proven done without one. */
+export type StepResult<T> = { readonly replied: true; readonly value: T } | { readonly replied: false; readonly finding: 'acted' };
+
 function isAbort(err: unknown, signal: AbortSignal): boolean {
   return signal.aborted || err instanceof RpcAbortError;
 }
 
-export async function rpcStep<T>(
-  ctx: StepContext,
-  agent: string,
-  action: string,
-  data: Record<string, unknown>,
-  tries: number,
-  parse: (data: unknown) => T,
-): Promise<T> {
-  const name = `${agent}#${action}` as RpcName;
+/** The reply may have been lost after the node acted on the request. */
+function isLostReply(err: unknown): boolean {
+  return err instanceof RpcTimeoutError || err instanceof RpcReplyLostError;
+}
+
+export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise<StepResult<T>> {
+  const name = `${req.agent}#${req.action}` as RpcName;
+  const tries = STEP_TRIES[name];
+  const changing = isChangingAction(req.agent, req.action) ? req.action : undefined;
+  const rpcOptions = {
+    signal: ctx.signal,
+    ...(ctx.timeoutMs !== undefined ? { timeoutMs: ctx.timeoutMs } : {}),
+    ...(changing !== undefined ? { reconnectGraceMs: ctx.lostReply?.reconnectGraceMs ?? DEFAULT_RECONNECT_GRACE_MS } : {}),
+  };
   // Created only when a try failed: an Error captures a stack trace, which costs more than the
   // rest of a successful step.
   let last: Error | undefined;
+  let made = 0;
   for (let attempt = 1; attempt <= tries; attempt++) {
+    made = attempt;
     if (ctx.signal.aborted) throw abortError(ctx.signal, name);
     if (ctx.pause.paused) throw new PausedError(name);
     const started = performance.now();
+    let investigated = false;
     try {
-      const reply = await ctx.client.rpc(ctx.identity, agent, action, data, {
-        signal: ctx.signal,
-        ...(ctx.timeoutMs !== undefined ? { timeoutMs: ctx.timeoutMs } : {}),
-      });
+      const reply = await ctx.client.rpc(ctx.identity, req.agent, req.action, req.data, rpcOptions);
       ctx.metrics.rpcTime(name, (performance.now() - started) / 1000);
-      return parse(reply.data);
+      return { replied: true, value: req.parse(reply.data) };
     } catch (err) {
       ctx.metrics.rpcTime(name, (performance.now() - started) / 1000);
       if (err instanceof ProvisioningLockError) throw new LockedElsewhereError(ctx.identity, name);
       if (isAbort(err, ctx.signal)) throw abortError(ctx.signal, name);
       last = err instanceof Error ? err : new Error(String(err));
+      if (changing !== undefined && isLostReply(err)) {
+        const finding = await investigate(ctx, name, changing, started, last);
+        if (finding === 'acted') return { replied: false, finding };
+        if (finding === 'gone') {
+          last = new Error(`${last.message}; then the node stopped answering discovery`, { cause: last });
+          break;
+        }
+        investigated = true; // the node was watched for longer than any back-off
+      }
       if (attempt < tries) {
         ctx.logger.warn(`Could not perform ${name} on ${ctx.identity} on try ${attempt} / ${tries}: ${last.message}`);
-        try {
-          await sleep(ctx.backoff?.(attempt) ?? backoffDelay(FIVE_SEC, attempt), ctx.signal);
-        } catch {
-          throw abortError(ctx.signal, name);
+        if (!investigated) {
+          try {
+            await sleep(ctx.backoff?.(attempt) ?? backoffDelay(FIVE_SEC, attempt), ctx.signal);
+          } catch {
+            throw abortError(ctx.signal, name);
+          }
         }
       }
     }
   }
   ctx.metrics.rpcError(name);
-  throw new StepFailedError(name, tries, last ?? new Error('not attempted'), ctx.identity);
+  throw new StepFailedError(name, made, last ?? new Error('not attempted'), ctx.identity);
+}
+
+async function investigate(ctx: StepContext, name: RpcName, action: ChangingAction, sentAt: number, err: Error): Promise<Finding> {
+  ctx.logger.warn(`The reply of ${name} from ${ctx.identity} was lost (${err.message}); checking whether the node acted before sending anything more`);
+  let finding: Finding;
+  try {
+    finding = await confirmAfterLostReply({
+      client: ctx.client,
+      witness: ctx.witness,
+      identity: ctx.identity,
+      action,
+      sentAt,
+      signal: ctx.signal,
+      ...(ctx.lostReply !== undefined ? { timings: ctx.lostReply } : {}),
+    });
+  } catch (probeErr) {
+    if (ctx.signal.aborted) throw abortError(ctx.signal, name);
+    // Without an answer either way nothing is re-sent: the node comes back with the next
+    // discovery if it is still in provisioning mode.
+    ctx.logger.warn(`Could not check ${ctx.identity} after the lost ${name} reply: ${probeErr instanceof Error ? probeErr.message : String(probeErr)}`);
+    finding = 'gone';
+  }
+  ctx.metrics.lostReply(name, finding);
+  const verdict = {
+    acted: 'it carried the action out',
+    not_acted: 'it is still in provisioning mode and did not act, sending it again',
+    gone: 'it no longer answers discovery, not sending it again',
+  }[finding];
+  ctx.logger.info(`After the lost ${name} reply from ${ctx.identity}: ${verdict}`);
+  return finding;
 }
 
 export function abortError(signal: AbortSignal, what: string): Error {

@@ -39,6 +39,7 @@ interface MetricSet {
   outcomes: Counter<Labels<'site' | 'outcome'>>;
   eventErrors: Counter<Labels<'site'>>;
   queueFull: Counter<Labels<'site'>>;
+  lostReplies: Counter<Labels<'site' | 'rpc' | 'finding'>>;
   electionCampaigns: Counter<Labels<'election' | 'identity' | 'state'>>;
   electionLeader: Gauge<Labels<'election' | 'identity'>>;
   electionInterval: Gauge<Labels<'election' | 'identity'>>;
@@ -137,6 +138,12 @@ function register(registry: Registry): MetricSet {
     outcomes: counter(registry, 'choria_provisioner_outcomes', 'Provisioning attempts by outcome', ['site', 'outcome'] as const),
     eventErrors: counter(registry, 'choria_provisioner_event_errors', 'Lifecycle events that could not be parsed', s),
     queueFull: counter(registry, 'choria_provisioner_queue_full', 'Nodes dropped because the work queue was full', s),
+    lostReplies: counter(
+      registry,
+      'choria_provisioner_lost_replies',
+      'Lost replies of node-changing actions, by what watching the node then found (acted, not_acted, gone)',
+      ['site', 'rpc', 'finding'] as const,
+    ),
     electionCampaigns: counter(registry, 'choria_election_campaigns', 'Leader election campaigns', ['election', 'identity', 'state'] as const),
     electionLeader: gauge(registry, 'choria_election_leader', '1 while this instance leads the election', ['election', 'identity'] as const),
     electionInterval: gauge(registry, 'choria_election_interval_seconds', 'Seconds until the next campaign', ['election', 'identity'] as const),
@@ -211,6 +218,9 @@ export class ProvisionerMetrics {
   }
   queueFull(): void {
     this.#m.queueFull.inc({ site: this.site });
+  }
+  lostReply(rpc: RpcName, finding: 'acted' | 'not_acted' | 'gone'): void {
+    this.#m.lostReplies.inc({ site: this.site, rpc, finding });
   }
   setBusyWorkers(n: number): void {
     this.#m.busyWorkers.set({ site: this.site }, n);

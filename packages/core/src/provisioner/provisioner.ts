@@ -210,6 +210,14 @@ export class Provisioner {
     this.logger.info(`Stopped provisioner for site "${this.config.site}"`);
   }
 
+  /**
+   * Kills the helper processes synchronously. Only for a process about to die of an uncaught
+   * error (stop() is the clean way): no child may outlive the provisioner.
+   */
+  killChildrenNow(): void {
+    this.#helper?.killNow?.();
+  }
+
   /** Runs one broadcast discovery and offers every node found; skipped while paused. */
   async discover(): Promise<number> {
     if (this.#discovering !== undefined) return await this.#discovering;

@@ -264,6 +264,8 @@ export class ChoriaProvisionAgent {
       };
     }
     state.configuredCount++;
+    state.configuredThisCycle++;
+    state.maxConfiguredPerCycle = Math.max(state.maxConfiguredPerCycle, state.configuredThisCycle);
     this.host.publishEvent('provisioned');
     return okReply(action, { message: `Wrote ${Object.keys(settings.value).length + 1} lines to ${CONFIG_FILE}` });
   }

@@ -26,6 +26,11 @@ export interface ProvisionState {
   /** set once restart, release_update or shutdown was accepted: the agent mutex stays held */
   pendingExit: ExitKind | undefined;
   configuredCount: number;
+  /** provisioning cycles: boots into provisioning mode after the first one count as new cycles */
+  cycle: number;
+  /** configure actions carried out in the current cycle, and the most in any cycle */
+  configuredThisCycle: number;
+  maxConfiguredPerCycle: number;
   restartCount: number;
   shutdownCount: number;
   updateCount: number;

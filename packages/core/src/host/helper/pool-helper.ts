@@ -89,6 +89,11 @@ export class PoolHelper implements HelperRunner {
     return [...this.workers].flatMap((w) => (w.pid === undefined ? [] : [w.pid]));
   }
 
+  killNow(): void {
+    this.closed = true;
+    for (const w of this.workers) w.killNow();
+  }
+
   run(req: HelperRequest, opts: HelperRunOptions): Promise<HelperResult> {
     const redact = makeRedactor(requestSecrets(req));
     if (this.closed || opts.signal?.aborted === true) {
@@ -226,6 +231,11 @@ class PoolWorker {
     this.jobAbort = () => this.die('aborted', 'aborted by the caller; killed it and the processes it started');
     job.signal?.addEventListener('abort', this.jobAbort, { once: true });
     this.child.stdin.write(job.input);
+  }
+
+  /** SIGKILL to the process group, nothing else: see PoolHelper.killNow. */
+  killNow(): void {
+    if (this.child !== undefined) killProcessGroup(this.child);
   }
 
   /** Closes stdin, waits up to `graceMs` for the process to finish, then kills its group. */

@@ -66,7 +66,11 @@ const runs = new Map();
 // A plain copy: spawn() walks the environment object for every child, and process.env is slow to walk.
 const ENV = { ...process.env };
 const send = (m) => { if (process.connected) process.send(m); };
-process.on('disconnect', () => process.exit(0));
+// The provisioner closed the channel or died: no helper outlives it (a clean stop has none running).
+process.on('disconnect', () => {
+  for (const r of runs.values()) r.killGroup();
+  process.exit(0);
+});
 process.on('message', (m) => {
   if (m.t === 'run') start(m);
   else if (m.t === 'kill') runs.get(m.id)?.kill();
@@ -97,6 +101,7 @@ function start(m) {
     if (child.pid === undefined) return;
     try { process.kill(-child.pid, 'SIGKILL'); } catch { /* the group is gone already */ }
   };
+  r.killGroup = killGroup;
   r.kill = () => {
     if (r.killed || r.done) return;
     r.killed = true;
@@ -185,7 +190,7 @@ export class HelperSpawner {
     };
   }
 
-  /** Stops the spawner (helpers still running keep running, as after a provisioner exit). */
+  /** Stops the spawner; helpers still running are killed with it. */
   async close(): Promise<void> {
     this.#closed = true;
     const child = this.#child;

@@ -100,6 +100,11 @@ export interface HelperRunner {
   run(req: HelperRequest, opts: HelperRunOptions): Promise<HelperResult>;
   /** Releases processes; runs after close() fail with an `aborted` HelperError. */
   close(): Promise<void>;
+  /**
+   * Kills every helper process at once, synchronously: the last resort of a process that is about
+   * to die of an uncaught error, when close() can no longer run.
+   */
+  killNow?(): void;
 }
 
 /** An in-process helper for embedding; its return value is validated like helper stdout. */

@@ -1,0 +1,110 @@
+// What to do when the reply to an action that changes the node was lost (docs/protocol.md, "Lost
+// replies"). `restart`, `shutdown`, `release_update` and `configure` are never re-sent blindly: a
+// node that accepted `restart` holds its agent mutex and answers nothing more, then leaves
+// provisioning mode and stops listening, so a blind retry is at best wasted and a strict fleet
+// counts it as an error. Instead the node is observed without a directed request: lifecycle
+// events it published, and broadcast discovery with an identity filter (a node still in
+// provisioning mode answers it, one that left does not).
+import type { ChoriaClient } from '../choria/client.js';
+import { sleep } from '../util/backoff.js';
+import type { LifecycleWitness, WitnessedType } from './lifecycle-witness.js';
+
+/** The node-changing actions and what proves each happened. */
+export type ChangingAction = 'configure' | 'restart' | 'shutdown' | 'release_update';
+
+interface ActionRule {
+  /** events that prove the action was carried out */
+  readonly evidence: readonly WitnessedType[];
+  /** the longest a real server takes to act after accepting it (protocol.md §8.7-§8.9) */
+  readonly actsWithinMs: number;
+  /** a node no longer answering discovery has carried it out (it left provisioning mode) */
+  readonly goneMeansActed: boolean;
+}
+
+const RULES: Readonly<Record<ChangingAction, ActionRule>> = {
+  // configure leaves the node in provisioning mode: only its `provisioned` event tells
+  configure: { evidence: ['provisioned'], actsWithinMs: 0, goneMeansActed: false },
+  // `shutdown` is published as soon as restart is accepted; splay 1 gives exactly 2 s
+  restart: { evidence: ['shutdown'], actsWithinMs: 2_000, goneMeansActed: true },
+  // a random delay in [0, 10) s, then `shutdown`
+  shutdown: { evidence: ['shutdown'], actsWithinMs: 10_000, goneMeansActed: true },
+  // `upgraded` before the reply, then a re-execution in provisioning mode after 2 s
+  release_update: { evidence: ['upgraded', 'shutdown', 'startup'], actsWithinMs: 2_000, goneMeansActed: true },
+};
+
+export function isChangingAction(agent: string, action: string): action is ChangingAction {
+  return agent === 'choria_provision' && Object.hasOwn(RULES, action);
+}
+
+export interface LostReplyTimings {
+  /** added to the action's own delay before a node that still answers is taken as not having acted (default 3 s) */
+  readonly marginMs?: number;
+  /** one identity probe waits this long for the answer (default 2 s) */
+  readonly probeTimeoutMs?: number;
+  /** pause between probes (default 500 ms) */
+  readonly probeIntervalMs?: number;
+  /** multiplies the servers' action delays (tests against a sped-up simulated fleet); default 1 */
+  readonly actionDelayScale?: number;
+  /** after a reconnect, how long a node-changing request waits for a late reply (default 2 s) */
+  readonly reconnectGraceMs?: number;
+}
+
+export type Finding =
+  /** the node carried the action out: the step succeeded */
+  | 'acted'
+  /** the node is still in provisioning mode and did not act: sending it again is safe */
+  | 'not_acted'
+  /** configure only: the node answers nothing at all any more */
+  | 'gone';
+
+export interface ConfirmRequest {
+  readonly client: ChoriaClient;
+  readonly witness: LifecycleWitness | undefined;
+  readonly identity: string;
+  readonly action: ChangingAction;
+  /** when the lost request was sent (performance.now()) */
+  readonly sentAt: number;
+  readonly signal: AbortSignal;
+  readonly timings?: LostReplyTimings;
+}
+
+export const DEFAULT_RECONNECT_GRACE_MS = 2_000;
+
+/** Consecutive unanswered probes that make a node absent: one lost broadcast must not decide. */
+const MISSES_FOR_ABSENT = 2;
+
+/**
+ * Observes the node until it is clear whether it acted. Rejects only when `signal` aborts.
+ * A node that answers every probe past the action's delay did not act; one that stops answering
+ * did (restart, shutdown, release_update) or vanished (configure: `gone`).
+ */
+export async function confirmAfterLostReply(req: ConfirmRequest): Promise<Finding> {
+  const rule = RULES[req.action];
+  const t = req.timings ?? {};
+  const margin = t.marginMs ?? 3_000;
+  const probeTimeout = t.probeTimeoutMs ?? 2_000;
+  const interval = t.probeIntervalMs ?? 500;
+  const deadline = Math.max(req.sentAt + rule.actsWithinMs * (t.actionDelayScale ?? 1), performance.now()) + margin;
+  const proven = (): boolean => req.witness?.sawSince(req.identity, rule.evidence, req.sentAt) ?? false;
+
+  let misses = 0;
+  for (;;) {
+    if (proven()) return 'acted';
+    const answered = await req.client.discover({
+      agent: 'choria_provision',
+      identityFilter: [req.identity],
+      timeoutMs: probeTimeout,
+      initialWaitMs: probeTimeout,
+      limit: 1,
+      signal: req.signal,
+    });
+    if (proven()) return 'acted';
+    if (answered.includes(req.identity)) {
+      misses = 0;
+      if (performance.now() >= deadline) return 'not_acted';
+    } else if (++misses >= MISSES_FOR_ABSENT) {
+      return rule.goneMeansActed ? 'acted' : 'gone';
+    }
+    await sleep(interval, req.signal);
+  }
+}

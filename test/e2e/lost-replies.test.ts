@@ -1,0 +1,154 @@
+// End-to-end: replies of node-changing actions that never reach the provisioner. The simulator
+// carries the action out but withholds the reply (as if it was lost on the way), or the broker
+// is restarted between a node accepting `restart` and its reply reaching the provisioner. Every
+// node must end provisioned (or shut down), none reported failed, and no directed request may
+// reach a node after it accepted its restart (the simulator's `after-restart` and
+// `configure-after-restart` violations).
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { LostReplyTimings } from '../../packages/core/src/host/lost-reply.js';
+import { sleep } from '../support/e2e.js';
+import { FleetHarness, driveUntilProvisioned, expectExactlyOnce, metricValue, until } from '../support/fleet-helpers.js';
+
+const h = new FleetHarness();
+afterEach(() => h.cleanup());
+
+// The fleet acts 100x faster than real servers (timeScale 0.01): the provisioner is told so, and
+// waits one more second before taking a node that still answers as one that did not act.
+const FAST: LostReplyTimings = { actionDelayScale: 0.01, marginMs: 1000 };
+
+const outcome = (r: Registry, o: string): Promise<number> => metricValue(r, 'choria_provisioner_outcomes', { outcome: o });
+const lost = (r: Registry, rpc: string, finding: string): Promise<number> => metricValue(r, 'choria_provisioner_lost_replies', { rpc, finding });
+
+describe('lost replies of node-changing actions', () => {
+  it('restart carried out without a reply on 10% of the nodes (no events): found gone by discovery, counted provisioned', async () => {
+    const s = await h.broker();
+    const fleet = await h.fleet(s.url, { count: 100, lostReplies: { nodes: 0.1, actions: ['restart'] }, seed: 7 });
+    await fleet.waitForBooted(10_000);
+    const registry = new Registry();
+    const p = h.provisioner(s.url, 'workers: 16\n', { registry, rpcTimeoutMs: 3000, lostReply: FAST });
+    await p.start();
+    await driveUntilProvisioned(p, fleet, 40_000);
+    await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
+    const r = fleet.report();
+    expect(r.totals.repliesLost).toBe(10);
+    expectExactlyOnce(fleet); // no violation at all, and one configure + one restart per node
+    expect(await outcome(registry, 'provisioned')).toBe(100);
+    expect(await outcome(registry, 'failed')).toBe(0);
+    expect(await lost(registry, 'choria_provision#restart', 'acted')).toBe(10);
+    expect(await metricValue(registry, 'choria_provisioner_rpc_errors', { rpc: 'choria_provision#restart' })).toBe(0);
+    const lostNodes = r.nodes.filter((n) => n.stats.repliesLost > 0);
+    // each of them received exactly one restart request
+    for (const n of lostNodes) expect(n.rpcCounts['choria_provision#restart'], n.identity).toBe(1);
+  }, 60_000);
+
+  it('restart and shutdown without replies, with lifecycle events: the events prove it, nothing is sent twice', async () => {
+    const s = await h.broker();
+    const fleet = await h.fleet(s.url, {
+      count: 60,
+      eventFormat: 'cloudevents',
+      lostReplies: { nodes: 0.1, actions: ['restart', 'shutdown'] },
+      seed: 11,
+    });
+    await fleet.waitForBooted(10_000);
+    const registry = new Registry();
+    // every third node is shut down on the helper's request, the others configured
+    const p = h.provisioner(s.url, 'workers: 16\n', {
+      registry,
+      rpcTimeoutMs: 3000,
+      lostReply: FAST,
+      helper: (req) => {
+        const n = Number(/node-(\d+)\./.exec(req.identity)?.[1]);
+        if (n % 3 === 0) return { shutdown: true, msg: 'decommissioned' };
+        return { configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' } };
+      },
+    });
+    await p.start();
+    await until(
+      'every node provisioned or shut down',
+      () => {
+        const c = fleet.countByState();
+        return c.provisioned === 40 && c.shutdown === 20;
+      },
+      40_000,
+    );
+    await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
+    const r = fleet.report();
+    expect(r.totals.repliesLost).toBe(6);
+    expect(r.totals.violations, JSON.stringify(r.totals.violationsByKind)).toBe(0);
+    for (const n of r.nodes) {
+      const action = n.state === 'shutdown' ? 'choria_provision#shutdown' : 'choria_provision#restart';
+      expect(n.rpcCounts[action], `${n.identity} ${action}`).toBe(1);
+    }
+    expect(await outcome(registry, 'provisioned')).toBe(40);
+    expect(await outcome(registry, 'shutdown')).toBe(20);
+    expect(await outcome(registry, 'failed')).toBe(0);
+    const byEvents = (await lost(registry, 'choria_provision#restart', 'acted')) + (await lost(registry, 'choria_provision#shutdown', 'acted'));
+    expect(byEvents).toBe(6);
+    expect(p.status().hostCounts).toEqual({ held: 60 });
+  }, 60_000);
+
+  it('the broker restarted between five nodes accepting restart and their replies: all provisioned, none failed', async () => {
+    const s = await h.broker();
+    const caught: string[] = [];
+    let restarting: Promise<void> | undefined;
+    const fleet = await h.fleet(s.url, {
+      count: 80,
+      latencyMs: 5,
+      latencyJitterMs: 20,
+      seed: 3,
+      replyHook: async ({ identity, action }) => {
+        if (action !== 'restart' || restarting !== undefined && caught.length >= 5) return 'send';
+        caught.push(identity);
+        // the first five restarts accepted are held until the broker has been restarted
+        restarting ??= (async () => {
+          await until('five restarts accepted', () => caught.length >= 5, 10_000);
+          await s.restart();
+        })();
+        await restarting;
+        return 'drop'; // the reply died with the broker
+      },
+    });
+    await fleet.waitForBooted(10_000);
+    const registry = new Registry();
+    const p = h.provisioner(s.url, 'workers: 8\n', { registry, rpcTimeoutMs: 4000, lostReply: FAST });
+    await p.start();
+    await until('the broker restart', () => restarting !== undefined, 20_000);
+    await restarting;
+    await driveUntilProvisioned(p, fleet, 45_000);
+    await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
+    await sleep(200);
+    expect(caught).toHaveLength(5);
+    const r = fleet.report();
+    expect(r.totals.violations, JSON.stringify(r.totals.violationsByKind)).toBe(0);
+    for (const identity of caught) {
+      const n = r.nodes.find((x) => x.identity === identity);
+      expect(n?.state, identity).toBe('provisioned');
+      expect(n?.rpcCounts['choria_provision#restart'], identity).toBe(1);
+    }
+    expect(r.nodes.every((n) => n.state === 'provisioned' && n.restartCount === 1)).toBe(true);
+    expect(await outcome(registry, 'failed')).toBe(0);
+    expect(await outcome(registry, 'provisioned')).toBe(80);
+    expect(await lost(registry, 'choria_provision#restart', 'acted')).toBeGreaterThanOrEqual(5);
+    expect(p.status().connected).toBe(true);
+  }, 90_000);
+
+  it('a restart request lost before the node saw it (no events): the node still answers past the delay, so it is sent again', async () => {
+    const s = await h.broker();
+    // drops only the first restart request each selected node receives
+    const fleet = await h.fleet(s.url, { count: 10, seed: 5 });
+    await fleet.waitForBooted(10_000);
+    const registry = new Registry();
+    const p = h.provisioner(s.url, 'workers: 10\n', { registry, rpcTimeoutMs: 1500, lostReply: FAST });
+    // Lose the first restart of every node on the way: a NATS connection that drops them would
+    // need a proxy, so a subscription-level filter in front of the nodes does it instead.
+    for (const node of fleet.nodes) node.dropNextDirected('choria_provision', 'restart');
+    await p.start();
+    await driveUntilProvisioned(p, fleet, 30_000);
+    await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
+    expectExactlyOnce(fleet);
+    expect(await lost(registry, 'choria_provision#restart', 'not_acted')).toBe(10);
+    expect(await outcome(registry, 'provisioned')).toBe(10);
+    for (const n of fleet.report().nodes) expect(n.rpcCounts['choria_provision#restart']).toBe(1);
+  }, 60_000);
+});
