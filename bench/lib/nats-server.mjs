@@ -51,21 +51,36 @@ export async function startNatsServer() {
   // max_pending: a 10,000-node discovery reply burst must not mark the provisioner a slow consumer
   writeFileSync(conf, `listen: "127.0.0.1:${port}"\nmax_payload: 1048576\nmax_pending: 268435456\n`);
   const bin = process.env.NATS_SERVER_BIN ?? 'nats-server';
-  const child = spawn(bin, ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'], env: natsEnv() });
+  let child;
   let stderr = '';
-  child.stderr.on('data', (d) => {
-    if (stderr.length < 10_000) stderr += d.toString();
-  });
-  const exited = new Promise((_, reject) => {
-    child.once('exit', (code) => reject(new Error(`nats-server exited with ${code}: ${stderr}`)));
-    child.once('error', (err) => reject(new Error(`could not start ${bin}: ${err.message}`)));
-  });
-  exited.catch(() => undefined);
-  await Promise.race([listening(port, 10_000), exited]);
+  const launch = async () => {
+    child = spawn(bin, ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'], env: natsEnv() });
+    stderr = '';
+    child.stderr.on('data', (d) => {
+      if (stderr.length < 10_000) stderr += d.toString();
+    });
+    const started = child;
+    const exited = new Promise((_, reject) => {
+      started.once('exit', (code) => reject(new Error(`nats-server exited with ${code}: ${stderr}`)));
+      started.once('error', (err) => reject(new Error(`could not start ${bin}: ${err.message}`)));
+    });
+    exited.catch(() => undefined);
+    await Promise.race([listening(port, 10_000), exited]);
+  };
+  await launch();
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
-    pid: child.pid,
+    get pid() {
+      return child.pid;
+    },
+    /** kill -9 and start again on the same port: every connection drops and reconnects */
+    async restart() {
+      const gone = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await gone;
+      await launch();
+    },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         const gone = new Promise((r) => child.once('exit', r));

@@ -69,6 +69,11 @@ export async function startSimulator({ url, count, flow, keys, name = 'bench', n
       const msg = await nc.request(ready.control.report, sc.encode('{"summary":true}'), { timeout: 30_000 });
       return JSON.parse(sc.decode(msg.data));
     },
+    /** the per-node report of `limit` nodes from `offset` */
+    async nodes(offset, limit) {
+      const msg = await nc.request(ready.control.report, sc.encode(JSON.stringify({ offset, limit })), { timeout: 30_000 });
+      return JSON.parse(sc.decode(msg.data)).nodes ?? [];
+    },
     /** polls the summary until `pred(summary)` holds; returns the last summary */
     async waitFor(pred, timeoutMs) {
       const until = Date.now() + timeoutMs;

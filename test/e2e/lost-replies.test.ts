@@ -133,6 +133,44 @@ describe('lost replies of node-changing actions', () => {
     expect(p.status().connected).toBe(true);
   }, 90_000);
 
+  it('configure replies lost with the broker (no events): the restart decides, no node is configured twice', async () => {
+    const s = await h.broker();
+    const caught: string[] = [];
+    let restarting: Promise<void> | undefined;
+    const fleet = await h.fleet(s.url, {
+      count: 40,
+      latencyMs: 5,
+      seed: 4,
+      replyHook: async ({ identity, action }) => {
+        if (action !== 'configure' || restarting !== undefined && caught.length >= 3) return 'send';
+        caught.push(identity);
+        restarting ??= (async () => {
+          await until('three configures applied', () => caught.length >= 3, 10_000);
+          await s.restart();
+        })();
+        await restarting;
+        return 'drop';
+      },
+    });
+    await fleet.waitForBooted(10_000);
+    const registry = new Registry();
+    const p = h.provisioner(s.url, 'workers: 8\n', { registry, rpcTimeoutMs: 4000, lostReply: FAST });
+    await p.start();
+    await until('the broker restart', () => restarting !== undefined, 20_000);
+    await restarting;
+    await driveUntilProvisioned(p, fleet, 45_000);
+    await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
+    expect(caught).toHaveLength(3);
+    const r = fleet.report();
+    // the configures were applied, so the restarts sent as the check were accepted: no refusal
+    expect(r.totals.violations, JSON.stringify(r.totals.violationsByKind)).toBe(0);
+    expect(r.totals.maxConfiguredPerCycle).toBe(1);
+    expect(r.nodes.every((n) => n.state === 'provisioned' && n.configuredCount === 1 && n.restartCount === 1)).toBe(true);
+    expect(await lost(registry, 'choria_provision#configure', 'unsure')).toBeGreaterThanOrEqual(3);
+    expect(await outcome(registry, 'failed')).toBe(0);
+    expect(await outcome(registry, 'provisioned')).toBe(40);
+  }, 90_000);
+
   it('a restart request lost before the node saw it (no events): the node still answers past the delay, so it is sent again', async () => {
     const s = await h.broker();
     // drops only the first restart request each selected node receives

@@ -50,6 +50,7 @@ export function fleetOptionsFromArgs(a: SimulatorArgs): { options: FleetOptions;
   copy('latencyJitterMs', a.latencyJitterMs);
   copy('silentNodes', a.silentNodes);
   copy('vanishRate', a.vanishRate);
+  copy('reenterAfterMs', a.reenterAfterMs);
   copy('lockMs', a.lockMs);
   copy('timeScale', a.timeScale);
   copy('rsaBits', a.rsaBits);

@@ -33,6 +33,7 @@ export interface SimulatorArgs {
   latencyJitterMs?: number;
   silentNodes?: number;
   vanishRate?: number;
+  reenterAfterMs?: number;
   lockMs?: number;
   timeScale?: number;
   rsaBits?: number;
@@ -62,6 +63,7 @@ export const USAGE = `usage: choria-simulator --server nats://host:4222 [options
   --event-format cloudevents|choria|none
   --boot-spread DUR --drop-rate R --latency DUR --latency-jitter DUR
   --silent-nodes N|FRACTION --vanish-rate R --lock DUR --time-scale X --rsa-bits N --seed N
+  --reenter-after DUR       a restarted node comes back into provisioning mode after DUR (+-50 %)
   --verbose                 log to stderr
 Durations: 250ms, 3s, 2m, 1h or plain milliseconds.`;
 
@@ -219,6 +221,9 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorArgs {
         break;
       case '--vanish-rate':
         a.vanishRate = num(flag, value());
+        break;
+      case '--reenter-after':
+        a.reenterAfterMs = parseDurationMs(value());
         break;
       case '--lock':
         a.lockMs = parseDurationMs(value());

@@ -20,6 +20,7 @@ export const VIOLATION_KINDS = [
   'unknown-action',
   'after-shutdown',
   'after-restart',
+  'restart-refused',
   'reply-subject',
   'refused',
 ] as const;

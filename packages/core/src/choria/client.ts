@@ -144,6 +144,9 @@ export class ChoriaClient {
   private readonly lifecycleSubscriptions = new Set<Subscription>();
   private readonly ownsConnection: boolean;
   private closed = false;
+  private linkChanges = 0;
+  private linkUp = true;
+  private linkUpSince = performance.now();
 
   /** Connects to the broker of `settings` (retrying until it is reachable) and starts the client. */
   static async connect(settings: ChoriaSettings, opts: ConnectClientOptions): Promise<ChoriaClient> {
@@ -203,6 +206,15 @@ export class ChoriaClient {
   private async watchReconnects(): Promise<void> {
     let droppedAt: number | undefined;
     for await (const s of this.nats.status()) {
+      if (s.type === 'disconnect') {
+        this.linkChanges++;
+        this.linkUp = false;
+      }
+      if (s.type === 'reconnect') {
+        this.linkChanges++;
+        this.linkUp = true;
+        this.linkUpSince = performance.now();
+      }
       if (s.type === 'disconnect' && droppedAt === undefined) droppedAt = performance.now();
       if (s.type === 'reconnect' && droppedAt !== undefined) {
         const cutoff = droppedAt;
@@ -214,6 +226,15 @@ export class ChoriaClient {
         }
       }
     }
+  }
+
+  /**
+   * The broker link as seen by this client: `changes` counts disconnects and reconnects, `upSince`
+   * is when it last came up (performance.now()). A silence from the fleet means nothing while the
+   * link is down or has just come back (the servers reconnect on their own schedule).
+   */
+  get link(): { readonly up: boolean; readonly changes: number; readonly upSince: number } {
+    return { up: this.linkUp && !this.nats.isClosed(), changes: this.linkChanges, upSince: this.linkUpSince };
   }
 
   /** True after close() or once the NATS connection has closed for good. */

@@ -16,7 +16,8 @@ import type { HelperCsr, HelperEd25519PubKey, HelperJwtClaims, HelperReply, Help
 import { parseCsrReply, parseEd25519Reply, parseInventoryReply, parseJwtReply, type Inventory } from './node-replies.js';
 import { LifecycleWitness } from './lifecycle-witness.js';
 import type { LostReplyTimings } from './lost-reply.js';
-import { LockedElsewhereError, abortError, rpcStep, type StepContext, type StepResult } from './rpc-step.js';
+import { RpcAbortedError } from '../choria/errors.js';
+import { LockedElsewhereError, StepFailedError, abortError, rpcStep, type StepContext, type StepResult } from './rpc-step.js';
 import {
   claimsForHelper,
   encryptKeyForNode,
@@ -176,7 +177,11 @@ export class Host {
       if (Object.keys(configuration).length === 0) {
         throw new Error(`could not configure ${this.identity}: the helper returned an empty configuration`);
       }
-      await this.#configure(reply, configuration, serverJwt, key);
+      const configured = await this.#configure(reply, configuration, serverJwt, key);
+      if (configured === 'unsure') {
+        if (await this.#restartConfigured()) return { outcome: 'provisioned', message: 'the configure reply was lost, but the restart showed it was applied' };
+        await this.#configure(reply, configuration, serverJwt, key);
+      }
       const replied = await this.#restart();
       return replied ? { outcome: 'provisioned' } : { outcome: 'provisioned', message: 'the restart reply was lost, but the node left provisioning mode' };
     } catch (err) {
@@ -346,7 +351,13 @@ export class Host {
     return { key: out.pem, ecdhPublic: out.ecdhPublicHex };
   }
 
-  async #configure(reply: HelperReply, configuration: Readonly<Record<string, string>>, serverJwt: string, key: { key: string; ecdhPublic: string }): Promise<void> {
+  /** 'unsure': the reply was lost with the broker and nothing shows whether it was applied. */
+  async #configure(
+    reply: HelperReply,
+    configuration: Readonly<Record<string, string>>,
+    serverJwt: string,
+    key: { key: string; ecdhPublic: string },
+  ): Promise<'configured' | 'unsure'> {
     this.#step('configure');
     const data: Record<string, unknown> = {
       token: this.#deps.config.token,
@@ -362,7 +373,30 @@ export class Host {
       server_jwt: serverJwt,
     };
     const done = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'configure', data, parse: ignoreReply });
-    if (!done.replied) this.#log.info(`The configure reply from ${this.identity} was lost, but its provisioned event shows it was configured`);
+    if (done.replied) return 'configured';
+    if (done.finding === 'acted') this.#log.info(`The configure reply from ${this.identity} was lost, but its provisioned event shows it was configured`);
+    return done.finding === 'acted' ? 'configured' : 'unsure';
+  }
+
+  /**
+   * After a configure whose outcome is unknown: one restart. It succeeds only when the node was
+   * configured (a node still configured for provisioning refuses it), so configure is never sent
+   * twice to a node that already has its configuration. Returns false when it was refused.
+   */
+  async #restartConfigured(): Promise<boolean> {
+    this.#step('restart');
+    try {
+      const data = { splay: 1, token: this.#deps.config.token };
+      await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'restart', data, parse: ignoreReply, tries: 1 });
+      return true;
+    } catch (err) {
+      const status = err instanceof StepFailedError ? err.last : undefined;
+      if (status instanceof RpcAbortedError && /enables provisioning/.test(status.statusmsg)) {
+        this.#log.info(`${this.identity} refused the restart: its configure was lost before it was applied, configuring it again`);
+        return false;
+      }
+      throw err;
+    }
   }
 
   /** True when the node answered; false when its reply was lost but it left provisioning mode. */

@@ -47,6 +47,11 @@ export interface LostReplyTimings {
   readonly actionDelayScale?: number;
   /** after a reconnect, how long a node-changing request waits for a late reply (default 2 s) */
   readonly reconnectGraceMs?: number;
+  /**
+   * after a broker reconnect, how long the servers are given to reconnect too before a node that
+   * does not answer counts as absent (default 5 s)
+   */
+  readonly fleetReconnectMs?: number;
 }
 
 export type Finding =
@@ -55,7 +60,14 @@ export type Finding =
   /** the node is still in provisioning mode and did not act: sending it again is safe */
   | 'not_acted'
   /** configure only: the node answers nothing at all any more */
-  | 'gone';
+  | 'gone'
+  /**
+   * configure only, after a broker reconnect: the node is still in provisioning mode, but its
+   * `provisioned` event may have died with the broker as well as the reply. Sending configure
+   * again could configure it twice; the restart that follows anyway tells (a node that was not
+   * configured refuses it because its configuration still enables provisioning).
+   */
+  | 'unsure';
 
 export interface ConfirmRequest {
   readonly client: ChoriaClient;
@@ -64,6 +76,8 @@ export interface ConfirmRequest {
   readonly action: ChangingAction;
   /** when the lost request was sent (performance.now()) */
   readonly sentAt: number;
+  /** the reply was lost to a broker reconnect (rather than never coming) */
+  readonly reconnected: boolean;
   readonly signal: AbortSignal;
   readonly timings?: LostReplyTimings;
 }
@@ -84,12 +98,15 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<Findin
   const margin = t.marginMs ?? 3_000;
   const probeTimeout = t.probeTimeoutMs ?? 2_000;
   const interval = t.probeIntervalMs ?? 500;
-  const deadline = Math.max(req.sentAt + rule.actsWithinMs * (t.actionDelayScale ?? 1), performance.now()) + margin;
+  const fleetReconnect = t.fleetReconnectMs ?? 5_000;
+  let deadline = Math.max(req.sentAt + rule.actsWithinMs * (t.actionDelayScale ?? 1), performance.now()) + margin;
   const proven = (): boolean => req.witness?.sawSince(req.identity, rule.evidence, req.sentAt) ?? false;
 
   let misses = 0;
   for (;;) {
     if (proven()) return 'acted';
+    const before = req.client.link;
+    const probeStart = performance.now();
     const answered = await req.client.discover({
       agent: 'choria_provision',
       identityFilter: [req.identity],
@@ -99,9 +116,20 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<Findin
       signal: req.signal,
     });
     if (proven()) return 'acted';
+    const after = req.client.link;
+    // A probe across a broker outage, or while the servers may still be reconnecting, proves
+    // nothing either way: a present node could not answer, and the node may not have acted yet.
+    const settled = before.up && after.changes === before.changes && probeStart - after.upSince >= fleetReconnect;
+    if (!settled && !answered.includes(req.identity)) {
+      misses = 0;
+      deadline = Math.max(deadline, after.upSince + fleetReconnect + margin);
+      await sleep(interval, req.signal);
+      continue;
+    }
     if (answered.includes(req.identity)) {
       misses = 0;
-      if (performance.now() >= deadline) return 'not_acted';
+      // Without a reconnect the request itself was lost: nothing ever came back, nor any event.
+      if (performance.now() >= deadline) return req.action === 'configure' && req.reconnected ? 'unsure' : 'not_acted';
     } else if (++misses >= MISSES_FOR_ABSENT) {
       return rule.goneMeansActed ? 'acted' : 'gone';
     }

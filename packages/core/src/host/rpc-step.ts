@@ -62,10 +62,12 @@ export interface StepRequest<T> {
   readonly action: string;
   readonly data: Record<string, unknown>;
   readonly parse: (data: unknown) => T;
+  /** one try instead of the upstream count (a restart used as a check) */
+  readonly tries?: number;
 }
 
 /** How a step ended: with the parsed reply, or (node-changing actions only) proven done without one. */
-export type StepResult<T> = { readonly replied: true; readonly value: T } | { readonly replied: false; readonly finding: 'acted' };
+export type StepResult<T> = { readonly replied: true; readonly value: T } | { readonly replied: false; readonly finding: 'acted' | 'unsure' };
 
 function isAbort(err: unknown, signal: AbortSignal): boolean {
   return signal.aborted || err instanceof RpcAbortError;
@@ -78,7 +80,7 @@ function isLostReply(err: unknown): boolean {
 
 export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise<StepResult<T>> {
   const name = `${req.agent}#${req.action}` as RpcName;
-  const tries = STEP_TRIES[name];
+  const tries = req.tries ?? STEP_TRIES[name];
   const changing = isChangingAction(req.agent, req.action) ? req.action : undefined;
   const rpcOptions = {
     signal: ctx.signal,
@@ -106,7 +108,7 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
       last = err instanceof Error ? err : new Error(String(err));
       if (changing !== undefined && isLostReply(err)) {
         const finding = await investigate(ctx, name, changing, started, last);
-        if (finding === 'acted') return { replied: false, finding };
+        if (finding === 'acted' || finding === 'unsure') return { replied: false, finding };
         if (finding === 'gone') {
           last = new Error(`${last.message}; then the node stopped answering discovery`, { cause: last });
           break;
@@ -139,6 +141,7 @@ async function investigate(ctx: StepContext, name: RpcName, action: ChangingActi
       identity: ctx.identity,
       action,
       sentAt,
+      reconnected: err instanceof RpcReplyLostError,
       signal: ctx.signal,
       ...(ctx.lostReply !== undefined ? { timings: ctx.lostReply } : {}),
     });
@@ -154,6 +157,7 @@ async function investigate(ctx: StepContext, name: RpcName, action: ChangingActi
     acted: 'it carried the action out',
     not_acted: 'it is still in provisioning mode and did not act, sending it again',
     gone: 'it no longer answers discovery, not sending it again',
+    unsure: 'it is still in provisioning mode, but its events may have been lost with the broker: the restart will tell',
   }[finding];
   ctx.logger.info(`After the lost ${name} reply from ${ctx.identity}: ${verdict}`);
   return finding;

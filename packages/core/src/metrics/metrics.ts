@@ -141,7 +141,7 @@ function register(registry: Registry): MetricSet {
     lostReplies: counter(
       registry,
       'choria_provisioner_lost_replies',
-      'Lost replies of node-changing actions, by what watching the node then found (acted, not_acted, gone)',
+      'Lost replies of node-changing actions, by what watching the node then found (acted, not_acted, gone, unsure)',
       ['site', 'rpc', 'finding'] as const,
     ),
     electionCampaigns: counter(registry, 'choria_election_campaigns', 'Leader election campaigns', ['election', 'identity', 'state'] as const),
@@ -219,7 +219,7 @@ export class ProvisionerMetrics {
   queueFull(): void {
     this.#m.queueFull.inc({ site: this.site });
   }
-  lostReply(rpc: RpcName, finding: 'acted' | 'not_acted' | 'gone'): void {
+  lostReply(rpc: RpcName, finding: 'acted' | 'not_acted' | 'gone' | 'unsure'): void {
     this.#m.lostReplies.inc({ site: this.site, rpc, finding });
   }
   setBusyWorkers(n: number): void {

@@ -276,7 +276,7 @@ export class ChoriaProvisionAgent {
     const args = input.args;
     const configuration = this.host.state.configuration ?? INITIAL_CONFIGURATION;
     if (configTrue(configuration['plugin.choria.server.provision'])) {
-      return this.refuse(action, `Configuration ${CONFIG_FILE} enables provisioning, restart cannot continue`);
+      return this.refuse(action, `Configuration ${CONFIG_FILE} enables provisioning, restart cannot continue`, 'restart-refused');
     }
     let splay = typeof args['splay'] === 'number' ? args['splay'] : 0;
     if (splay < 0) {
