@@ -16,7 +16,7 @@ import { PauseFlag } from '../../packages/core/src/util/pause.js';
 import { silentLogger } from '../../packages/core/src/util/logger.js';
 import { ksuid } from '../../packages/core/src/util/ids.js';
 import type { ProvisionerConfig } from '../../packages/core/src/config/types.js';
-import type { HostResult } from '../../packages/core/src/provisioner/types.js';
+import type { HostResult } from '../../packages/core/src/host/types.js';
 import { startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
 import { readVector, vectorPath } from '../support/vectors.js';
 import { testClient, testConfig, testSettings } from '../support/e2e.js';

@@ -7,7 +7,9 @@
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LostReplyTimings } from '../../packages/core/src/host/lost-reply.js';
+import type { ReplyHook } from '../../packages/simulator/src/index.js';
 import { sleep } from '../support/e2e.js';
+import type { RunningNatsServer } from '../support/nats-server.js';
 import { FleetHarness, driveUntilProvisioned, expectExactlyOnce, metricValue, until } from '../support/fleet-helpers.js';
 
 const h = new FleetHarness();
@@ -16,6 +18,30 @@ afterEach(() => h.cleanup());
 // The fleet acts 100x faster than real servers (timeScale 0.01): the provisioner is told so, and
 // waits one more second before taking a node that still answers as one that did not act.
 const FAST: LostReplyTimings = { actionDelayScale: 0.01, marginMs: 1000 };
+
+/**
+ * A reply hook that holds the first `count` successful replies to `action`, restarts the broker
+ * (kill -9, start again) and then drops them: the nodes acted, their replies died with the broker.
+ */
+function loseWithTheBroker(s: RunningNatsServer, action: string, count: number): { hook: ReplyHook; caught: string[]; done: () => Promise<void> } {
+  const caught: string[] = [];
+  let restarting: Promise<void> | undefined;
+  const hook: ReplyHook = async (info) => {
+    if (info.action !== action || (restarting !== undefined && caught.length >= count)) return 'send';
+    caught.push(info.identity);
+    restarting ??= (async () => {
+      await until(`${count} replies to ${action} held`, () => caught.length >= count, 10_000);
+      await s.restart();
+    })();
+    await restarting;
+    return 'drop';
+  };
+  const done = async (): Promise<void> => {
+    await until('the broker restart', () => restarting !== undefined, 20_000);
+    await restarting;
+  };
+  return { hook, caught, done };
+}
 
 const outcome = (r: Registry, o: string): Promise<number> => metricValue(r, 'choria_provisioner_outcomes', { outcome: o });
 const lost = (r: Registry, rpc: string, finding: string): Promise<number> => metricValue(r, 'choria_provisioner_lost_replies', { rpc, finding });
@@ -90,31 +116,14 @@ describe('lost replies of node-changing actions', () => {
 
   it('the broker restarted between five nodes accepting restart and their replies: all provisioned, none failed', async () => {
     const s = await h.broker();
-    const caught: string[] = [];
-    let restarting: Promise<void> | undefined;
-    const fleet = await h.fleet(s.url, {
-      count: 80,
-      latencyMs: 5,
-      latencyJitterMs: 20,
-      seed: 3,
-      replyHook: async ({ identity, action }) => {
-        if (action !== 'restart' || restarting !== undefined && caught.length >= 5) return 'send';
-        caught.push(identity);
-        // the first five restarts accepted are held until the broker has been restarted
-        restarting ??= (async () => {
-          await until('five restarts accepted', () => caught.length >= 5, 10_000);
-          await s.restart();
-        })();
-        await restarting;
-        return 'drop'; // the reply died with the broker
-      },
-    });
+    const loss = loseWithTheBroker(s, 'restart', 5);
+    const fleet = await h.fleet(s.url, { count: 80, latencyMs: 5, latencyJitterMs: 20, seed: 3, replyHook: loss.hook });
     await fleet.waitForBooted(10_000);
     const registry = new Registry();
     const p = h.provisioner(s.url, 'workers: 8\n', { registry, rpcTimeoutMs: 4000, lostReply: FAST });
     await p.start();
-    await until('the broker restart', () => restarting !== undefined, 20_000);
-    await restarting;
+    await loss.done();
+    const caught = loss.caught;
     await driveUntilProvisioned(p, fleet, 45_000);
     await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
     await sleep(200);
@@ -135,29 +144,14 @@ describe('lost replies of node-changing actions', () => {
 
   it('configure replies lost with the broker (no events): the restart decides, no node is configured twice', async () => {
     const s = await h.broker();
-    const caught: string[] = [];
-    let restarting: Promise<void> | undefined;
-    const fleet = await h.fleet(s.url, {
-      count: 40,
-      latencyMs: 5,
-      seed: 4,
-      replyHook: async ({ identity, action }) => {
-        if (action !== 'configure' || restarting !== undefined && caught.length >= 3) return 'send';
-        caught.push(identity);
-        restarting ??= (async () => {
-          await until('three configures applied', () => caught.length >= 3, 10_000);
-          await s.restart();
-        })();
-        await restarting;
-        return 'drop';
-      },
-    });
+    const loss = loseWithTheBroker(s, 'configure', 3);
+    const fleet = await h.fleet(s.url, { count: 40, latencyMs: 5, seed: 4, replyHook: loss.hook });
     await fleet.waitForBooted(10_000);
     const registry = new Registry();
     const p = h.provisioner(s.url, 'workers: 8\n', { registry, rpcTimeoutMs: 4000, lostReply: FAST });
     await p.start();
-    await until('the broker restart', () => restarting !== undefined, 20_000);
-    await restarting;
+    await loss.done();
+    const caught = loss.caught;
     await driveUntilProvisioned(p, fleet, 45_000);
     await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
     expect(caught).toHaveLength(3);

@@ -3,7 +3,7 @@
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Provisioner } from '../../packages/core/src/provisioner/provisioner.js';
-import type { HostJob, HostResult } from '../../packages/core/src/provisioner/types.js';
+import type { HostJob, HostResult } from '../../packages/core/src/host/types.js';
 import { startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
 import { sleep, testConfig, testSettings } from '../support/e2e.js';
 

@@ -14,7 +14,7 @@ import type { ChoriaSettings } from '../../packages/core/src/config/types.js';
 import type { HelperFunction, HelperRequest } from '../../packages/core/src/host/helper/types.js';
 import { createHelperRunner } from '../../packages/core/src/host/helper/index.js';
 import { createHostRunner } from '../../packages/core/src/host/host.js';
-import type { HostRunner } from '../../packages/core/src/provisioner/types.js';
+import type { HostRunner } from '../../packages/core/src/host/types.js';
 import type { LostReplyTimings } from '../../packages/core/src/host/lost-reply.js';
 import { ksuid } from '../../packages/core/src/util/ids.js';
 import { startNatsServer, type NatsServerOptions, type RunningNatsServer } from './nats-server.js';

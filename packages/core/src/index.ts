@@ -1,5 +1,5 @@
 // Public API of @choria-provisioner/core.
-export { VERSION } from './version.js';
+export { VERSION } from './util/version.js';
 
 // configuration
 export * from './config/index.js';
@@ -53,5 +53,6 @@ export { LockedElsewhereError, StepFailedError } from './host/rpc-step.js';
 
 // the scheduler
 export { Provisioner, type ProvisionerOptions, type ProvisionerStatus, type HostStatus } from './provisioner/provisioner.js';
-export type { HostJob, HostResult, HostRunner } from './provisioner/types.js';
+export type { HostJob, HostResult, HostRunner, HostMetrics, Outcome, RpcName, LostReplyFinding } from './host/types.js';
+export { OUTCOMES } from './host/types.js';
 export { LeaderElection, type LeaderElectionOptions } from './provisioner/election/index.js';

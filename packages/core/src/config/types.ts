@@ -1,7 +1,8 @@
 // Typed, validated configuration values shared by every layer. Produced by the loaders in this
 // folder; the rest of the library never sees raw YAML or `key = value` text.
+import type { LogLevel } from '../util/logger.js';
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'fatal';
+export type { LogLevel };
 
 export interface FeatureFlags {
   readonly pki: boolean;

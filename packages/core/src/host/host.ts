@@ -5,8 +5,7 @@ import { readFileSync, statSync } from 'node:fs';
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
 import type { ProvisionerConfig } from '../config/types.js';
-import type { ProvisionerMetrics } from '../metrics/metrics.js';
-import type { HostJob, HostResult, HostRunner } from '../provisioner/types.js';
+import type { HostJob, HostMetrics, HostResult, HostRunner } from './types.js';
 import { formatDuration } from '../util/duration.js';
 import { newRequestId } from '../util/ids.js';
 import { PausedError, type PauseFlag } from '../util/pause.js';
@@ -37,7 +36,7 @@ export interface HostDeps {
   readonly config: ProvisionerConfig;
   readonly client: ChoriaClient;
   readonly helper: HelperRunner;
-  readonly metrics: ProvisionerMetrics;
+  readonly metrics: HostMetrics;
   readonly pause: PauseFlag;
   /** test hook: back-off between RPC tries */
   readonly backoff?: (failedTry: number) => number;

@@ -8,6 +8,7 @@
 import type { ChoriaClient } from '../choria/client.js';
 import { sleep } from '../util/backoff.js';
 import type { LifecycleWitness, WitnessedType } from './lifecycle-witness.js';
+import type { LostReplyFinding } from './types.js';
 
 /** The node-changing actions and what proves each happened. */
 export type ChangingAction = 'configure' | 'restart' | 'shutdown' | 'release_update';
@@ -54,21 +55,17 @@ export interface LostReplyTimings {
   readonly fleetReconnectMs?: number;
 }
 
-export type Finding =
-  /** the node carried the action out: the step succeeded */
-  | 'acted'
-  /** the node is still in provisioning mode and did not act: sending it again is safe */
-  | 'not_acted'
-  /** configure only: the node answers nothing at all any more */
-  | 'gone'
-  /**
-   * configure only, after a broker reconnect: the node is still in provisioning mode, but its
-   * `provisioned` event may have died with the broker as well as the reply. Sending configure
-   * again could configure it twice; the restart that follows anyway tells (a node that was not
-   * configured refuses it because its configuration still enables provisioning).
-   */
-  | 'unsure';
-
+/**
+ * What watching the node found (LostReplyFinding):
+ * - `acted`: the node carried the action out: the step succeeded
+ * - `not_acted`: still in provisioning mode and did not act: sending it again is safe
+ * - `gone`: configure only, the node answers nothing at all any more
+ * - `unsure`: configure only, after a broker reconnect; the node is still in provisioning mode, but
+ *   its `provisioned` event may have died with the broker as well as the reply. Sending configure
+ *   again could configure it twice; the restart that follows anyway tells (a node that was not
+ *   configured refuses it because its configuration still enables provisioning).
+ */
+export type Finding = LostReplyFinding;
 export interface ConfirmRequest {
   readonly client: ChoriaClient;
   readonly witness: LifecycleWitness | undefined;

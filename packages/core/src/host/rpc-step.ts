@@ -5,7 +5,7 @@
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
 import { ProvisioningLockError, RpcAbortError, RpcReplyLostError, RpcTimeoutError } from '../choria/errors.js';
-import type { ProvisionerMetrics, RpcName } from '../metrics/metrics.js';
+import type { HostMetrics, LostReplyFinding, RpcName } from './types.js';
 import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import { PausedError, type PauseFlag } from '../util/pause.js';
 import type { LifecycleWitness } from './lifecycle-witness.js';
@@ -14,7 +14,7 @@ import { DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, isChangingAction, ty
 export interface StepContext {
   readonly identity: string;
   readonly client: ChoriaClient;
-  readonly metrics: ProvisionerMetrics;
+  readonly metrics: HostMetrics;
   readonly pause: PauseFlag;
   readonly signal: AbortSignal;
   readonly logger: Logger;

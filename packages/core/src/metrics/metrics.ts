@@ -3,20 +3,7 @@
 // instances differ only by their `site` label value, so one /metrics page serves several sites.
 import { Counter, Gauge, Registry, Summary, type LabelValues, type MetricObjectWithValues, type MetricValueWithName } from 'prom-client';
 
-export type RpcName =
-  | 'rpcutil#inventory'
-  | 'choria_provision#jwt'
-  | 'choria_provision#gen25519'
-  | 'choria_provision#gencsr'
-  | 'choria_provision#configure'
-  | 'choria_provision#restart'
-  | 'choria_provision#shutdown'
-  | 'choria_provision#release_update';
-
-/** Outcome of one provisioning attempt (beyond upstream: product.md §5.9 #4). */
-export type Outcome = 'provisioned' | 'deferred' | 'shutdown' | 'upgraded' | 'failed' | 'skipped_locked' | 'stale';
-
-export const OUTCOMES: readonly Outcome[] = ['provisioned', 'deferred', 'shutdown', 'upgraded', 'failed', 'skipped_locked', 'stale'];
+import { OUTCOMES, type HostMetrics, type LostReplyFinding, type Outcome, type RpcName } from '../host/types.js';
 
 type Labels<T extends string> = T;
 
@@ -151,7 +138,7 @@ function register(registry: Registry): MetricSet {
 }
 
 /** The metrics of one site, bound to its `site` label value. */
-export class ProvisionerMetrics {
+export class ProvisionerMetrics implements HostMetrics {
   readonly registry: Registry;
   readonly site: string;
   readonly #m: MetricSet;
@@ -219,7 +206,7 @@ export class ProvisionerMetrics {
   queueFull(): void {
     this.#m.queueFull.inc({ site: this.site });
   }
-  lostReply(rpc: RpcName, finding: 'acted' | 'not_acted' | 'gone' | 'unsure'): void {
+  lostReply(rpc: RpcName, finding: LostReplyFinding): void {
     this.#m.lostReplies.inc({ site: this.site, rpc, finding });
   }
   setBusyWorkers(n: number): void {

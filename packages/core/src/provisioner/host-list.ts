@@ -1,6 +1,6 @@
 // The provisioner's knowledge of nodes: the active list keyed by identity (queued, being provisioned,
 // or held after success), plus a bounded memory of recent outcomes for the status view.
-import type { Outcome } from '../metrics/metrics.js';
+import type { Outcome } from '../host/types.js';
 
 export type ActiveState = 'queued' | 'provisioning' | 'held';
 export type DiscoverySource = 'discovery' | 'event';

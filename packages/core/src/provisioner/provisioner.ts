@@ -7,7 +7,8 @@ import { Registry } from 'prom-client';
 import type { ChoriaSettings, ProvisionerConfig } from '../config/types.js';
 import { ChoriaClient } from '../choria/client.js';
 import type { LifecycleEvent } from '../choria/lifecycle.js';
-import { ProvisionerMetrics, type Outcome } from '../metrics/metrics.js';
+import { ProvisionerMetrics } from '../metrics/metrics.js';
+import type { HostResult, HostRunner, Outcome } from '../host/types.js';
 import { PauseFlag } from '../util/pause.js';
 import { silentLogger } from '../util/logger.js';
 import { createHelperRunner, type HelperFunction, type HelperRunner } from '../host/helper/index.js';
@@ -15,8 +16,7 @@ import { createHostRunner } from '../host/host.js';
 import { LeaderElection } from './election/index.js';
 import { HostList, type DiscoverySource, type HostEntry } from './host-list.js';
 import { QueueClosedError, QueueFullError, WorkQueue } from './work-queue.js';
-import type { HostResult, HostRunner } from './types.js';
-import { VERSION } from '../version.js';
+import { VERSION } from '../util/version.js';
 
 export interface ProvisionerOptions {
   readonly config: ProvisionerConfig;

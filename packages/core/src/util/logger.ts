@@ -2,9 +2,11 @@
 // host (field `host`). Secrets never reach a transport: a format redacts well-known secret fields.
 import winston from 'winston';
 import type { Logger } from 'winston';
-import type { LogLevel } from '../config/types.js';
 
 export type { Logger } from 'winston';
+
+/** The log levels of the provisioner's `loglevel` key (the Go provisioner's logrus names). */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'fatal';
 
 export interface LoggerOptions {
   /** undefined or "stdout": standard output; "stderr"; "discard"; anything else is a file path (JSON lines) */
