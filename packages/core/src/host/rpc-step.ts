@@ -5,7 +5,7 @@
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
 import { ProvisioningLockError, RpcAbortError, RpcReplyLostError, RpcTimeoutError } from '../choria/errors.js';
-import type { HostMetrics, LostReplyFinding, RpcName } from './types.js';
+import type { HostMetrics, RpcName } from './types.js';
 import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import { PausedError, type PauseFlag } from '../util/pause.js';
 import type { LifecycleWitness } from './lifecycle-witness.js';
