@@ -15,10 +15,8 @@ import { Registry } from 'prom-client';
 import {
   ChoriaClient,
   Provisioner,
-  applyProvisionerOverrides,
   createLogger,
-  parseChoriaConfig,
-  parseProvisionerConfig,
+  parseSite,
   silentLogger,
 } from '@choria-provisioner/core';
 import { startSimulator } from './lib/simulator.mjs';
@@ -74,8 +72,9 @@ function provisionerYaml(s) {
   return `${lines.join('\n')}\n`;
 }
 
-function settingsFor(s, config) {
-  const text =
+/** The site's config and Choria settings (the provisioner overrides applied by parseSite). */
+function siteFor(s, yaml, opts) {
+  const choria =
     s.flow === 'ed25519'
       ? [
           'identity = bench-provisioner.example.net',
@@ -85,9 +84,9 @@ function settingsFor(s, config) {
           `plugin.security.choria.seed_file = ${s.keys.provSeedFile}`,
         ].join('\n')
       : [`identity = bench-provisioner.example.net`, `plugin.choria.middleware_hosts = ${s.url}`, 'plugin.security.provider = file'].join('\n');
-  const settings = applyProvisionerOverrides(parseChoriaConfig(text, 'bench-choria.cfg'), config);
+  const site = parseSite({ yaml, yamlSource: 'bench.yaml', choria, choriaSource: 'bench-choria.cfg' }, opts);
   // requests are signed (ed25519 flow) but the private broker speaks plain TCP
-  return { ...settings, tls: false };
+  return { config: site.config, choria: { ...site.choria, tls: false } };
 }
 
 function innerLogger(kind) {
@@ -102,12 +101,12 @@ function out(result) {
 
 async function provisionScenario(s) {
   const sim = await startSimulator({ url: s.url, count: s.count, flow: s.flow, keys: s.keys, nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
-  const config = parseProvisionerConfig(provisionerYaml(s), 'bench.yaml', { requireHelper: s.helper !== 'function' });
+  const { config, choria } = siteFor(s, provisionerYaml(s), { requireHelper: s.helper !== 'function' });
   const times = new NodeTimes();
   const logger = timingLogger(times, innerLogger(s.logger));
   const p = new Provisioner({
     config,
-    choria: settingsFor(s, config),
+    choria,
     logger,
     registry: new Registry(),
     ...(s.helper === 'function' ? { helper: inProcessHelper(s.flow) } : {}),
@@ -210,8 +209,8 @@ async function provisionScenario(s) {
 
 async function discoveryScenario(s) {
   const sim = await startSimulator({ url: s.url, count: s.count, flow: s.flow, keys: s.keys, nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
-  const config = parseProvisionerConfig(provisionerYaml({ ...s, helper: 'function', workers: 1 }), 'bench.yaml', { requireHelper: false });
-  const client = await ChoriaClient.connect(settingsFor(s, config), { logger: silentLogger(), name: 'bench-discovery' });
+  const { choria } = siteFor(s, provisionerYaml({ ...s, helper: 'function', workers: 1 }), { requireHelper: false });
+  const client = await ChoriaClient.connect(choria, { logger: silentLogger(), name: 'bench-discovery' });
   const runs = [];
   for (let i = 0; i < (s.repeat ?? 3); i++) {
     const t = performance.now();
@@ -225,11 +224,11 @@ async function discoveryScenario(s) {
 }
 
 async function queueScenario(s) {
-  const config = parseProvisionerConfig(provisionerYaml({ ...s, helper: 'function' }), 'bench.yaml', { requireHelper: false });
+  const { config, choria } = siteFor(s, provisionerYaml({ ...s, helper: 'function' }), { requireHelper: false });
   const times = new NodeTimes();
   const p = new Provisioner({
     config,
-    choria: settingsFor(s, config),
+    choria,
     logger: timingLogger(times, innerLogger(s.logger)),
     registry: new Registry(),
     helper: inProcessHelper(s.flow),

@@ -15,10 +15,8 @@ import { URL, fileURLToPath } from 'node:url';
 import {
   Provisioner,
   Registry,
-  applyProvisionerOverrides,
   createLogger,
-  parseChoriaConfig,
-  parseProvisionerConfig,
+  parseSite,
 } from '../packages/core/dist/index.js';
 import { startNatsServer } from './lib/nats-server.mjs';
 import { startSimulator } from './lib/simulator.mjs';
@@ -92,11 +90,8 @@ const yaml = [
   `logfile: ${logFile}`,
   '',
 ].join('\n');
-const config = parseProvisionerConfig(yaml, 'soak.yaml');
-const choria = applyProvisionerOverrides(
-  parseChoriaConfig(['identity = soak-provisioner.example.net', `plugin.choria.middleware_hosts = ${nats.url}`, 'plugin.security.provider = file'].join('\n'), 'soak-choria.cfg'),
-  config,
-);
+const choriaText = ['identity = soak-provisioner.example.net', `plugin.choria.middleware_hosts = ${nats.url}`, 'plugin.security.provider = file'].join('\n');
+const { config, choria } = parseSite({ yaml, yamlSource: 'soak.yaml', choria: choriaText, choriaSource: 'soak-choria.cfg' });
 const registry = new Registry();
 const p = new Provisioner({ config, choria: { ...choria, tls: false }, registry, logger: createLogger({ logfile: logFile, loglevel: 'info', site: 'soak' }) });
 await p.start();

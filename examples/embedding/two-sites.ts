@@ -12,11 +12,9 @@ import { pathToFileURL } from 'node:url';
 import {
   Provisioner,
   Registry,
-  applyProvisionerOverrides,
   collectDefaultMetrics,
   createLogger,
-  parseChoriaConfig,
-  parseProvisionerConfig,
+  parseSite,
   startMonitorServer,
   type HelperFunction,
   type Logger,
@@ -78,16 +76,15 @@ function siteProvisioner(spec: SiteSpec, registry: Registry, logger: Logger): Pr
     'interval: 5m',
     'choria_insecure: true',
   ].join('\n');
-  const config = parseProvisionerConfig(yaml, `${spec.site}.yaml`, {
-    requireHelper: false,
-    onWarning: (w) => logger.warn(w),
-  });
   const choriaText = [
     `identity = provisioner.${spec.site}.example.net`,
     `plugin.choria.middleware_hosts = ${spec.broker}`,
     'plugin.security.provider = file',
   ].join('\n');
-  const choria = applyProvisionerOverrides(parseChoriaConfig(choriaText, `${spec.site}.cfg`), config);
+  const { config, choria } = parseSite(
+    { yaml, yamlSource: `${spec.site}.yaml`, choria: choriaText, choriaSource: `${spec.site}.cfg` },
+    { requireHelper: false, onWarning: (w) => logger.warn(w) },
+  );
   return new Provisioner({
     config,
     choria,

@@ -183,4 +183,31 @@ describe('lost replies of node-changing actions', () => {
     expect(await outcome(registry, 'provisioned')).toBe(10);
     for (const n of fleet.report().nodes) expect(n.rpcCounts['choria_provision#restart']).toBe(1);
   }, 60_000);
+
+  it('every restart of an attempt lost: the next attempt restarts the configured node instead of configuring it again', async () => {
+    const s = await h.broker();
+    const fleet = await h.fleet(s.url, { count: 5, seed: 6 });
+    await fleet.waitForBooted(10_000);
+    for (const node of fleet.nodes) node.dropNextDirected('choria_provision', 'restart', 3);
+    const registry = new Registry();
+    const helped: string[] = [];
+    const p = h.provisioner(s.url, 'workers: 5\n', {
+      registry,
+      rpcTimeoutMs: 1000,
+      lostReply: FAST,
+      helper: (req) => {
+        helped.push(req.identity);
+        return { configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' } };
+      },
+    });
+    await p.start();
+    await until('the first attempts failed', async () => (await outcome(registry, 'failed')) === 5, 40_000);
+    await driveUntilProvisioned(p, fleet, 30_000);
+    expectExactlyOnce(fleet); // one configure and one restart per node, no violation
+    expect(helped.sort()).toEqual(fleet.identities().sort()); // the helper ran once per node
+    expect(await outcome(registry, 'provisioned')).toBe(5);
+    for (const n of fleet.report().nodes) expect(n.stats.dropped).toBe(3);
+    const messages = p.status().hosts.map((x) => x.lastError ?? '');
+    expect(messages.every((m) => m === ''), messages.join('\n')).toBe(true);
+  }, 60_000);
 });

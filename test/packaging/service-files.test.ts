@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { splitCommand } from '@choria-provisioner/core';
+import { splitCommand } from '@choria-provisioner/core/internal';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const cliBin = join(root, 'packages/cli/dist/bin.js');

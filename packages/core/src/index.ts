@@ -1,58 +1,70 @@
-// Public API of @choria-provisioner/core.
+// The public API of @choria-provisioner/core, named one by one (docs/embedding.md describes each).
+// Everything else is internal and reached through '@choria-provisioner/core/internal'.
+
 export { VERSION } from './util/version.js';
 
-// configuration
-export * from './config/index.js';
-export { parseDuration, formatDuration, DurationError } from './util/duration.js';
+// Configuration: one site = the provisioner YAML + its Choria client configuration
+export { loadSite, loadSiteChoria, parseSite, type LoadSiteOptions, type Site, type SiteText } from './config/site.js';
+export { loadProvisionerConfig, parseProvisionerConfig, type LoadOptions } from './config/provisioner-config.js';
+export { applyProvisionerOverrides, checkChoriaSettings, loadChoriaConfig, parseChoriaConfig, type ChoriaLoadOptions } from './config/choria-config.js';
+export { ConfigError, type ConfigProblem } from './config/errors.js';
+export type { ChoriaSettings, FeatureFlags, LogLevel, ProvisionerConfig, SecurityProvider } from './config/types.js';
+export { DurationError, formatDuration, parseDuration } from './util/duration.js';
 
-// logging, pause, small utilities
-export { createLogger, silentLogger, winstonLevel, type Logger, type LoggerOptions } from './util/logger.js';
-export { PauseFlag, PausedError, type PauseListener } from './util/pause.js';
-export { splitCommand, ShellSplitError } from './util/shellquote.js';
-export { rpmVersionCompare, rpmVersionEqual, parseRpmVersion } from './util/rpmvercmp.js';
-export { newRequestId, ksuid, ksuidTimestamp } from './util/ids.js';
-export { FIVE_SEC, TWENTY_SEC, backoffDelay, sleep, type BackoffPolicy } from './util/backoff.js';
-export { checkHelperCommand } from './util/command-check.js';
+// Logging
+export { createLogger, silentLogger, type Logger, type LoggerOptions } from './util/logger.js';
 
-// metrics
-export * from './metrics/index.js';
-export { collectDefaultMetrics } from 'prom-client';
+// The scheduler of one site
+export { Provisioner, type HostStatus, type ProvisionerOptions, type ProvisionerStatus } from './provisioner/provisioner.js';
 
-// the Choria client
-export * from './choria/index.js';
-// both layers name the collective; they agree on the value
-export { PROVISIONING_COLLECTIVE } from './config/index.js';
-
-// one server's provisioning
-export * from './host/helper/index.js';
-export {
-  loadSigningKey,
-  loadVerificationKey,
-  readEd25519SeedFile,
-  verifyProvisioningToken,
-  verifyProvisioningTokenWithKey,
-  claimsForHelper,
-  ProvisioningTokenError,
-  mintServerToken,
-  parseServerClaims,
-  ServerClaimsError,
-  verifyNonceSignature,
-  encryptKeyForNode,
-  decryptLegacyPem,
-  validateCsr,
-  compileDenyList,
-  matchesDenyList,
-  type ProvisioningClaims,
-  type MintServerTokenInput,
-  type ServerClaimsInput,
-  type SigningKey,
-  type VerificationKey,
-} from './host/security/index.js';
+// One server's provisioning, without a scheduler
 export { Host, createHostRunner, type HostDeps } from './host/host.js';
 export { LockedElsewhereError, StepFailedError } from './host/rpc-step.js';
+export { OUTCOMES, type HostJob, type HostMetrics, type HostResult, type HostRunner, type LostReplyFinding, type Outcome, type RpcName } from './host/types.js';
+export type { LostReplyTimings } from './host/lost-reply.js';
+export { PauseFlag, PausedError } from './util/pause.js';
 
-// the scheduler
-export { Provisioner, type ProvisionerOptions, type ProvisionerStatus, type HostStatus } from './provisioner/provisioner.js';
-export type { HostJob, HostResult, HostRunner, HostMetrics, Outcome, RpcName, LostReplyFinding } from './host/types.js';
-export { OUTCOMES } from './host/types.js';
-export { LeaderElection, type LeaderElectionOptions } from './provisioner/election/index.js';
+// The site helper
+export {
+  createHelperRunner,
+  HelperCommandError,
+  HelperError,
+  HelperReplyError,
+  type HelperErrorKind,
+  type HelperFunction,
+  type HelperReply,
+  type HelperRequest,
+  type HelperResult,
+  type HelperRunner,
+  type HelperRunnerSpec,
+  type HelperRunOptions,
+} from './host/helper/index.js';
+export { checkHelperCommand } from './util/command-check.js';
+
+// The Choria client
+export { ChoriaClient, type ChoriaClientOptions, type ConnectClientOptions, type DiscoverOptions, type RpcOptions, type RpcReply } from './choria/client.js';
+export {
+  ChoriaError,
+  ClientClosedError,
+  ConnectError,
+  ProtocolError,
+  ProvisioningLockError,
+  RpcAbortError,
+  RpcError,
+  RpcReplyLostError,
+  RpcStatusError,
+  RpcTimeoutError,
+  SecurityError,
+} from './choria/errors.js';
+export { selectProtocol } from './choria/security/select.js';
+export type { LifecycleEvent, LifecycleType } from './choria/lifecycle.js';
+export type { ProtocolVersion } from './choria/protocol/types.js';
+
+// Key material of the provisioner (jwt_verify_cert, jwt_signing_key) and Choria ids
+export { loadSigningKey, loadVerificationKey, type SigningKey, type VerificationKey } from './host/security/index.js';
+export { ksuid } from './util/ids.js';
+
+// Metrics and the monitor endpoint (/metrics, /status)
+export { ProvisionerMetrics, Registry, UPSTREAM_METRIC_NAMES } from './metrics/metrics.js';
+export { startMonitorServer, type MonitorServer, type MonitorServerOptions } from './metrics/http.js';
+export { collectDefaultMetrics } from 'prom-client';

@@ -113,8 +113,8 @@ export class SimulatedNode implements ProvisionHost {
   /** ids of the last directed requests received while listening, for observeAway */
   private readonly receivedIds: string[] = [];
   private stopped = false;
-  /** `agent#action` of directed requests to lose once each before processing (tests) */
-  private readonly dropOnce = new Set<string>();
+  /** `agent#action` of directed requests to lose before processing, and how many more (tests) */
+  private readonly dropNext = new Map<string, number>();
 
   constructor(
     readonly settings: NodeSettings,
@@ -291,15 +291,19 @@ export class SimulatedNode implements ProvisionHost {
     this.leaveSubjects();
   }
 
-  /** Loses the next directed `agent#action` request before it is processed (as on a lossy link). */
-  dropNextDirected(agent: string, action: string): void {
-    this.dropOnce.add(`${agent}#${action}`);
+  /** Loses the next `times` directed `agent#action` requests before they are processed (as on a lossy link). */
+  dropNextDirected(agent: string, action: string, times = 1): void {
+    const key = `${agent}#${action}`;
+    this.dropNext.set(key, (this.dropNext.get(key) ?? 0) + times);
   }
 
-  private loseOnce(req: DecodedRequest): boolean {
+  private loseScripted(req: DecodedRequest): boolean {
     const rpc = parseRpcRequest(req.payload);
     const key = `${req.agent}#${rpc.ok ? rpc.body.action : ''}`;
-    if (!this.dropOnce.delete(key)) return false;
+    const left = this.dropNext.get(key) ?? 0;
+    if (left <= 0) return false;
+    if (left === 1) this.dropNext.delete(key);
+    else this.dropNext.set(key, left - 1);
     this.stats.dropped++;
     return true;
   }
@@ -357,7 +361,7 @@ export class SimulatedNode implements ProvisionHost {
       this.violation('ttl-expired', `request ${req.requestId} created at ${new Date(req.timeMs).toISOString()} with ttl ${req.ttl}s is outside its validity`);
       return;
     }
-    if (this.dropOnce.size > 0 && this.loseOnce(req)) return;
+    if (this.dropNext.size > 0 && this.loseScripted(req)) return;
     const exiting = this.state.pendingExit;
     if (exiting === 'restart' || exiting === 'update') this.noteRequestWhileExiting(req, exiting);
     void this.dispatch(req, false);

@@ -2,14 +2,12 @@
 // registry (distinct `site` labels) and one monitor endpoint per distinct monitor_port.
 import { rmSync, writeFileSync } from 'node:fs';
 import {
+  loadSite,
   ConfigError,
   Provisioner,
   Registry,
-  applyProvisionerOverrides,
   collectDefaultMetrics,
   createLogger,
-  loadChoriaConfig,
-  loadProvisionerConfig,
   startMonitorServer,
   type MonitorServer,
   type ProvisionerConfig,
@@ -41,8 +39,7 @@ function loadSites(opts: RunOptions, io: CliIO): Site[] | undefined {
   let failed = false;
   for (const file of opts.configs) {
     try {
-      const config = loadProvisionerConfig(file, { onWarning: (w) => io.err(`warning: ${w}`) });
-      const choria = applyProvisionerOverrides(loadChoriaConfig(config.choriaConfig ?? opts.choriaConfig), config);
+      const { config, choria } = loadSite(file, { choriaConfig: opts.choriaConfig, onWarning: (w) => io.err(`warning: ${w}`) });
       sites.push({ file, config, choria });
     } catch (err) {
       failed = true;

@@ -1,10 +1,9 @@
 // `choria-provisioner validate`: loads everything a run would load, checks the helper and key files,
 // and prints what it found; exit 1 with every reason otherwise.
 import {
+  loadSiteChoria,
   ConfigError,
-  applyProvisionerOverrides,
   checkHelperCommand,
-  loadChoriaConfig,
   loadProvisionerConfig,
   loadSigningKey,
   loadVerificationKey,
@@ -74,7 +73,7 @@ export async function validateCommand(opts: ValidateOptions, io: CliIO): Promise
     }
     let choriaLines: string[] = [];
     try {
-      const choria = applyProvisionerOverrides(loadChoriaConfig(config.choriaConfig ?? opts.choriaConfig), config);
+      const choria = loadSiteChoria(config, { choriaConfig: opts.choriaConfig });
       choriaLines = [
         `  choria config:      ${choria.source}`,
         `  identity:           ${choria.identity}`,

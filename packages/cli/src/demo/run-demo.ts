@@ -7,14 +7,12 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  loadSite,
   ConfigError,
   Provisioner,
   Registry,
   createHelperRunner,
   createLogger,
-  loadChoriaConfig,
-  loadProvisionerConfig,
-  applyProvisionerOverrides,
   silentLogger,
   startMonitorServer,
   type HelperRunner,
@@ -201,8 +199,7 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
         '',
       ].join('\n'),
     );
-    const config = loadProvisionerConfig(yamlFile, { onWarning: (w) => io.err(`warning: ${w}`) });
-    const choria = applyProvisionerOverrides(loadChoriaConfig(choriaFile), config);
+    const { config, choria } = loadSite(yamlFile, { choriaConfig: choriaFile, onWarning: (w) => io.err(`warning: ${w}`) });
 
     // The runner is built from the YAML's helper settings, as the Provisioner would, but with the
     // helper's environment (broker URL, issuer key, CA dir) and a timing hook for the summary.

@@ -13,6 +13,7 @@ export {
   type RemovedKeyRule,
 } from './schema.js';
 export { loadProvisionerConfig, parseProvisionerConfig, type LoadOptions } from './provisioner-config.js';
+export { loadSite, loadSiteChoria, parseSite, type LoadSiteOptions, type Site, type SiteText } from './site.js';
 export {
   CHORIA_KEYS_READ,
   DEFAULT_SECURITY_PROVIDER,

@@ -127,6 +127,8 @@ export class Host {
   readonly #ctx: StepContext;
   readonly #facts: Facts = { jwtClaims: null, ecdhPublic: '', ed25519: null, inventory: undefined, csr: null };
   readonly #keys: VerificationKeyCache;
+  /** configure succeeded in this attempt (so a failed restart can be resumed by the next one) */
+  #configured = false;
 
   /** `keys` is shared by the hosts of one runner; a lone Host gets its own. */
   constructor(deps: HostDeps, job: HostJob, keys: VerificationKeyCache = new VerificationKeyCache()) {
@@ -157,6 +159,11 @@ export class Host {
     }
     this.#log.info(`Provisioning ${this.identity}`);
     try {
+      if (this.#job.configuredAt !== undefined) {
+        this.#log.info(`${this.identity} was configured by an earlier attempt that could not restart it: restarting it`);
+        this.#configured = true;
+        if (await this.#restartConfigured()) return { outcome: 'provisioned', message: 'restarted with the configuration of an earlier attempt' };
+      }
       if (cfg.features.jwt) await this.#fetchJwt();
       if (cfg.features.ed25519) await this.#fetchEd25519();
       await this.#fetchInventory();
@@ -177,9 +184,11 @@ export class Host {
         throw new Error(`could not configure ${this.identity}: the helper returned an empty configuration`);
       }
       const configured = await this.#configure(reply, configuration, serverJwt, key);
+      this.#configured = true;
       if (configured === 'unsure') {
         if (await this.#restartConfigured()) return { outcome: 'provisioned', message: 'the configure reply was lost, but the restart showed it was applied' };
         await this.#configure(reply, configuration, serverJwt, key);
+        this.#configured = true;
       }
       const replied = await this.#restart();
       return replied ? { outcome: 'provisioned' } : { outcome: 'provisioned', message: 'the restart reply was lost, but the node left provisioning mode' };
@@ -192,8 +201,7 @@ export class Host {
     if (err instanceof DeferredError) return { outcome: 'deferred', message: err.message };
     if (err instanceof LockedElsewhereError) return { outcome: 'skipped_locked', message: err.message, error: err };
     const error = err instanceof Error ? err : new Error(String(err));
-    if (err instanceof PausedError) return { outcome: 'failed', message: err.message, error };
-    return { outcome: 'failed', message: error.message, error };
+    return { outcome: 'failed', message: error.message, error, ...(this.#configured ? { configured: true } : {}) };
   }
 
   #step(name: string): void {
@@ -378,20 +386,22 @@ export class Host {
   }
 
   /**
-   * After a configure whose outcome is unknown: one restart. It succeeds only when the node was
-   * configured (a node still configured for provisioning refuses it), so configure is never sent
-   * twice to a node that already has its configuration. Returns false when it was refused.
+   * A restart for a node that may already be configured (its configure reply was lost with the
+   * broker, or an earlier attempt configured it but could not restart it). It succeeds only when
+   * the node has its configuration (a node still configured for provisioning refuses it), so
+   * configure is never sent twice to a node that already has it. False when it was refused.
    */
   async #restartConfigured(): Promise<boolean> {
     this.#step('restart');
+    const refused = (err: Error): boolean => err instanceof RpcAbortedError && /enables provisioning/.test(err.statusmsg);
     try {
       const data = { splay: 1, token: this.#deps.config.token };
-      await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'restart', data, parse: ignoreReply, tries: 1 });
+      await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'restart', data, parse: ignoreReply, final: refused });
       return true;
     } catch (err) {
-      const status = err instanceof StepFailedError ? err.last : undefined;
-      if (status instanceof RpcAbortedError && /enables provisioning/.test(status.statusmsg)) {
-        this.#log.info(`${this.identity} refused the restart: its configure was lost before it was applied, configuring it again`);
+      if (err instanceof StepFailedError && refused(err.last)) {
+        this.#configured = false;
+        this.#log.info(`${this.identity} refused the restart: it does not have its configuration, configuring it`);
         return false;
       }
       throw err;

@@ -62,8 +62,8 @@ export interface StepRequest<T> {
   readonly action: string;
   readonly data: Record<string, unknown>;
   readonly parse: (data: unknown) => T;
-  /** one try instead of the upstream count (a restart used as a check) */
-  readonly tries?: number;
+  /** errors that end the step at once instead of being tried again (a refusal that answers a question) */
+  readonly final?: (err: Error) => boolean;
 }
 
 /** How a step ended: with the parsed reply, or (node-changing actions only) proven done without one. */
@@ -80,7 +80,7 @@ function isLostReply(err: unknown): boolean {
 
 export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise<StepResult<T>> {
   const name = `${req.agent}#${req.action}` as RpcName;
-  const tries = req.tries ?? STEP_TRIES[name];
+  const tries = STEP_TRIES[name];
   const changing = isChangingAction(req.agent, req.action) ? req.action : undefined;
   const rpcOptions = {
     signal: ctx.signal,
@@ -106,6 +106,7 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
       if (err instanceof ProvisioningLockError) throw new LockedElsewhereError(ctx.identity, name);
       if (isAbort(err, ctx.signal)) throw abortError(ctx.signal, name);
       last = err instanceof Error ? err : new Error(String(err));
+      if (req.final?.(last) === true) break;
       if (changing !== undefined && isLostReply(err)) {
         const finding = await investigate(ctx, name, changing, started, last);
         if (finding === 'acted' || finding === 'unsure') return { replied: false, finding };

@@ -41,6 +41,11 @@ export interface HostJob {
   readonly logger: Logger;
   /** reports the step being worked on, for the status view */
   onStep(step: string): void;
+  /**
+   * set when an earlier attempt configured the node but could not restart it (ms since epoch):
+   * the attempt starts with the restart instead of configuring the node a second time
+   */
+  readonly configuredAt?: number;
 }
 
 export interface HostResult {
@@ -48,6 +53,8 @@ export interface HostResult {
   /** human text: the defer/shutdown message, or the error */
   readonly message?: string;
   readonly error?: Error;
+  /** a failed attempt got as far as configuring the node: the next one can resume at the restart */
+  readonly configured?: boolean;
 }
 
 export type HostRunner = (job: HostJob) => Promise<HostResult>;

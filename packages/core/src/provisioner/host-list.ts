@@ -33,6 +33,8 @@ export class HostList {
   readonly #active = new Map<string, HostEntry>();
   readonly #history = new Map<string, PastOutcome>();
   readonly #attempts = new Map<string, number>();
+  /** nodes configured by an attempt that then failed, and when (HostJob.configuredAt) */
+  readonly #configuredAt = new Map<string, number>();
   readonly #historyLimit: number;
   #generation = 0;
 
@@ -89,15 +91,28 @@ export class HostList {
     if (this.isCurrent(entry)) this.#active.delete(entry.identity);
   }
 
-  record(entry: HostEntry, outcome: Outcome, message: string | undefined, now: number): void {
+  record(entry: HostEntry, outcome: Outcome, message: string | undefined, now: number, configured = false): void {
     this.#attempts.set(entry.identity, entry.attempts);
+    this.#configuredAt.delete(entry.identity);
+    if (configured && outcome === 'failed') this.#configuredAt.set(entry.identity, now);
     this.#history.delete(entry.identity);
     this.#history.set(entry.identity, { identity: entry.identity, outcome, at: now, attempts: entry.attempts, message });
     while (this.#history.size > this.#historyLimit) {
       const oldest = this.#history.keys().next().value as string;
       this.#history.delete(oldest);
       this.#attempts.delete(oldest);
+      this.#configuredAt.delete(oldest);
     }
+  }
+
+  /** When an earlier attempt configured `identity` without restarting it, if that is still known. */
+  configuredAt(identity: string): number | undefined {
+    return this.#configuredAt.get(identity);
+  }
+
+  /** The node booted again: whatever it was configured with before is no longer a given. */
+  forgetConfigured(identity: string): void {
+    this.#configuredAt.delete(identity);
   }
 
   /** Forgets every active entry (leadership lost); returns the in-flight ones so they can be aborted. */

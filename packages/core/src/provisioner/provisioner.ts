@@ -276,6 +276,7 @@ export class Provisioner {
 
   #onEvent(ev: LifecycleEvent): void {
     if (ev.type !== 'startup') return;
+    this.#hosts.forgetConfigured(ev.identity);
     if (this.paused) {
       this.logger.debug(`Ignoring the startup event of ${ev.identity} while paused`);
       return;
@@ -319,9 +320,11 @@ export class Provisioner {
     const logger = this.logger.child({ host: entry.identity, worker });
     let result: HostResult;
     try {
+      const configuredAt = this.#hosts.configuredAt(entry.identity);
       result = await runner({
         identity: entry.identity,
         discoveredAt: entry.discoveredAt,
+        ...(configuredAt !== undefined ? { configuredAt } : {}),
         signal: abort.signal,
         logger,
         onStep: (step) => {
@@ -353,7 +356,7 @@ export class Provisioner {
         this.metrics.provisionError();
     }
     this.metrics.outcome(result.outcome);
-    this.#hosts.record(entry, result.outcome, result.message, now);
+    this.#hosts.record(entry, result.outcome, result.message, now, result.configured === true);
     entry.step = undefined;
     entry.updatedAt = now;
     const current = this.#hosts.isCurrent(entry);

@@ -1,0 +1,62 @@
+// The internals of @choria-provisioner/core, for the project's own packages, tests and
+// benchmarks ('@choria-provisioner/core/internal'): wire builders, DDL data, security primitives,
+// the election pieces. No stability promise; applications use the root export (index.ts).
+export { VERSION } from './util/version.js';
+
+// configuration
+export * from './config/index.js';
+export { parseDuration, formatDuration, DurationError } from './util/duration.js';
+
+// logging, pause, small utilities
+export { createLogger, silentLogger, winstonLevel, type Logger, type LoggerOptions } from './util/logger.js';
+export { PauseFlag, PausedError, type PauseListener } from './util/pause.js';
+export { splitCommand, ShellSplitError } from './util/shellquote.js';
+export { rpmVersionCompare, rpmVersionEqual, parseRpmVersion } from './util/rpmvercmp.js';
+export { newRequestId, ksuid, ksuidTimestamp } from './util/ids.js';
+export { FIVE_SEC, TWENTY_SEC, backoffDelay, sleep, type BackoffPolicy } from './util/backoff.js';
+export { checkHelperCommand } from './util/command-check.js';
+
+// metrics
+export * from './metrics/index.js';
+export { collectDefaultMetrics } from 'prom-client';
+
+// the Choria client
+export * from './choria/index.js';
+// both layers name the collective; they agree on the value
+export { PROVISIONING_COLLECTIVE } from './config/index.js';
+
+// one server's provisioning
+export * from './host/helper/index.js';
+export {
+  loadSigningKey,
+  loadVerificationKey,
+  readEd25519SeedFile,
+  verifyProvisioningToken,
+  verifyProvisioningTokenWithKey,
+  claimsForHelper,
+  ProvisioningTokenError,
+  mintServerToken,
+  parseServerClaims,
+  ServerClaimsError,
+  verifyNonceSignature,
+  encryptKeyForNode,
+  decryptLegacyPem,
+  validateCsr,
+  compileDenyList,
+  matchesDenyList,
+  type ProvisioningClaims,
+  type MintServerTokenInput,
+  type ServerClaimsInput,
+  type SigningKey,
+  type VerificationKey,
+} from './host/security/index.js';
+export { Host, createHostRunner, type HostDeps } from './host/host.js';
+export { LockedElsewhereError, StepFailedError } from './host/rpc-step.js';
+
+// the scheduler
+export { Provisioner, type ProvisionerOptions, type ProvisionerStatus, type HostStatus } from './provisioner/provisioner.js';
+export type { HostJob, HostResult, HostRunner, HostMetrics, Outcome, RpcName, LostReplyFinding } from './host/types.js';
+export type { LostReplyTimings } from './host/lost-reply.js';
+export { LifecycleWitness } from './host/lifecycle-witness.js';
+export { OUTCOMES } from './host/types.js';
+export { LeaderElection, type LeaderElectionOptions } from './provisioner/election/index.js';
