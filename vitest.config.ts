@@ -1,11 +1,13 @@
 import { defineConfig } from 'vitest/config';
 import { fileURLToPath } from 'node:url';
 
-const src = (pkg: string): string => fileURLToPath(new URL(`./packages/${pkg}/src/index.ts`, import.meta.url));
+const src = (pkg: string, entry = 'index'): string => fileURLToPath(new URL(`./packages/${pkg}/src/${entry}.ts`, import.meta.url));
 
 export default defineConfig({
   resolve: {
+    // the more specific subpath first: aliases match by prefix
     alias: {
+      '@choria-provisioner/core/internal': src('core', 'internal'),
       '@choria-provisioner/core': src('core'),
       '@choria-provisioner/simulator': src('simulator'),
     },

@@ -27,6 +27,8 @@ export { PauseFlag, PausedError } from './util/pause.js';
 // The site helper
 export {
   createHelperRunner,
+  parseHelperReply,
+  validateHelperReply,
   HelperCommandError,
   HelperError,
   HelperReplyError,

@@ -228,7 +228,7 @@ describe('v1 simulated fleet', () => {
 
     await waitUntil(() => kinds(n2).includes('reply-subject'), 1000, 'reply-subject violation');
     const seen = new Set(kinds(n2));
-    for (const k of ['bad-token', 'schema', 'collective', 'ttl-expired', 'protocol-version', 'reply-subject', 'lock-held', 'bad-input', 'refused', 'empty-config', 'config-not-strings', 'key-not-encrypted', 'unknown-action']) {
+    for (const k of ['bad-token', 'schema', 'collective', 'ttl-expired', 'protocol-version', 'reply-subject', 'lock-held', 'bad-input', 'restart-refused', 'empty-config', 'config-not-strings', 'key-not-encrypted', 'unknown-action']) {
       expect(seen, k).toContain(k);
     }
     expect(nodeReport(n2).violations.filter((v) => v.kind === 'schema')).toHaveLength(2);

@@ -12,6 +12,9 @@
 // helper run), unless ProcessHelper was given one; its working directory is the provisioner's at
 // the time of each run.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { RunMessage } from './spawner-protocol.js';
 
 /** What the provisioner asks for. */
 export interface SpawnRequest {
@@ -58,89 +61,18 @@ export interface SpawnedRun {
   kill(): void;
 }
 
-// Runs inside the spawner: plain CommonJS for a bare `node -e`, because this module may itself be
-// loaded from TypeScript sources (tests) where no compiled file sits next to it.
-const SPAWNER_SOURCE = String.raw`'use strict';
-const { spawn } = require('node:child_process');
-const runs = new Map();
-// A plain copy: spawn() walks the environment object for every child, and process.env is slow to walk.
-const ENV = { ...process.env };
-const send = (m) => { if (process.connected) process.send(m); };
-// The provisioner closed the channel or died: no helper outlives it (a clean stop has none running).
-process.on('disconnect', () => {
-  for (const r of runs.values()) r.killGroup();
-  process.exit(0);
-});
-process.on('message', (m) => {
-  if (m.t === 'run') start(m);
-  else if (m.t === 'kill') runs.get(m.id)?.kill();
-});
-function start(m) {
-  const id = m.id;
-  const started = Date.now();
-  const out = { kept: [], keptBytes: 0, seen: 0 };
-  const err = { kept: [], keptBytes: 0, seen: 0 };
-  const r = { killed: false, done: false, tooLarge: false, exitCode: null, grace: undefined, exitNote: undefined };
-  const finish = (fields) => {
-    if (r.done) return;
-    r.done = true;
-    clearTimeout(r.grace);
-    clearTimeout(r.exitNote);
-    runs.delete(id);
-    send({ t: 'done', id, code: null, signal: null, forced: false, exitCode: r.exitCode, tooLarge: r.tooLarge,
-      stdout: Buffer.concat(out.kept), stdoutBytes: out.seen, stderr: Buffer.concat(err.kept), stderrBytes: err.seen, ...fields });
-  };
-  let child;
-  try {
-    child = spawn(m.file, m.args, { cwd: m.cwd, env: m.env ?? ENV, detached: true, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
-  } catch (e) {
-    finish({ spawnError: e instanceof Error ? e.message : String(e) });
-    return;
-  }
-  const killGroup = () => {
-    if (child.pid === undefined) return;
-    try { process.kill(-child.pid, 'SIGKILL'); } catch { /* the group is gone already */ }
-  };
-  r.killGroup = killGroup;
-  r.kill = () => {
-    if (r.killed || r.done) return;
-    r.killed = true;
-    killGroup();
-    r.grace = setTimeout(() => {
-      child.stdout.destroy();
-      child.stderr.destroy();
-      finish({ forced: true });
-    }, m.pipeGraceMs);
-  };
-  runs.set(id, r);
-  const keep = (b, chunk, limit) => {
-    b.seen += chunk.length;
-    const room = limit - b.keptBytes;
-    if (room > 0) {
-      const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
-      b.kept.push(part);
-      b.keptBytes += part.length;
-    }
-  };
-  child.on('error', (e) => { if (child.pid === undefined) finish({ spawnError: e.message }); });
-  child.stdout.on('data', (chunk) => {
-    keep(out, chunk, m.maxStdout);
-    if (out.seen > m.maxStdout && !r.tooLarge && !r.killed) { r.tooLarge = true; r.kill(); }
-  });
-  child.stderr.on('data', (chunk) => keep(err, chunk, m.maxStderr));
-  child.stdin.on('error', () => undefined);
-  child.stdin.end(m.input);
-  child.on('exit', (code) => {
-    r.exitCode = code;
-    const afterMs = Date.now() - started;
-    r.exitNote = setTimeout(() => send({ t: 'exit', id, code, afterMs }), 20);
-  });
-  child.on('close', (code, signal) => {
-    if (child.pid === undefined) return;
-    finish({ code, signal });
-  });
+/**
+ * The companion program: the compiled spawner-child.js beside this module, or (when this module is
+ * loaded from the TypeScript sources, as the test runner does) the build's copy of it.
+ */
+function spawnerProgram(): string {
+  const candidates = [new URL('./spawner-child.js', import.meta.url), new URL('../../../dist/host/helper/spawner-child.js', import.meta.url)].map((u) =>
+    fileURLToPath(u),
+  );
+  const found = candidates.find((f) => existsSync(f));
+  if (found === undefined) throw new Error(`the helper spawner program is missing (looked for ${candidates.join(', ')}; run npm run build)`);
+  return found;
 }
-`;
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null;
@@ -173,7 +105,8 @@ export class HelperSpawner {
     this.#updateRef();
     try {
       if (child === undefined) throw new Error('the helper spawner is closed');
-      child.send({ t: 'run', id, file, args, cwd: req.cwd, env: req.env, input: req.input, maxStdout: req.maxStdout, maxStderr: req.maxStderr, pipeGraceMs: req.pipeGraceMs });
+      const run: RunMessage = { t: 'run', id, file, args, cwd: req.cwd, env: req.env, input: req.input, maxStdout: req.maxStdout, maxStderr: req.maxStderr, pipeGraceMs: req.pipeGraceMs };
+      child.send(run);
     } catch (err) {
       // settle on a later tick, like any other outcome
       queueMicrotask(() => this.#lose(id, `could not hand the helper to the spawner process: ${err instanceof Error ? err.message : String(err)}`));
@@ -204,7 +137,7 @@ export class HelperSpawner {
 
   #ensure(): ChildProcess {
     if (this.#child !== undefined && this.#child.connected) return this.#child;
-    const child = spawn(process.execPath, ['-e', SPAWNER_SOURCE], {
+    const child = spawn(process.execPath, [spawnerProgram()], {
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       serialization: 'advanced',
       windowsHide: true,

@@ -1,0 +1,50 @@
+// The IPC messages between the provisioner (spawner.ts) and its helper-spawning companion process
+// (spawner-child.ts). Plain data: they cross the channel with Node's `advanced` serialization.
+
+/** provisioner -> companion: start a helper */
+export interface RunMessage {
+  readonly t: 'run';
+  readonly id: number;
+  readonly file: string;
+  readonly args: readonly string[];
+  readonly cwd: string;
+  readonly env: NodeJS.ProcessEnv | undefined;
+  readonly input: string;
+  readonly maxStdout: number;
+  readonly maxStderr: number;
+  readonly pipeGraceMs: number;
+}
+
+/** provisioner -> companion: kill a helper's process group */
+export interface KillMessage {
+  readonly t: 'kill';
+  readonly id: number;
+}
+
+export type ToSpawner = RunMessage | KillMessage;
+
+/** companion -> provisioner: the helper exited, its pipes are still open */
+export interface ExitMessage {
+  readonly t: 'exit';
+  readonly id: number;
+  readonly code: number | null;
+  readonly afterMs: number;
+}
+
+/** companion -> provisioner: the run is over */
+export interface DoneMessage {
+  readonly t: 'done';
+  readonly id: number;
+  readonly spawnError?: string;
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly exitCode: number | null;
+  readonly forced: boolean;
+  readonly tooLarge: boolean;
+  readonly stdout: Uint8Array;
+  readonly stdoutBytes: number;
+  readonly stderr: Uint8Array;
+  readonly stderrBytes: number;
+}
+
+export type FromSpawner = ExitMessage | DoneMessage;
