@@ -40,14 +40,14 @@ describe('end-to-end faults', () => {
     const registry = new Registry();
     const p = h.provisioner(s.url, 'workers: 16\n', { registry });
     await p.start();
-    await driveUntilProvisioned(p, fleet, 65_000);
+    await driveUntilProvisioned(p, fleet, 70_000);
     expectProvisionedOnce(fleet);
     const r = fleet.report();
     expect(r.totals.dropped).toBeGreaterThan(5);
     // lost configure requests are sent again, never processed twice
     expect(r.nodes.every((n) => n.configuredCount === 1)).toBe(true);
     expect(await metricValue(registry, 'choria_provisioner_provisioned')).toBe(60);
-  }, 75_000);
+  }, 85_000);
 
   it('200 ms reply latency: slower, still every node provisioned once', async () => {
     const s = await h.broker();

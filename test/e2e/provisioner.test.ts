@@ -8,6 +8,7 @@ import { Provisioner, type ProvisionerOptions } from '../../packages/core/src/pr
 import type { HelperFunction } from '../../packages/core/src/host/helper/types.js';
 import { freePort, startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
 import { sleep, testConfig, testSettings } from '../support/e2e.js';
+import { expectExactlyOnce, expectProvisionedOnce, until } from '../support/fleet-helpers.js';
 import { connect } from 'nats';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -36,33 +37,6 @@ function provisioner(url: string, yaml: string, opts: Partial<ProvisionerOptions
   const p = new Provisioner({ config, choria: testSettings(url, config, identity), helper, ...opts });
   cleanups.push(() => p.stop());
   return p;
-}
-
-function expectExactlyOnce(f: SimulatedFleet): void {
-  const r = f.report();
-  expect(r.totals.violations, JSON.stringify(r.totals.violationsByKind)).toBe(0);
-  const wrong = r.nodes.filter((n) => n.configuredCount !== 1 || n.restartCount !== 1).map((n) => `${n.identity}:${n.configuredCount}/${n.restartCount}`);
-  expect(wrong).toEqual([]);
-}
-
-/**
- * After a crash mid-provisioning a node may have received `configure` without its `restart`; the
- * next provisioner rightly starts it over. What must never happen is provisioning a node twice:
- * a second restart, or a configure after its restart (the simulator's `configured-twice`).
- */
-function expectProvisionedOnce(f: SimulatedFleet): void {
-  const r = f.report();
-  expect(r.totals.violations, JSON.stringify(r.totals.violationsByKind)).toBe(0);
-  expect(r.nodes.filter((n) => n.restartCount !== 1 || n.configuredCount < 1).map((n) => n.identity)).toEqual([]);
-}
-
-async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs: number, tick?: () => unknown): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await tick?.();
-    await sleep(100);
-  }
 }
 
 describe('Provisioner end to end', () => {

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import type { Msg, NatsConnection, NatsError, Status, Subscription } from 'nats';
 import type { Logger } from 'winston';
 import type { ChoriaSettings } from '../config/types.js';
+import { formatMs } from '../util/duration.js';
 import { connectChoria } from './connector.js';
 import { actionTimeoutMs } from './ddl/registry.js';
 import { validateInputs } from './ddl/validate.js';
@@ -28,6 +29,7 @@ import type { DecodedReply, DecodedTransport, ProtocolCodec, ProtocolVersion, Tr
 import { V1_MIN_TTL } from './protocol/v1.js';
 import { createSigner, selectProtocol } from './security/select.js';
 import type { RequestSigner } from './security/types.js';
+import { errorText } from '../util/values.js';
 
 export interface RpcReply {
   readonly sender: string;
@@ -111,16 +113,6 @@ const DEFAULT_DISCOVERY_TIMEOUT_MS = 2_000;
 const DEFAULT_DISCOVERY_WINDOW_MS = 300;
 const LOST_REPLY_TEXT = 'the broker connection was lost while waiting for the reply';
 
-function formatDuration(ms: number): string {
-  if (ms % 1000 === 0) return `${ms / 1000} s`;
-  if (ms < 1000) return `${ms} ms`;
-  return `${(ms / 1000).toFixed(1)} s`;
-}
-
-function reasonText(reason: unknown): string {
-  if (reason instanceof Error) return reason.message;
-  return String(reason);
-}
 
 export class ChoriaClient {
   readonly identity: string;
@@ -250,7 +242,7 @@ export class ChoriaClient {
     const initialWaitMs = opts.initialWaitMs ?? this.settings.discoveryTimeout * 1000;
     const windowMs = opts.windowMs ?? DEFAULT_DISCOVERY_WINDOW_MS;
     const signal = opts.signal;
-    if (signal?.aborted === true) throw new RpcAbortError(`discovery aborted: ${reasonText(signal.reason)}`, signal.reason);
+    if (signal?.aborted === true) throw new RpcAbortError(`discovery aborted: ${errorText(signal.reason)}`, signal.reason);
 
     const id = this.newRequestId();
     const { subject, bytes } = this.encode(id, 'discovery', broadcastSubject('discovery', this.collective), agentFilter(agent, opts.identityFilter ?? []), DISCOVERY_PAYLOAD);
@@ -280,7 +272,7 @@ export class ChoriaClient {
         cleanup();
         reject(err);
       };
-      const onAbort = (): void => fail(new RpcAbortError(`discovery aborted: ${reasonText(signal?.reason)}`, signal?.reason));
+      const onAbort = (): void => fail(new RpcAbortError(`discovery aborted: ${errorText(signal?.reason)}`, signal?.reason));
       // one timer for the sliding window, moved only when a reply brings the deadline forward
       const armWindow = (deadline: number): void => {
         clearTimeout(windowTimer);
@@ -328,7 +320,7 @@ export class ChoriaClient {
     const what = `request ${agent}#${action} to ${identity}`;
     const timeoutMs = opts.timeoutMs ?? this.settings.discoveryTimeout * 1000 + actionTimeoutMs(agent);
     const signal = opts.signal;
-    if (signal?.aborted === true) throw new RpcAbortError(`${what} aborted: ${reasonText(signal.reason)}`, signal.reason);
+    if (signal?.aborted === true) throw new RpcAbortError(`${what} aborted: ${errorText(signal.reason)}`, signal.reason);
 
     const id = this.newRequestId();
     const encoded = this.encode(id, agent, subject, agentFilter(agent), encodeRpcRequest(agent, action, data));
@@ -349,16 +341,16 @@ export class ChoriaClient {
         cleanup();
         reject(err);
       };
-      const onAbort = (): void => fail(new RpcAbortError(`${what} aborted: ${reasonText(signal?.reason)}`, signal?.reason));
+      const onAbort = (): void => fail(new RpcAbortError(`${what} aborted: ${errorText(signal?.reason)}`, signal?.reason));
       let timer = setTimeout(() => {
         const others = responses > 0 ? `, received ${responses} responses from other identities` : '';
-        fail(new RpcTimeoutError(`${what} timed out after ${formatDuration(timeoutMs)}${others}`, timeoutMs, responses));
+        fail(new RpcTimeoutError(`${what} timed out after ${formatMs(timeoutMs)}${others}`, timeoutMs, responses));
       }, timeoutMs);
       const grace = opts.reconnectGraceMs ?? 0;
       const onReconnect = (): void => {
         if (settled) return;
         clearTimeout(timer);
-        timer = setTimeout(() => fail(new RpcReplyLostError(`${LOST_REPLY_TEXT} (no late reply within ${formatDuration(grace)})`)), grace);
+        timer = setTimeout(() => fail(new RpcReplyLostError(`${LOST_REPLY_TEXT} (no late reply within ${formatMs(grace)})`)), grace);
       };
 
       signal?.addEventListener('abort', onAbort, { once: true });

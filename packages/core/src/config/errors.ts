@@ -1,4 +1,5 @@
 import { basename } from 'node:path';
+import { errorText } from '../util/values.js';
 
 /** One problem found in a configuration file; `message` already starts with the file name. */
 export interface ConfigProblem {
@@ -75,6 +76,6 @@ export function describeFsError(err: unknown): string {
     case 'EISDIR':
       return 'is a directory, not a file';
     default:
-      return err instanceof Error ? err.message : String(err);
+      return errorText(err);
   }
 }

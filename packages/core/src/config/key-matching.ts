@@ -1,4 +1,7 @@
 import type { PropertySchema } from './schema.js';
+import { isPlainObject } from '../util/values.js';
+
+export { isPlainObject };
 
 export interface KeyMatchResult {
   /** the input with every known key renamed to its schema spelling, unknown keys left out */
@@ -48,10 +51,6 @@ export function matchKeys(
     }
   }
   return { value, warnings };
-}
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** The known key closest to a misspelt one, when it is close enough to be a likely typo. */

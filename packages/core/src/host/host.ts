@@ -31,6 +31,7 @@ import {
   type ProvisioningClaims,
   type VerificationKey,
 } from './security/index.js';
+import { errorText } from '../util/values.js';
 
 export interface HostDeps {
   readonly config: ProvisionerConfig;
@@ -216,7 +217,7 @@ export class Host {
       const claims = this.#keys.verify(reply.jwt, cfg.jwtVerifyCert);
       this.#facts.jwtClaims = claimsForHelper(claims) as HelperJwtClaims;
     } catch (err) {
-      throw new Error(`could not validate JWT: ${this.identity}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new Error(`could not validate JWT: ${this.identity}: ${errorText(err)}`, { cause: err });
     }
     this.#facts.ecdhPublic = reply.ecdhPublic;
   }
@@ -229,7 +230,7 @@ export class Host {
     try {
       verifyNonceSignature(reply, nonce);
     } catch (err) {
-      throw new Error(`could not fetch ed25519 public key: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new Error(`could not fetch ed25519 public key: ${errorText(err)}`, { cause: err });
     }
     this.#facts.ed25519 = { public_key: reply.public_key, directory: reply.directory, signature: reply.signature };
   }
@@ -248,7 +249,7 @@ export class Host {
     try {
       validateCsr(reply.csr, this.identity, cfg.certDenyList);
     } catch (err) {
-      throw new Error(`could not provision ${this.identity}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new Error(`could not provision ${this.identity}: ${errorText(err)}`, { cause: err });
     }
     this.#facts.csr = { csr: reply.csr, public_key: reply.public_key, ssldir: reply.ssldir };
   }
@@ -327,7 +328,7 @@ export class Host {
       if (!done.replied) this.#log.info(`The release_update reply from ${this.identity} was lost, but the node acted on it`);
     } catch (err) {
       if (cfg.upgradesOptional && !(err instanceof LockedElsewhereError) && !this.#job.signal.aborted) {
-        this.#log.warn(`Version update of ${this.identity} failed, continuing because upgrades_optional is set: ${err instanceof Error ? err.message : String(err)}`);
+        this.#log.warn(`Version update of ${this.identity} failed, continuing because upgrades_optional is set: ${errorText(err)}`);
         return false;
       }
       throw err;

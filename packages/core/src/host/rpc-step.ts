@@ -10,6 +10,7 @@ import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import { PausedError, type PauseFlag } from '../util/pause.js';
 import type { LifecycleWitness } from './lifecycle-witness.js';
 import { DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, isChangingAction, type ChangingAction, type Finding, type LostReplyTimings } from './lost-reply.js';
+import { errorText } from '../util/values.js';
 
 export interface StepContext {
   readonly identity: string;
@@ -150,7 +151,7 @@ async function investigate(ctx: StepContext, name: RpcName, action: ChangingActi
     if (ctx.signal.aborted) throw abortError(ctx.signal, name);
     // Without an answer either way nothing is re-sent: the node comes back with the next
     // discovery if it is still in provisioning mode.
-    ctx.logger.warn(`Could not check ${ctx.identity} after the lost ${name} reply: ${probeErr instanceof Error ? probeErr.message : String(probeErr)}`);
+    ctx.logger.warn(`Could not check ${ctx.identity} after the lost ${name} reply: ${errorText(probeErr)}`);
     finding = 'gone';
   }
   ctx.metrics.lostReply(name, finding);

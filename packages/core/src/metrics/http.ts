@@ -3,6 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { errorText } from '../util/values.js';
 
 export interface MonitorServerOptions {
   port: number;
@@ -35,7 +36,7 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
         })
         .catch((err: unknown) => {
           res.writeHead(500, { 'content-type': 'text/plain' });
-          res.end(`could not render metrics: ${err instanceof Error ? err.message : String(err)}\n`);
+          res.end(`could not render metrics: ${errorText(err)}\n`);
         });
       return;
     }
@@ -45,7 +46,7 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
         body = JSON.stringify(opts.status(), null, 2);
       } catch (err) {
         res.writeHead(500, { 'content-type': 'text/plain' });
-        res.end(`could not render status: ${err instanceof Error ? err.message : String(err)}\n`);
+        res.end(`could not render status: ${errorText(err)}\n`);
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' });

@@ -17,6 +17,7 @@ import { LeaderElection } from './election/index.js';
 import { HostList, type DiscoverySource, type HostEntry } from './host-list.js';
 import { QueueClosedError, QueueFullError, WorkQueue } from './work-queue.js';
 import { VERSION } from '../util/version.js';
+import { errorText } from '../util/values.js';
 
 export interface ProvisionerOptions {
   readonly config: ProvisionerConfig;
@@ -159,7 +160,7 @@ export class Provisioner {
     try {
       await client.publishStartupEvent({ component: 'provisioner', version: this.version });
     } catch (err) {
-      this.logger.warn(`Could not publish the provisioner startup event: ${errText(err)}`);
+      this.logger.warn(`Could not publish the provisioner startup event: ${errorText(err)}`);
     }
 
     if (this.config.leaderElection) this.#startElection(client);
@@ -241,7 +242,7 @@ export class Provisioner {
     } catch (err) {
       if (this.#stop.signal.aborted) return 0;
       this.metrics.discoveryError();
-      this.logger.error(`Discovery failed: ${errText(err)}`);
+      this.logger.error(`Discovery failed: ${errorText(err)}`);
       return 0;
     }
     let added = 0;
@@ -333,7 +334,7 @@ export class Provisioner {
         },
       });
     } catch (err) {
-      result = { outcome: 'failed', message: errText(err), error: err instanceof Error ? err : new Error(String(err)) };
+      result = { outcome: 'failed', message: errorText(err), error: err instanceof Error ? err : new Error(String(err)) };
     } finally {
       this.#stop.signal.removeEventListener('abort', onStop);
       entry.abort = undefined;
@@ -465,7 +466,7 @@ export class Provisioner {
       });
     } catch (err) {
       if (this.#stop.signal.aborted) return undefined;
-      throw new Error(`could not start the provisioner for site "${this.config.site}": ${errText(err)}`, { cause: err });
+      throw new Error(`could not start the provisioner for site "${this.config.site}": ${errorText(err)}`, { cause: err });
     }
   }
 
@@ -531,6 +532,3 @@ export class Provisioner {
   }
 }
 
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}

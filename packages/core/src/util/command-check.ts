@@ -2,6 +2,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { splitCommand } from './shellquote.js';
+import { errorText } from './values.js';
 
 function isExecutableFile(path: string): boolean {
   try {
@@ -19,7 +20,7 @@ export function checkHelperCommand(helper: string, env: NodeJS.ProcessEnv = proc
   try {
     words = splitCommand(helper);
   } catch (err) {
-    return `cannot parse helper command: ${err instanceof Error ? err.message : String(err)}`;
+    return `cannot parse helper command: ${errorText(err)}`;
   }
   const program = words[0];
   if (program === undefined) return 'cannot parse helper command: empty';

@@ -286,3 +286,14 @@ function goQuote(s: string): string {
   }
   return `${out}"`;
 }
+
+/**
+ * Milliseconds for people, in log lines and error texts: "750 ms", "1.5 s", "22 s", "1 h".
+ * (formatDuration above is Go's time.Duration text, for messages that mirror upstream's.)
+ */
+export function formatMs(ms: number): string {
+  if (!Number.isFinite(ms)) return String(ms);
+  if (Math.abs(ms) < 1_000) return `${Math.round(ms)} ms`;
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  return `${Number((ms / 1_000).toFixed(2))} s`;
+}

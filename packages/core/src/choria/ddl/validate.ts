@@ -3,6 +3,7 @@
 import { RpcInputError } from '../errors.js';
 import { agentDdl, knownAgents } from './registry.js';
 import type { DdlType } from './types.js';
+import { isPlainObject } from '../../util/values.js';
 
 /**
  * Where the server decodes an input more strictly than its DDL type says (§8.2 "server-side
@@ -24,10 +25,6 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'object') return 'an object';
   return `a ${typeof value}`;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function typeProblem(type: DdlType, value: unknown): string | undefined {

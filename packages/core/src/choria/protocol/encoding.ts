@@ -1,5 +1,6 @@
 // Byte and JSON helpers shared by the v1 and v2 envelope codecs.
 import { createHash } from 'node:crypto';
+import { isPlainObject } from '../../util/values.js';
 import { ProtocolError } from '../errors.js';
 
 // Go decodes []byte JSON fields with the padded standard alphabet only; Node's Buffer decoder
@@ -54,7 +55,7 @@ export function jsonObjectText(entries: ReadonlyArray<readonly [string, unknown]
 export type JsonObject = Record<string, unknown>;
 
 export function isJsonObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+  return isPlainObject(value);
 }
 
 /** Parses JSON text that must be an object; `what` names the document in errors. */

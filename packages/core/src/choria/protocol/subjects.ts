@@ -2,7 +2,9 @@
 import { md5Hex } from './encoding.js';
 
 /** Go provisioners force collectives to `provisioning`; servers in provisioning mode only know this one. */
-export const PROVISIONING_COLLECTIVE = 'provisioning';
+import { PROVISIONING_COLLECTIVE } from '../../config/choria-config.js';
+
+export { PROVISIONING_COLLECTIVE };
 
 const BAD_TOKEN_CHARS = /[\s.*>]/;
 const BAD_SUBJECT_CHARS = /[\s*>]/;

@@ -8,6 +8,7 @@ import { makeRedactor, quoteExcerpt, requestSecrets, type Redactor } from './out
 import { DEFAULT_HELPER_TIMEOUT_MS } from './process-helper.js';
 import { parseHelperReply } from './reply.js';
 import type { HelperFunction, HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
+import { errorText } from '../../util/values.js';
 
 export interface FunctionHelperOptions {
   /** limit per call; default 10 000 ms */
@@ -72,7 +73,7 @@ export class FunctionHelper implements HelperRunner {
         .then(() => this.fn(req, { signal: controller.signal }))
         .then(
           (value) => settle(this.validate(value, error, redact, elapsed)),
-          (err: unknown) => settle(error('threw', `threw ${err instanceof Error ? err.message : String(err)}`, err)),
+          (err: unknown) => settle(error('threw', `threw ${errorText(err)}`, err)),
         );
     });
   }
@@ -92,7 +93,7 @@ export class FunctionHelper implements HelperRunner {
     try {
       json = JSON.stringify(value);
     } catch (err) {
-      return error('invalid-reply', `returned a value that cannot be serialised to JSON: ${err instanceof Error ? err.message : String(err)}`, err);
+      return error('invalid-reply', `returned a value that cannot be serialised to JSON: ${errorText(err)}`, err);
     }
     if (json === undefined) return error('empty', `returned ${value === undefined ? 'undefined' : typeof value} instead of a reply object`);
     try {

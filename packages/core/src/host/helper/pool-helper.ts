@@ -17,6 +17,7 @@ import { parseHelperReply } from './reply.js';
 import { encodeHelperRequest } from './request.js';
 import { killProcessGroup, parseHelperCommand, spawnHelper } from './spawn.js';
 import type { HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
+import { errorText } from '../../util/values.js';
 
 export const DEFAULT_POOL_SIZE = 4;
 const DEFAULT_CLOSE_GRACE_MS = 2000;
@@ -181,7 +182,7 @@ class PoolWorker {
     } catch (err) {
       this.child = undefined;
       markExited();
-      this.startError = err instanceof Error ? err.message : String(err);
+      this.startError = errorText(err);
       return;
     }
     const child = this.child;

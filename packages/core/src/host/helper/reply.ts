@@ -11,6 +11,7 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import { HelperReplyError } from './errors.js';
 import type { HelperReply, HelperServerClaims, HelperServerPermissions } from './types.js';
+import { errorText, isPlainObject as isObject } from '../../util/values.js';
 
 export { assertConfigurable, replyWarnings } from './reply-checks.js';
 
@@ -67,7 +68,7 @@ export function parseHelperReply(stdout: string | Buffer): HelperReply {
   try {
     data = JSON.parse(text);
   } catch (err) {
-    throw new HelperReplyError('invalid-json', err instanceof Error ? err.message : String(err));
+    throw new HelperReplyError('invalid-json', errorText(err));
   }
   return validateHelperReply(data);
 }
@@ -127,10 +128,6 @@ function stringMapOf(raw: Record<string, unknown>): Record<string, string> {
 
 function stringListOf(raw: unknown[]): string[] {
   return raw.map((v) => (typeof v === 'string' ? v : ''));
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 // ---- error texts ----

@@ -15,6 +15,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { RunMessage } from './spawner-protocol.js';
+import { errorText, isPlainObject as isRecord } from '../../util/values.js';
 
 /** What the provisioner asks for. */
 export interface SpawnRequest {
@@ -74,10 +75,6 @@ function spawnerProgram(): string {
   return found;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null;
-}
-
 function bytes(v: unknown): Buffer {
   return v instanceof Uint8Array ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : Buffer.alloc(0);
 }
@@ -109,7 +106,7 @@ export class HelperSpawner {
       child.send(run);
     } catch (err) {
       // settle on a later tick, like any other outcome
-      queueMicrotask(() => this.#lose(id, `could not hand the helper to the spawner process: ${err instanceof Error ? err.message : String(err)}`));
+      queueMicrotask(() => this.#lose(id, `could not hand the helper to the spawner process: ${errorText(err)}`));
     }
     return {
       kill: () => {

@@ -5,13 +5,9 @@ import { RE2JS } from 're2js';
 import { errorMessage } from './errors.js';
 import { decodeFirstPemBlock } from './pem.js';
 
-/** The upstream default `cert_deny_list`, used when the setting is absent or an empty list. */
-export const DEFAULT_CERT_DENY_LIST: readonly string[] = Object.freeze([
-  '\\.privileged.mcollective$',
-  '\\.privileged.choria$',
-  '\\.mcollective$',
-  '\\.choria$',
-]);
+// The upstream default `cert_deny_list` (used when the setting is absent or an empty list) is the
+// configuration's: one list, one owner.
+import { DEFAULT_CERT_DENY_LIST } from '../../config/schema.js';
 
 /** Compiled deny-list patterns (the uncompilable ones already dropped). */
 export interface DenyList {

@@ -1,6 +1,5 @@
 // Small helpers for building error messages from unknown thrown values.
+import { errorText } from '../../util/values.js';
 
-/** The message of an Error, or the value rendered as text. */
-export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
+/** The message of an Error, or the value rendered as text (util/values.ts errorText). */
+export const errorMessage = errorText;

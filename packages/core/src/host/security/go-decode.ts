@@ -4,6 +4,9 @@
 // wrong JSON type for a known field fails the whole decode, `null` leaves the zero value, unknown
 // keys are ignored and keys match field names case-insensitively. JSON Schema could express the
 // types but not the null/zero-value, numeric-string and case-folding rules, hence this decoder.
+import { isPlainObject } from '../../util/values.js';
+
+export { isPlainObject };
 
 /** Flags of a server token's `permissions` claim, in Go's field order. */
 export interface ServerPermissions {
@@ -138,6 +141,3 @@ function jsonTypeName(item: unknown): string {
   return 'object';
 }
 
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -40,7 +40,6 @@ export {
 } from './ecdh-pem.js';
 export {
   compileDenyList,
-  DEFAULT_CERT_DENY_LIST,
   matchesDenyList,
   parseCsr,
   validateCsr,

@@ -9,6 +9,7 @@
 // anyway. The signature primitives themselves are plain node:crypto calls.
 import { sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { decodeGoStruct, GoDecodeError, isPlainObject, type Decoded, type StructSpec } from './go-decode.js';
+import { errorText } from '../../util/values.js';
 
 export type JwtAlgorithm = 'RS256' | 'RS384' | 'RS512' | 'EdDSA';
 
@@ -123,7 +124,7 @@ function decodeJsonSegment(segment: string, what: 'header' | 'claim'): unknown {
   try {
     return JSON.parse(bytes.toString('utf8')) as unknown;
   } catch (err) {
-    const detail = err instanceof Error ? err.message : String(err);
+    const detail = errorText(err);
     throw new JwtError(`${JwtErrorCategory.malformed}: could not JSON decode ${what}: ${detail}`);
   }
 }

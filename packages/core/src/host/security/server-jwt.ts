@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { ksuid } from '../../util/ids.js';
 import { errorMessage } from './errors.js';
 import type { Decoded, ServerPermissions } from './go-decode.js';
+import { formatDuration } from '../../util/duration.js';
 import { goJsonStringify, type GoJsonValue } from './go-json.js';
 import { decodeHexStrict } from './hex.js';
 import { JwtError, parseJwtUnverified, signCompactJwt } from './jwt-compact.js';
@@ -247,16 +248,4 @@ function readText(path: string, what: string): string {
   } catch (err) {
     throw new Error(`${what}: ${errorMessage(err)}`, { cause: err });
   }
-}
-
-// Go-like duration text (`8760h0m0s`, `30m0s`, `-1h0m0s`) for the validity warning.
-function formatDuration(ms: number): string {
-  const sign = ms < 0 ? '-' : '';
-  const totalSeconds = Math.abs(ms) / 1000;
-  const hours = Math.floor(totalSeconds / 3600);
-  const minutes = Math.floor((totalSeconds % 3600) / 60);
-  const seconds = Number((totalSeconds % 60).toFixed(3));
-  if (hours > 0) return `${sign}${hours}h${minutes}m${seconds}s`;
-  if (minutes > 0) return `${sign}${minutes}m${seconds}s`;
-  return `${sign}${seconds}s`;
 }

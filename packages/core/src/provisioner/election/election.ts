@@ -6,7 +6,7 @@ import type { NatsConnection } from 'nats';
 import type { Logger } from 'winston';
 import { ABORTED, abortableSleep, untilAborted } from './abortable.js';
 import { DEFAULT_STEPS, TWENTY_SEC_STEPS, stepDelayMs } from './backoff-policy.js';
-import { formatMs } from './format.js';
+import { formatMs } from '../../util/duration.js';
 import {
   CHORIA_STREAMS_API_PREFIX,
   DEFAULT_ELECTION_BUCKET,
@@ -18,6 +18,7 @@ import {
   type KvKeyRef,
 } from './kv-campaign.js';
 import { electionTtlProblem } from './ttl.js';
+import { errorText } from '../../util/values.js';
 
 /** `unknown` before the bucket is usable and after stop (as upstream's UnknownState), then candidate/leader. */
 export type ElectionState = 'unknown' | 'candidate' | 'leader';
@@ -54,7 +55,7 @@ const WIN_ANNOUNCE_DELAY_MS = 200;
 const DEFAULT_SPLAY_MS = 5_000;
 
 function reasonOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return errorText(err);
 }
 
 export class LeaderElection {

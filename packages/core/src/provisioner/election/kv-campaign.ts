@@ -4,7 +4,8 @@
 // helpers probe other APIs (account info, direct get) that are not imported there and fail with
 // "no responders", and they hide which request failed.
 import { ErrorCode, NatsError, headers, type Msg, type MsgHdrs, type NatsConnection } from 'nats';
-import { formatMs } from './format.js';
+import { formatMs } from '../../util/duration.js';
+import { errorText, isPlainObject as isRecord } from '../../util/values.js';
 
 /** The JetStream API prefix Choria Streams is imported under in the provisioning account. */
 export const CHORIA_STREAMS_API_PREFIX = 'choria.streams';
@@ -100,12 +101,8 @@ export function kvKeySubject(ref: KvKeyRef = {}): string {
   return r.apiPrefix === PLAIN_JETSTREAM_API_PREFIX ? kv : `${r.apiPrefix}.${kv}`;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 function describeCause(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return errorText(err);
 }
 
 /** One request; every transport failure becomes an ElectionKvError naming what was attempted. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_CERT_DENY_LIST } from '../../../src/config/schema.js';
 import {
   compileDenyList,
-  DEFAULT_CERT_DENY_LIST,
   matchesDenyList,
   parseCsr,
   validateCsr,
