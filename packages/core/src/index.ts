@@ -2,6 +2,7 @@
 // Everything else is internal and reached through '@choria-provisioner/core/internal'.
 
 export { VERSION } from './util/version.js';
+export { ProvisionerError } from './util/errors.js';
 
 // Configuration: one site = the provisioner YAML + its Choria client configuration
 export { loadSite, loadSiteChoria, parseSite, type LoadSiteOptions, type Site, type SiteText } from './config/site.js';

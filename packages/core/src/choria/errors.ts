@@ -1,13 +1,9 @@
 // Error classes of the Choria client. Each names the thing and the reason; none carries secrets
 // (tokens, seeds, keys and RPC input values are never copied into a message).
+import { ProvisionerError } from '../util/errors.js';
 
 /** Base of every error raised by the Choria client. */
-export class ChoriaError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-  }
-}
+export class ChoriaError extends ProvisionerError {}
 
 /** A message on the wire could not be decoded or failed a protocol rule. */
 export class ProtocolError extends ChoriaError {}

@@ -1,5 +1,6 @@
 import { basename } from 'node:path';
 import { errorText } from '../util/values.js';
+import { ProvisionerError } from '../util/errors.js';
 
 /** One problem found in a configuration file; `message` already starts with the file name. */
 export interface ConfigProblem {
@@ -12,7 +13,7 @@ export interface ConfigProblem {
  * Every problem found while loading one configuration file, collected so the CLI can print them
  * all at once. `reasons` are complete messages, each starting with the file name.
  */
-export class ConfigError extends Error {
+export class ConfigError extends ProvisionerError {
   override readonly name = 'ConfigError';
   /** base name of the file, as used at the start of every message */
   readonly file: string;

@@ -32,6 +32,7 @@ import {
   type VerificationKey,
 } from './security/index.js';
 import { errorText } from '../util/values.js';
+import { ProvisionerError } from '../util/errors.js';
 
 export interface HostDeps {
   readonly config: ProvisionerConfig;
@@ -61,7 +62,7 @@ function replyOf<T>(result: StepResult<T>): T {
 }
 
 /** The helper asked to stop here: nothing changes on the node. */
-class DeferredError extends Error {}
+class DeferredError extends ProvisionerError {}
 
 /** Everything learned about the node during one attempt. */
 interface Facts {

@@ -1,10 +1,10 @@
 // Typed parsers for the `data` of each choria_provision / rpcutil reply: node answers are external
 // input, so they are checked here and carried as typed values afterwards.
+import { ProvisionerError } from '../util/errors.js';
 
-export class NodeReplyError extends Error {
+export class NodeReplyError extends ProvisionerError {
   constructor(message: string) {
     super(message);
-    this.name = 'NodeReplyError';
   }
 }
 

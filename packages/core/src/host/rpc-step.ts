@@ -11,6 +11,7 @@ import { PausedError, type PauseFlag } from '../util/pause.js';
 import type { LifecycleWitness } from './lifecycle-witness.js';
 import { DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, isChangingAction, type ChangingAction, type Finding, type LostReplyTimings } from './lost-reply.js';
 import { errorText } from '../util/values.js';
+import { ProvisionerError } from '../util/errors.js';
 
 export interface StepContext {
   readonly identity: string;
@@ -30,18 +31,16 @@ export interface StepContext {
 }
 
 /** The node is being provisioned by another provisioner (its provisioning lock is held). */
-export class LockedElsewhereError extends Error {
+export class LockedElsewhereError extends ProvisionerError {
   constructor(readonly identity: string, readonly step: RpcName) {
     super(`${identity} is locked by another provisioner (${step}: Could not obtain provisioning lock)`);
-    this.name = 'LockedElsewhereError';
   }
 }
 
 /** A step failed after all its tries. */
-export class StepFailedError extends Error {
+export class StepFailedError extends ProvisionerError {
   constructor(readonly step: RpcName, readonly tries: number, readonly last: Error, identity: string) {
     super(`could not perform ${step} on ${identity}: ${tries} ${tries === 1 ? 'try' : 'tries'}, last: ${last.message}`, { cause: last });
-    this.name = 'StepFailedError';
   }
 }
 

@@ -1,17 +1,16 @@
 // A bounded FIFO of work items with waiting consumers. Ring buffer, so 50,000 entries cost one array
 // and pushes/pops are O(1) without shifting.
+import { ProvisionerError } from '../util/errors.js';
 
-export class QueueFullError extends Error {
+export class QueueFullError extends ProvisionerError {
   constructor(readonly length: number, readonly capacity: number) {
     super(`work queue is full with ${length} / ${capacity} entries`);
-    this.name = 'QueueFullError';
   }
 }
 
-export class QueueClosedError extends Error {
+export class QueueClosedError extends ProvisionerError {
   constructor() {
     super('work queue is closed');
-    this.name = 'QueueClosedError';
   }
 }
 

@@ -5,9 +5,10 @@
 // `d`/`w`/`M`/`y` endings to a float32 parse truncated to whole hours. Durations are returned in
 // milliseconds; nanosecond arithmetic is done with BigInt because the int64 nanosecond values Go
 // works with exceed 2^53 beyond ~104 days.
+import { ProvisionerError } from './errors.js';
 
 /** Thrown for any unparsable or out-of-range duration; `message` is the Go error text where Go has one. */
-export class DurationError extends Error {
+export class DurationError extends ProvisionerError {
   override readonly name = 'DurationError';
   readonly input: string;
 

@@ -4,12 +4,12 @@
 // treats `#` as a comment and returns operator objects; `shlex` splits on `\r` and unescapes
 // `\$`/`` \` `` differently inside double quotes; `shellwords` and `string-argv` differ on escapes
 // and empty words. A helper command that works with the Go provisioner must get the same argv here.
+import { ProvisionerError } from './errors.js';
 
 /** A helper command line that cannot be split; `message` is the upstream go-shellquote text. */
-export class ShellSplitError extends Error {
+export class ShellSplitError extends ProvisionerError {
   constructor(message: string) {
     super(message);
-    this.name = 'ShellSplitError';
   }
 }
 

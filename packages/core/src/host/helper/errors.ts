@@ -1,6 +1,7 @@
 // Errors of a helper run. Every message names the helper program and the node, states the reason,
 // and quotes the start of what the helper printed, so the log line alone explains the failure.
 import { quoteExcerpt } from './output.js';
+import { ProvisionerError } from '../../util/errors.js';
 
 export type HelperErrorKind =
   /** the program could not be started (missing, not executable, bad command line) */
@@ -25,22 +26,20 @@ export type HelperErrorKind =
   | 'threw';
 
 /** The `helper` setting cannot be split into a program and arguments (upstream texts). */
-export class HelperCommandError extends Error {
+export class HelperCommandError extends ProvisionerError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = 'HelperCommandError';
   }
 }
 
 /** Why parseHelperReply rejected a reply; runners turn it into a HelperError. */
-export class HelperReplyError extends Error {
+export class HelperReplyError extends ProvisionerError {
   readonly kind: 'empty' | 'invalid-json' | 'invalid-reply';
   /** the reason without the "helper reply is …" prefix */
   readonly detail: string;
 
   constructor(kind: HelperReplyError['kind'], detail: string) {
     super(replyErrorMessage(kind, detail));
-    this.name = 'HelperReplyError';
     this.kind = kind;
     this.detail = detail;
   }
@@ -73,7 +72,7 @@ export interface HelperErrorInit {
   readonly redact?: (text: string) => string;
 }
 
-export class HelperError extends Error {
+export class HelperError extends ProvisionerError {
   readonly kind: HelperErrorKind;
   readonly helper: string;
   readonly identity: string;
@@ -93,7 +92,6 @@ export class HelperError extends Error {
         ? ''
         : `; stdout: ${quoteExcerpt(init.output.stdout)}; stderr: ${quoteExcerpt(init.output.stderr)}`;
     super(redact(`helper ${init.helper} failed for ${init.identity}: ${init.reason}${printed}`), { cause: init.cause });
-    this.name = 'HelperError';
     this.kind = init.kind;
     this.helper = init.helper;
     this.identity = init.identity;

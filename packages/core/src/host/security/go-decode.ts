@@ -5,6 +5,7 @@
 // keys are ignored and keys match field names case-insensitively. JSON Schema could express the
 // types but not the null/zero-value, numeric-string and case-folding rules, hence this decoder.
 import { isPlainObject } from '../../util/values.js';
+import { ProvisionerError } from '../../util/errors.js';
 
 export { isPlainObject };
 
@@ -55,7 +56,7 @@ const PERMISSION_SPEC = {
 const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
 
 /** Thrown for any decoding failure; the message follows Go's wording. */
-export class GoDecodeError extends Error {}
+export class GoDecodeError extends ProvisionerError {}
 
 /**
  * Decodes `value` (already JSON-parsed) into the fields of `spec` the way Go's encoding/json fills a

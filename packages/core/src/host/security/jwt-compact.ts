@@ -10,6 +10,7 @@
 import { sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { decodeGoStruct, GoDecodeError, isPlainObject, type Decoded, type StructSpec } from './go-decode.js';
 import { errorText } from '../../util/values.js';
+import { ProvisionerError } from '../../util/errors.js';
 
 export type JwtAlgorithm = 'RS256' | 'RS384' | 'RS512' | 'EdDSA';
 
@@ -32,7 +33,7 @@ export const JwtErrorCategory = {
   invalidClaims: 'token has invalid claims',
 } as const;
 
-export class JwtError extends Error {}
+export class JwtError extends ProvisionerError {}
 
 export interface CompactJwt {
   header: Record<string, unknown>;

@@ -12,6 +12,7 @@ import {
 } from './jwt-compact.js';
 import { loadVerificationKey, type VerificationKey } from './keys.js';
 import { CHORIA_STANDARD_CLAIMS } from './claim-specs.js';
+import { ProvisionerError } from '../../util/errors.js';
 
 /** The claims of a verified provisioning token; absent strings/bools hold Go's zero values. */
 export interface ProvisioningClaims {
@@ -53,7 +54,7 @@ export interface VerifyOptions {
 }
 
 /** A token that did not pass verification (as opposed to a configuration or key-file problem). */
-export class ProvisioningTokenError extends Error {}
+export class ProvisioningTokenError extends ProvisionerError {}
 
 const PROVISIONING_PURPOSE = 'choria_provisioning';
 const DEFAULT_ORG = 'choria';

@@ -2,6 +2,7 @@
 // struct, so a wrongly typed value fails the whole reply as it does upstream (security.md §4.2).
 import { decodeGoStruct, GoDecodeError, type ServerPermissions } from './go-decode.js';
 import { CHORIA_STANDARD_CLAIMS } from './claim-specs.js';
+import { ProvisionerError } from '../../util/errors.js';
 
 export type { ServerPermissions } from './go-decode.js';
 
@@ -40,7 +41,7 @@ const SERVER_CLAIMS_SPEC = {
   ...CHORIA_STANDARD_CLAIMS,
 } as const;
 
-export class ServerClaimsError extends Error {}
+export class ServerClaimsError extends ProvisionerError {}
 
 /**
  * Validates and decodes a helper's `server_claims` value: `null`/absent gives null, a wrongly typed

@@ -6,6 +6,7 @@
 import { ErrorCode, NatsError, headers, type Msg, type MsgHdrs, type NatsConnection } from 'nats';
 import { formatMs } from '../../util/duration.js';
 import { errorText, isPlainObject as isRecord } from '../../util/values.js';
+import { ProvisionerError } from '../../util/errors.js';
 
 /** The JetStream API prefix Choria Streams is imported under in the provisioning account. */
 export const CHORIA_STREAMS_API_PREFIX = 'choria.streams';
@@ -41,7 +42,7 @@ export type KvFailureKind =
   | 'request-failed';
 
 /** Any failure of a bucket-status, create or update request. */
-export class ElectionKvError extends Error {
+export class ElectionKvError extends ProvisionerError {
   readonly kind: KvFailureKind;
   readonly subject: string;
   /** JetStream `err_code` when the server answered with an API error */
@@ -49,7 +50,6 @@ export class ElectionKvError extends Error {
 
   constructor(kind: KvFailureKind, subject: string, message: string, errCode?: number) {
     super(message);
-    this.name = 'ElectionKvError';
     this.kind = kind;
     this.subject = subject;
     this.errCode = errCode;
