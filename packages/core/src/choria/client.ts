@@ -122,23 +122,23 @@ export class ChoriaClient {
   /** the underlying connection (shared with leader election and JetStream users) */
   readonly nats: NatsConnection;
 
-  private readonly settings: ChoriaSettings;
-  private readonly logger: Logger;
-  private readonly signer: RequestSigner;
-  private readonly codec: ProtocolCodec;
-  private readonly collective = PROVISIONING_COLLECTIVE;
-  private readonly ttl: number;
-  private readonly replyPrefix: string;
-  private readonly replySubscription: Subscription;
-  private readonly pending = new Map<string, PendingRequest>();
-  private readonly entropy = new RandomPool();
-  private readonly outbox: { subject: string; bytes: Uint8Array; what: string; fail: (err: Error) => void }[] = [];
-  private readonly lifecycleSubscriptions = new Set<Subscription>();
-  private readonly ownsConnection: boolean;
-  private closed = false;
-  private linkChanges = 0;
-  private linkUp = true;
-  private linkUpSince = performance.now();
+  readonly #settings: ChoriaSettings;
+  readonly #logger: Logger;
+  readonly #signer: RequestSigner;
+  readonly #codec: ProtocolCodec;
+  readonly #collective = PROVISIONING_COLLECTIVE;
+  readonly #ttl: number;
+  readonly #replyPrefix: string;
+  readonly #replySubscription: Subscription;
+  readonly #pending = new Map<string, PendingRequest>();
+  readonly #entropy = new RandomPool();
+  readonly #outbox: { subject: string; bytes: Uint8Array; what: string; fail: (err: Error) => void }[] = [];
+  readonly #lifecycleSubscriptions = new Set<Subscription>();
+  readonly #ownsConnection: boolean;
+  #closed = false;
+  #linkChanges = 0;
+  #linkUp = true;
+  #linkUpSince = performance.now();
 
   /** Connects to the broker of `settings` (retrying until it is reachable) and starts the client. */
   static async connect(settings: ChoriaSettings, opts: ConnectClientOptions): Promise<ChoriaClient> {
@@ -164,30 +164,30 @@ export class ChoriaClient {
     if (settings.identity === '') throw new Error(`the Choria identity is empty in ${settings.source}`);
 
     this.nats = nc;
-    this.settings = settings;
-    this.logger = opts.logger;
-    this.signer = signer;
-    this.codec = codecFor(version);
+    this.#settings = settings;
+    this.#logger = opts.logger;
+    this.#signer = signer;
+    this.#codec = codecFor(version);
     this.protocol = version;
     this.identity = settings.identity;
     this.senderId = settings.identity;
     this.callerId = signer.callerId;
-    this.ownsConnection = opts.ownsConnection ?? false;
+    this.#ownsConnection = opts.ownsConnection ?? false;
 
     const minTtl = version === 'v1' ? V1_MIN_TTL : 1;
-    this.ttl = Math.max(minTtl, Math.floor(settings.ttl));
-    if (this.ttl !== settings.ttl) this.logger.warn(`request ttl ${settings.ttl} from ${settings.source} raised to ${this.ttl} s (protocol ${version} minimum)`);
+    this.#ttl = Math.max(minTtl, Math.floor(settings.ttl));
+    if (this.#ttl !== settings.ttl) this.#logger.warn(`request ttl ${settings.ttl} from ${settings.source} raised to ${this.#ttl} s (protocol ${version} minimum)`);
 
     // One wildcard subscription for every reply, made before anything is published: replies are
     // routed by the last subject token (the request id), so no per-request SUB/UNSUB round trips.
     // nats.js has no client-side pending limits (callbacks run inline as messages are parsed), so
     // bursts of thousands of replies are never dropped by the client.
-    this.replyPrefix = replySubjectPrefix(this.callerId, this.collective);
-    this.replySubscription = nc.subscribe(replyWildcard(this.callerId, this.collective), {
-      callback: (err, msg) => this.dispatchReply(err, msg),
+    this.#replyPrefix = replySubjectPrefix(this.callerId, this.#collective);
+    this.#replySubscription = nc.subscribe(replyWildcard(this.callerId, this.#collective), {
+      callback: (err, msg) => this.#dispatchReply(err, msg),
     });
-    void nc.closed().then(() => this.failPending(new ClientClosedError('the NATS connection of the Choria client closed')));
-    void this.watchReconnects();
+    void nc.closed().then(() => this.#failPending(new ClientClosedError('the NATS connection of the Choria client closed')));
+    void this.#watchReconnects();
   }
 
   /**
@@ -195,23 +195,23 @@ export class ChoriaClient {
    * no state for them): fail them as soon as the connection is back so the caller's retry happens
    * now instead of after the full RPC timeout.
    */
-  private async watchReconnects(): Promise<void> {
+  async #watchReconnects(): Promise<void> {
     let droppedAt: number | undefined;
     for await (const s of this.nats.status()) {
       if (s.type === 'disconnect') {
-        this.linkChanges++;
-        this.linkUp = false;
+        this.#linkChanges++;
+        this.#linkUp = false;
       }
       if (s.type === 'reconnect') {
-        this.linkChanges++;
-        this.linkUp = true;
-        this.linkUpSince = performance.now();
+        this.#linkChanges++;
+        this.#linkUp = true;
+        this.#linkUpSince = performance.now();
       }
       if (s.type === 'disconnect' && droppedAt === undefined) droppedAt = performance.now();
       if (s.type === 'reconnect' && droppedAt !== undefined) {
         const cutoff = droppedAt;
         droppedAt = undefined;
-        for (const p of [...this.pending.values()]) {
+        for (const p of [...this.#pending.values()]) {
           if (p.sentAt === undefined || p.sentAt > cutoff) continue;
           if (p.onReconnect !== undefined) p.onReconnect();
           else p.onClose(new RpcReplyLostError(LOST_REPLY_TEXT));
@@ -226,26 +226,26 @@ export class ChoriaClient {
    * link is down or has just come back (the servers reconnect on their own schedule).
    */
   get link(): { readonly up: boolean; readonly changes: number; readonly upSince: number } {
-    return { up: this.linkUp && !this.nats.isClosed(), changes: this.linkChanges, upSince: this.linkUpSince };
+    return { up: this.#linkUp && !this.nats.isClosed(), changes: this.#linkChanges, upSince: this.#linkUpSince };
   }
 
   /** True after close() or once the NATS connection has closed for good. */
   get isClosed(): boolean {
-    return this.closed || this.nats.isClosed();
+    return this.#closed || this.nats.isClosed();
   }
 
   /** Broadcast discovery (protocol.md §6): identities of nodes that have `agent`, de-duplicated. */
   async discover(opts: DiscoverOptions = {}): Promise<string[]> {
-    this.assertOpen();
+    this.#assertOpen();
     const agent = opts.agent ?? DEFAULT_DISCOVERY_AGENT;
     const timeoutMs = opts.timeoutMs ?? DEFAULT_DISCOVERY_TIMEOUT_MS;
-    const initialWaitMs = opts.initialWaitMs ?? this.settings.discoveryTimeout * 1000;
+    const initialWaitMs = opts.initialWaitMs ?? this.#settings.discoveryTimeout * 1000;
     const windowMs = opts.windowMs ?? DEFAULT_DISCOVERY_WINDOW_MS;
     const signal = opts.signal;
     if (signal?.aborted === true) throw new RpcAbortError(`discovery aborted: ${errorText(signal.reason)}`, signal.reason);
 
-    const id = this.newRequestId();
-    const { subject, bytes } = this.encode(id, 'discovery', broadcastSubject('discovery', this.collective), agentFilter(agent, opts.identityFilter ?? []), DISCOVERY_PAYLOAD);
+    const id = this.#newRequestId();
+    const { subject, bytes } = this.#encode(id, 'discovery', broadcastSubject('discovery', this.#collective), agentFilter(agent, opts.identityFilter ?? []), DISCOVERY_PAYLOAD);
 
     return await new Promise<string[]>((resolve, reject) => {
       const found = new Set<string>();
@@ -258,13 +258,13 @@ export class ChoriaClient {
         settled = true;
         clearTimeout(overallTimer);
         clearTimeout(windowTimer);
-        this.pending.delete(id);
+        this.#pending.delete(id);
         signal?.removeEventListener('abort', onAbort);
       };
       const finish = (): void => {
         if (settled) return;
         cleanup();
-        this.logger.debug(`discovery found ${found.size} nodes`, { requestId: id });
+        this.#logger.debug(`discovery found ${found.size} nodes`, { requestId: id });
         resolve([...found]);
       };
       const fail = (err: Error): void => {
@@ -289,9 +289,9 @@ export class ChoriaClient {
       const overallTimer = setTimeout(finish, timeoutMs);
       armWindow(performance.now() + initialWaitMs);
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.pending.set(id, {
+      this.#pending.set(id, {
         onMessage: (msg) => {
-          const sender = this.discoverySender(msg, id);
+          const sender = this.#discoverySender(msg, id);
           if (sender === undefined) return;
           found.add(sender);
           if (opts.limit !== undefined && found.size >= opts.limit) return finish();
@@ -300,7 +300,7 @@ export class ChoriaClient {
         },
         onClose: fail,
       });
-      this.publish(subject, bytes, 'discovery request', fail);
+      this.#publish(subject, bytes, 'discovery request', fail);
     });
   }
 
@@ -309,21 +309,21 @@ export class ChoriaClient {
    * reply when it has status 0; rejects with a typed error otherwise.
    */
   async rpc(identity: string, agent: string, action: string, data: Record<string, unknown>, opts: RpcOptions = {}): Promise<RpcReply> {
-    this.assertOpen();
+    this.#assertOpen();
     validateInputs(agent, action, data);
     let subject: string;
     try {
-      subject = directedSubject(identity, this.collective);
+      subject = directedSubject(identity, this.#collective);
     } catch (err) {
       throw new RpcInputError([(err as Error).message]);
     }
     const what = `request ${agent}#${action} to ${identity}`;
-    const timeoutMs = opts.timeoutMs ?? this.settings.discoveryTimeout * 1000 + actionTimeoutMs(agent);
+    const timeoutMs = opts.timeoutMs ?? this.#settings.discoveryTimeout * 1000 + actionTimeoutMs(agent);
     const signal = opts.signal;
     if (signal?.aborted === true) throw new RpcAbortError(`${what} aborted: ${errorText(signal.reason)}`, signal.reason);
 
-    const id = this.newRequestId();
-    const encoded = this.encode(id, agent, subject, agentFilter(agent), encodeRpcRequest(agent, action, data));
+    const id = this.#newRequestId();
+    const encoded = this.#encode(id, agent, subject, agentFilter(agent), encodeRpcRequest(agent, action, data));
 
     return await new Promise<RpcReply>((resolve, reject) => {
       let responses = 0;
@@ -333,7 +333,7 @@ export class ChoriaClient {
       const cleanup = (): void => {
         settled = true;
         clearTimeout(timer);
-        this.pending.delete(id);
+        this.#pending.delete(id);
         signal?.removeEventListener('abort', onAbort);
       };
       const fail = (err: Error): void => {
@@ -354,19 +354,19 @@ export class ChoriaClient {
       };
 
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.pending.set(id, {
+      this.#pending.set(id, {
         onMessage: (msg) => {
           if (settled) return;
-          const reply = this.decodeReply(msg, id, what);
+          const reply = this.#decodeReply(msg, id, what);
           if (reply === undefined) return;
           responses++;
           if (reply.sender !== identity) {
-            this.logger.warn(`unexpected reply from ${reply.sender} to ${what}`, { requestId: id });
+            this.#logger.warn(`unexpected reply from ${reply.sender} to ${what}`, { requestId: id });
             return;
           }
           cleanup();
           try {
-            resolve(this.rpcResult(reply, identity, what, responses, performance.now() - started));
+            resolve(this.#rpcResult(reply, identity, what, responses, performance.now() - started));
           } catch (err) {
             reject(err as Error);
           }
@@ -375,13 +375,13 @@ export class ChoriaClient {
         ...(grace > 0 ? { onReconnect } : {}),
         sentAt: performance.now(),
       });
-      this.publish(encoded.subject, encoded.bytes, what, fail);
+      this.#publish(encoded.subject, encoded.bytes, what, fail);
     });
   }
 
   /** Publishes a lifecycle event on `choria.lifecycle.event.<type>.<component>`. */
   publishLifecycleEvent(event: LifecycleEvent, format: LifecycleFormat = event.format): void {
-    this.assertOpen();
+    this.#assertOpen();
     this.nats.publish(lifecycleSubject(event.type, event.component), encodeLifecycleEvent(event, format));
   }
 
@@ -399,13 +399,13 @@ export class ChoriaClient {
     handler: (event: LifecycleEvent) => void,
     opts: LifecycleSubscriptionOptions = {},
   ): LifecycleSubscription {
-    this.assertOpen();
+    this.#assertOpen();
     const subject = lifecycleSubject(type, component);
     const sub = this.nats.subscribe(subject, {
       ...(opts.queue !== undefined && opts.queue !== '' ? { queue: opts.queue } : {}),
       callback: (err, msg) => {
         if (err !== null) {
-          this.logger.error(`lifecycle subscription ${subject} failed: ${err.message}`);
+          this.#logger.error(`lifecycle subscription ${subject} failed: ${err.message}`);
           return;
         }
         let event: LifecycleEvent;
@@ -413,20 +413,20 @@ export class ChoriaClient {
           event = parseLifecycleEvent(msg.data);
         } catch (parseErr) {
           if (opts.onInvalid !== undefined) opts.onInvalid(parseErr as Error, msg.data);
-          else this.logger.warn(`ignoring message on ${msg.subject}: ${(parseErr as Error).message}`);
+          else this.#logger.warn(`ignoring message on ${msg.subject}: ${(parseErr as Error).message}`);
           return;
         }
         try {
           handler(event);
         } catch (handlerErr) {
-          this.logger.error(`lifecycle handler for ${subject} failed: ${(handlerErr as Error).message}`);
+          this.#logger.error(`lifecycle handler for ${subject} failed: ${(handlerErr as Error).message}`);
         }
       },
     });
-    this.lifecycleSubscriptions.add(sub);
+    this.#lifecycleSubscriptions.add(sub);
     return {
       unsubscribe: () => {
-        if (!this.lifecycleSubscriptions.delete(sub)) return;
+        if (!this.#lifecycleSubscriptions.delete(sub)) return;
         sub.unsubscribe();
       },
     };
@@ -434,53 +434,53 @@ export class ChoriaClient {
 
   /** Fails outstanding requests, drops the subscriptions, and closes the connection if it owns it. */
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    this.failPending(new ClientClosedError('the Choria client was closed'));
-    for (const sub of this.lifecycleSubscriptions) sub.unsubscribe();
-    this.lifecycleSubscriptions.clear();
-    if (!this.nats.isClosed()) this.replySubscription.unsubscribe();
-    if (this.ownsConnection && !this.nats.isClosed()) await this.nats.close();
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#failPending(new ClientClosedError('the Choria client was closed'));
+    for (const sub of this.#lifecycleSubscriptions) sub.unsubscribe();
+    this.#lifecycleSubscriptions.clear();
+    if (!this.nats.isClosed()) this.#replySubscription.unsubscribe();
+    if (this.#ownsConnection && !this.nats.isClosed()) await this.nats.close();
   }
 
-  private assertOpen(): void {
-    if (this.closed) throw new ClientClosedError('the Choria client is closed');
+  #assertOpen(): void {
+    if (this.#closed) throw new ClientClosedError('the Choria client is closed');
   }
 
-  private failPending(err: Error): void {
-    const waiting = [...this.pending.values()];
-    this.pending.clear();
+  #failPending(err: Error): void {
+    const waiting = [...this.#pending.values()];
+    this.#pending.clear();
     for (const p of waiting) p.onClose(err);
   }
 
-  private newRequestId(): string {
-    return this.protocol === 'v1' ? newV1RequestId() : newKsuid(Date.now(), this.entropy.take(16));
+  #newRequestId(): string {
+    return this.protocol === 'v1' ? newV1RequestId() : newKsuid(Date.now(), this.#entropy.take(16));
   }
 
-  private traceHop(): TraceHop[] | undefined {
+  #traceHop(): TraceHop[] | undefined {
     const server = this.nats.getServer();
     if (server === '') return undefined;
     const url = server.includes('://') ? server : `nats://${server}`;
     return [[url, this.identity, url]];
   }
 
-  private encode(id: string, agent: string, subject: string, filter: Filter, payload: string): { subject: string; bytes: Uint8Array } {
-    const trace = this.traceHop();
-    const encoded = this.codec.encodeRequest(
+  #encode(id: string, agent: string, subject: string, filter: Filter, payload: string): { subject: string; bytes: Uint8Array } {
+    const trace = this.#traceHop();
+    const encoded = this.#codec.encodeRequest(
       {
         id,
         sender: this.senderId,
         callerId: this.callerId,
-        collective: this.collective,
+        collective: this.#collective,
         agent,
-        ttl: this.ttl,
+        ttl: this.#ttl,
         timeNs: nowNanoseconds(),
         filter,
         payload,
-        replyTo: `${this.replyPrefix}${id}`,
+        replyTo: `${this.#replyPrefix}${id}`,
         ...(trace !== undefined ? { trace } : {}),
       },
-      this.signer,
+      this.#signer,
     );
     return { subject, bytes: Buffer.from(encoded.transportJson, 'utf8') };
   }
@@ -491,13 +491,13 @@ export class ChoriaClient {
    * trigger their follow-up requests over several microtask hops, so publishing each at once cost
    * one write syscall (and one broker read) per request under load.
    */
-  private publish(subject: string, bytes: Uint8Array, what: string, fail: (err: Error) => void): void {
-    this.outbox.push({ subject, bytes, what, fail });
-    if (this.outbox.length === 1) setImmediate(this.flushOutbox);
+  #publish(subject: string, bytes: Uint8Array, what: string, fail: (err: Error) => void): void {
+    this.#outbox.push({ subject, bytes, what, fail });
+    if (this.#outbox.length === 1) setImmediate(this.#flushOutbox);
   }
 
-  private readonly flushOutbox = (): void => {
-    const batch = this.outbox.splice(0);
+  readonly #flushOutbox = (): void => {
+    const batch = this.#outbox.splice(0);
     for (const { subject, bytes, what, fail } of batch) {
       try {
         this.nats.publish(subject, bytes);
@@ -507,31 +507,31 @@ export class ChoriaClient {
     }
   };
 
-  private dispatchReply(err: NatsError | null, msg: Msg): void {
+  #dispatchReply(err: NatsError | null, msg: Msg): void {
     if (err !== null) {
-      this.logger.error(`reply subscription failed: ${err.message}`);
+      this.#logger.error(`reply subscription failed: ${err.message}`);
       return;
     }
-    const requestId = msg.subject.slice(this.replyPrefix.length);
-    const pending = this.pending.get(requestId);
+    const requestId = msg.subject.slice(this.#replyPrefix.length);
+    const pending = this.#pending.get(requestId);
     if (pending === undefined) {
-      if (this.logger.isDebugEnabled()) this.logger.debug(`ignoring reply on ${msg.subject}: no request is waiting for it`);
+      if (this.#logger.isDebugEnabled()) this.#logger.debug(`ignoring reply on ${msg.subject}: no request is waiting for it`);
       return;
     }
     pending.onMessage(msg);
   }
 
   /** Decodes a reply (hash verified) to request `id`; undefined (logged) when it is unusable. */
-  private decodeReply(msg: Msg, id: string, what: string): DecodedReply | undefined {
+  #decodeReply(msg: Msg, id: string, what: string): DecodedReply | undefined {
     let reply: DecodedReply;
     try {
-      reply = this.codec.decodeReply(msg.data);
+      reply = this.#codec.decodeReply(msg.data);
     } catch (err) {
-      this.logger.warn(`ignoring undecodable reply to ${what}: ${(err as Error).message}`, { requestId: id });
+      this.#logger.warn(`ignoring undecodable reply to ${what}: ${(err as Error).message}`, { requestId: id });
       return undefined;
     }
     if (reply.requestId !== id) {
-      this.logger.warn(`ignoring reply from ${reply.sender} to ${what}: it is for request ${reply.requestId}`, { requestId: id });
+      this.#logger.warn(`ignoring reply from ${reply.sender} to ${what}: it is for request ${reply.requestId}`, { requestId: id });
       return undefined;
     }
     return reply;
@@ -541,16 +541,16 @@ export class ChoriaClient {
    * Discovery only needs the sender: the verified reply envelope's sender when the reply decodes,
    * otherwise the transport header, as go-choria does (the body need not be JSON).
    */
-  private discoverySender(msg: Msg, id: string): string | undefined {
+  #discoverySender(msg: Msg, id: string): string | undefined {
     let transport: DecodedTransport;
     try {
-      transport = this.codec.decodeTransport(msg.data);
+      transport = this.#codec.decodeTransport(msg.data);
     } catch (err) {
-      if (this.logger.isDebugEnabled()) this.logger.debug(`ignoring undecodable discovery reply: ${(err as Error).message}`);
+      if (this.#logger.isDebugEnabled()) this.#logger.debug(`ignoring undecodable discovery reply: ${(err as Error).message}`);
       return undefined;
     }
     try {
-      const reply = this.codec.decodeReply(transport);
+      const reply = this.#codec.decodeReply(transport);
       if (reply.requestId === id && reply.sender !== '') return reply.sender;
     } catch {
       // fall back to the transport header below
@@ -558,7 +558,7 @@ export class ChoriaClient {
     return transport.headers.sender;
   }
 
-  private rpcResult(reply: DecodedReply, identity: string, what: string, responses: number, durationMs: number): RpcReply {
+  #rpcResult(reply: DecodedReply, identity: string, what: string, responses: number, durationMs: number): RpcReply {
     if (responses !== 1) throw new RpcResponseCountError(responses, identity);
     let body: RpcReplyBody;
     try {

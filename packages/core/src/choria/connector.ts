@@ -36,18 +36,18 @@ export function backoffDelayMs(attempt: number, random: () => number = Math.rand
  * the delay grows with the length of the outage rather than with a call count.
  */
 class OutageBackoff {
-  private disconnectedAt: number | undefined;
+  #disconnectedAt: number | undefined;
 
   disconnected(): void {
-    this.disconnectedAt ??= Date.now();
+    this.#disconnectedAt ??= Date.now();
   }
 
   connected(): void {
-    this.disconnectedAt = undefined;
+    this.#disconnectedAt = undefined;
   }
 
   delay(): number {
-    const outage = this.disconnectedAt === undefined ? 0 : Date.now() - this.disconnectedAt;
+    const outage = this.#disconnectedAt === undefined ? 0 : Date.now() - this.#disconnectedAt;
     const base = Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MIN_MS, outage));
     return Math.round(base * (0.75 + Math.random() * 0.5));
   }

@@ -40,7 +40,7 @@ export function sourceLabel(source: string): string {
 /** Collects problems for one file and turns them into a {@link ConfigError}. */
 export class ProblemCollector {
   readonly file: string;
-  private readonly found: ConfigProblem[] = [];
+  readonly #found: ConfigProblem[] = [];
 
   constructor(source: string) {
     this.file = sourceLabel(source);
@@ -49,19 +49,19 @@ export class ProblemCollector {
   /** Adds `<file>: <text>`. */
   add(text: string, key?: string): void {
     const message = `${this.file}: ${text}`;
-    this.found.push(key === undefined ? { message } : { key, message });
+    this.#found.push(key === undefined ? { message } : { key, message });
   }
 
   has(key: string): boolean {
-    return this.found.some((p) => p.key === key);
+    return this.#found.some((p) => p.key === key);
   }
 
   get count(): number {
-    return this.found.length;
+    return this.#found.length;
   }
 
   throwIfAny(): void {
-    if (this.found.length > 0) throw new ConfigError(this.file, this.found);
+    if (this.#found.length > 0) throw new ConfigError(this.file, this.#found);
   }
 }
 

@@ -35,11 +35,15 @@ export class RandomPool {
   #block: Buffer = Buffer.alloc(0);
   #at = 0;
 
-  constructor(private readonly blockSize = 4096) {}
+  readonly #blockSize: number;
+
+  constructor(blockSize = 4096) {
+    this.#blockSize = blockSize;
+  }
 
   take(n: number): Buffer {
     if (this.#at + n > this.#block.length) {
-      this.#block = randomBytes(Math.max(this.blockSize, n));
+      this.#block = randomBytes(Math.max(this.#blockSize, n));
       this.#at = 0;
     }
     const out = this.#block.subarray(this.#at, this.#at + n);

@@ -10,10 +10,10 @@ export class ChoriaSigner implements RequestSigner {
   readonly callerId: string;
   /** the client JWT text (never logged) */
   readonly credential: string;
-  private readonly credentials: ChoriaCredentials;
+  readonly #credentials: ChoriaCredentials;
 
   constructor(credentials: ChoriaCredentials) {
-    this.credentials = credentials;
+    this.#credentials = credentials;
     this.callerId = credentials.callerId;
     this.credential = credentials.token;
   }
@@ -23,10 +23,10 @@ export class ChoriaSigner implements RequestSigner {
   }
 
   get publicKeyHex(): string {
-    return this.credentials.publicKeyHex;
+    return this.#credentials.publicKeyHex;
   }
 
   sign(requestJson: Uint8Array): string {
-    return sign(null, requestJson, this.credentials.privateKey).toString('base64');
+    return sign(null, requestJson, this.#credentials.privateKey).toString('base64');
   }
 }

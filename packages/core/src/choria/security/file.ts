@@ -38,12 +38,12 @@ export class FileSigner implements RequestSigner {
   readonly protocol = 'v1';
   readonly callerId: string;
   readonly credential: string;
-  private readonly key: KeyObject;
+  readonly #key: KeyObject;
 
   constructor(opts: FileSignerOptions, keyLabel = '(inline)') {
     if (opts.certname === '') throw new SecurityError('x509 signer: certname must not be empty');
     if (!opts.certificatePem.includes('-----BEGIN CERTIFICATE-----')) throw new SecurityError('x509 signer: the certificate is not a PEM certificate');
-    this.key = loadRsaKey(opts.privateKey, keyLabel);
+    this.#key = loadRsaKey(opts.privateKey, keyLabel);
     this.credential = opts.certificatePem;
     this.callerId = x509CallerId(opts.certname);
   }
@@ -56,6 +56,6 @@ export class FileSigner implements RequestSigner {
 
   sign(requestJson: Uint8Array): string {
     // RSA keys sign with PKCS#1 v1.5 padding by default, which is what Go's SignPKCS1v15 does
-    return sign('sha256', requestJson, this.key).toString('base64');
+    return sign('sha256', requestJson, this.#key).toString('base64');
   }
 }

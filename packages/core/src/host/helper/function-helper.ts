@@ -18,32 +18,32 @@ export interface FunctionHelperOptions {
 }
 
 export class FunctionHelper implements HelperRunner {
-  private readonly timeoutMs: number;
-  private readonly label: string;
-  private readonly active = new Set<AbortController>();
-  private closed = false;
+  readonly #timeoutMs: number;
+  readonly #label: string;
+  readonly #active = new Set<AbortController>();
+  #closed = false;
 
-  constructor(
-    private readonly fn: HelperFunction,
-    options: FunctionHelperOptions = {},
-  ) {
-    this.timeoutMs = options.timeoutMs ?? DEFAULT_HELPER_TIMEOUT_MS;
-    this.label = `function ${options.name ?? (fn.name || 'anonymous')}`;
+  readonly #fn: HelperFunction;
+
+  constructor(fn: HelperFunction, options: FunctionHelperOptions = {}) {
+    this.#fn = fn;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_HELPER_TIMEOUT_MS;
+    this.#label = `function ${options.name ?? (fn.name || 'anonymous')}`;
   }
 
   run(req: HelperRequest, opts: HelperRunOptions): Promise<HelperResult> {
     const redact = makeRedactor(requestSecrets(req));
     const fail = (kind: HelperErrorKind, reason: string, cause?: unknown): HelperError =>
-      new HelperError({ kind, helper: this.label, identity: opts.identity, reason, cause, redact, durationMs: 0 });
-    if (this.closed) return Promise.reject(fail('aborted', 'the helper runner is closed'));
+      new HelperError({ kind, helper: this.#label, identity: opts.identity, reason, cause, redact, durationMs: 0 });
+    if (this.#closed) return Promise.reject(fail('aborted', 'the helper runner is closed'));
     if (opts.signal?.aborted === true) return Promise.reject(fail('aborted', 'aborted by the caller before the helper started'));
 
     const controller = new AbortController();
-    this.active.add(controller);
+    this.#active.add(controller);
     const started = performance.now();
     const elapsed = (): number => Math.round(performance.now() - started);
     const error = (kind: HelperErrorKind, reason: string, cause?: unknown): HelperError =>
-      new HelperError({ kind, helper: this.label, identity: opts.identity, reason, cause, redact, durationMs: elapsed() });
+      new HelperError({ kind, helper: this.#label, identity: opts.identity, reason, cause, redact, durationMs: elapsed() });
 
     return new Promise<HelperResult>((resolve, reject) => {
       let settled = false;
@@ -53,7 +53,7 @@ export class FunctionHelper implements HelperRunner {
         clearTimeout(timer);
         opts.signal?.removeEventListener('abort', onAbort);
         controller.signal.removeEventListener('abort', onClose);
-        this.active.delete(controller);
+        this.#active.delete(controller);
         if (outcome instanceof HelperError) reject(outcome);
         else resolve(outcome);
       };
@@ -62,7 +62,7 @@ export class FunctionHelper implements HelperRunner {
         settle(error(kind, reason));
         controller.abort(new Error(reason));
       };
-      const timer = setTimeout(() => stop('timeout', `timed out after ${this.timeoutMs} ms`), this.timeoutMs);
+      const timer = setTimeout(() => stop('timeout', `timed out after ${this.#timeoutMs} ms`), this.#timeoutMs);
       const onAbort = (): void => stop('aborted', 'aborted by the caller');
       // close() aborts the controller directly.
       const onClose = (): void => settle(error('aborted', 'the helper runner was closed'));
@@ -70,20 +70,20 @@ export class FunctionHelper implements HelperRunner {
       controller.signal.addEventListener('abort', onClose, { once: true });
 
       Promise.resolve()
-        .then(() => this.fn(req, { signal: controller.signal }))
+        .then(() => this.#fn(req, { signal: controller.signal }))
         .then(
-          (value) => settle(this.validate(value, error, redact, elapsed)),
+          (value) => settle(this.#validate(value, error, redact, elapsed)),
           (err: unknown) => settle(error('threw', `threw ${errorText(err)}`, err)),
         );
     });
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    for (const controller of this.active) controller.abort(new Error('the helper runner was closed'));
+    this.#closed = true;
+    for (const controller of this.#active) controller.abort(new Error('the helper runner was closed'));
   }
 
-  private validate(
+  #validate(
     value: unknown,
     error: (kind: HelperErrorKind, reason: string, cause?: unknown) => HelperError,
     redact: Redactor,

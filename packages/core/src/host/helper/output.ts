@@ -7,54 +7,58 @@ export const EXCERPT_BYTES = 500;
 
 /** Collects chunks up to `limit` bytes; remembers how much more arrived. */
 export class BoundedBuffer {
-  private readonly chunks: Buffer[] = [];
-  private kept = 0;
-  private seen = 0;
+  readonly #chunks: Buffer[] = [];
+  #kept = 0;
+  #seen = 0;
 
-  constructor(private readonly limit: number) {}
+  readonly #limit: number;
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
 
   /** A buffer that was filled elsewhere (the helper spawner): the kept bytes and the total seen. */
   static fromParts(limit: number, kept: Buffer, seen: number): BoundedBuffer {
     const b = new BoundedBuffer(limit);
     b.push(kept);
-    b.seen = Math.max(seen, b.seen);
+    b.#seen = Math.max(seen, b.#seen);
     return b;
   }
 
   /** Adds a chunk; returns false once the total exceeds the limit. */
   push(chunk: Buffer): boolean {
-    this.seen += chunk.length;
-    const room = this.limit - this.kept;
+    this.#seen += chunk.length;
+    const room = this.#limit - this.#kept;
     if (room > 0) {
       const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
-      this.chunks.push(part);
-      this.kept += part.length;
+      this.#chunks.push(part);
+      this.#kept += part.length;
     }
-    return this.seen <= this.limit;
+    return this.#seen <= this.#limit;
   }
 
   get totalBytes(): number {
-    return this.seen;
+    return this.#seen;
   }
 
   get overflowed(): boolean {
-    return this.seen > this.limit;
+    return this.#seen > this.#limit;
   }
 
   toBuffer(): Buffer {
-    return Buffer.concat(this.chunks, this.kept);
+    return Buffer.concat(this.#chunks, this.#kept);
   }
 
   /** The kept bytes as UTF-8, with a note when some were dropped. */
   toText(): string {
     const text = this.toBuffer().toString('utf8');
-    return this.overflowed ? `${text}\n[… ${this.seen - this.kept} more bytes dropped]` : text;
+    return this.overflowed ? `${text}\n[… ${this.#seen - this.#kept} more bytes dropped]` : text;
   }
 
   clear(): void {
-    this.chunks.length = 0;
-    this.kept = 0;
-    this.seen = 0;
+    this.#chunks.length = 0;
+    this.#kept = 0;
+    this.#seen = 0;
   }
 }
 

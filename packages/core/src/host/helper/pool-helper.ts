@@ -58,20 +58,20 @@ interface Settings {
 }
 
 export class PoolHelper implements HelperRunner {
-  private readonly settings: Settings;
-  private readonly size: number;
-  private readonly closeGraceMs: number;
-  private readonly queue: Job[] = [];
-  private readonly workers = new Set<PoolWorker>();
-  private closed = false;
+  readonly #settings: Settings;
+  readonly #size: number;
+  readonly #closeGraceMs: number;
+  readonly #queue: Job[] = [];
+  readonly #workers = new Set<PoolWorker>();
+  #closed = false;
 
   /** Throws HelperCommandError when the command cannot be split. Processes start on demand. */
   constructor(options: PoolHelperOptions) {
     const size = options.size ?? DEFAULT_POOL_SIZE;
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`helper pool size must be a positive integer, got ${size}`);
-    this.size = size;
-    this.closeGraceMs = options.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS;
-    this.settings = {
+    this.#size = size;
+    this.#closeGraceMs = options.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS;
+    this.#settings = {
       argv: parseHelperCommand(options.command),
       timeoutMs: options.timeoutMs ?? DEFAULT_HELPER_TIMEOUT_MS,
       maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
@@ -82,23 +82,23 @@ export class PoolHelper implements HelperRunner {
   }
 
   get program(): string {
-    return this.settings.argv[0];
+    return this.#settings.argv[0];
   }
 
   /** Pids of the running helper processes (for diagnostics and tests). */
   get pids(): number[] {
-    return [...this.workers].flatMap((w) => (w.pid === undefined ? [] : [w.pid]));
+    return [...this.#workers].flatMap((w) => (w.pid === undefined ? [] : [w.pid]));
   }
 
   killNow(): void {
-    this.closed = true;
-    for (const w of this.workers) w.killNow();
+    this.#closed = true;
+    for (const w of this.#workers) w.killNow();
   }
 
   run(req: HelperRequest, opts: HelperRunOptions): Promise<HelperResult> {
     const redact = makeRedactor(requestSecrets(req));
-    if (this.closed || opts.signal?.aborted === true) {
-      const reason = this.closed ? 'the helper pool is closed' : 'aborted by the caller before a helper process took the request';
+    if (this.#closed || opts.signal?.aborted === true) {
+      const reason = this.#closed ? 'the helper pool is closed' : 'aborted by the caller before a helper process took the request';
       return Promise.reject(new HelperError({ kind: 'aborted', helper: this.program, identity: opts.identity, reason, redact }));
     }
     const input = `${encodeHelperRequest(req)}\n`;
@@ -106,95 +106,97 @@ export class PoolHelper implements HelperRunner {
       const job: Job = { input, identity: opts.identity, signal: opts.signal, redact, resolve, reject, onAbort: () => undefined };
       // Until a process takes it, aborting just drops the job from the queue.
       job.onAbort = () => {
-        const at = this.queue.indexOf(job);
+        const at = this.#queue.indexOf(job);
         if (at < 0) return;
-        this.queue.splice(at, 1);
-        reject(this.queuedError(job, 'aborted by the caller while waiting for a free helper process'));
+        this.#queue.splice(at, 1);
+        reject(this.#queuedError(job, 'aborted by the caller while waiting for a free helper process'));
       };
       opts.signal?.addEventListener('abort', job.onAbort, { once: true });
-      this.queue.push(job);
-      this.dispatch();
+      this.#queue.push(job);
+      this.#dispatch();
     });
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    for (const job of this.queue.splice(0)) {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const job of this.#queue.splice(0)) {
       job.signal?.removeEventListener('abort', job.onAbort);
-      job.reject(this.queuedError(job, 'the helper pool was closed before a helper process took the request'));
+      job.reject(this.#queuedError(job, 'the helper pool was closed before a helper process took the request'));
     }
-    await Promise.all([...this.workers].map((w) => w.shutdown(this.closeGraceMs)));
+    await Promise.all([...this.#workers].map((w) => w.shutdown(this.#closeGraceMs)));
     // All processes have exited; their 'close' events (which retire them) may still be queued.
-    this.workers.clear();
+    this.#workers.clear();
   }
 
-  private queuedError(job: Job, reason: string): HelperError {
+  #queuedError(job: Job, reason: string): HelperError {
     return new HelperError({ kind: 'aborted', helper: this.program, identity: job.identity, reason, redact: job.redact });
   }
 
   /** Hands queued jobs to idle processes, starting new ones up to the pool size. */
-  private dispatch(): void {
-    while (this.queue.length > 0 && !this.closed) {
-      let worker = [...this.workers].find((w) => w.idle);
+  #dispatch(): void {
+    while (this.#queue.length > 0 && !this.#closed) {
+      let worker = [...this.#workers].find((w) => w.idle);
       if (worker === undefined) {
-        if (this.workers.size >= this.size) return;
-        worker = new PoolWorker(this.settings, (w) => this.retire(w), () => this.dispatch());
-        this.workers.add(worker);
+        if (this.#workers.size >= this.#size) return;
+        worker = new PoolWorker(this.#settings, (w) => this.#retire(w), () => this.#dispatch());
+        this.#workers.add(worker);
       }
-      const job = this.queue.shift() as Job;
+      const job = this.#queue.shift() as Job;
       job.signal?.removeEventListener('abort', job.onAbort);
       worker.take(job);
     }
   }
 
-  private retire(worker: PoolWorker): void {
-    this.workers.delete(worker);
-    this.dispatch();
+  #retire(worker: PoolWorker): void {
+    this.#workers.delete(worker);
+    this.#dispatch();
   }
 }
 
 /** One long-lived helper process serving one job at a time. */
 class PoolWorker {
-  private readonly child: ReturnType<typeof spawnHelper> | undefined;
-  private readonly stderr: BoundedBuffer;
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-  private job: Job | undefined;
-  private jobStarted = 0;
-  private jobTimer: NodeJS.Timeout | undefined;
-  private jobAbort: (() => void) | undefined;
-  private dead = false;
-  private startError: string | undefined;
+  readonly #child: ReturnType<typeof spawnHelper> | undefined;
+  readonly #stderr: BoundedBuffer;
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+  #job: Job | undefined;
+  #jobStarted = 0;
+  #jobTimer: NodeJS.Timeout | undefined;
+  #jobAbort: (() => void) | undefined;
+  #dead = false;
+  #startError: string | undefined;
   /** resolves when the process has exited (or never started) */
-  private readonly exited: Promise<void>;
+  readonly #exited: Promise<void>;
+  readonly #settings: Settings;
+  readonly #onRetire: (w: PoolWorker) => void;
+  readonly #onIdle: () => void;
 
-  constructor(
-    private readonly settings: Settings,
-    private readonly onRetire: (w: PoolWorker) => void,
-    private readonly onIdle: () => void,
-  ) {
-    this.stderr = new BoundedBuffer(settings.maxStderrBytes);
+  constructor(settings: Settings, onRetire: (w: PoolWorker) => void, onIdle: () => void) {
+    this.#settings = settings;
+    this.#onRetire = onRetire;
+    this.#onIdle = onIdle;
+    this.#stderr = new BoundedBuffer(settings.maxStderrBytes);
     let markExited: () => void = () => undefined;
-    this.exited = new Promise<void>((resolve) => (markExited = resolve));
+    this.#exited = new Promise<void>((resolve) => (markExited = resolve));
     try {
-      this.child = spawnHelper(settings.argv, { cwd: settings.cwd, env: settings.env });
+      this.#child = spawnHelper(settings.argv, { cwd: settings.cwd, env: settings.env });
     } catch (err) {
-      this.child = undefined;
+      this.#child = undefined;
       markExited();
-      this.startError = errorText(err);
+      this.#startError = errorText(err);
       return;
     }
-    const child = this.child;
+    const child = this.#child;
     child.on('error', (err) => {
       if (child.pid === undefined) {
         markExited();
-        this.die('spawn', `cannot start ${this.program}: ${err.message}`);
+        this.#die('spawn', `cannot start ${this.#program}: ${err.message}`);
       }
     });
-    child.stdout.on('data', (chunk: Buffer) => this.onStdout(chunk));
+    child.stdout.on('data', (chunk: Buffer) => this.#onStdout(chunk));
     child.stderr.on('data', (chunk: Buffer) => {
-      this.stderr.push(chunk);
+      this.#stderr.push(chunk);
     });
     child.stdin.on('error', () => undefined); // EPIPE after the process died; 'close' reports it
     child.on('exit', () => markExited());
@@ -202,83 +204,83 @@ class PoolWorker {
     child.on('close', (code: number | null, sig: NodeJS.Signals | null) => {
       if (child.pid === undefined) return;
       const how = sig !== null ? `was killed by signal ${sig}` : `exited with status ${String(code)}`;
-      this.die(sig !== null ? 'signal' : 'exit', `${how} before answering`, { code, sig });
+      this.#die(sig !== null ? 'signal' : 'exit', `${how} before answering`, { code, sig });
     });
   }
 
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.#child?.pid;
   }
 
   get idle(): boolean {
-    return !this.dead && this.job === undefined;
+    return !this.#dead && this.#job === undefined;
   }
 
-  private get program(): string {
-    return this.settings.argv[0];
+  get #program(): string {
+    return this.#settings.argv[0];
   }
 
   take(job: Job): void {
-    this.job = job;
-    this.jobStarted = performance.now();
-    if (this.child === undefined) {
-      this.die('spawn', `cannot start ${this.program}: ${this.startError ?? 'unknown error'}`);
+    this.#job = job;
+    this.#jobStarted = performance.now();
+    if (this.#child === undefined) {
+      this.#die('spawn', `cannot start ${this.#program}: ${this.#startError ?? 'unknown error'}`);
       return;
     }
-    this.jobTimer = setTimeout(
-      () => this.die('timeout', `timed out after ${this.settings.timeoutMs} ms without answering; killed it and the processes it started`),
-      this.settings.timeoutMs,
+    this.#jobTimer = setTimeout(
+      () => this.#die('timeout', `timed out after ${this.#settings.timeoutMs} ms without answering; killed it and the processes it started`),
+      this.#settings.timeoutMs,
     );
-    this.jobAbort = () => this.die('aborted', 'aborted by the caller; killed it and the processes it started');
-    job.signal?.addEventListener('abort', this.jobAbort, { once: true });
-    this.child.stdin.write(job.input);
+    this.#jobAbort = () => this.#die('aborted', 'aborted by the caller; killed it and the processes it started');
+    job.signal?.addEventListener('abort', this.#jobAbort, { once: true });
+    this.#child.stdin.write(job.input);
   }
 
   /** SIGKILL to the process group, nothing else: see PoolHelper.killNow. */
   killNow(): void {
-    if (this.child !== undefined) killProcessGroup(this.child);
+    if (this.#child !== undefined) killProcessGroup(this.#child);
   }
 
   /** Closes stdin, waits up to `graceMs` for the process to finish, then kills its group. */
   async shutdown(graceMs: number): Promise<void> {
-    if (this.child === undefined) return;
-    this.child.stdin.end();
+    if (this.#child === undefined) return;
+    this.#child.stdin.end();
     let grace: NodeJS.Timeout | undefined;
     const expired = new Promise<boolean>((resolve) => (grace = setTimeout(() => resolve(true), graceMs)));
-    const timedOut = await Promise.race([this.exited.then(() => false), expired]);
+    const timedOut = await Promise.race([this.#exited.then(() => false), expired]);
     clearTimeout(grace);
-    if (timedOut) this.die('aborted', `the helper pool was closed and it did not finish within ${graceMs} ms; killed it`);
-    await this.exited;
+    if (timedOut) this.#die('aborted', `the helper pool was closed and it did not finish within ${graceMs} ms; killed it`);
+    await this.#exited;
   }
 
-  private onStdout(chunk: Buffer): void {
-    if (this.dead) return;
+  #onStdout(chunk: Buffer): void {
+    if (this.#dead) return;
     let rest = chunk;
     let newline = rest.indexOf(0x0a);
     while (newline >= 0) {
-      this.pending.push(rest.subarray(0, newline));
-      const line = Buffer.concat(this.pending);
-      this.pending = [];
-      this.pendingBytes = 0;
+      this.#pending.push(rest.subarray(0, newline));
+      const line = Buffer.concat(this.#pending);
+      this.#pending = [];
+      this.#pendingBytes = 0;
       rest = rest.subarray(newline + 1);
-      this.onLine(line);
-      if (this.dead) return;
+      this.#onLine(line);
+      if (this.#dead) return;
       newline = rest.indexOf(0x0a);
     }
     if (rest.length === 0) return;
-    this.pending.push(rest);
-    this.pendingBytes += rest.length;
-    if (this.pendingBytes > this.settings.maxOutputBytes) {
-      this.die('too-large', `printed a line longer than ${this.settings.maxOutputBytes} bytes on stdout; killed it`);
+    this.#pending.push(rest);
+    this.#pendingBytes += rest.length;
+    if (this.#pendingBytes > this.#settings.maxOutputBytes) {
+      this.#die('too-large', `printed a line longer than ${this.#settings.maxOutputBytes} bytes on stdout; killed it`);
     }
   }
 
-  private onLine(line: Buffer): void {
+  #onLine(line: Buffer): void {
     const text = line.toString('utf8');
     if (text.trim() === '') return;
-    const job = this.job;
+    const job = this.#job;
     if (job === undefined) {
-      this.die('invalid-json', 'printed on stdout while it had no request; killed it', { line: text });
+      this.#die('invalid-json', 'printed on stdout while it had no request; killed it', { line: text });
       return;
     }
     let reply;
@@ -287,62 +289,62 @@ class PoolWorker {
     } catch (err) {
       if (!(err instanceof HelperReplyError)) throw err;
       if (err.kind === 'invalid-reply') {
-        this.finish(this.error(job, err.kind, reasonForReplyError(err), text));
+        this.#finish(this.#error(job, err.kind, reasonForReplyError(err), text));
         return;
       }
-      this.die(err.kind, `${reasonForReplyError(err)} (pool helpers print each reply as one line of JSON); killed it`, { line: text });
+      this.#die(err.kind, `${reasonForReplyError(err)} (pool helpers print each reply as one line of JSON); killed it`, { line: text });
       return;
     }
-    this.finish({ reply, stderr: job.redact(this.stderr.toText()), durationMs: this.elapsed() });
+    this.#finish({ reply, stderr: job.redact(this.#stderr.toText()), durationMs: this.#elapsed() });
   }
 
   /** Completes the current job while the process stays in the pool. */
-  private finish(result: HelperResult | HelperError): void {
-    const job = this.job;
+  #finish(result: HelperResult | HelperError): void {
+    const job = this.#job;
     if (job === undefined) return;
-    this.clearJob(job);
-    this.stderr.clear();
+    this.#clearJob(job);
+    this.#stderr.clear();
     if (result instanceof HelperError) job.reject(result);
     else job.resolve(result);
-    this.onIdle();
+    this.#onIdle();
   }
 
   /** Kills the process group, fails the current job (if any) and leaves the pool. */
-  private die(kind: HelperErrorKind, reason: string, extra: { code?: number | null; sig?: string | null; line?: string } = {}): void {
-    if (this.dead) return;
-    this.dead = true;
-    if (this.child !== undefined) killProcessGroup(this.child);
-    const job = this.job;
+  #die(kind: HelperErrorKind, reason: string, extra: { code?: number | null; sig?: string | null; line?: string } = {}): void {
+    if (this.#dead) return;
+    this.#dead = true;
+    if (this.#child !== undefined) killProcessGroup(this.#child);
+    const job = this.#job;
     if (job !== undefined) {
-      this.clearJob(job);
-      const stdout = extra.line ?? Buffer.concat(this.pending).toString('utf8');
-      job.reject(this.error(job, kind, reason, stdout, extra));
+      this.#clearJob(job);
+      const stdout = extra.line ?? Buffer.concat(this.#pending).toString('utf8');
+      job.reject(this.#error(job, kind, reason, stdout, extra));
     }
-    this.onRetire(this);
+    this.#onRetire(this);
   }
 
-  private error(job: Job, kind: HelperErrorKind, reason: string, stdout: string, extra: { code?: number | null; sig?: string | null } = {}): HelperError {
+  #error(job: Job, kind: HelperErrorKind, reason: string, stdout: string, extra: { code?: number | null; sig?: string | null } = {}): HelperError {
     return new HelperError({
       kind,
-      helper: this.program,
+      helper: this.#program,
       identity: job.identity,
       reason,
-      output: kind === 'spawn' ? undefined : { stdout: job.redact(stdout), stderr: job.redact(this.stderr.toText()) },
+      output: kind === 'spawn' ? undefined : { stdout: job.redact(stdout), stderr: job.redact(this.#stderr.toText()) },
       exitCode: extra.code ?? null,
       signal: extra.sig ?? null,
-      durationMs: this.elapsed(),
+      durationMs: this.#elapsed(),
       redact: job.redact,
     });
   }
 
-  private clearJob(job: Job): void {
-    clearTimeout(this.jobTimer);
-    if (this.jobAbort !== undefined) job.signal?.removeEventListener('abort', this.jobAbort);
-    this.jobAbort = undefined;
-    this.job = undefined;
+  #clearJob(job: Job): void {
+    clearTimeout(this.#jobTimer);
+    if (this.#jobAbort !== undefined) job.signal?.removeEventListener('abort', this.#jobAbort);
+    this.#jobAbort = undefined;
+    this.#job = undefined;
   }
 
-  private elapsed(): number {
-    return Math.round(performance.now() - this.jobStarted);
+  #elapsed(): number {
+    return Math.round(performance.now() - this.#jobStarted);
   }
 }

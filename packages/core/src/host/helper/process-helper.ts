@@ -35,50 +35,53 @@ export interface ProcessHelperOptions {
 }
 
 export class ProcessHelper implements HelperRunner {
-  private readonly argv: [string, ...string[]];
-  private readonly timeoutMs: number;
-  private readonly maxOutputBytes: number;
-  private readonly maxStderrBytes: number;
+  readonly #argv: [string, ...string[]];
+  readonly #timeoutMs: number;
+  readonly #maxOutputBytes: number;
+  readonly #maxStderrBytes: number;
   /** cancel functions of runs in progress, so close() can stop them */
-  private readonly active = new Set<() => Promise<void>>();
-  private closed = false;
+  readonly #active = new Set<() => Promise<void>>();
+  #closed = false;
   /** starts the helper processes, away from this process's event loop (see spawner.ts) */
-  private readonly spawner = new HelperSpawner();
+  readonly #spawner = new HelperSpawner();
 
   /** Throws HelperCommandError when the command cannot be split (fail at start-up, not per node). */
-  constructor(private readonly options: ProcessHelperOptions) {
-    this.argv = parseHelperCommand(options.command);
-    this.timeoutMs = options.timeoutMs ?? DEFAULT_HELPER_TIMEOUT_MS;
-    this.maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
-    this.maxStderrBytes = options.maxStderrBytes ?? DEFAULT_MAX_STDERR_BYTES;
+  readonly #options: ProcessHelperOptions;
+
+  constructor(options: ProcessHelperOptions) {
+    this.#options = options;
+    this.#argv = parseHelperCommand(options.command);
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_HELPER_TIMEOUT_MS;
+    this.#maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    this.#maxStderrBytes = options.maxStderrBytes ?? DEFAULT_MAX_STDERR_BYTES;
   }
 
   /** The program that runs (argv[0]); named in errors instead of the full command line. */
   get program(): string {
-    return this.argv[0];
+    return this.#argv[0];
   }
 
   run(req: HelperRequest, opts: HelperRunOptions): Promise<HelperResult> {
     const redact = makeRedactor(requestSecrets(req));
-    if (this.closed || opts.signal?.aborted === true) {
-      const reason = this.closed ? 'the helper runner is closed' : 'aborted by the caller before the helper started';
+    if (this.#closed || opts.signal?.aborted === true) {
+      const reason = this.#closed ? 'the helper runner is closed' : 'aborted by the caller before the helper started';
       return Promise.reject(new HelperError({ kind: 'aborted', helper: this.program, identity: opts.identity, reason, redact }));
     }
-    return this.runProcess(encodeHelperRequest(req), opts, redact);
+    return this.#runProcess(encodeHelperRequest(req), opts, redact);
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    await Promise.all([...this.active].map((cancel) => cancel()));
-    await this.spawner.close();
+    this.#closed = true;
+    await Promise.all([...this.#active].map((cancel) => cancel()));
+    await this.#spawner.close();
   }
 
-  private runProcess(input: string, opts: HelperRunOptions, redact: Redactor): Promise<HelperResult> {
+  #runProcess(input: string, opts: HelperRunOptions, redact: Redactor): Promise<HelperResult> {
     const { identity, signal } = opts;
     const helper = this.program;
     const started = performance.now();
-    let stdout = new BoundedBuffer(this.maxOutputBytes);
-    let stderr = new BoundedBuffer(this.maxStderrBytes);
+    let stdout = new BoundedBuffer(this.#maxOutputBytes);
+    let stderr = new BoundedBuffer(this.#maxStderrBytes);
 
     return new Promise<HelperResult>((resolve, reject) => {
       let settled = false;
@@ -98,7 +101,7 @@ export class ProcessHelper implements HelperRunner {
         settled = true;
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
-        this.active.delete(cancel);
+        this.#active.delete(cancel);
         onSettled();
         if (outcome instanceof HelperError) reject(outcome);
         else resolve(outcome);
@@ -118,14 +121,14 @@ export class ProcessHelper implements HelperRunner {
           redact,
         });
 
-      const run = this.spawner.run(
+      const run = this.#spawner.run(
         {
-          argv: this.argv,
-          cwd: this.options.cwd ?? process.cwd(),
-          env: this.options.env,
+          argv: this.#argv,
+          cwd: this.#options.cwd ?? process.cwd(),
+          env: this.#options.env,
           input,
-          maxStdout: this.maxOutputBytes,
-          maxStderr: this.maxStderrBytes,
+          maxStdout: this.#maxOutputBytes,
+          maxStderr: this.#maxStderrBytes,
           pipeGraceMs: PIPE_CLOSE_GRACE_MS,
         },
         {
@@ -134,15 +137,15 @@ export class ProcessHelper implements HelperRunner {
             exitCode = code;
           },
           onDone: (o) => {
-            stdout = BoundedBuffer.fromParts(this.maxOutputBytes, o.stdout, o.stdoutBytes);
-            stderr = BoundedBuffer.fromParts(this.maxStderrBytes, o.stderr, o.stderrBytes);
+            stdout = BoundedBuffer.fromParts(this.#maxOutputBytes, o.stdout, o.stdoutBytes);
+            stderr = BoundedBuffer.fromParts(this.#maxStderrBytes, o.stderr, o.stderrBytes);
             if (o.spawnError !== undefined) return settle(error('spawn', `cannot start ${helper}: ${o.spawnError}`));
             if (o.lost !== undefined) {
               return settle(failure === undefined ? error('spawn', `${o.lost} before ${helper} finished`) : error(failure.kind, failure.reason));
             }
             if (o.exitCode !== null) exitCode = o.exitCode;
             // The spawner killed the group itself when stdout went over the cap.
-            if (o.tooLarge && failure === undefined) failure = { kind: 'too-large', reason: `printed more than ${this.maxOutputBytes} bytes on stdout; killed it` };
+            if (o.tooLarge && failure === undefined) failure = { kind: 'too-large', reason: `printed more than ${this.#maxOutputBytes} bytes on stdout; killed it` };
             if (failure !== undefined) {
               // pipes given up on after the grace period: no close status
               if (o.forced) return settle(error(failure.kind, failure.reason));
@@ -150,7 +153,7 @@ export class ProcessHelper implements HelperRunner {
               return settle(error(failure.kind, failure.reason, { signal: o.signal }));
             }
             exitCode = o.code;
-            settle(this.outcome(o.code, o.signal, stdout, error, output, elapsed));
+            settle(this.#outcome(o.code, o.signal, stdout, error, output, elapsed));
           },
         },
       );
@@ -165,10 +168,10 @@ export class ProcessHelper implements HelperRunner {
       const timer = setTimeout(() => {
         const reason =
           exitedAt === undefined
-            ? `timed out after ${this.timeoutMs} ms; killed it and the processes it started`
-            : `timed out after ${this.timeoutMs} ms: it exited with status ${String(exitCode)} after ${exitedAt} ms but a process it started kept its stdout or stderr open; killed that process group`;
+            ? `timed out after ${this.#timeoutMs} ms; killed it and the processes it started`
+            : `timed out after ${this.#timeoutMs} ms: it exited with status ${String(exitCode)} after ${exitedAt} ms but a process it started kept its stdout or stderr open; killed that process group`;
         fail('timeout', reason);
-      }, this.timeoutMs);
+      }, this.#timeoutMs);
 
       const onAbort = (): void => fail('aborted', 'aborted by the caller; killed it and the processes it started');
       signal?.addEventListener('abort', onAbort, { once: true });
@@ -179,11 +182,11 @@ export class ProcessHelper implements HelperRunner {
           onSettled = done;
           fail('aborted', 'the helper runner was closed; killed it and the processes it started');
         });
-      this.active.add(cancel);
+      this.#active.add(cancel);
     });
   }
 
-  private outcome(
+  #outcome(
     code: number | null,
     sig: NodeJS.Signals | null,
     stdout: BoundedBuffer,
