@@ -161,7 +161,7 @@ for (let minute = 1; minute <= minutes; minute++) {
   eld.reset();
   process.stdout.write(
     `${String(minute).padStart(3)}  ${mb(mem.rss).padStart(7)}  ${mb(mem.heapUsed).padStart(7)}  ${sample.eldP99Ms.toFixed(1).padStart(10)}  ` +
-      `${String(sample.nodesPerMin).padStart(9)}  ${String(sample.failed).padStart(6)}  ${`${lost.acted}/${lost.not}/${lost.gone}`.padStart(29)}  ` +
+      `${String(sample.nodesPerMin).padStart(9)}  ${String(sample.failed).padStart(6)}  ${`${lost.acted}/${lost.not}/${lost.gone}/${lost.unsure}`.padStart(36)}  ` +
       `${String(t?.cycles ?? '?').padStart(6)}  ${String(t?.maxConfiguredPerCycle ?? '?').padStart(20)}  ${String(t?.violations ?? '?').padStart(10)}` +
       `${restartAt !== undefined ? '  (broker restarted)' : ''}\n`,
   );

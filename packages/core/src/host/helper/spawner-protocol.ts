@@ -9,9 +9,13 @@ export interface RunMessage {
   readonly args: readonly string[];
   readonly cwd: string;
   readonly env: NodeJS.ProcessEnv | undefined;
+  /** the helper's stdin */
   readonly input: string;
+  /** stdout above this many bytes kills the process group (`tooLarge`) */
   readonly maxStdout: number;
+  /** stderr kept; the rest is counted and dropped */
   readonly maxStderr: number;
+  /** after a kill, how long to wait for the pipes to close before giving up on them */
   readonly pipeGraceMs: number;
 }
 

@@ -17,18 +17,9 @@ import { fileURLToPath } from 'node:url';
 import type { RunMessage } from './spawner-protocol.js';
 import { errorText, isPlainObject as isRecord } from '../../util/values.js';
 
-/** What the provisioner asks for. */
-export interface SpawnRequest {
+/** What the provisioner asks for: the run message, with the program and its arguments as one argv. */
+export interface SpawnRequest extends Omit<RunMessage, 't' | 'id' | 'file' | 'args'> {
   readonly argv: readonly [string, ...string[]];
-  readonly cwd: string;
-  readonly env: NodeJS.ProcessEnv | undefined;
-  readonly input: string;
-  /** stdout above this many bytes kills the process group (`tooLarge`) */
-  readonly maxStdout: number;
-  /** stderr kept; the rest is counted and dropped */
-  readonly maxStderr: number;
-  /** after a kill, how long to wait for the pipes to close before giving up on them */
-  readonly pipeGraceMs: number;
 }
 
 /** How a run ended. */
