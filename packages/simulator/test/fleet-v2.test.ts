@@ -263,8 +263,11 @@ describe('behaviour knobs', () => {
       seed: 10,
     });
     try {
+      const startups = (): number => events.filter((e) => e.subject.startsWith('choria.lifecycle.event.startup.') && eventData(e)['identity'] === 'ra1').length;
       for (let cycle = 0; cycle < 2; cycle++) {
-        await waitUntil(() => fleet.node('ra1')?.lifecycle === 'waiting', 2000, 'provisioning mode');
+        // its startup event follows its subscription on the same connection: once the event is
+        // here, the broker routes requests to the node
+        await waitUntil(() => fleet.node('ra1')?.lifecycle === 'waiting' && startups() >= 1 + 2 * cycle, 3000, 'provisioning mode');
         const config = '{"plugin.choria.server.provision":"false"}';
         expect((await client.rpc('ra1', 'v1', 'choria_provision', 'configure', { config })).reply?.statuscode).toBe(0);
         if (cycle === 1) expect((await client.rpc('ra1', 'v1', 'choria_provision', 'configure', { config })).reply?.statuscode).toBe(0);
