@@ -40,8 +40,11 @@ export function backoffDelay(policy: BackoffPolicy, n: number, random: () => num
   const index = Math.min(Math.max(0, Math.floor(n)), steps.length - 1);
   const m = steps[index] ?? 0;
   if (m <= 0) return 0;
-  const jitter = Math.min(m - 1, Math.floor(random() * m));
-  return Math.floor(m / 2) + Math.max(0, jitter);
+  // clamped, so a random source that returns exactly 1 (or garbage) still stays inside the range
+  const drawn = random();
+  const r = Number.isFinite(drawn) ? drawn : 0;
+  const jitter = Math.min(m - 1, Math.max(0, Math.floor(r * m)));
+  return Math.floor(m / 2) + jitter;
 }
 
 /** Resolves after `ms` milliseconds; rejects with the signal's reason as soon as `signal` aborts. */

@@ -5,7 +5,7 @@
 import type { NatsConnection } from 'nats';
 import type { Logger } from 'winston';
 import { ABORTED, abortableSleep, untilAborted } from './abortable.js';
-import { DEFAULT_STEPS, TWENTY_SEC_STEPS, stepDelayMs } from './backoff-policy.js';
+import { DEFAULT_BACKOFF, TWENTY_SEC, backoffDelay } from '../../util/backoff.js';
 import { formatMs } from '../../util/duration.js';
 import {
   CHORIA_STREAMS_API_PREFIX,
@@ -160,7 +160,7 @@ export class LeaderElection {
     while (!signal.aborted) {
       await this.#campaign(signal);
       if (signal.aborted) return;
-      const delay = stepDelayMs(TWENTY_SEC_STEPS, this.#tries, this.#random);
+      const delay = backoffDelay(TWENTY_SEC, this.#tries, this.#random);
       this.#notify('onIntervalChange', () => this.#onIntervalChange?.(delay / 1_000));
       if (!(await abortableSleep(delay, signal))) return;
     }
@@ -187,7 +187,7 @@ export class LeaderElection {
         if (signal.aborted) return undefined;
         reason = reasonOf(err);
       }
-      const delay = stepDelayMs(DEFAULT_STEPS, attempt, this.#random);
+      const delay = backoffDelay(DEFAULT_BACKOFF, attempt, this.#random);
       this.#logger.error(`Leader election failed to start (attempt ${attempt}, retrying in ${formatMs(delay)}): ${reason}`, {
         election: this.#ref.key,
         bucket: this.#ref.bucket,

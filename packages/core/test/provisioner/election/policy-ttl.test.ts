@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readVectorJson } from '../../../../../test/support/vectors.js';
-import { DEFAULT_STEPS, TWENTY_SEC_STEPS, stepDelayMs, type BackoffSteps } from '../../../src/provisioner/election/backoff-policy.js';
+import { DEFAULT_BACKOFF, TWENTY_SEC, backoffDelay, type BackoffPolicy } from '../../../src/util/backoff.js';
 import { kvKeySubject, streamInfoSubject } from '../../../src/provisioner/election/kv-campaign.js';
 import { ELECTION_TTL_MAX_MS, ELECTION_TTL_MIN_MS, electionTtlProblem } from '../../../src/provisioner/election/ttl.js';
 
@@ -23,21 +23,21 @@ function policy(name: string): PolicyVector {
 
 const justBelowOne = (): number => 0.999_999_999;
 
-describe.each<[string, BackoffSteps]>([
-  ['TwentySec', TWENTY_SEC_STEPS],
-  ['FiveSec (= Default)', DEFAULT_STEPS],
+describe.each<[string, BackoffPolicy]>([
+  ['TwentySec', TWENTY_SEC],
+  ['FiveSec (= Default)', DEFAULT_BACKOFF],
 ])('election back-off policy %s', (name, steps) => {
   const v = policy(name);
 
   it('has the steps of backoff.json', () => {
-    expect([...steps]).toEqual(v.millis);
+    expect([...steps.millis]).toEqual(v.millis);
   });
 
   it('draws every step inside the inclusive range of backoff.json, reaching both ends', () => {
     v.duration_ms_range_by_n.forEach(([lo, hi], n) => {
-      expect(stepDelayMs(steps, n, () => 0)).toBe(lo);
-      expect(stepDelayMs(steps, n, justBelowOne)).toBe(hi);
-      const d = stepDelayMs(steps, n);
+      expect(backoffDelay(steps, n, () => 0)).toBe(lo);
+      expect(backoffDelay(steps, n, justBelowOne)).toBe(hi);
+      const d = backoffDelay(steps, n);
       expect(Number.isInteger(d)).toBe(true);
       expect(d).toBeGreaterThanOrEqual(lo);
       expect(d).toBeLessThanOrEqual(hi);
@@ -46,17 +46,17 @@ describe.each<[string, BackoffSteps]>([
 
   it('uses the last step beyond the end and stays in range for a random source returning 1', () => {
     const last = v.duration_ms_range_by_n[v.duration_ms_range_by_n.length - 1] ?? [0, 0];
-    expect(stepDelayMs(steps, 1_000, () => 0)).toBe(last[0]);
-    expect(stepDelayMs(steps, 1_000, () => 1)).toBe(last[1]);
+    expect(backoffDelay(steps, 1_000, () => 0)).toBe(last[0]);
+    expect(backoffDelay(steps, 1_000, () => 1)).toBe(last[1]);
   });
 });
 
 describe('election campaign intervals (backoff.json election_campaign_example)', () => {
   const ex = vectors.election_campaign_example;
   it('leader, first failure and maximum candidate intervals', () => {
-    expect([stepDelayMs(TWENTY_SEC_STEPS, 0, () => 0), stepDelayMs(TWENTY_SEC_STEPS, 0, justBelowOne)]).toEqual(ex.leader_interval_ms);
-    expect([stepDelayMs(TWENTY_SEC_STEPS, 1, () => 0), stepDelayMs(TWENTY_SEC_STEPS, 1, justBelowOne)]).toEqual(ex.candidate_after_1_failure_ms);
-    expect([stepDelayMs(TWENTY_SEC_STEPS, 43, () => 0), stepDelayMs(TWENTY_SEC_STEPS, 43, justBelowOne)]).toEqual(ex.candidate_max_ms);
+    expect([backoffDelay(TWENTY_SEC, 0, () => 0), backoffDelay(TWENTY_SEC, 0, justBelowOne)]).toEqual(ex.leader_interval_ms);
+    expect([backoffDelay(TWENTY_SEC, 1, () => 0), backoffDelay(TWENTY_SEC, 1, justBelowOne)]).toEqual(ex.candidate_after_1_failure_ms);
+    expect([backoffDelay(TWENTY_SEC, 43, () => 0), backoffDelay(TWENTY_SEC, 43, justBelowOne)]).toEqual(ex.candidate_max_ms);
   });
 });
 
