@@ -42,7 +42,7 @@ export {
   type HelperRunnerSpec,
   type HelperRunOptions,
 } from './host/helper/index.js';
-export { checkHelperCommand } from './util/command-check.js';
+export { checkHelperCommand } from './host/helper/command-check.js';
 
 // The Choria client
 export { ChoriaClient, type ChoriaClientOptions, type ConnectClientOptions, type DiscoverOptions, type RpcOptions, type RpcReply } from './choria/client.js';

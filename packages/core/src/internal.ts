@@ -14,7 +14,7 @@ export { splitCommand, ShellSplitError } from './util/shellquote.js';
 export { rpmVersionCompare, rpmVersionEqual, parseRpmVersion } from './util/rpmvercmp.js';
 export { newRequestId, ksuid, ksuidTimestamp } from './util/ids.js';
 export { FIVE_SEC, TWENTY_SEC, backoffDelay, sleep, type BackoffPolicy } from './util/backoff.js';
-export { checkHelperCommand } from './util/command-check.js';
+export { checkHelperCommand } from './host/helper/command-check.js';
 
 // metrics
 export * from './metrics/index.js';

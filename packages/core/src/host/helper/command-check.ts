@@ -1,8 +1,8 @@
 // Start-up check that a helper command names an executable program (upstream only finds out per node).
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
-import { splitCommand } from './shellquote.js';
-import { errorText } from './values.js';
+import { errorText } from '../../util/values.js';
+import { parseHelperCommand } from './spawn.js';
 
 function isExecutableFile(path: string): boolean {
   try {
@@ -16,14 +16,12 @@ function isExecutableFile(path: string): boolean {
 
 /** Returns a problem description, or undefined when the helper's program exists and is executable. */
 export function checkHelperCommand(helper: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  let words: string[];
+  let program: string;
   try {
-    words = splitCommand(helper);
+    [program] = parseHelperCommand(helper);
   } catch (err) {
-    return `cannot parse helper command: ${errorText(err)}`;
+    return errorText(err); // "cannot parse helper command: ..."
   }
-  const program = words[0];
-  if (program === undefined) return 'cannot parse helper command: empty';
   if (program.includes('/')) {
     if (!isAbsolute(program) && !isExecutableFile(program)) return `helper ${program} does not exist or is not executable (relative to ${process.cwd()})`;
     if (!isExecutableFile(program)) return `helper ${program} does not exist or is not an executable file`;
