@@ -1,11 +1,13 @@
-// Scheduler rules of the Provisioner with a scripted HostRunner (no simulator): de-duplication,
-// the post-success hold, failures leaving the list, pause handling, graceful stop and status.
+// Scheduler rules of the Provisioner with a scripted HostRunner (no simulator, a real broker):
+// de-duplication, the post-success hold, failures leaving the list, pause handling, graceful stop,
+// status, and the memory of nodes an attempt configured but could not restart.
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Provisioner } from '../../packages/core/src/provisioner/provisioner.js';
-import type { HostJob, HostResult } from '../../packages/core/src/host/types.js';
-import { startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
-import { sleep, testConfig, testSettings } from '../support/e2e.js';
+import { connect } from 'nats';
+import { Provisioner } from '../../src/provisioner/provisioner.js';
+import type { HostJob, HostResult } from '../../src/host/types.js';
+import { startNatsServer, type RunningNatsServer } from '../../../../test/support/nats-server.js';
+import { sleep, testConfig, testSettings } from '../../../../test/support/e2e.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -28,7 +30,7 @@ async function setup(runner: (job: HostJob) => Promise<HostResult>, opts: { hold
   });
   cleanups.push(() => p.stop());
   await p.start();
-  return { p, registry };
+  return { p, registry, url: srv.url };
 }
 
 async function until(cond: () => boolean, ms = 5000): Promise<void> {
@@ -40,6 +42,36 @@ async function until(cond: () => boolean, ms = 5000): Promise<void> {
 }
 
 describe('Provisioner scheduling', () => {
+  it('tells the next attempt that an earlier one configured the node but could not restart it, until the node boots again', async () => {
+    const jobs: HostJob[] = [];
+    const results: HostResult[] = [
+      { outcome: 'failed', message: 'could not perform choria_provision#restart on n1: 3 tries', configured: true },
+      { outcome: 'failed', message: 'could not perform choria_provision#restart on n1: 3 tries', configured: true },
+      { outcome: 'failed', message: 'could not perform rpcutil#inventory on n1: 5 tries' },
+      { outcome: 'failed', message: 'again' },
+    ];
+    const { p, url } = await setup(async (job) => {
+      jobs.push(job);
+      return results[jobs.length - 1] ?? { outcome: 'provisioned' };
+    });
+    const attempt = async (n: number, offer: () => unknown): Promise<HostJob | undefined> => {
+      offer();
+      await until(() => jobs.length === n && p.status().busyWorkers === 0 && p.status().hostCounts['queued'] === undefined);
+      return jobs[n - 1];
+    };
+    expect((await attempt(1, () => p.offer('n1', 'discovery')))?.configuredAt).toBeUndefined();
+    // the first attempt configured n1: the second is told so
+    expect((await attempt(2, () => p.offer('n1', 'discovery')))?.configuredAt).toBeTypeOf('number');
+    // so was the second; then n1 boots again (a startup event): whatever it had is no longer known
+    const nc = await connect({ servers: url });
+    cleanups.push(() => nc.close());
+    const ev = { protocol: 'io.choria.lifecycle.v1.startup', id: 'e1', identity: 'n1', component: 'provision_mode_server', timestamp: Math.floor(Date.now() / 1000) };
+    const third = await attempt(3, () => nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(JSON.stringify(ev))));
+    expect(third?.configuredAt).toBeUndefined();
+    // an attempt that failed before configuring leaves nothing to resume either
+    expect((await attempt(4, () => p.offer('n1', 'discovery')))?.configuredAt).toBeUndefined();
+  });
+
   it('queues an identity once, holds it after success, then forgets it', async () => {
     const runs: string[] = [];
     const { p, registry } = await setup(async (job) => {
