@@ -101,7 +101,7 @@ export class FleetHarness {
       if (runner === undefined) {
         const client = p.client;
         if (client === undefined || typeof fn !== 'function') throw new Error('rpcTimeoutMs needs a connected provisioner and a helper function');
-        const helper = createHelperRunner({ fn, timeoutMs: config.helperTimeout });
+        const helper = createHelperRunner({ fn, timeoutMs: config.helperTimeoutMs });
         runner = createHostRunner({
           config,
           client,

@@ -29,9 +29,9 @@ function describeConfig(c: ProvisionerConfig): string[] {
   return [
     `  site:               ${c.site === '' ? '(none)' : c.site}`,
     `  workers:            ${c.workers}`,
-    `  interval:           ${c.interval / 1000}s`,
+    `  interval:           ${c.intervalMs / 1000}s`,
     `  helper:             ${c.helper}`,
-    `  helper timeout:     ${c.helperTimeout / 1000}s`,
+    `  helper timeout:     ${c.helperTimeoutMs / 1000}s`,
     `  features:           ${features.length > 0 ? features.join(', ') : '(none)'}`,
     `  lifecycle events:   choria.lifecycle.event.startup.${c.lifecycleComponent}`,
     `  leader election:    ${c.leaderElection ? `yes (key ${c.leaderElectionKey})` : 'no'}`,

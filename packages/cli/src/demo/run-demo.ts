@@ -209,7 +209,7 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
         command: config.helper,
         mode: config.helperMode,
         poolSize: config.helperPoolSize > 0 ? config.helperPoolSize : config.workers,
-        timeoutMs: config.helperTimeout,
+        timeoutMs: config.helperTimeoutMs,
         env: { ...process.env, BROKER_URL: broker.url, ...keys.helperEnv },
       }),
       helperMs,

@@ -16,13 +16,14 @@ export interface ProvisionerConfig {
   /** file the config came from (for messages), or a label such as "<inline>" */
   readonly source: string;
   readonly workers: number;
-  readonly interval: number;
+  /** `interval`: discovery interval in milliseconds */
+  readonly intervalMs: number;
   /** undefined = stdout */
   readonly logfile: string | undefined;
   readonly loglevel: LogLevel;
   readonly helper: string;
-  /** extension: helper wall-clock limit, default 10 s */
-  readonly helperTimeout: number;
+  /** extension `helper_timeout`: helper wall-clock limit in milliseconds, default 10 s */
+  readonly helperTimeoutMs: number;
   /** extension: "process" (one per node, upstream) or "pool" (long-lived JSON-lines processes) */
   readonly helperMode: 'process' | 'pool';
   /** extension: pool size with helperMode "pool"; 0 = one per worker */
@@ -37,7 +38,8 @@ export interface ProvisionerConfig {
   readonly jwtVerifyCert: string;
   readonly jwtSigningKey: string;
   readonly jwtSigningToken: string;
-  readonly serverJwtValidity: number;
+  /** `server_jwt_validity` in milliseconds */
+  readonly serverJwtValidityMs: number;
   readonly leaderElection: boolean;
   /** extension: election key, default "provisioner" */
   readonly leaderElectionKey: string;

@@ -156,7 +156,7 @@ export class Host {
   async provision(): Promise<HostResult> {
     const cfg = this.#deps.config;
     const waited = Date.now() - this.#job.discoveredAt;
-    if (waited > 2 * cfg.interval) {
+    if (waited > 2 * cfg.intervalMs) {
       return { outcome: 'stale', message: `skipping node that's been waiting ${formatDuration(waited)}` };
     }
     this.#log.info(`Provisioning ${this.identity}`);
@@ -346,7 +346,7 @@ export class Host {
       publicKeyHex: ed?.public_key ?? '',
       signingKeyPath: cfg.jwtSigningKey,
       ...(cfg.jwtSigningToken !== '' ? { signingTokenPath: cfg.jwtSigningToken } : {}),
-      defaultValidityMs: cfg.serverJwtValidity,
+      defaultValidityMs: cfg.serverJwtValidityMs,
       configuration: reply.configuration ?? {},
       serverClaims: parseServerClaims(reply.server_claims ?? null),
       onWarning: (w: string) => this.#log.warn(`Server JWT for ${this.identity}: ${w}`),

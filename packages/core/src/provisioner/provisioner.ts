@@ -174,7 +174,7 @@ export class Provisioner {
     this.#unsubscribe = () => sub.unsubscribe();
 
     for (let i = 0; i < this.config.workers; i++) this.#workers.push(this.#work(i));
-    this.#timers.push(setInterval(() => void this.discover(), this.config.interval));
+    this.#timers.push(setInterval(() => void this.discover(), this.config.intervalMs));
     this.#timers.push(setInterval(() => this.#sweepHeld(), 1_000));
     this.#state = 'running';
     this.#updateGauges();
@@ -255,7 +255,7 @@ export class Provisioner {
   offer(identity: string, source: DiscoverySource): boolean {
     if (this.#state !== 'running') return false;
     const now = Date.now();
-    const { result, entry } = this.#hosts.offer(identity, source, now, this.config.interval);
+    const { result, entry } = this.#hosts.offer(identity, source, now, this.config.intervalMs);
     if (result !== 'added') return false;
     try {
       this.#queue.push(entry);
@@ -444,16 +444,16 @@ export class Provisioner {
 
   #makeHelper(): HelperRunner {
     const h = this.#opts.helper;
-    if (h !== undefined) return isHelperRunner(h) ? h : createHelperRunner({ fn: h, timeoutMs: this.config.helperTimeout });
+    if (h !== undefined) return isHelperRunner(h) ? h : createHelperRunner({ fn: h, timeoutMs: this.config.helperTimeoutMs });
     if (this.config.helperMode === 'pool') {
       return createHelperRunner({
         command: this.config.helper,
         mode: 'pool',
         poolSize: this.config.helperPoolSize > 0 ? this.config.helperPoolSize : this.config.workers,
-        timeoutMs: this.config.helperTimeout,
+        timeoutMs: this.config.helperTimeoutMs,
       });
     }
-    return createHelperRunner({ command: this.config.helper, timeoutMs: this.config.helperTimeout });
+    return createHelperRunner({ command: this.config.helper, timeoutMs: this.config.helperTimeoutMs });
   }
 
   /** The client retries an unreachable broker by itself (logging each try) until stop() aborts it. */

@@ -19,7 +19,7 @@ describe('examples/config', () => {
     expect(config.choriaInsecure).toBe(false);
     expect(config.brokerProvisioningPassword).not.toBe('');
     expect(config.features).toEqual({ pki: true, jwt: true, ed25519: false, upgrades: false });
-    expect(config.interval).toBe(300_000);
+    expect(config.intervalMs).toBe(300_000);
     expect(basename(config.choriaConfig ?? '')).toBe('choria.cfg');
   });
 
@@ -29,7 +29,7 @@ describe('examples/config', () => {
     expect(config.features).toEqual({ pki: false, jwt: true, ed25519: true, upgrades: false });
     expect(config.leaderElection).toBe(true);
     expect(config.jwtSigningToken).not.toBe('');
-    expect(config.serverJwtValidity).toBe(90 * 24 * 3_600_000);
+    expect(config.serverJwtValidityMs).toBe(90 * 24 * 3_600_000);
     expect(config.logfile).toBe('stdout');
     expect(basename(config.choriaConfig ?? '')).toBe('choria-issuer.cfg');
   });
@@ -63,7 +63,7 @@ describe('examples/config upgrades and pool', () => {
     expect(config.features).toEqual({ pki: true, jwt: true, ed25519: false, upgrades: true });
     expect(config.helperMode).toBe('pool');
     expect(config.helperPoolSize).toBe(4);
-    expect(config.helperTimeout).toBe(20_000);
+    expect(config.helperTimeoutMs).toBe(20_000);
     expect(config.upgradesOptional).toBe(true);
   });
 });

@@ -41,11 +41,11 @@ describe('defaults', () => {
     expect(config).toEqual({
       source: '/etc/choria-provisioner/provisioner.yaml',
       workers: 3,
-      interval: 60_000,
+      intervalMs: 60_000,
       logfile: undefined,
       loglevel: 'info',
       helper: '/usr/bin/helper',
-      helperTimeout: 10_000,
+      helperTimeoutMs: 10_000,
       helperMode: 'process',
       helperPoolSize: 0,
       token: 's3cret',
@@ -58,7 +58,7 @@ describe('defaults', () => {
       jwtVerifyCert: '',
       jwtSigningKey: '',
       jwtSigningToken: '',
-      serverJwtValidity: 365 * 24 * 3_600_000,
+      serverJwtValidityMs: 365 * 24 * 3_600_000,
       leaderElection: false,
       leaderElectionKey: 'provisioner',
       leaderElectionBucket: 'CHORIA_LEADER_ELECTION',
@@ -88,7 +88,7 @@ describe('defaults', () => {
 
   it('treats keys without a value as absent', () => {
     const { config } = parse(`${BASE}interval:\nworkers: ~\nfeatures:\n  pki:\n`);
-    expect(config.interval).toBe(60_000);
+    expect(config.intervalMs).toBe(60_000);
     expect(config.workers).toBe(3);
     expect(config.features.pki).toBe(false);
   });
@@ -101,7 +101,7 @@ describe('defaults', () => {
   it('uses the defaults for empty lifecycle_component, server_jwt_validity, logfile and choria_config', () => {
     const { config } = parse(`${BASE}lifecycle_component: ''\nserver_jwt_validity: ''\nlogfile: ''\nchoria_config: ''\n`);
     expect(config.lifecycleComponent).toBe('provision_mode_server');
-    expect(config.serverJwtValidity).toBe(365 * 24 * 3_600_000);
+    expect(config.serverJwtValidityMs).toBe(365 * 24 * 3_600_000);
     expect(config.logfile).toBeUndefined();
     expect(config.choriaConfig).toBeUndefined();
   });
@@ -143,11 +143,11 @@ features:
     expect(warnings).toEqual([]);
     expect(config).toMatchObject({
       workers: 8,
-      interval: 300_000,
+      intervalMs: 300_000,
       logfile: '/var/log/choria-provisioner.log',
       loglevel: 'debug',
       helper: '/usr/bin/ruby /etc/choria-provisioner/helper.rb --site lon',
-      helperTimeout: 30_000,
+      helperTimeoutMs: 30_000,
       token: '9fe1c0b1a6d84f2e8c3d',
       lifecycleComponent: 'custom_component',
       site: 'lon1',
@@ -157,7 +157,7 @@ features:
       jwtVerifyCert: '/etc/choria-provisioner/jwt-signer.pem',
       jwtSigningKey: '/etc/choria-provisioner/signer.seed',
       jwtSigningToken: '/etc/choria-provisioner/signer.jwt',
-      serverJwtValidity: 90 * 24 * 3_600_000,
+      serverJwtValidityMs: 90 * 24 * 3_600_000,
       leaderElection: true,
       leaderElectionKey: 'provisioner.lon1',
       leaderElectionBucket: 'MY_ELECTION',
@@ -215,11 +215,11 @@ features:
   });
 
   it('accepts the Choria duration syntax', () => {
-    expect(parse(`${BASE}interval: 1h30m\n`).config.interval).toBe(5_400_000);
-    expect(parse(`${BASE}interval: 1d\n`).config.interval).toBe(86_400_000);
-    expect(parse(`${BASE}interval: 60s\n`).config.interval).toBe(60_000);
-    expect(parse(`${BASE}server_jwt_validity: 2w\n`).config.serverJwtValidity).toBe(14 * 24 * 3_600_000);
-    expect(parse(`${BASE}server_jwt_validity: 10s\n`).config.serverJwtValidity).toBe(10_000);
+    expect(parse(`${BASE}interval: 1h30m\n`).config.intervalMs).toBe(5_400_000);
+    expect(parse(`${BASE}interval: 1d\n`).config.intervalMs).toBe(86_400_000);
+    expect(parse(`${BASE}interval: 60s\n`).config.intervalMs).toBe(60_000);
+    expect(parse(`${BASE}server_jwt_validity: 2w\n`).config.serverJwtValidityMs).toBe(14 * 24 * 3_600_000);
+    expect(parse(`${BASE}server_jwt_validity: 10s\n`).config.serverJwtValidityMs).toBe(10_000);
   });
 
   it('forces jwt on with ed25519', () => {
