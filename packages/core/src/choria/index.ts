@@ -60,8 +60,6 @@ export {
   readSeedFile,
   readClientJwt,
   callerIdFromJwt,
-  ed25519KeyFromSeed,
-  ed25519PublicKeyHex,
   signNatsNonce,
   type ChoriaCredentials,
 } from './security/choria-credentials.js';

@@ -7,7 +7,7 @@ import { newKsuid, newV1RequestId } from '../../src/choria/protocol/ids.js';
 import { parseRpcReply } from '../../src/choria/protocol/mcorpc.js';
 import { buildV2ReplyJson, buildV2SecureReplyJson, buildV2TransportJson, v2Codec, V2_DISCOVERY_MESSAGE } from '../../src/choria/protocol/v2.js';
 import { ChoriaSigner } from '../../src/choria/security/choria.js';
-import { ed25519KeyFromSeed, ed25519PublicKeyHex } from '../../src/choria/security/choria-credentials.js';
+import { ed25519KeyFromSeed, ed25519PublicHex } from '../../src/util/ed25519.js';
 import { InsecureSigner } from '../../src/choria/security/insecure.js';
 import { assertValid } from './support/schemas.js';
 
@@ -23,7 +23,7 @@ const CALLER_PLACEHOLDER = '<the provisioner client JWT (contents of plugin.secu
 
 function vectorSigner(): ChoriaSigner {
   const key = ed25519KeyFromSeed(Buffer.from(readVector('protocol', 'derived', 'keys', 'ed25519-signer.seed'), 'hex'));
-  return new ChoriaSigner({ token: CALLER_PLACEHOLDER, callerId: 'provisioner_signer', privateKey: key, publicKeyHex: ed25519PublicKeyHex(key) });
+  return new ChoriaSigner({ token: CALLER_PLACEHOLDER, callerId: 'provisioner_signer', privateKey: key, publicKeyHex: ed25519PublicHex(key) });
 }
 
 describe('protocol v2 known answers', () => {

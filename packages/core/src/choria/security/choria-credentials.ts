@@ -1,11 +1,11 @@
 // Client credentials of the `choria` (ed25519 + JWT) provider: the JWT text, its callerid claim and
 // the ed25519 key from the 64-hex seed file (security.md §1.1, §2).
-import { createPrivateKey, createPublicKey, sign, type KeyObject } from 'node:crypto';
+import { sign, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { decodeJwt } from 'jose';
+import { ed25519KeyFromSeed, ed25519PublicHex } from '../../util/ed25519.js';
 import { SecurityError } from '../errors.js';
 
-const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 const SEED_HEX = /^[0-9a-fA-F]{64}$/;
 
 export interface ChoriaCredentials {
@@ -18,15 +18,6 @@ export interface ChoriaCredentials {
   readonly publicKeyHex: string;
 }
 
-export function ed25519KeyFromSeed(seed: Uint8Array): KeyObject {
-  if (seed.length !== 32) throw new SecurityError(`an ed25519 seed must be 32 bytes, got ${seed.length}`);
-  return createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: 'der', type: 'pkcs8' });
-}
-
-export function ed25519PublicKeyHex(privateKey: KeyObject): string {
-  const spki = createPublicKey(privateKey).export({ format: 'der', type: 'spki' });
-  return spki.subarray(spki.length - 32).toString('hex');
-}
 
 /** Reads a seed file: exactly 64 hex characters, nothing else (upstream rejects a trailing newline too). */
 export function readSeedFile(path: string): KeyObject {
@@ -77,7 +68,7 @@ export function readClientJwt(path: string): string {
 /** Builds credentials from already loaded material; checks the JWT's public key matches the seed. */
 export function choriaCredentials(token: string, privateKey: KeyObject, label: string): ChoriaCredentials {
   const callerId = callerIdFromJwt(token, label);
-  const publicKeyHex = ed25519PublicKeyHex(privateKey);
+  const publicKeyHex = ed25519PublicHex(privateKey);
   const claimed = jwtPublicKey(token);
   if (claimed !== undefined && claimed !== publicKeyHex) {
     throw new SecurityError(`client JWT ${label} is for public key ${claimed}, but the seed's public key is ${publicKeyHex}`);

@@ -2,16 +2,17 @@
 // `jwt_verify_cert` setting (path or hex literal) and the `jwt_signing_key` file.
 import { createPrivateKey, createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
+import { ed25519KeyFromSeed, ed25519PublicHex, ed25519PublicKeyFromRaw } from '../../util/ed25519.js';
 import { errorMessage } from './errors.js';
 import { decodeHexStrict } from './hex.js';
 import { decodeFirstPemBlock } from './pem.js';
+
+export { ed25519KeyFromSeed, ed25519PublicHex, ed25519PublicKeyFromRaw };
 
 export type VerificationKey = { kind: 'rsa'; key: KeyObject } | { kind: 'ed25519'; key: KeyObject };
 
 export type SigningKey = { kind: 'rsa'; alg: 'RS256'; key: KeyObject } | { kind: 'ed25519'; alg: 'EdDSA'; key: KeyObject };
 
-const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
-const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 const ED25519_SEED_BYTES = 32;
 const ED25519_PUBLIC_BYTES = 32;
 const SEED_FILE_BYTES = 64;
@@ -23,25 +24,6 @@ const CERTIFICATE_HEADER = Buffer.from('-----BEGIN CERTIFICATE');
 const PUBLIC_KEY_HEADER = Buffer.from('-----BEGIN PUBLIC KEY');
 const NOT_PEM = 'invalid key: Key must be a PEM encoded PKCS1 or PKCS8 key';
 
-/** The private key for a 32-byte Ed25519 seed. */
-export function ed25519KeyFromSeed(seed: Buffer): KeyObject {
-  if (seed.length !== ED25519_SEED_BYTES) throw new Error('invalid seed length');
-  return createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
-}
-
-/** An Ed25519 public key from its 32 raw bytes. */
-export function ed25519PublicKeyFromRaw(raw: Buffer): KeyObject {
-  if (raw.length !== ED25519_PUBLIC_BYTES) throw new Error('invalid ed25519 public key size');
-  return createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: 'der', type: 'spki' });
-}
-
-/** The raw public key of an Ed25519 key (private or public) as 64 lowercase hex characters. */
-export function ed25519PublicHex(key: KeyObject): string {
-  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`not an ed25519 key: ${key.asymmetricKeyType ?? key.type}`);
-  const publicKey = key.type === 'private' ? createPublicKey(key) : key;
-  const spki = publicKey.export({ format: 'der', type: 'spki' });
-  return spki.subarray(spki.length - ED25519_PUBLIC_BYTES).toString('hex');
-}
 
 /**
  * Reads a seed file that must hold exactly 64 hex characters (no newline, no trimming), as the

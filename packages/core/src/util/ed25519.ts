@@ -1,0 +1,30 @@
+// Ed25519 keys from and to their raw 32-byte forms, for the client's seed file (choria provider),
+// the provisioner's signing seed and the nodes' public keys: one place for the DER wrapping.
+// Through DER, never JWK: on Node 20.20 a JWK export of a freshly generated key can deadlock
+// during a garbage collection.
+import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { ProvisionerError } from './errors.js';
+
+const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+const RAW_BYTES = 32;
+
+/** The private key for a 32-byte seed. */
+export function ed25519KeyFromSeed(seed: Uint8Array): KeyObject {
+  if (seed.length !== RAW_BYTES) throw new ProvisionerError('invalid seed length');
+  return createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
+}
+
+/** A public key from its 32 raw bytes. */
+export function ed25519PublicKeyFromRaw(raw: Uint8Array): KeyObject {
+  if (raw.length !== RAW_BYTES) throw new ProvisionerError('invalid ed25519 public key size');
+  return createPublicKey({ key: Buffer.concat([SPKI_PREFIX, raw]), format: 'der', type: 'spki' });
+}
+
+/** The raw public key of an Ed25519 key (private or public) as 64 lowercase hex characters. */
+export function ed25519PublicHex(key: KeyObject): string {
+  if (key.asymmetricKeyType !== 'ed25519') throw new ProvisionerError(`not an ed25519 key: ${key.asymmetricKeyType ?? key.type}`);
+  const publicKey = key.type === 'private' ? createPublicKey(key) : key;
+  const spki = publicKey.export({ format: 'der', type: 'spki' });
+  return spki.subarray(spki.length - RAW_BYTES).toString('hex');
+}
