@@ -18,6 +18,7 @@ import {
   RpcResponseCountError,
   RpcTimeoutError,
   SecurityError,
+  type RpcStatusDetails,
 } from './errors.js';
 import { encodeLifecycleEvent, newLifecycleEvent, parseLifecycleEvent, type LifecycleEvent, type LifecycleFormat, type LifecycleType } from './lifecycle.js';
 import { codecFor, DISCOVERY_PAYLOAD } from './protocol/codec.js';
@@ -31,13 +32,8 @@ import { createSigner, selectProtocol } from './security/select.js';
 import type { RequestSigner } from './security/types.js';
 import { errorText } from '../util/values.js';
 
-export interface RpcReply {
-  readonly sender: string;
-  readonly action: string;
-  readonly statuscode: number;
-  readonly statusmsg: string;
-  readonly data: unknown;
-  readonly requestId: string;
+/** A successful reply: the MCORPC reply details (status 0) and how long it took. */
+export interface RpcReply extends RpcStatusDetails {
   readonly durationMs: number;
 }
 
@@ -566,24 +562,15 @@ export class ChoriaClient {
     } catch (err) {
       throw new ProtocolError(`invalid reply from ${reply.sender} to ${what}: ${(err as Error).message}`);
     }
-    if (body.statuscode !== 0) {
-      throw rpcStatusError({
-        sender: reply.sender,
-        action: body.action,
-        statuscode: body.statuscode,
-        statusmsg: body.statusmsg,
-        data: body.data,
-        requestId: reply.requestId,
-      });
-    }
-    return {
+    const details: RpcStatusDetails = {
       sender: reply.sender,
       action: body.action,
       statuscode: body.statuscode,
       statusmsg: body.statusmsg,
       data: body.data,
       requestId: reply.requestId,
-      durationMs: Math.round(durationMs),
     };
+    if (body.statuscode !== 0) throw rpcStatusError(details);
+    return { ...details, durationMs: Math.round(durationMs) };
   }
 }

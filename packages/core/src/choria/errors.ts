@@ -77,7 +77,7 @@ export interface RpcStatusDetails {
 }
 
 /** The target replied with a non-zero MCORPC status code (protocol.md §7.2). */
-export class RpcStatusError extends RpcError {
+export class RpcStatusError extends RpcError implements RpcStatusDetails {
   readonly sender: string;
   readonly action: string;
   readonly statuscode: number;
