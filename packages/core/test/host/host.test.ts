@@ -1,0 +1,108 @@
+// A Host on its own: built from a config, a Choria client, a helper, metrics and a pause flag, with
+// no scheduler, against scripted provisioning-mode responders on a real broker.
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ChoriaClient } from '../../src/choria/client.js';
+import { parseRpcRequest, type RpcReplyBody } from '../../src/choria/protocol/mcorpc.js';
+import { serverSidePayload } from '../../src/choria/protocol/codec.js';
+import { createHelperRunner } from '../../src/host/helper/index.js';
+import type { HelperRequest } from '../../src/host/helper/types.js';
+import { Host, type HostDeps } from '../../src/host/host.js';
+import type { LostReplyTimings } from '../../src/host/lost-reply.js';
+import type { HostJob } from '../../src/host/types.js';
+import { ProvisionerMetrics } from '../../src/metrics/metrics.js';
+import { PauseFlag } from '../../src/util/pause.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { startNatsServer, type RunningNatsServer } from '../../../../test/support/nats-server.js';
+import { testClient, testConfig, testSettings } from '../../../../test/support/e2e.js';
+import { startResponders, type RpcContext } from '../choria/support/responder.js';
+
+const NODE = 'web1.example.net';
+const INVENTORY = { agents: ['choria_provision', 'rpcutil'], version: '0.29.4', upgradable: false, facts: { role: 'web' } };
+const QUICK: LostReplyTimings = { actionDelayScale: 0.001, marginMs: 100, probeTimeoutMs: 200, probeIntervalMs: 50, fleetReconnectMs: 0, reconnectGraceMs: 100 };
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+
+const ok = (ctx: RpcContext, data: unknown = {}): RpcReplyBody => ({ action: ctx.request.action, statuscode: 0, statusmsg: 'OK', data });
+
+async function setup(onRpc: (ctx: RpcContext) => RpcReplyBody | undefined): Promise<{ client: ChoriaClient; sent: () => string[]; helped: HelperRequest[]; deps: HostDeps; registry: Registry }> {
+  const srv: RunningNatsServer = await startNatsServer({ jetstream: false });
+  cleanups.push(() => srv.stop());
+  const responders = await startResponders({ url: srv.url, identities: [NODE], onRpc });
+  cleanups.push(() => responders.close());
+  const config = testConfig('');
+  const client = await testClient(testSettings(srv.url, config));
+  cleanups.push(() => client.close());
+  const helped: HelperRequest[] = [];
+  const helper = createHelperRunner({
+    fn: (req) => {
+      helped.push(req);
+      return { configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' } };
+    },
+  });
+  cleanups.push(() => helper.close());
+  const registry = new Registry();
+  const deps: HostDeps = { config, client, helper, metrics: new ProvisionerMetrics(registry, 'test'), pause: new PauseFlag(false), rpcTimeoutMs: 500, lostReply: QUICK };
+  const sent = (): string[] =>
+    responders.requests.map((d) => {
+      const body = parseRpcRequest(serverSidePayload(d.payload).toString('utf8'));
+      return `${d.agent}#${body.action}`;
+    });
+  return { client, sent, helped, deps, registry };
+}
+
+function job(extra: Partial<HostJob> = {}): HostJob {
+  return { identity: NODE, discoveredAt: Date.now(), signal: new AbortController().signal, logger: silentLogger(), onStep: () => undefined, ...extra };
+}
+
+describe('Host', () => {
+  it('provisions a node in the upstream order with a function helper', async () => {
+    const { sent, helped, deps } = await setup((ctx) => (ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx)));
+    const steps: string[] = [];
+    const result = await new Host(deps, job({ onStep: (s) => steps.push(s) })).provision();
+    expect(result).toEqual({ outcome: 'provisioned' });
+    expect(sent()).toEqual(['rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
+    expect(steps).toEqual(['inventory', 'helper', 'configure', 'restart']);
+    expect(helped).toHaveLength(1);
+    expect(JSON.parse(helped[0]?.inventory ?? '{}')).toEqual(INVENTORY);
+  });
+
+  it('a node that never answers its restart but stays in provisioning mode: sent again after watching, then failed as configured', async () => {
+    const { sent, deps, registry } = await setup((ctx) => {
+      if (ctx.request.action === 'restart') return undefined;
+      return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
+    });
+    const result = await new Host(deps, job()).provision();
+    expect(result.outcome).toBe('failed');
+    expect(result.configured).toBe(true);
+    expect(result.message).toMatch(/^could not perform choria_provision#restart on web1\.example\.net: 3 tries, last: request choria_provision#restart to web1\.example\.net timed out/);
+    expect(sent().filter((s) => s === 'choria_provision#restart')).toHaveLength(3);
+    const text = await registry.metrics();
+    expect(text).toContain('choria_provisioner_lost_replies{site="test",rpc="choria_provision#restart",finding="not_acted"} 3');
+  });
+
+  it('resumes at the restart when an earlier attempt configured the node', async () => {
+    const { sent, helped, deps } = await setup((ctx) => ok(ctx));
+    const result = await new Host(deps, job({ configuredAt: Date.now() - 1000 })).provision();
+    expect(result).toEqual({ outcome: 'provisioned', message: 'restarted with the configuration of an earlier attempt' });
+    expect(sent()).toEqual(['choria_provision#restart']);
+    expect(helped).toHaveLength(0);
+  });
+
+  it('falls back to the whole pipeline when the node refuses that restart (it lost its configuration)', async () => {
+    let refused = false;
+    const { sent, deps } = await setup((ctx) => {
+      if (ctx.request.action === 'restart' && !refused) {
+        refused = true;
+        return { action: 'restart', statuscode: 1, statusmsg: 'Configuration /etc/choria/server.conf enables provisioning, restart cannot continue', data: {} };
+      }
+      return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
+    });
+    const result = await new Host(deps, job({ configuredAt: Date.now() - 1000 })).provision();
+    expect(result).toEqual({ outcome: 'provisioned' });
+    expect(sent()).toEqual(['choria_provision#restart', 'rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
+  });
+});
