@@ -7,7 +7,7 @@
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LostReplyTimings } from '../../packages/core/src/host/lost-reply.js';
-import type { ReplyHook } from '../../packages/simulator/src/index.js';
+import type { FleetOptions, FleetReport, ReplyHook } from '../../packages/simulator/src/index.js';
 import { sleep } from '../support/e2e.js';
 import type { RunningNatsServer } from '../support/nats-server.js';
 import { FleetHarness, driveUntilProvisioned, expectExactlyOnce, metricValue, until } from '../support/fleet-helpers.js';
@@ -41,6 +41,35 @@ function loseWithTheBroker(s: RunningNatsServer, action: string, count: number):
     await restarting;
   };
   return { hook, caught, done };
+}
+
+/**
+ * A fleet whose first `count` successful `action` replies die with a broker restart, and a
+ * provisioner that then finishes: returns when every node is provisioned and no attempt runs.
+ */
+async function runThroughBrokerLoss(action: string, count: number, fleetOptions: Partial<FleetOptions>) {
+  const s = await h.broker();
+  const loss = loseWithTheBroker(s, action, count);
+  const fleet = await h.fleet(s.url, { ...fleetOptions, replyHook: loss.hook });
+  await fleet.waitForBooted(10_000);
+  const registry = new Registry();
+  const p = h.provisioner(s.url, 'workers: 8\n', { registry, rpcTimeoutMs: 4000, lostReply: FAST });
+  await p.start();
+  await loss.done();
+  await driveUntilProvisioned(p, fleet, 45_000);
+  await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
+  await sleep(200);
+  return { p, fleet, registry, caught: loss.caught };
+}
+
+/**
+ * No violation, except restarts refused by nodes whose configure was lost with the broker before
+ * they applied it: that refusal is the provisioner's deliberate check (docs/protocol.md).
+ */
+function expectNoMistakes(r: FleetReport): void {
+  const { 'restart-refused': _checks, ...mistakes } = r.totals.violationsByKind;
+  expect(Object.values(mistakes).reduce((a, n) => a + n, 0), JSON.stringify(r.totals.violationsByKind)).toBe(0);
+  expect(r.totals.maxConfiguredPerCycle).toBeLessThanOrEqual(1);
 }
 
 const outcome = (r: Registry, o: string): Promise<number> => metricValue(r, 'choria_provisioner_outcomes', { outcome: o });
@@ -115,21 +144,10 @@ describe('lost replies of node-changing actions', () => {
   }, 60_000);
 
   it('the broker restarted between five nodes accepting restart and their replies: all provisioned, none failed', async () => {
-    const s = await h.broker();
-    const loss = loseWithTheBroker(s, 'restart', 5);
-    const fleet = await h.fleet(s.url, { count: 80, latencyMs: 5, latencyJitterMs: 20, seed: 3, replyHook: loss.hook });
-    await fleet.waitForBooted(10_000);
-    const registry = new Registry();
-    const p = h.provisioner(s.url, 'workers: 8\n', { registry, rpcTimeoutMs: 4000, lostReply: FAST });
-    await p.start();
-    await loss.done();
-    const caught = loss.caught;
-    await driveUntilProvisioned(p, fleet, 45_000);
-    await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
-    await sleep(200);
+    const { p, fleet, registry, caught } = await runThroughBrokerLoss('restart', 5, { count: 80, latencyMs: 5, latencyJitterMs: 20, seed: 3 });
     expect(caught).toHaveLength(5);
     const r = fleet.report();
-    expect(r.totals.violations, JSON.stringify(r.totals.violationsByKind)).toBe(0);
+    expectNoMistakes(r);
     for (const identity of caught) {
       const n = r.nodes.find((x) => x.identity === identity);
       expect(n?.state, identity).toBe('provisioned');
@@ -143,21 +161,12 @@ describe('lost replies of node-changing actions', () => {
   }, 90_000);
 
   it('configure replies lost with the broker (no events): the restart decides, no node is configured twice', async () => {
-    const s = await h.broker();
-    const loss = loseWithTheBroker(s, 'configure', 3);
-    const fleet = await h.fleet(s.url, { count: 40, latencyMs: 5, seed: 4, replyHook: loss.hook });
-    await fleet.waitForBooted(10_000);
-    const registry = new Registry();
-    const p = h.provisioner(s.url, 'workers: 8\n', { registry, rpcTimeoutMs: 4000, lostReply: FAST });
-    await p.start();
-    await loss.done();
-    const caught = loss.caught;
-    await driveUntilProvisioned(p, fleet, 45_000);
-    await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
+    const { fleet, registry, caught } = await runThroughBrokerLoss('configure', 3, { count: 40, latencyMs: 5, seed: 4 });
     expect(caught).toHaveLength(3);
     const r = fleet.report();
-    // the configures were applied, so the restarts sent as the check were accepted: no refusal
-    expect(r.totals.violations, JSON.stringify(r.totals.violationsByKind)).toBe(0);
+    expectNoMistakes(r);
+    // their configures were applied, so the restarts sent as the check were accepted: no refusal
+    for (const identity of caught) expect(r.nodes.find((n) => n.identity === identity)?.violationCount, identity).toBe(0);
     expect(r.totals.maxConfiguredPerCycle).toBe(1);
     expect(r.nodes.every((n) => n.state === 'provisioned' && n.configuredCount === 1 && n.restartCount === 1)).toBe(true);
     expect(await lost(registry, 'choria_provision#configure', 'unsure')).toBeGreaterThanOrEqual(3);
