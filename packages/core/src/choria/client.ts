@@ -133,7 +133,8 @@ export class ChoriaClient {
   readonly #ownsConnection: boolean;
   #closed = false;
   #linkChanges = 0;
-  #linkUp = true;
+  /** when the broker connection dropped, while it is down */
+  #droppedAt: number | undefined;
   #linkUpSince = performance.now();
 
   /** Connects to the broker of `settings` (retrying until it is reachable) and starts the client. */
@@ -192,21 +193,16 @@ export class ChoriaClient {
    * now instead of after the full RPC timeout.
    */
   async #watchReconnects(): Promise<void> {
-    let droppedAt: number | undefined;
     for await (const s of this.nats.status()) {
       if (s.type === 'disconnect') {
         this.#linkChanges++;
-        this.#linkUp = false;
-      }
-      if (s.type === 'reconnect') {
+        this.#droppedAt ??= performance.now();
+      } else if (s.type === 'reconnect') {
         this.#linkChanges++;
-        this.#linkUp = true;
         this.#linkUpSince = performance.now();
-      }
-      if (s.type === 'disconnect' && droppedAt === undefined) droppedAt = performance.now();
-      if (s.type === 'reconnect' && droppedAt !== undefined) {
-        const cutoff = droppedAt;
-        droppedAt = undefined;
+        const cutoff = this.#droppedAt;
+        this.#droppedAt = undefined;
+        if (cutoff === undefined) continue;
         for (const p of [...this.#pending.values()]) {
           if (p.sentAt === undefined || p.sentAt > cutoff) continue;
           if (p.onReconnect !== undefined) p.onReconnect();
@@ -222,7 +218,7 @@ export class ChoriaClient {
    * link is down or has just come back (the servers reconnect on their own schedule).
    */
   get link(): { readonly up: boolean; readonly changes: number; readonly upSince: number } {
-    return { up: this.#linkUp && !this.nats.isClosed(), changes: this.#linkChanges, upSince: this.#linkUpSince };
+    return { up: this.#droppedAt === undefined && !this.nats.isClosed(), changes: this.#linkChanges, upSince: this.#linkUpSince };
   }
 
   /** True after close() or once the NATS connection has closed for good. */

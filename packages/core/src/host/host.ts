@@ -397,8 +397,7 @@ export class Host {
     this.#step('restart');
     const refused = (err: Error): boolean => err instanceof RpcAbortedError && /enables provisioning/.test(err.statusmsg);
     try {
-      const data = { splay: 1, token: this.#deps.config.token };
-      await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'restart', data, parse: ignoreReply, final: refused });
+      await this.#sendRestart(refused);
       return true;
     } catch (err) {
       if (err instanceof StepFailedError && refused(err.last)) {
@@ -413,7 +412,12 @@ export class Host {
   /** True when the node answered; false when its reply was lost but it left provisioning mode. */
   async #restart(): Promise<boolean> {
     this.#step('restart');
-    const done = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'restart', data: { splay: 1, token: this.#deps.config.token }, parse: ignoreReply });
-    return done.replied;
+    return (await this.#sendRestart()).replied;
+  }
+
+  /** The restart step itself (splay 1, as upstream); `final`: replies that end it at once. */
+  #sendRestart(final?: (err: Error) => boolean): Promise<StepResult<undefined>> {
+    const data = { splay: 1, token: this.#deps.config.token };
+    return rpcStep(this.#ctx, { agent: 'choria_provision', action: 'restart', data, parse: ignoreReply, ...(final !== undefined ? { final } : {}) });
   }
 }

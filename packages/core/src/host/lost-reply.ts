@@ -55,8 +55,8 @@ export interface LostReplyTimings {
   readonly fleetReconnectMs?: number;
 }
 
-/**
- * What watching the node found (LostReplyFinding):
+/*
+ * What watching the node finds (LostReplyFinding, host/types.ts):
  * - `acted`: the node carried the action out: the step succeeded
  * - `not_acted`: still in provisioning mode and did not act: sending it again is safe
  * - `gone`: configure only, the node answers nothing at all any more
@@ -65,7 +65,7 @@ export interface LostReplyTimings {
  *   again could configure it twice; the restart that follows anyway tells (a node that was not
  *   configured refuses it because its configuration still enables provisioning).
  */
-export type Finding = LostReplyFinding;
+
 export interface ConfirmRequest {
   readonly client: ChoriaClient;
   readonly witness: LifecycleWitness | undefined;
@@ -92,7 +92,7 @@ const MISSES_FOR_ABSENT = 3;
  * A node that answers every probe past the action's delay did not act; one that stops answering
  * did (restart, shutdown, release_update) or vanished (configure: `gone`).
  */
-export async function confirmAfterLostReply(req: ConfirmRequest): Promise<Finding> {
+export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostReplyFinding> {
   const rule = RULES[req.action];
   const t = req.timings ?? {};
   const margin = t.marginMs ?? 3_000;

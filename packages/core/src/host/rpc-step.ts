@@ -5,11 +5,11 @@
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
 import { ProvisioningLockError, RpcAbortError, RpcReplyLostError, RpcTimeoutError } from '../choria/errors.js';
-import type { HostMetrics, RpcName } from './types.js';
+import type { HostMetrics, LostReplyFinding, RpcName } from './types.js';
 import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import { PausedError, type PauseFlag } from '../util/pause.js';
 import type { LifecycleWitness } from './lifecycle-witness.js';
-import { DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, isChangingAction, type ChangingAction, type Finding, type LostReplyTimings } from './lost-reply.js';
+import { DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, isChangingAction, type ChangingAction, type LostReplyTimings } from './lost-reply.js';
 import { errorText } from '../util/values.js';
 import { ProvisionerError } from '../util/errors.js';
 
@@ -132,9 +132,9 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
   throw new StepFailedError(name, made, last ?? new Error('not attempted'), ctx.identity);
 }
 
-async function investigate(ctx: StepContext, name: RpcName, action: ChangingAction, sentAt: number, err: Error): Promise<Finding> {
+async function investigate(ctx: StepContext, name: RpcName, action: ChangingAction, sentAt: number, err: Error): Promise<LostReplyFinding> {
   ctx.logger.warn(`The reply of ${name} from ${ctx.identity} was lost (${err.message}); checking whether the node acted before sending anything more`);
-  let finding: Finding;
+  let finding: LostReplyFinding;
   try {
     finding = await confirmAfterLostReply({
       client: ctx.client,

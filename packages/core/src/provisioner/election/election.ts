@@ -54,10 +54,6 @@ export interface LeaderElectionOptions {
 const WIN_ANNOUNCE_DELAY_MS = 200;
 const DEFAULT_SPLAY_MS = 5_000;
 
-function reasonOf(err: unknown): string {
-  return errorText(err);
-}
-
 export class LeaderElection {
   readonly #nc: NatsConnection;
   readonly #identity: string;
@@ -124,7 +120,7 @@ export class LeaderElection {
     const abort = new AbortController();
     this.#abort = abort;
     this.#loop = this.#run(abort.signal).catch((err: unknown) => {
-      this.#logger.error(`Leader election ${this.#ref.key} stopped unexpectedly: ${reasonOf(err)}`, { election: this.#ref.key, bucket: this.#ref.bucket });
+      this.#logger.error(`Leader election ${this.#ref.key} stopped unexpectedly: ${errorText(err)}`, { election: this.#ref.key, bucket: this.#ref.bucket });
     });
   }
 
@@ -185,7 +181,7 @@ export class LeaderElection {
         reason = `election bucket ${this.#ref.bucket} cannot be used: ${problem}`;
       } catch (err) {
         if (signal.aborted) return undefined;
-        reason = reasonOf(err);
+        reason = errorText(err);
       }
       const delay = backoffDelay(DEFAULT_BACKOFF, attempt, this.#random);
       this.#logger.error(`Leader election failed to start (attempt ${attempt}, retrying in ${formatMs(delay)}): ${reason}`, {
@@ -212,7 +208,7 @@ export class LeaderElection {
       if (signal.aborted) return;
       // any failure counts as "someone else leads": see security.md §8.2
       this.#tries += 1;
-      this.#logger.debug(`Campaign for ${this.#ref.key} failed (${this.#tries} since last win): ${reasonOf(err)}`, { election: this.#ref.key });
+      this.#logger.debug(`Campaign for ${this.#ref.key} failed (${this.#tries} since last win): ${errorText(err)}`, { election: this.#ref.key });
       this.#notify('onCampaign', () => this.#onCampaign?.('candidate', false));
       return;
     }
@@ -239,7 +235,7 @@ export class LeaderElection {
       this.#lastSeq = undefined;
       this.#winPending = false;
       this.#announced = false;
-      this.#logger.warn(`Leadership of ${this.#ref.key} in bucket ${this.#ref.bucket} lost: ${reasonOf(err)}`, { election: this.#ref.key, bucket: this.#ref.bucket });
+      this.#logger.warn(`Leadership of ${this.#ref.key} in bucket ${this.#ref.bucket} lost: ${errorText(err)}`, { election: this.#ref.key, bucket: this.#ref.bucket });
       this.#notify('onCampaign', () => this.#onCampaign?.('leader', false));
       // onLost pairs with a delivered onWon; a win lost before it was announced changes nothing outside
       if (wasAnnounced) this.#notify('onLost', () => this.#onLost());
@@ -260,7 +256,7 @@ export class LeaderElection {
     try {
       call();
     } catch (err) {
-      this.#logger.error(`Leader election ${name} callback failed: ${reasonOf(err)}`, { election: this.#ref.key });
+      this.#logger.error(`Leader election ${name} callback failed: ${errorText(err)}`, { election: this.#ref.key });
     }
   }
 }

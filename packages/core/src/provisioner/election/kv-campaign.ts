@@ -101,10 +101,6 @@ export function kvKeySubject(ref: KvKeyRef = {}): string {
   return r.apiPrefix === PLAIN_JETSTREAM_API_PREFIX ? kv : `${r.apiPrefix}.${kv}`;
 }
 
-function describeCause(err: unknown): string {
-  return errorText(err);
-}
-
 /** One request; every transport failure becomes an ElectionKvError naming what was attempted. */
 async function jsonRequest(
   nc: NatsConnection,
@@ -123,7 +119,7 @@ async function jsonRequest(
   } catch (err) {
     if (err instanceof NatsError && err.code === ErrorCode.NoResponders) throw fail('no-responders', noRespondersHint);
     if (err instanceof NatsError && err.code === ErrorCode.Timeout) throw fail('timeout', `request timed out after ${formatMs(timeoutMs)}`);
-    throw fail('request-failed', describeCause(err));
+    throw fail('request-failed', errorText(err));
   }
   const text = new TextDecoder().decode(msg.data);
   if (text.trim() === '') {
@@ -134,7 +130,7 @@ async function jsonRequest(
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw fail('invalid-reply', `reply is not JSON: ${describeCause(err)}`);
+    throw fail('invalid-reply', `reply is not JSON: ${errorText(err)}`);
   }
   if (!isRecord(parsed)) throw fail('invalid-reply', 'reply is not a JSON object');
   const apiError = parsed['error'];
