@@ -44,6 +44,6 @@ describe('the public API of @choria-provisioner/core', () => {
     for (const name of runtime) expect(named.has(name), name).toBe(true);
     for (const name of ['Provisioner', 'Host', 'loadSite', 'createHelperRunner', 'ChoriaClient', 'startMonitorServer', 'VERSION']) expect(runtime).toContain(name);
     // internals stay internal
-    for (const name of ['buildV1RequestJson', 'LeaderElection', 'splitCommand', 'LifecycleWitness']) expect(runtime).not.toContain(name);
+    for (const name of ['envelopeCodec', 'LeaderElection', 'splitCommand', 'LifecycleWitness']) expect(runtime).not.toContain(name);
   });
 });

@@ -15,6 +15,9 @@ export { rpmVersionCompare, rpmVersionEqual, parseRpmVersion } from './util/rpmv
 export { newRequestId, ksuid, ksuidTimestamp } from './util/ids.js';
 export { FIVE_SEC, TWENTY_SEC, backoffDelay, sleep, type BackoffPolicy } from './util/backoff.js';
 export { checkHelperCommand } from './host/helper/command-check.js';
+export { ed25519KeyFromSeed, ed25519PublicHex, ed25519PublicKeyFromRaw, readEd25519SeedFile } from './util/ed25519.js';
+export { decodeHexStrict } from './util/go-hex.js';
+export { goJsonStringify, type GoJsonValue } from './util/go-json.js';
 
 // metrics
 export * from './metrics/index.js';
@@ -30,7 +33,6 @@ export * from './host/helper/index.js';
 export {
   loadSigningKey,
   loadVerificationKey,
-  readEd25519SeedFile,
   verifyProvisioningToken,
   verifyProvisioningTokenWithKey,
   claimsForHelper,

@@ -77,23 +77,13 @@ export interface RpcStatusDetails {
 }
 
 /** The target replied with a non-zero MCORPC status code (protocol.md §7.2). */
-export class RpcStatusError extends RpcError implements RpcStatusDetails {
-  readonly sender: string;
-  readonly action: string;
-  readonly statuscode: number;
-  readonly statusmsg: string;
-  /** the reply data; gen25519 can return data together with an Aborted status */
-  readonly data: unknown;
-  readonly requestId: string;
+export class RpcStatusError extends RpcError {
+  /** the reply as received; gen25519 can return data together with an Aborted status */
+  readonly reply: RpcStatusDetails;
 
-  constructor(details: RpcStatusDetails) {
-    super(`invalid response from ${details.sender}: ${details.statusmsg} (${details.statuscode})`);
-    this.sender = details.sender;
-    this.action = details.action;
-    this.statuscode = details.statuscode;
-    this.statusmsg = details.statusmsg;
-    this.data = details.data;
-    this.requestId = details.requestId;
+  constructor(reply: RpcStatusDetails) {
+    super(`invalid response from ${reply.sender}: ${reply.statusmsg} (${reply.statuscode})`);
+    this.reply = reply;
   }
 }
 

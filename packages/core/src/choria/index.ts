@@ -9,47 +9,9 @@ export * from './protocol/subjects.js';
 export * from './protocol/ids.js';
 export * from './protocol/mcorpc.js';
 export * from './protocol/codec.js';
-export {
-  V1,
-  V1_DISCOVERY_MESSAGE,
-  V1_MIN_TTL,
-  V1_REQUEST_ID_LENGTH,
-  v1Codec,
-  buildV1RequestJson,
-  buildV1SecureRequestJson,
-  buildV1TransportJson,
-  buildV1ReplyJson,
-  buildV1SecureReplyJson,
-  parseV1Transport,
-  parseV1SecureRequest,
-  parseV1Request,
-  parseV1SecureReply,
-  parseV1Reply,
-  type V1RequestFields,
-  type V1ReplyFields,
-  type V1SecureRequest,
-} from './protocol/v1.js';
-export {
-  V2,
-  V2_DISCOVERY_MESSAGE,
-  V2_DISCOVERY_PAYLOAD,
-  v2Codec,
-  buildV2RequestJson,
-  buildV2SecureRequestJson,
-  buildV2TransportJson,
-  buildV2ReplyJson,
-  buildV2SecureReplyJson,
-  parseV2Transport,
-  parseV2SecureRequest,
-  parseV2Request,
-  parseV2SecureReply,
-  parseV2Reply,
-  type V2RequestFields,
-  type V2ParsedRequest,
-  type V2ReplyFields,
-  type V2ParsedReply,
-  type V2SecureRequest,
-} from './protocol/v2.js';
+export { envelopeCodec, parseTransport, transportJson, type EnvelopeLayers } from './protocol/envelope-codec.js';
+export { V1, V1_DISCOVERY_MESSAGE, V1_MIN_TTL, V1_REQUEST_ID_LENGTH, v1Codec, v1Layers } from './protocol/v1.js';
+export { V2, V2_DISCOVERY_MESSAGE, V2_DISCOVERY_PAYLOAD, v2Codec, v2Layers } from './protocol/v2.js';
 export * from './security/types.js';
 export * from './security/insecure.js';
 export * from './security/file.js';
@@ -57,7 +19,6 @@ export * from './security/choria.js';
 export {
   loadChoriaCredentials,
   choriaCredentials,
-  readSeedFile,
   readClientJwt,
   callerIdFromJwt,
   signNatsNonce,

@@ -2,11 +2,11 @@
 // and authenticates to the broker. Only the keys below are interpreted; every pair is kept in
 // `raw` because Choria configurations routinely carry hundreds of keys meant for other programs.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { deepFreeze } from './deep-freeze.js';
-import { ConfigError, describeFsError, ProblemCollector, sourceLabel } from './errors.js';
+import { ConfigError, ProblemCollector, readConfigText, sourceLabel } from './errors.js';
 import { LOG_LEVELS } from './schema.js';
 import type { ChoriaSettings, LogLevel, ProvisionerConfig, SecurityProvider } from './types.js';
 
@@ -189,13 +189,7 @@ export function loadChoriaConfig(file?: string, opts: ChoriaLoadOptions = {}): C
     }
   }
 
-  let text: string;
-  try {
-    text = readFileSync(chosen, 'utf8');
-  } catch (err) {
-    const label = sourceLabel(chosen);
-    throw new ConfigError(label, [{ message: `${label}: cannot read ${chosen}: ${describeFsError(err)}` }]);
-  }
+  const text = readConfigText(chosen);
   return parseChoriaConfig(text, chosen, opts);
 }
 

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { errorText } from '../util/values.js';
 import { ProvisionerError } from '../util/errors.js';
@@ -65,8 +66,18 @@ export class ProblemCollector {
   }
 }
 
+/** Reads a configuration file as text; a file that cannot be read is a ConfigError naming it. */
+export function readConfigText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    const label = sourceLabel(file);
+    throw new ConfigError(label, [{ message: `${label}: cannot read ${file}: ${describeFsError(err)}` }]);
+  }
+}
+
 /** Short text for a file system error, without the stack or the syscall noise. */
-export function describeFsError(err: unknown): string {
+function describeFsError(err: unknown): string {
   const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
   switch (code) {
     case 'ENOENT':

@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseDuration } from '../util/duration.js';
 import { deepFreeze } from './deep-freeze.js';
-import { describeFsError, ProblemCollector, sourceLabel, ConfigError } from './errors.js';
+import { ConfigError, ProblemCollector, readConfigText } from './errors.js';
 import { isPlainObject, matchKeys } from './key-matching.js';
 import { DEFAULT_CERT_DENY_LIST, DURATION_FORMAT, provisionerConfigSchema, type PropertySchema } from './schema.js';
 import { validateWithSchema } from './schema-validation.js';
@@ -127,13 +126,7 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
 
 /** Reads and parses the provisioner configuration file. Throws {@link ConfigError}. */
 export function loadProvisionerConfig(file: string, opts: LoadOptions = {}): ProvisionerConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    const label = sourceLabel(file);
-    throw new ConfigError(label, [{ message: `${label}: cannot read ${file}: ${describeFsError(err)}` }]);
-  }
+  const text = readConfigText(file);
   return parseProvisionerConfig(text, file, opts);
 }
 

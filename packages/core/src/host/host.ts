@@ -395,7 +395,7 @@ export class Host {
    */
   async #restartConfigured(): Promise<boolean> {
     this.#step('restart');
-    const refused = (err: Error): boolean => err instanceof RpcAbortedError && /enables provisioning/.test(err.statusmsg);
+    const refused = (err: Error): boolean => err instanceof RpcAbortedError && /enables provisioning/.test(err.reply.statusmsg);
     try {
       await this.#sendRestart(refused);
       return true;

@@ -1,16 +1,13 @@
 // Typed parsers for the `data` of each choria_provision / rpcutil reply: node answers are external
 // input, so they are checked here and carried as typed values afterwards.
 import { ProvisionerError } from '../util/errors.js';
+import { isPlainObject } from '../util/values.js';
 
-export class NodeReplyError extends ProvisionerError {
-  constructor(message: string) {
-    super(message);
-  }
-}
+export class NodeReplyError extends ProvisionerError {}
 
 function obj(data: unknown, what: string): Record<string, unknown> {
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new NodeReplyError(`${what} reply data is not an object`);
-  return data as Record<string, unknown>;
+  if (!isPlainObject(data)) throw new NodeReplyError(`${what} reply data is not an object`);
+  return data;
 }
 
 function str(o: Record<string, unknown>, key: string, what: string): string {
@@ -26,32 +23,26 @@ export interface JwtReply {
 }
 
 export function parseJwtReply(data: unknown): JwtReply {
-  const o = obj(data, 'choria_provision#jwt');
-  return { jwt: str(o, 'jwt', 'choria_provision#jwt'), ecdhPublic: str(o, 'ecdh_public', 'choria_provision#jwt') };
+  const reply = strings(data, 'choria_provision#jwt', ['jwt', 'ecdh_public']);
+  return { jwt: reply.jwt, ecdhPublic: reply.ecdh_public };
 }
 
-export interface Ed25519Reply {
-  public_key: string;
-  directory: string;
-  signature: string;
+/** The string fields `keys` of a reply's data; an absent or null field reads as empty, as Go's decoder leaves it. */
+function strings<K extends string>(data: unknown, what: string, keys: readonly K[]): Record<K, string> {
+  const o = obj(data, what);
+  return Object.fromEntries(keys.map((key) => [key, str(o, key, what)])) as Record<K, string>;
 }
+
+export type Ed25519Reply = Record<'public_key' | 'directory' | 'signature', string>;
 
 export function parseEd25519Reply(data: unknown): Ed25519Reply {
-  const w = 'choria_provision#gen25519';
-  const o = obj(data, w);
-  return { public_key: str(o, 'public_key', w), directory: str(o, 'directory', w), signature: str(o, 'signature', w) };
+  return strings(data, 'choria_provision#gen25519', ['public_key', 'directory', 'signature']);
 }
 
-export interface CsrReply {
-  csr: string;
-  public_key: string;
-  ssldir: string;
-}
+export type CsrReply = Record<'csr' | 'public_key' | 'ssldir', string>;
 
 export function parseCsrReply(data: unknown): CsrReply {
-  const w = 'choria_provision#gencsr';
-  const o = obj(data, w);
-  return { csr: str(o, 'csr', w), public_key: str(o, 'public_key', w), ssldir: str(o, 'ssldir', w) };
+  return strings(data, 'choria_provision#gencsr', ['csr', 'public_key', 'ssldir']);
 }
 
 export interface Inventory {

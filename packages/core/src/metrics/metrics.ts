@@ -149,18 +149,9 @@ export class ProvisionerMetrics implements HostMetrics {
     this.#m = register(registry);
     // Upstream initialises these to zero so dashboards show a line before the first node.
     const l = { site };
-    this.#m.discovered.inc(l, 0);
-    this.#m.provisioned.inc(l, 0);
-    this.#m.discoverCycles.inc(l, 0);
-    this.#m.eventDiscovered.inc(l, 0);
-    this.#m.discoveryErrors.inc(l, 0);
-    this.#m.helperErrors.inc(l, 0);
-    this.#m.helperShutdownRequests.inc(l, 0);
-    this.#m.provisionErrors.inc(l, 0);
-    this.#m.busyWorkers.set(l, 0);
-    this.#m.waitingNodes.set(l, 0);
-    this.#m.workQueueEntries.set(l, 0);
-    this.#m.paused.set(l, 0);
+    const m = this.#m;
+    for (const counter of [m.discovered, m.provisioned, m.discoverCycles, m.eventDiscovered, m.discoveryErrors, m.helperErrors, m.helperShutdownRequests, m.provisionErrors]) counter.inc(l, 0);
+    for (const gauge of [m.busyWorkers, m.waitingNodes, m.workQueueEntries, m.paused]) gauge.set(l, 0);
     for (const outcome of OUTCOMES) this.#m.outcomes.inc({ site, outcome }, 0);
   }
 

@@ -1,9 +1,13 @@
 // Ed25519 keys from and to their raw 32-byte forms, for the client's seed file (choria provider),
-// the provisioner's signing seed and the nodes' public keys: one place for the DER wrapping.
+// the provisioner's signing seed and the nodes' public keys: one place for the DER wrapping and
+// one reader of seed files.
 // Through DER, never JWK: on Node 20.20 a JWK export of a freshly generated key can deadlock
 // during a garbage collection.
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { ProvisionerError } from './errors.js';
+import { decodeHexStrict } from './go-hex.js';
+import { errorText } from './values.js';
 
 const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
@@ -27,4 +31,30 @@ export function ed25519PublicHex(key: KeyObject): string {
   const publicKey = key.type === 'private' ? createPublicKey(key) : key;
   const spki = publicKey.export({ format: 'der', type: 'spki' });
   return spki.subarray(spki.length - RAW_BYTES).toString('hex');
+}
+
+/**
+ * Reads a seed file: exactly 64 hex characters, no newline and no trimming, as upstream's seed
+ * reader wants. Errors never echo the file's content.
+ */
+export function readEd25519SeedFile(path: string): Buffer {
+  let content: Buffer;
+  try {
+    content = readFileSync(path);
+  } catch (err) {
+    throw new ProvisionerError(`could not read ed25519 seed file ${path}: ${errorText(err)}`, { cause: err });
+  }
+  return ed25519SeedFromFileContent(content, path);
+}
+
+/** The rules of {@link readEd25519SeedFile} applied to content already read from `path`. */
+export function ed25519SeedFromFileContent(content: Buffer, path: string): Buffer {
+  let seed: Buffer;
+  try {
+    seed = decodeHexStrict(content);
+  } catch (err) {
+    throw new ProvisionerError(`invalid ed25519 seed file ${path}: ${errorText(err)}`, { cause: err });
+  }
+  if (seed.length !== RAW_BYTES) throw new ProvisionerError(`invalid ed25519 seed file ${path}: invalid seed length`);
+  return seed;
 }

@@ -18,7 +18,8 @@ import {
 import { encodeLifecycleEvent, newLifecycleEvent, type LifecycleEvent } from '../../src/choria/lifecycle.js';
 import { codecFor, DISCOVERY_REPLY_BODY } from '../../src/choria/protocol/codec.js';
 import { nowNanoseconds } from '../../src/choria/protocol/ids.js';
-import { buildV1TransportJson } from '../../src/choria/protocol/v1.js';
+import { transportJson } from '../../src/choria/protocol/envelope-codec.js';
+import { v1Layers } from '../../src/choria/protocol/v1.js';
 import { fakeJwt } from './support/jwt.js';
 import { captureLogger } from './support/logger.js';
 import { startResponders, type Responders } from './support/responder.js';
@@ -89,7 +90,7 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
         pub.publish(req.headers.replyTo as string, dup.transportJson);
         const tampered = codec.encodeReply({ requestId: req.id, sender: 'tampered.example.net', agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' });
         const secure = tampered.secureReplyJson.replace('pong', 'pang');
-        pub.publish(req.headers.replyTo as string, buildV1TransportJson(secure, { sender: 'header-only.example.net' }));
+        pub.publish(req.headers.replyTo as string, transportJson(v1Layers, secure, { sender: 'header-only.example.net' }));
       },
     });
     await pub.flush();

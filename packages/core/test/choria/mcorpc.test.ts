@@ -27,7 +27,7 @@ describe('MCORPC status codes', () => {
     expect(err).toBeInstanceOf(cls);
     expect(err).toBeInstanceOf(RpcStatusError);
     expect(err.message).toBe(`invalid response from node1: ${msg} (${code})`);
-    expect(err.statuscode).toBe(code);
+    expect(err.reply.statuscode).toBe(code);
   });
 
   it('recognises the provisioning lock as a special abort', () => {
@@ -39,7 +39,7 @@ describe('MCORPC status codes', () => {
 
   it('keeps reply data on status errors (gen25519 can abort with data)', () => {
     const err = rpcStatusError({ ...details(1, 'Could not remove existing jwt file'), data: { public_key: 'ab' } });
-    expect(err.data).toEqual({ public_key: 'ab' });
+    expect(err.reply.data).toEqual({ public_key: 'ab' });
   });
 });
 

@@ -5,7 +5,7 @@ import { ProtocolError } from '../../src/choria/errors.js';
 import { DISCOVERY_PAYLOAD } from '../../src/choria/protocol/codec.js';
 import { agentFilter } from '../../src/choria/protocol/filter.js';
 import { parseRpcReply } from '../../src/choria/protocol/mcorpc.js';
-import { buildV1RequestJson, parseV1Request, v1Codec, V1_DISCOVERY_MESSAGE } from '../../src/choria/protocol/v1.js';
+import { v1Codec, v1Layers, V1_DISCOVERY_MESSAGE } from '../../src/choria/protocol/v1.js';
 import { FileSigner } from '../../src/choria/security/file.js';
 import { InsecureSigner } from '../../src/choria/security/insecure.js';
 import { assertValid } from './support/schemas.js';
@@ -181,7 +181,7 @@ describe('protocol v1 layers validate against the go-choria schemas', () => {
   });
 
   it('the validators reject what servers reject (not vacuous)', () => {
-    const bad = JSON.parse(buildV1RequestJson({ requestid: '0123456789abcdef0123456789abcdef', senderid: 's', callerid: 'choria=s', collective: 'provisioning', agent: 'a', ttl: 60, time: 1, filter: agentFilter('a'), message: 'x' })) as { envelope: Record<string, unknown> };
+    const bad = JSON.parse(v1Layers.buildRequest({ id: '0123456789abcdef0123456789abcdef', sender: 's', callerId: 'choria=s', collective: 'provisioning', agent: 'a', ttl: 60, timeNs: 1_000_000_000n, filter: agentFilter('a'), payload: 'x', replyTo: '' })) as { envelope: Record<string, unknown> };
     bad.envelope['ttl'] = 29;
     expect(() => assertValid('v1', 'request', JSON.stringify(bad))).toThrow(/minimum/);
     delete (bad.envelope['filter'] as Record<string, unknown>)['compound'];
@@ -205,27 +205,28 @@ describe('protocol v1 layers validate against the go-choria schemas', () => {
 
 describe('protocol v1 rules', () => {
   const base = {
-    requestid: '0123456789abcdef0123456789abcdef',
-    senderid: 's',
-    callerid: 'choria=s',
+    id: '0123456789abcdef0123456789abcdef',
+    sender: 's',
+    callerId: 'choria=s',
     collective: 'provisioning',
     agent: 'rpcutil',
     ttl: 60,
-    time: 1700000000,
+    timeNs: 1_700_000_000_000_000_000n,
     filter: agentFilter('rpcutil'),
-    message: '{}',
+    payload: '{}',
+    replyTo: '',
   };
 
   it('requires 32-character request ids and ttl >= 30', () => {
-    expect(() => buildV1RequestJson({ ...base, requestid: 'short' })).toThrow(/exactly 32 characters, got 5/);
-    expect(() => buildV1RequestJson({ ...base, ttl: 29 })).toThrow(/ttl must be an integer >= 30, got 29/);
-    expect(() => buildV1RequestJson({ ...base, ttl: 30 })).not.toThrow();
+    expect(() => v1Layers.buildRequest({ ...base, id: 'short' })).toThrow(/exactly 32 characters, got 5/);
+    expect(() => v1Layers.buildRequest({ ...base, ttl: 29 })).toThrow(/ttl must be an integer >= 30, got 29/);
+    expect(() => v1Layers.buildRequest({ ...base, ttl: 30 })).not.toThrow();
   });
 
   it('sends all five filter arrays even when unused', () => {
-    const json = JSON.parse(buildV1RequestJson(base)) as { envelope: { filter: Record<string, unknown> } };
+    const json = JSON.parse(v1Layers.buildRequest(base)) as { envelope: { filter: Record<string, unknown> } };
     expect(json.envelope.filter).toEqual({ fact: [], cf_class: [], agent: ['rpcutil'], identity: [], compound: [] });
-    expect(parseV1Request(buildV1RequestJson(base)).filter.identity).toEqual([]);
+    expect(v1Layers.readRequest(v1Layers.buildRequest(base)).filter.identity).toEqual([]);
   });
 
   it('rejects a reply whose hash does not match', () => {

@@ -5,7 +5,8 @@ import { DISCOVERY_PAYLOAD, serverSidePayload } from '../../src/choria/protocol/
 import { agentFilter } from '../../src/choria/protocol/filter.js';
 import { newKsuid, newV1RequestId } from '../../src/choria/protocol/ids.js';
 import { parseRpcReply } from '../../src/choria/protocol/mcorpc.js';
-import { buildV2ReplyJson, buildV2SecureReplyJson, buildV2TransportJson, v2Codec, V2_DISCOVERY_MESSAGE } from '../../src/choria/protocol/v2.js';
+import { transportJson } from '../../src/choria/protocol/envelope-codec.js';
+import { v2Codec, v2Layers, V2_DISCOVERY_MESSAGE } from '../../src/choria/protocol/v2.js';
 import { ChoriaSigner } from '../../src/choria/security/choria.js';
 import { ed25519KeyFromSeed, ed25519PublicHex } from '../../src/util/ed25519.js';
 import { InsecureSigner } from '../../src/choria/security/insecure.js';
@@ -124,16 +125,16 @@ describe('protocol v2 encoding rules', () => {
   });
 
   it('tolerates replies carrying the request protocol constant (the upstream schema defect)', () => {
-    const replyJson = buildV2ReplyJson({ request: 'id1', sender: 'node1', agent: 'rpcutil', time: 2n, payload: 'pong' }).replace('io.choria.protocol.v2.reply', 'io.choria.protocol.v2.request');
-    const transport = buildV2TransportJson(buildV2SecureReplyJson(replyJson).json, { sender: 'node1' });
+    const replyJson = v2Layers.buildReply({ requestId: 'id1', sender: 'node1', agent: 'rpcutil', timeNs: 2n, body: 'pong' }).replace('io.choria.protocol.v2.reply', 'io.choria.protocol.v2.request');
+    const transport = transportJson(v2Layers, v2Layers.buildSecureReply(replyJson).json, { sender: 'node1' });
     expect(v2Codec.decodeReply(transport)).toMatchObject({ requestId: 'id1', sender: 'node1', body: 'pong' });
   });
 
   it('rejects a reply with a wrong hash', () => {
-    const replyJson = buildV2ReplyJson({ request: 'id1', sender: 'node1', agent: 'rpcutil', time: 2n, payload: 'pong' });
-    const secure = JSON.parse(buildV2SecureReplyJson(replyJson).json) as Record<string, string>;
+    const replyJson = v2Layers.buildReply({ requestId: 'id1', sender: 'node1', agent: 'rpcutil', timeNs: 2n, body: 'pong' });
+    const secure = JSON.parse(v2Layers.buildSecureReply(replyJson).json) as Record<string, string>;
     secure['hash'] = Buffer.alloc(32).toString('base64');
-    const transport = buildV2TransportJson(JSON.stringify(secure), {});
+    const transport = transportJson(v2Layers, JSON.stringify(secure), {});
     expect(() => v2Codec.decodeReply(transport)).toThrow(/hash does not match/);
   });
 

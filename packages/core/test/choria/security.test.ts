@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readVector, vectorPath } from '../../../../test/support/vectors.js';
 import { SecurityError } from '../../src/choria/errors.js';
 import { ChoriaSigner } from '../../src/choria/security/choria.js';
-import { callerIdFromJwt, loadChoriaCredentials, readSeedFile, signNatsNonce } from '../../src/choria/security/choria-credentials.js';
+import { callerIdFromJwt, loadChoriaCredentials, signNatsNonce } from '../../src/choria/security/choria-credentials.js';
+import { readEd25519SeedFile as readSeedFile } from '../../src/util/ed25519.js';
 import { FileSigner } from '../../src/choria/security/file.js';
 import { InsecureSigner } from '../../src/choria/security/insecure.js';
 import { createSigner, selectProtocol } from '../../src/choria/security/select.js';
@@ -75,7 +76,7 @@ describe('choria credentials', () => {
   it('rejects seed files that are not exactly 64 hex characters, without echoing them', () => {
     const seed = readVector('protocol', 'derived', 'keys', 'ed25519-signer.seed');
     const withNewline = writeTemp('nl.seed', `${seed}\n`);
-    expect(() => readSeedFile(withNewline)).toThrow(/must contain exactly 64 hex characters .* it has 65 bytes/);
+    expect(() => readSeedFile(withNewline)).toThrow(/invalid ed25519 seed file .*nl\.seed: encoding\/hex: invalid byte: U\+000A/);
     try {
       readSeedFile(withNewline);
     } catch (err) {

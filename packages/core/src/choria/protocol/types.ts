@@ -29,7 +29,8 @@ export interface RequestSigning {
   sign(requestJson: Uint8Array): string;
 }
 
-export interface OutgoingRequest {
+/** Who a request is from and for: what the Request documents of both versions carry. */
+export interface RequestAddressing {
   /** v1: exactly 32 characters; v2: non-empty, subject-safe */
   readonly id: string;
   readonly sender: string;
@@ -38,9 +39,12 @@ export interface OutgoingRequest {
   readonly agent: string;
   /** seconds; v1 requires >= 30 */
   readonly ttl: number;
+  readonly filter: Filter;
+}
+
+export interface OutgoingRequest extends RequestAddressing {
   /** creation time, Unix nanoseconds (v1 sends whole seconds) */
   readonly timeNs: bigint;
-  readonly filter: Filter;
   /** agent payload text before the version's embedding: MCORPC JSON, or `cGluZw==` for discovery */
   readonly payload: string;
   readonly replyTo: string;
@@ -54,19 +58,16 @@ export interface EncodedRequest {
   readonly signature: string;
 }
 
-export interface DecodedRequest {
-  readonly version: ProtocolVersion;
-  readonly id: string;
-  readonly sender: string;
-  readonly callerId: string;
-  readonly collective: string;
-  readonly agent: string;
-  readonly ttl: number;
+/** A Request document as read from the wire. */
+export interface RequestDocument extends RequestAddressing {
   /** v1: Unix seconds; v2: Unix nanoseconds (a Number, so below 1 µs precision is lost) */
   readonly time: number;
-  readonly filter: Filter;
   /** payload bytes as carried (v1: the message string, v2: the base64-decoded message), before a server's extra base64 attempt */
   readonly payload: Buffer;
+}
+
+export interface DecodedRequest extends RequestDocument {
+  readonly version: ProtocolVersion;
   readonly signature: string;
   /** v1 `pubcert`, v2 `caller` */
   readonly credential: string;
@@ -75,10 +76,15 @@ export interface DecodedRequest {
   readonly headers: TransportHeaders;
 }
 
-export interface OutgoingReply {
+/** Which request a reply answers and who sends it. */
+export interface ReplyAddressing {
   readonly requestId: string;
+  /** the reply envelope sender (covered by the verified hash) */
   readonly sender: string;
   readonly agent: string;
+}
+
+export interface OutgoingReply extends ReplyAddressing {
   readonly timeNs: bigint;
   /** the agent reply body: MCORPC reply JSON, or `pong` */
   readonly body: string;
@@ -92,15 +98,15 @@ export interface EncodedReply {
   readonly hash: string;
 }
 
-export interface DecodedReply {
-  readonly version: ProtocolVersion;
-  readonly requestId: string;
-  /** the reply envelope sender (covered by the verified hash) */
-  readonly sender: string;
-  readonly agent: string;
+/** A Reply document as read from the wire. */
+export interface ReplyDocument extends ReplyAddressing {
   /** v1: Unix seconds; v2: Unix nanoseconds (approximate Number) */
   readonly time: number;
   readonly body: string;
+}
+
+export interface DecodedReply extends ReplyDocument {
+  readonly version: ProtocolVersion;
   readonly headers: TransportHeaders;
   readonly replyJson: string;
 }

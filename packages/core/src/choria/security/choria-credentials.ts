@@ -3,10 +3,8 @@
 import { sign, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { decodeJwt } from 'jose';
-import { ed25519KeyFromSeed, ed25519PublicHex } from '../../util/ed25519.js';
+import { ed25519KeyFromSeed, ed25519PublicHex, readEd25519SeedFile } from '../../util/ed25519.js';
 import { SecurityError } from '../errors.js';
-
-const SEED_HEX = /^[0-9a-fA-F]{64}$/;
 
 export interface ChoriaCredentials {
   /** the client JWT, trimmed */
@@ -18,20 +16,6 @@ export interface ChoriaCredentials {
   readonly publicKeyHex: string;
 }
 
-
-/** Reads a seed file: exactly 64 hex characters, nothing else (upstream rejects a trailing newline too). */
-export function readSeedFile(path: string): KeyObject {
-  let text: string;
-  try {
-    text = readFileSync(path, 'latin1');
-  } catch (err) {
-    throw new SecurityError(`could not read ed25519 seed file ${path}: ${(err as Error).message}`);
-  }
-  if (!SEED_HEX.test(text)) {
-    throw new SecurityError(`ed25519 seed file ${path} must contain exactly 64 hex characters (no whitespace or newline), it has ${text.length} bytes`);
-  }
-  return ed25519KeyFromSeed(Buffer.from(text, 'hex'));
-}
 
 /** The `callerid` claim of a JWT, read without verifying it (the broker and servers verify). */
 export function callerIdFromJwt(token: string, label: string): string {
@@ -83,7 +67,7 @@ export function loadChoriaCredentials(tokenFile: string | undefined, seedFile: s
   if (seedFile === undefined || seedFile === '') {
     throw new SecurityError(`the choria security provider needs an ed25519 seed file (plugin.security.choria.seed_file) in ${source}`);
   }
-  return choriaCredentials(readClientJwt(tokenFile), readSeedFile(seedFile), tokenFile);
+  return choriaCredentials(readClientJwt(tokenFile), ed25519KeyFromSeed(readEd25519SeedFile(seedFile)), tokenFile);
 }
 
 /** NATS user-JWT authentication: base64url (no padding) ed25519 signature of the server nonce. */

@@ -7,15 +7,19 @@ import type { RequestSigner } from './types.js';
 export class ChoriaSigner implements RequestSigner {
   readonly kind = 'choria';
   readonly protocol = 'v2';
-  readonly callerId: string;
-  /** the client JWT text (never logged) */
-  readonly credential: string;
   readonly #credentials: ChoriaCredentials;
 
   constructor(credentials: ChoriaCredentials) {
     this.#credentials = credentials;
-    this.callerId = credentials.callerId;
-    this.credential = credentials.token;
+  }
+
+  get callerId(): string {
+    return this.#credentials.callerId;
+  }
+
+  /** the client JWT text (never logged) */
+  get credential(): string {
+    return this.#credentials.token;
   }
 
   static fromFiles(tokenFile: string, seedFile: string, source = '<inline>'): ChoriaSigner {

@@ -19,7 +19,7 @@ export type {
   HelperServerPermissions,
 } from './types.js';
 export { HelperCommandError, HelperError, HelperReplyError, type HelperErrorKind } from './errors.js';
-export { encodeHelperRequest, goJsonStringify } from './request.js';
+export { encodeHelperRequest } from './request.js';
 export { describeValue, parseHelperReply, validateHelperReply } from './reply.js';
 export { assertConfigurable, RELATIVE_EXP_LIMIT, replyWarnings, type ReplyWarningOptions } from './reply-checks.js';
 export { parseHelperCommand } from './spawn.js';

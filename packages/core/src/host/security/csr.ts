@@ -2,7 +2,7 @@
 import 'reflect-metadata';
 import { Pkcs10CertificateRequest, SubjectAlternativeNameExtension } from '@peculiar/x509';
 import { RE2JS } from 're2js';
-import { errorMessage } from './errors.js';
+import { errorText } from '../../util/values.js';
 import { decodeFirstPemBlock } from './pem.js';
 
 // The upstream default `cert_deny_list` (used when the setting is absent or an empty list) is the
@@ -55,7 +55,7 @@ export function parseCsr(csrPem: string): CsrNames {
   try {
     csr = new Pkcs10CertificateRequest(block.bytes);
   } catch (err) {
-    throw new Error(`could not parse CSR: ${errorMessage(err)}`, { cause: err });
+    throw new Error(`could not parse CSR: ${errorText(err)}`, { cause: err });
   }
 
   const commonNames = csr.subjectName.getField(COMMON_NAME_OID);

@@ -14,7 +14,7 @@ import {
   randomBytes,
   type KeyObject,
 } from 'node:crypto';
-import { decodeHexStrict } from './hex.js';
+import { decodeHexStrict } from '../../util/go-hex.js';
 import { decodeFirstPemBlock, encodePem } from './pem.js';
 
 export interface EncryptKeyOptions {

@@ -1,14 +1,9 @@
 // Security building blocks of one node's provisioning: keys, tokens, nonce, key transport, CSRs.
 export {
-  ed25519KeyFromSeed,
-  ed25519PublicHex,
-  ed25519PublicKeyFromRaw,
   loadSigningKey,
   loadVerificationKey,
   parseSigningKeyFile,
   parseVerificationKeyFile,
-  readEd25519SeedFile,
-  seedFromFileContent,
   type SigningKey,
   type VerificationKey,
 } from './keys.js';
@@ -46,6 +41,5 @@ export {
   type CsrNames,
   type DenyList,
 } from './csr.js';
-export { decodeHexStrict } from './hex.js';
 export { decodeFirstPemBlock, encodePem, type PemBlock } from './pem.js';
 export { ACCEPTED_ALGORITHMS, JwtError, type JwtAlgorithm } from './jwt-compact.js';

@@ -2,18 +2,15 @@
 // `jwt_verify_cert` setting (path or hex literal) and the `jwt_signing_key` file.
 import { createPrivateKey, createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import { ed25519KeyFromSeed, ed25519PublicHex, ed25519PublicKeyFromRaw } from '../../util/ed25519.js';
-import { errorMessage } from './errors.js';
-import { decodeHexStrict } from './hex.js';
+import { ed25519KeyFromSeed, ed25519PublicKeyFromRaw } from '../../util/ed25519.js';
+import { errorText } from '../../util/values.js';
+import { decodeHexStrict } from '../../util/go-hex.js';
 import { decodeFirstPemBlock } from './pem.js';
-
-export { ed25519KeyFromSeed, ed25519PublicHex, ed25519PublicKeyFromRaw };
 
 export type VerificationKey = { kind: 'rsa'; key: KeyObject } | { kind: 'ed25519'; key: KeyObject };
 
 export type SigningKey = { kind: 'rsa'; alg: 'RS256'; key: KeyObject } | { kind: 'ed25519'; alg: 'EdDSA'; key: KeyObject };
 
-const ED25519_SEED_BYTES = 32;
 const ED25519_PUBLIC_BYTES = 32;
 const SEED_FILE_BYTES = 64;
 const MIN_RSA_BITS = 1024;
@@ -24,32 +21,6 @@ const CERTIFICATE_HEADER = Buffer.from('-----BEGIN CERTIFICATE');
 const PUBLIC_KEY_HEADER = Buffer.from('-----BEGIN PUBLIC KEY');
 const NOT_PEM = 'invalid key: Key must be a PEM encoded PKCS1 or PKCS8 key';
 
-
-/**
- * Reads a seed file that must hold exactly 64 hex characters (no newline, no trimming), as the
- * upstream seed reader used for the chain-issuer step does.
- */
-export function readEd25519SeedFile(path: string): Buffer {
-  let content: Buffer;
-  try {
-    content = readFileSync(path);
-  } catch (err) {
-    throw new Error(`could not read ed25519 seed file ${path}: ${errorMessage(err)}`, { cause: err });
-  }
-  return seedFromFileContent(content, path);
-}
-
-/** Seed-file rules of {@link readEd25519SeedFile} applied to content already read from `path`. */
-export function seedFromFileContent(content: Buffer, path: string): Buffer {
-  let seed: Buffer;
-  try {
-    seed = decodeHexStrict(content);
-  } catch (err) {
-    throw new Error(`invalid ed25519 seed file ${path}: ${errorMessage(err)}`, { cause: err });
-  }
-  if (seed.length !== ED25519_SEED_BYTES) throw new Error(`invalid ed25519 seed file ${path}: invalid seed length`);
-  return seed;
-}
 
 /**
  * Resolves the `jwt_verify_cert` setting: when nothing exists at that path the setting itself is a
@@ -68,7 +39,7 @@ export function loadVerificationKey(setting: string): VerificationKey {
   try {
     content = readFileSync(setting);
   } catch (err) {
-    throw new Error(`could not read validation certificate: ${errorMessage(err)}`, { cause: err });
+    throw new Error(`could not read validation certificate: ${errorText(err)}`, { cause: err });
   }
   return parseVerificationKeyFile(content);
 }
@@ -79,7 +50,7 @@ export function parseVerificationKeyFile(content: Buffer): VerificationKey {
     try {
       return { kind: 'rsa', key: parseRsaPublicPem(content) };
     } catch (err) {
-      throw new Error(`could not parse validation certificate: ${errorMessage(err)}`, { cause: err });
+      throw new Error(`could not parse validation certificate: ${errorText(err)}`, { cause: err });
     }
   }
 
@@ -87,7 +58,7 @@ export function parseVerificationKeyFile(content: Buffer): VerificationKey {
   try {
     raw = decodeHexStrict(content);
   } catch (err) {
-    throw new Error(`could not parse ed25519 public data: ${errorMessage(err)}`, { cause: err });
+    throw new Error(`could not parse ed25519 public data: ${errorText(err)}`, { cause: err });
   }
   if (raw.length !== ED25519_PUBLIC_BYTES) throw new Error('invalid ed25519 public key size');
   return { kind: 'ed25519', key: ed25519PublicKeyFromRaw(raw) };
@@ -99,7 +70,7 @@ export function loadSigningKey(path: string): SigningKey {
   try {
     content = readFileSync(path);
   } catch (err) {
-    throw new Error(`could not read signing key: ${errorMessage(err)}`, { cause: err });
+    throw new Error(`could not read signing key: ${errorText(err)}`, { cause: err });
   }
   return parseSigningKeyFile(content, path);
 }
@@ -111,7 +82,7 @@ export function parseSigningKeyFile(content: Buffer, path: string): SigningKey {
     try {
       key = parseRsaPrivatePem(content);
     } catch (err) {
-      throw new Error(`could not parse signing key: ${errorMessage(err)}`, { cause: err });
+      throw new Error(`could not parse signing key: ${errorText(err)}`, { cause: err });
     }
     return { kind: 'rsa', alg: 'RS256', key };
   }
@@ -121,7 +92,7 @@ export function parseSigningKeyFile(content: Buffer, path: string): SigningKey {
     try {
       seed = decodeHexStrict(content);
     } catch (err) {
-      throw new Error(`invalid ed25519 seed file: ${errorMessage(err)}`, { cause: err });
+      throw new Error(`invalid ed25519 seed file: ${errorText(err)}`, { cause: err });
     }
     return { kind: 'ed25519', alg: 'EdDSA', key: ed25519KeyFromSeed(seed) };
   }

@@ -1,8 +1,8 @@
 // The `gen25519` proof of possession: the node signs the provisioner's nonce (security.md §5).
 import { verify as cryptoVerify } from 'node:crypto';
-import { errorMessage } from './errors.js';
-import { decodeHexStrict } from './hex.js';
-import { ed25519PublicKeyFromRaw } from './keys.js';
+import { errorText } from '../../util/values.js';
+import { decodeHexStrict } from '../../util/go-hex.js';
+import { ed25519PublicKeyFromRaw } from '../../util/ed25519.js';
 
 const ED25519_PUBLIC_BYTES = 32;
 const ED25519_SIGNATURE_BYTES = 64;
@@ -19,7 +19,7 @@ export function verifyNonceSignature(reply: { public_key?: unknown; signature?: 
   try {
     publicKey = decodeHexStrict(publicKeyHex);
   } catch (err) {
-    throw new Error(`invalid public key received: ${errorMessage(err)}`, { cause: err });
+    throw new Error(`invalid public key received: ${errorText(err)}`, { cause: err });
   }
   let signature: Buffer;
   try {

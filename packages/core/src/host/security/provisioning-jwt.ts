@@ -11,7 +11,7 @@ import {
   type JwtAlgorithm,
 } from './jwt-compact.js';
 import { loadVerificationKey, type VerificationKey } from './keys.js';
-import { CHORIA_STANDARD_CLAIMS } from './claim-specs.js';
+import { CHAIN_ISSUER_PREFIX, DEFAULT_ORG, PROVISIONING_CLAIMS_SPEC } from './claim-specs.js';
 import { ProvisionerError } from '../../util/errors.js';
 
 /** The claims of a verified provisioning token; absent strings/bools hold Go's zero values. */
@@ -57,26 +57,6 @@ export interface VerifyOptions {
 export class ProvisioningTokenError extends ProvisionerError {}
 
 const PROVISIONING_PURPOSE = 'choria_provisioning';
-const DEFAULT_ORG = 'choria';
-const CHAIN_ISSUER_PREFIX = 'C-';
-
-const PROVISIONING_CLAIMS_SPEC = {
-  cht: 'string',
-  chs: 'bool',
-  chu: 'string',
-  chsrv: 'string',
-  chpd: 'bool',
-  chrd: 'string',
-  chf: 'string',
-  chusr: 'string',
-  chpwd: 'string',
-  extensions: 'map',
-  ou: 'string',
-  v2: 'bool',
-  update: 'bool',
-  purpose: 'string',
-  ...CHORIA_STANDARD_CLAIMS,
-} as const;
 
 /**
  * Verifies a provisioning token against the `jwt_verify_cert` setting (a key file path or a hex

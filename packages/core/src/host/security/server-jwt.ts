@@ -2,15 +2,16 @@
 import { sign as cryptoSign, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ksuid } from '../../util/ids.js';
-import { errorMessage } from './errors.js';
+import { errorText } from '../../util/values.js';
 import type { Decoded, ServerPermissions } from './go-decode.js';
 import { formatDuration } from '../../util/duration.js';
-import { goJsonStringify, type GoJsonValue } from './go-json.js';
-import { decodeHexStrict } from './hex.js';
+import { goJsonStringify, type GoJsonValue } from '../../util/go-json.js';
+import { decodeHexStrict } from '../../util/go-hex.js';
 import { JwtError, parseJwtUnverified, signCompactJwt } from './jwt-compact.js';
-import { ed25519KeyFromSeed, parseSigningKeyFile, seedFromFileContent, type SigningKey } from './keys.js';
+import { ed25519KeyFromSeed, ed25519SeedFromFileContent } from '../../util/ed25519.js';
+import { parseSigningKeyFile, type SigningKey } from './keys.js';
 import type { ServerClaimsInput } from './server-claims.js';
-import { CHORIA_STANDARD_CLAIMS } from './claim-specs.js';
+import { CHAIN_ISSUER_PREFIX, CLIENT_ID_CLAIMS_SPEC, DEFAULT_ORG } from './claim-specs.js';
 
 export { parseServerClaims, ServerClaimsError, type ServerClaimsInput } from './server-claims.js';
 
@@ -37,25 +38,9 @@ export interface MintServerTokenInput {
 }
 
 const HOUR_MS = 3_600_000;
-const DEFAULT_ORG = 'choria';
 const ISSUER = 'Choria Provisioner';
 const SERVER_PURPOSE = 'choria_server';
 const CLIENT_ID_PURPOSE = 'choria_client_id';
-const CHAIN_ISSUER_PREFIX = 'C-';
-
-// The standard claims of the chain issuer's client token, plus the client fields whose types Go checks.
-const CLIENT_ID_CLAIMS_SPEC = {
-  callerid: 'string',
-  agents: 'stringArray',
-  ou: 'string',
-  user_properties: 'map',
-  opa_policy: 'string',
-  permissions: 'map',
-  pub_subjects: 'stringArray',
-  sub_subjects: 'stringArray',
-  purpose: 'string',
-  ...CHORIA_STANDARD_CLAIMS,
-} as const;
 
 interface ServerTokenClaims {
   identity: string;
@@ -118,7 +103,7 @@ export function mintServerToken(input: MintServerTokenInput): string {
   if (input.signingTokenPath !== undefined && input.signingTokenPath !== '') {
     const tokenText = readText(input.signingTokenPath, 'could not read jwt_signing_token');
     signingKeyFile = readSigningKeyFile(input.signingKeyPath);
-    const seedKey = ed25519KeyFromSeed(seedFromFileContent(signingKeyFile, input.signingKeyPath));
+    const seedKey = ed25519KeyFromSeed(ed25519SeedFromFileContent(signingKeyFile, input.signingKeyPath));
     addChainIssuer(claims, parseChainIssuer(tokenText), seedKey);
     signer = { kind: 'ed25519', alg: 'EdDSA', key: seedKey };
   } else {
@@ -230,7 +215,7 @@ function signToken(payloadJson: string, signer: SigningKey): string {
   try {
     return signCompactJwt(payloadJson, signer.alg, signer.key);
   } catch (err) {
-    throw new Error(`could not sign token using key: ${errorMessage(err)}`, { cause: err });
+    throw new Error(`could not sign token using key: ${errorText(err)}`, { cause: err });
   }
 }
 
@@ -238,7 +223,7 @@ function readSigningKeyFile(path: string): Buffer {
   try {
     return readFileSync(path);
   } catch (err) {
-    throw new Error(`could not read signing key: ${errorMessage(err)}`, { cause: err });
+    throw new Error(`could not read signing key: ${errorText(err)}`, { cause: err });
   }
 }
 
@@ -246,6 +231,6 @@ function readText(path: string, what: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (err) {
-    throw new Error(`${what}: ${errorMessage(err)}`, { cause: err });
+    throw new Error(`${what}: ${errorText(err)}`, { cause: err });
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { encodeHelperRequest, goJsonStringify } from '../../../src/host/helper/request.js';
+import { encodeHelperRequest } from '../../../src/host/helper/request.js';
+import { goJsonStringify, type GoJsonValue } from '../../../src/util/go-json.js';
 import type { HelperRequest } from '../../../src/host/helper/types.js';
 import { readVectorJson } from '../../../../../test/support/vectors.js';
 
@@ -77,7 +78,7 @@ describe('encodeHelperRequest', () => {
     const signing = kat.server_tokens['B_rs256_permissions']?.signing_string ?? '';
     const goBytes = goPayload(signing);
     expect(goBytes).toContain('\\u003e'); // the vector really exercises the escaping
-    expect(goJsonStringify(JSON.parse(goBytes))).toBe(goBytes);
+    expect(goJsonStringify(JSON.parse(goBytes) as GoJsonValue)).toBe(goBytes);
   });
 
   it('embeds verified provisioning claims byte for byte as Go marshals them', () => {

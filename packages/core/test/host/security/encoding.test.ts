@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { goJsonString, goJsonStringify } from '../../../src/host/security/go-json.js';
+import { goJsonStringify } from '../../../src/util/go-json.js';
 import { decodeFirstPemBlock, encodePem } from '../../../src/host/security/pem.js';
 
 describe('decodeFirstPemBlock', () => {
@@ -53,9 +53,10 @@ describe('encodePem', () => {
 
 describe('Go JSON encoding', () => {
   it('escapes like encoding/json', () => {
-    expect(goJsonString('a<b>&c')).toBe('"a\\u003cb\\u003e\\u0026c"');
-    expect(goJsonString('q"\\\n\r\t\u0001\u2028\u2029é😀')).toBe('"q\\"\\\\\\n\\r\\t\\u0001\\u2028\\u2029é😀"');
-    expect(goJsonString('\ud800')).toBe('"\\ufffd"');
+    expect(goJsonStringify('a<b>&c')).toBe('"a\\u003cb\\u003e\\u0026c"');
+    expect(goJsonStringify('q"\\\n\r\t\b\f\u0001\u2028\u2029é😀')).toBe('"q\\"\\\\\\n\\r\\t\\b\\f\\u0001\\u2028\\u2029é😀"');
+    // a lone surrogate is what Go's decoder had already made U+FFFD
+    expect(goJsonStringify('\ud800')).toBe('"\uFFFD"');
   });
 
   it('keeps object insertion order and writes compact JSON', () => {

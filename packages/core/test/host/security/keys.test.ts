@@ -3,14 +3,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  ed25519KeyFromSeed,
-  ed25519PublicHex,
-  loadSigningKey,
-  loadVerificationKey,
-  readEd25519SeedFile,
-} from '../../../src/host/security/keys.js';
-import { decodeHexStrict } from '../../../src/host/security/hex.js';
+import { loadSigningKey, loadVerificationKey } from '../../../src/host/security/keys.js';
+import { ed25519KeyFromSeed, ed25519PublicHex, readEd25519SeedFile } from '../../../src/util/ed25519.js';
+import { decodeHexStrict } from '../../../src/util/go-hex.js';
 import { readVector, readVectorJson, vectorPath } from '../../../../../test/support/vectors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'keys-test-'));

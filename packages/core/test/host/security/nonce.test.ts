@@ -1,6 +1,6 @@
 import { sign } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ed25519KeyFromSeed } from '../../../src/host/security/keys.js';
+import { ed25519KeyFromSeed } from '../../../src/util/ed25519.js';
 import { verifyNonceSignature } from '../../../src/host/security/nonce.js';
 import { newRequestId } from '../../../src/util/ids.js';
 import { readVectorJson } from '../../../../../test/support/vectors.js';

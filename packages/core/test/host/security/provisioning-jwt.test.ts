@@ -1,7 +1,8 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import * as jose from 'jose';
-import { ed25519KeyFromSeed, loadVerificationKey } from '../../../src/host/security/keys.js';
+import { ed25519KeyFromSeed } from '../../../src/util/ed25519.js';
+import { loadVerificationKey } from '../../../src/host/security/keys.js';
 import {
   claimsForHelper,
   ProvisioningTokenError,

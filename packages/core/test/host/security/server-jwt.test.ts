@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import * as jose from 'jose';
-import { ed25519KeyFromSeed, ed25519PublicHex, ed25519PublicKeyFromRaw } from '../../../src/host/security/keys.js';
+import { ed25519KeyFromSeed, ed25519PublicHex, ed25519PublicKeyFromRaw } from '../../../src/util/ed25519.js';
 import {
   mintServerToken,
   parseServerClaims,
