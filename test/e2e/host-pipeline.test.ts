@@ -16,7 +16,7 @@ import { PauseFlag } from '../../packages/core/src/util/pause.js';
 import { silentLogger } from '../../packages/core/src/util/logger.js';
 import { ksuid } from '../../packages/core/src/util/ids.js';
 import type { ProvisionerConfig } from '../../packages/core/src/config/types.js';
-import type { HostResult } from '../../packages/core/src/host/types.js';
+import type { HostJob, HostResult } from '../../packages/core/src/host/types.js';
 import { startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
 import { readVector, vectorPath } from '../support/vectors.js';
 import { testClient, testConfig, testSettings } from '../support/e2e.js';
@@ -59,8 +59,8 @@ async function setup(config: ProvisionerConfig, fleetOpts: Partial<FleetOptions>
     backoff: () => 10,
     rpcTimeoutMs: 1000,
   });
-  const provision = async (identity: string): Promise<HostResult> =>
-    await run({ identity, discoveredAt: Date.now(), signal: new AbortController().signal, logger: silentLogger(), onStep: () => undefined });
+  const provision = async (identity: string, extra: Partial<HostJob> = {}): Promise<HostResult> =>
+    await run({ identity, discoveredAt: Date.now(), signal: new AbortController().signal, logger: silentLogger(), onStep: () => undefined, ...extra });
   return { fleet, run, provision, registry };
 }
 
@@ -232,6 +232,33 @@ describe('Host pipeline against the simulator', () => {
       expect(createPublicKey(edKey(orgSeed())).export({ format: 'der', type: 'spki' }).subarray(12).toString('hex')).toBe(orgPublic);
     });
   }
+
+  it('ed25519 on a node older than go-choria 0.25.0: one gen25519 answer, an error naming the release needed; a startup event version saves even that', async () => {
+    const { fleet: f, provision } = await setup(
+      testConfig(`jwt_verify_cert: ${orgPublic}\njwt_signing_key: ${provSeedPath}\nfeatures:\n  ed25519: true\n`),
+      {
+        jwt: { signer: 'ed25519', seedHex: orgSeed().toString('hex') },
+        serverJwtVerification: { signerEd25519PublicHex: provPublic },
+        version: (i) => (i === 0 ? '0.24.1' : '0.29.4'),
+      },
+      (req) => ({ configuration: { ...plainConfig(req), 'plugin.security.provider': 'choria' }, server_claims: { exp: Math.floor(Date.now() / 1000) + 86400 } }),
+      2,
+    );
+    const [old, current] = f.identities() as [string, string];
+    const needs = 'features.ed25519 (choria_provision#gen25519) needs go-choria 0.25.0 or newer';
+    const gen25519Asked = (): number | undefined => f.report().nodes.find((n) => n.identity === old)?.rpcCounts['choria_provision#gen25519'];
+    const first = await provision(old);
+    expect(first.outcome).toBe('failed');
+    expect(first.message).toBe(`${old} answered "Unknown action gen25519 for agent choria_provision": ${needs}`);
+    // an unknown action is not asked again: the answer cannot change
+    expect(gen25519Asked()).toBe(1);
+    const known = await provision(old, { reportedVersion: '0.24.1' });
+    expect(known).toMatchObject({ outcome: 'failed', message: `${old} runs go-choria 0.24.1: ${needs}` });
+    expect(gen25519Asked()).toBe(1);
+    // a current node, with or without a version from its event, is provisioned as before
+    expect(await provision(current, { reportedVersion: '0.29.4' })).toEqual({ outcome: 'provisioned' });
+    expect(f.report().totals.violations).toBe(0);
+  });
 
   const upgradeConfig = (optional: boolean): ProvisionerConfig =>
     testConfig(`upgrades_repository: https://repo.example.net/choria\nupgrades_optional: ${optional}\nfeatures:\n  upgrades: true\n`);

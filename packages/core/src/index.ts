@@ -21,6 +21,7 @@ export { Provisioner, type HostStatus, type ProvisionerOptions, type Provisioner
 // One server's provisioning, without a scheduler
 export { Host, createHostRunner, type HostDeps } from './host/host.js';
 export { LockedElsewhereError, StepFailedError } from './host/rpc-step.js';
+export { NODE_FEATURE_RELEASES, NodeReleaseError, type NodeFeature } from './host/node-release.js';
 export { OUTCOMES, type HostJob, type HostMetrics, type HostResult, type HostRunner, type LostReplyFinding, type Outcome, type RpcName } from './host/types.js';
 export type { LostReplyTimings } from './host/lost-reply.js';
 export { PauseFlag, PausedError } from './util/pause.js';

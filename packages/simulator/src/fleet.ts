@@ -195,7 +195,7 @@ export class SimulatedFleet {
           token: o.token,
           provisioningJwt: this.provisioningJwtTexts[protocol],
           allowUpdate: o.allowUpdate,
-          version: o.version,
+          version: typeof o.version === 'function' ? o.version(i, identity) : o.version,
           facts: typeof o.facts === 'function' ? o.facts(i, identity) : o.facts,
           silent: silent.has(i),
           vanishAfterLockedRpc: vanish.has(i),

@@ -23,6 +23,8 @@ export interface FleetJwtOptions {
 }
 
 export type FactsOption = Record<string, unknown> | ((index: number, identity: string) => Record<string, unknown>);
+/** One version for every node, or one per node (a fleet of mixed releases). */
+export type VersionOption = string | ((index: number, identity: string) => string);
 
 export interface FleetOptions {
   /** NATS URLs */
@@ -49,8 +51,8 @@ export interface FleetOptions {
   jwt?: FleetJwtOptions;
   /** keys to verify server JWTs received by configure */
   serverJwtVerification?: ServerJwtVerification;
-  /** server version reported by inventory and events (default 0.29.4) */
-  version?: string;
+  /** server version reported by inventory and events (default 0.29.4); an older release lacks what it lacked (agents/releases.ts) */
+  version?: VersionOption;
   /** nodes allow in-place updates (also implied by jwt.update) */
   upgradable?: boolean;
   /** facts reported by inventory (default `{}`) */
@@ -122,7 +124,7 @@ export interface ResolvedFleetOptions {
   token: string;
   jwt: FleetJwtOptions;
   serverJwtVerification: ServerJwtVerification | undefined;
-  version: string;
+  version: VersionOption;
   allowUpdate: boolean;
   facts: FactsOption;
   eventFormat: EventFormat;

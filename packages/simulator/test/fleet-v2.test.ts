@@ -188,6 +188,24 @@ describe('behaviour knobs', () => {
     }
   });
 
+  it('an older release behaves like it: no gen25519 before 0.25.0, no provisioning lock before 0.29.0', async () => {
+    const versions = ['0.24.1', '0.28.2', '0.29.0', 'development'];
+    const fleet = await SimulatedFleet.start({ servers: [server.url], name: 'releases', count: 4, identityPattern: 'r{i}', version: (i) => versions[i] ?? '', timeScale: 0.01, seed: 9 });
+    try {
+      const gen = (id: string, senderId?: string) => client.rpc(id, 'v1', 'choria_provision', 'gen25519', { nonce: 'n' }, senderId === undefined ? {} : { senderId });
+      expect((await gen('r1')).reply).toMatchObject({ statuscode: 2, statusmsg: 'Unknown action gen25519 for agent choria_provision' });
+      for (const id of ['r2', 'r3', 'r4']) expect((await gen(id)).reply?.statuscode, id).toBe(0);
+      // a second provisioner: 0.28 has no lock to refuse it, 0.29 and a development build do
+      expect((await gen('r2', 'b.example.net')).reply?.statuscode).toBe(0);
+      expect((await gen('r3', 'b.example.net')).reply?.statusmsg).toBe('Could not obtain provisioning lock');
+      expect((await gen('r4', 'b.example.net')).reply?.statusmsg).toBe('Could not obtain provisioning lock');
+      // asking an old node for what it lacks is no protocol mistake
+      expect(fleet.summary().totals.violationsByKind['unknown-action']).toBeUndefined();
+    } finally {
+      await fleet.stop();
+    }
+  });
+
   it('answers nothing from choria_provision while a restart is pending, and records every directed request then', async () => {
     const fleet = await SimulatedFleet.start({ servers: [server.url], name: 'pending', count: 1, identityPattern: 'p{i}', seed: 6 });
     try {

@@ -12,10 +12,11 @@ import { PausedError, type PauseFlag } from '../util/pause.js';
 import { rpmVersionCompare } from '../util/rpmvercmp.js';
 import { replyWarnings } from './helper/reply-checks.js';
 import type { HelperCsr, HelperEd25519PubKey, HelperJwtClaims, HelperReply, HelperRequest, HelperRunner } from './helper/types.js';
-import { parseCsrReply, parseEd25519Reply, parseInventoryReply, parseJwtReply, type Inventory } from './node-replies.js';
+import { parseCsrReply, parseEd25519Reply, parseInventoryReply, parseJwtReply, type Ed25519Reply, type Inventory } from './node-replies.js';
+import { NodeReleaseError, nodeHasFeature } from './node-release.js';
 import { LifecycleWitness } from './lifecycle-witness.js';
 import type { LostReplyTimings } from './lost-reply.js';
-import { RpcAbortedError } from '../choria/errors.js';
+import { RpcAbortedError, RpcUnknownActionError } from '../choria/errors.js';
 import { LockedElsewhereError, StepFailedError, abortError, rpcStep, type StepContext, type StepResult } from './rpc-step.js';
 import {
   claimsForHelper,
@@ -225,9 +226,21 @@ export class Host {
 
   async #fetchEd25519(): Promise<void> {
     this.#step('gen25519');
+    const needs = 'features.ed25519 (choria_provision#gen25519)';
+    const version = this.#job.reportedVersion;
+    if (nodeHasFeature(version, 'gen25519') === false) throw new NodeReleaseError(this.identity, 'gen25519', `runs go-choria ${version ?? ''}`, needs);
     const nonce = newRequestId();
     const data = { nonce, token: this.#deps.config.token };
-    const reply = replyOf(await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'gen25519', data, parse: parseEd25519Reply }));
+    let step: StepResult<Ed25519Reply>;
+    try {
+      step = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'gen25519', data, parse: parseEd25519Reply });
+    } catch (err) {
+      if (err instanceof StepFailedError && err.last instanceof RpcUnknownActionError) {
+        throw new NodeReleaseError(this.identity, 'gen25519', `answered "${err.last.reply.statusmsg}"`, needs);
+      }
+      throw err;
+    }
+    const reply = replyOf(step);
     try {
       verifyNonceSignature(reply, nonce);
     } catch (err) {

@@ -4,7 +4,7 @@
 // re-sent before the node was observed (lost-reply.ts).
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
-import { ProvisioningLockError, RpcAbortError, RpcReplyLostError, RpcTimeoutError } from '../choria/errors.js';
+import { ProvisioningLockError, RpcAbortError, RpcReplyLostError, RpcTimeoutError, RpcUnknownActionError } from '../choria/errors.js';
 import type { HostMetrics, LostReplyFinding, RpcName } from './types.js';
 import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import { PausedError, type PauseFlag } from '../util/pause.js';
@@ -106,7 +106,8 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
       if (err instanceof ProvisioningLockError) throw new LockedElsewhereError(ctx.identity, name);
       if (isAbort(err, ctx.signal)) throw abortError(ctx.signal, name);
       last = err instanceof Error ? err : new Error(String(err));
-      if (req.final?.(last) === true) break;
+      // asking a node again for an action it does not have cannot change its answer
+      if (last instanceof RpcUnknownActionError || req.final?.(last) === true) break;
       if (changing !== undefined && isLostReply(err)) {
         const finding = await investigate(ctx, name, changing, started, last);
         if (finding === 'acted' || finding === 'unsure') return { replied: false, finding };

@@ -46,6 +46,8 @@ export interface HostJob {
    * the attempt starts with the restart instead of configuring the node a second time
    */
   readonly configuredAt?: number;
+  /** the go-choria version the node's startup event reported, when it came from one */
+  readonly reportedVersion?: string;
 }
 
 export interface HostResult {

@@ -17,6 +17,8 @@ export interface HostEntry {
   updatedAt: number;
   heldUntil: number | undefined;
   abort: AbortController | undefined;
+  /** the go-choria version of the node's latest startup event (HostJob.reportedVersion) */
+  reportedVersion: string | undefined;
 }
 
 export interface PastOutcome {
@@ -56,9 +58,10 @@ export class HostList {
    * still-queued entry older than `refreshAfterMs` gets a fresh discovery time, which is what that
    * intent protects: a long queue no longer makes waiting nodes "stale" while they are being seen.
    */
-  offer(identity: string, source: DiscoverySource, now: number, refreshAfterMs: number): { result: OfferResult; entry: HostEntry } {
+  offer(identity: string, source: DiscoverySource, now: number, refreshAfterMs: number, reportedVersion?: string): { result: OfferResult; entry: HostEntry } {
     const existing = this.#active.get(identity);
     if (existing !== undefined) {
+      if (reportedVersion !== undefined) existing.reportedVersion = reportedVersion;
       if (existing.state === 'queued' && now - existing.discoveredAt > refreshAfterMs) {
         existing.discoveredAt = now;
         existing.updatedAt = now;
@@ -77,6 +80,7 @@ export class HostList {
       updatedAt: now,
       heldUntil: undefined,
       abort: undefined,
+      reportedVersion,
     };
     this.#active.set(identity, entry);
     return { result: 'added', entry };

@@ -251,11 +251,14 @@ export class Provisioner {
     return added;
   }
 
-  /** Offers a node for provisioning; returns true when it was added to the list and queued. */
-  offer(identity: string, source: DiscoverySource): boolean {
+  /**
+   * Offers a node for provisioning; returns true when it was added to the list and queued.
+   * `reportedVersion`: the go-choria version its startup event names, if any.
+   */
+  offer(identity: string, source: DiscoverySource, reportedVersion?: string): boolean {
     if (this.#state !== 'running') return false;
     const now = Date.now();
-    const { result, entry } = this.#hosts.offer(identity, source, now, this.config.intervalMs);
+    const { result, entry } = this.#hosts.offer(identity, source, now, this.config.intervalMs, reportedVersion);
     if (result !== 'added') return false;
     try {
       this.#queue.push(entry);
@@ -282,7 +285,7 @@ export class Provisioner {
       this.logger.debug(`Ignoring the startup event of ${ev.identity} while paused`);
       return;
     }
-    this.offer(ev.identity, 'event');
+    this.offer(ev.identity, 'event', ev.version === '' ? undefined : ev.version);
   }
 
   async #work(n: number): Promise<void> {
@@ -326,6 +329,7 @@ export class Provisioner {
         identity: entry.identity,
         discoveredAt: entry.discoveredAt,
         ...(configuredAt !== undefined ? { configuredAt } : {}),
+        ...(entry.reportedVersion !== undefined ? { reportedVersion: entry.reportedVersion } : {}),
         signal: abort.signal,
         logger,
         onStep: (step) => {

@@ -72,6 +72,23 @@ describe('Provisioner scheduling', () => {
     expect((await attempt(4, () => p.offer('n1', 'discovery')))?.configuredAt).toBeUndefined();
   });
 
+  it("hands a startup event's go-choria version to the attempt; discovery alone knows none", async () => {
+    const jobs: HostJob[] = [];
+    const { p, url } = await setup(async (job) => {
+      jobs.push(job);
+      return { outcome: 'failed', message: 'scripted' };
+    });
+    p.offer('n1', 'discovery');
+    await until(() => jobs.length === 1 && p.status().busyWorkers === 0);
+    expect(jobs[0]?.reportedVersion).toBeUndefined();
+    const nc = await connect({ servers: url });
+    cleanups.push(() => nc.close());
+    const ev = { protocol: 'io.choria.lifecycle.v1.startup', id: 'e2', identity: 'n1', component: 'provision_mode_server', version: '0.24.1', timestamp: Math.floor(Date.now() / 1000) };
+    nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(JSON.stringify(ev)));
+    await until(() => jobs.length === 2 && p.status().busyWorkers === 0);
+    expect(jobs[1]?.reportedVersion).toBe('0.24.1');
+  });
+
   it('queues an identity once, holds it after success, then forgets it', async () => {
     const runs: string[] = [];
     const { p, registry } = await setup(async (job) => {

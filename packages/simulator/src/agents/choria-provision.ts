@@ -12,6 +12,7 @@ import type { ViolationKind } from '../violations.js';
 import { decodeGoStringMap, decodeGoStruct, type GoStructSpec, type JValue } from '../wire/gojson.js';
 import type { DecodedRequest } from '../wire/types.js';
 import { errorReply, okReply, StatusCode, type RpcReply } from './mcorpc.js';
+import { versionHas } from './releases.js';
 import { CONFIG_DIR, CONFIG_FILE, INITIAL_CONFIGURATION, SSL_DIR, type ExitKind, type ProvisionState } from './provision-state.js';
 
 export const PROVISION_AGENT = 'choria_provision';
@@ -88,6 +89,10 @@ export class ChoriaProvisionAgent {
       this.host.violation('unknown-action', `${PROVISION_AGENT}#${action} does not exist`);
       return Promise.resolve(errorReply(action, StatusCode.UnknownAction, `Unknown action ${action} for agent ${PROVISION_AGENT}`));
     }
+    // an older release simply lacks the action; asking is no mistake, a provisioner cannot know before
+    if (action === 'gen25519' && !versionHas(this.host.state.version, 'gen25519')) {
+      return Promise.resolve(errorReply(action, StatusCode.UnknownAction, `Unknown action ${action} for agent ${PROVISION_AGENT}`));
+    }
     const run = this.queue.then(() => this.locked(req, action, data));
     this.queue = run.catch(() => undefined);
     return run;
@@ -101,7 +106,7 @@ export class ChoriaProvisionAgent {
       else if (action === 'configure') this.host.violation('configure-after-restart', `configure sent after ${state.pendingExit} was accepted`);
       return undefined;
     }
-    if (LOCKED_ACTIONS.has(action)) {
+    if (LOCKED_ACTIONS.has(action) && versionHas(state.version, 'provisioningLock')) {
       const owner = `${req.senderId}.${req.callerId}`;
       const now = this.host.nowMs();
       if (state.lock !== undefined && state.lock.owner !== owner && state.lock.expiresAtMs > now) {
