@@ -3,6 +3,12 @@ import { fileURLToPath } from 'node:url';
 
 const src = (pkg: string, entry = 'index'): string => fileURLToPath(new URL(`./packages/${pkg}/src/${entry}.ts`, import.meta.url));
 
+// Tests that need a broker (a nats-server, or a command that starts one) are named
+// `*.network.test.ts` (test/packaging/test-layout.test.ts keeps it so): `--project unit` runs the
+// rest in seconds, `--project network` only those.
+const TESTS = ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'];
+const NETWORK_TESTS = TESTS.map((glob) => glob.replace(/\.test\.ts$/, '.network.test.ts'));
+
 export default defineConfig({
   resolve: {
     // the more specific subpath first: aliases match by prefix
@@ -10,14 +16,18 @@ export default defineConfig({
       '@choria-provisioner/core/internal': src('core', 'internal'),
       '@choria-provisioner/core': src('core'),
       '@choria-provisioner/simulator': src('simulator'),
+      '@choria-provisioner/test-support': fileURLToPath(new URL('./packages/test-support/src', import.meta.url)),
     },
   },
   test: {
-    include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
     maxWorkers: 2,
     reporters: ['default'],
+    projects: [
+      { extends: true, test: { name: 'unit', include: TESTS, exclude: NETWORK_TESTS } },
+      { extends: true, test: { name: 'network', include: NETWORK_TESTS } },
+    ],
   },
 });

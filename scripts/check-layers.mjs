@@ -5,7 +5,8 @@
 // included: a type dependency is a dependency for a reader too).
 //
 //   core:  util -> config -> choria -> host -> metrics -> provisioner -> (index, internal)
-//   packages: core <- simulator (none of core), core <- cli (the public API only)
+//   packages: core <- simulator (none of core), core <- cli (the public API only);
+//   test-support (private) may use them all, and nothing shipped uses it
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -81,7 +82,7 @@ export function checkLayers(root = ROOT) {
   const problems = [];
   const rel = (f) => relative(root, f);
   const coreSrc = join(root, 'packages', 'core', 'src');
-  const packages = ['core', 'simulator', 'cli'].map((p) => join(root, 'packages', p, 'src')).filter((d) => {
+  const packages = ['core', 'simulator', 'cli', 'test-support'].map((p) => join(root, 'packages', p, 'src')).filter((d) => {
     try {
       return statSync(d).isDirectory();
     } catch {
@@ -106,6 +107,7 @@ export function checkLayers(root = ROOT) {
     if (e.to !== undefined && !e.to.startsWith(pkg + '/')) problems.push(`${rel(e.from)}: ${e.spec} reaches into another package's files; import the package by name`);
     if (name === 'simulator' && e.spec.startsWith('@choria-provisioner/core')) problems.push(`${rel(e.from)}: the simulator is written independently of the core and must not import it`);
     if (name === 'cli' && e.spec.startsWith('@choria-provisioner/core/')) problems.push(`${rel(e.from)}: the CLI uses the core's public API only, not ${e.spec}`);
+    if (name !== 'test-support' && e.spec.startsWith('@choria-provisioner/test-support')) problems.push(`${rel(e.from)}: ${e.spec} is test support; a shipped package must not import it`);
   }
   return problems;
 }

@@ -1,12 +1,13 @@
 // The layering check (scripts/check-layers.mjs, run by `npm test` before vitest) passes on this
 // tree and fails on the mistakes it exists for: an import cycle, an upward import inside the
-// core, the CLI reaching past the core's public API, and the simulator importing the core.
+// core, the CLI reaching past the core's public API, the simulator importing the core, and
+// shipped code importing the test support.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { repoRoot } from '../support/vectors.js';
+import { repoRoot } from '@choria-provisioner/test-support/vectors';
 
 const SCRIPT = join(repoRoot, 'scripts', 'check-layers.mjs');
 const dirs: string[] = [];
@@ -52,6 +53,8 @@ describe('scripts/check-layers.mjs', () => {
       'packages/core/src/host/types.ts': 'export interface HostJob { identity: string }\n',
       'packages/cli/src/cli.ts': "import { Host } from '@choria-provisioner/core/host';\nimport { x } from '../../core/src/util/low.js';\nexport { Host, x };\n",
       'packages/simulator/src/fleet.ts': "import { VERSION } from '@choria-provisioner/core';\nexport { VERSION };\n",
+      'packages/core/src/provisioner/p.ts': "import { sleep } from '@choria-provisioner/test-support/wait';\nexport { sleep };\n",
+      'packages/test-support/src/wait.ts': "import { VERSION } from '@choria-provisioner/core/internal';\nexport const sleep = VERSION;\n",
     });
     const r = check(root);
     expect(r.status).toBe(1);
@@ -59,5 +62,8 @@ describe('scripts/check-layers.mjs', () => {
     expect(r.output).toContain("packages/cli/src/cli.ts: the CLI uses the core's public API only, not @choria-provisioner/core/host");
     expect(r.output).toContain("packages/cli/src/cli.ts: ../../core/src/util/low.js reaches into another package's files");
     expect(r.output).toContain('packages/simulator/src/fleet.ts: the simulator is written independently of the core and must not import it');
+    expect(r.output).toContain('packages/core/src/provisioner/p.ts: @choria-provisioner/test-support/wait is test support; a shipped package must not import it');
+    // test support may use the internals
+    expect(r.output).not.toContain('packages/test-support/src/wait.ts');
   });
 });

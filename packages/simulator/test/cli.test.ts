@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { vectorPath } from '../../../test/support/vectors.js';
+import { vectorPath } from '@choria-provisioner/test-support/vectors';
 import { fleetOptionsFromArgs } from '../src/bin-options.js';
 import { parseDurationMs, parseSimulatorArgs } from '../src/cli-args.js';
 import { identityFor, resolveFleetOptions } from '../src/options.js';

@@ -1,6 +1,6 @@
 import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { readVector, readVectorJson } from '../../../test/support/vectors.js';
+import { readVector, readVectorJson } from '@choria-provisioner/test-support/vectors';
 import { generateX25519, x25519SharedSecret } from '../src/crypto/ecdh.js';
 import { ksuidSeconds, newKsuid } from '../src/crypto/ksuid.js';
 import { decryptLegacyPemKey } from '../src/crypto/pem.js';

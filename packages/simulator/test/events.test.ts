@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readVector } from '../../../test/support/vectors.js';
+import { readVector } from '@choria-provisioner/test-support/vectors';
 import { goSeconds } from '../src/agents/choria-provision.js';
 import { buildLifecycleEvent } from '../src/events.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readVectorJson } from '../../../test/support/vectors.js';
+import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 import { v1ReplySchema } from '../src/wire/schemas/v1-reply.js';
 import { v1RequestSchema } from '../src/wire/schemas/v1-request.js';
 import { v1SecureReplySchema } from '../src/wire/schemas/v1-secure-reply.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { readVectorJson } from '../../../test/support/vectors.js';
+import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 import { goStdBase64Decode } from '../src/wire/base64.js';
 import { applyPayloadBase64Tolerance, decodeRequest, ttlAccepted } from '../src/wire/decode.js';
 import { encodeReply } from '../src/wire/encode.js';

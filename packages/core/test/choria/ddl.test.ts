@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readVectorJson } from '../../../../test/support/vectors.js';
+import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 import { choriaProvisionDdl } from '../../src/choria/ddl/choria_provision.js';
 import { actionDdl, actionTimeoutMs, ddlTimeoutMs, knownAgents } from '../../src/choria/ddl/registry.js';
 import { rpcutilDdl } from '../../src/choria/ddl/rpcutil.js';

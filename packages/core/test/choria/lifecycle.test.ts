@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readVector } from '../../../../test/support/vectors.js';
+import { readVector } from '@choria-provisioner/test-support/vectors';
 import { encodeLifecycleEvent, LifecycleEventError, newLifecycleEvent, parseLifecycleEvent } from '../../src/choria/lifecycle.js';
 
 const startup = {

@@ -1,6 +1,6 @@
 import { verify, createPublicKey } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { readVectorJson, vectorPath } from '../../../../test/support/vectors.js';
+import { readVectorJson, vectorPath } from '@choria-provisioner/test-support/vectors';
 import { ProtocolError } from '../../src/choria/errors.js';
 import { DISCOVERY_PAYLOAD } from '../../src/choria/protocol/codec.js';
 import { agentFilter } from '../../src/choria/protocol/filter.js';

@@ -1,6 +1,6 @@
 import { createPublicKey, verify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { readVector, readVectorJson } from '../../../../test/support/vectors.js';
+import { readVector, readVectorJson } from '@choria-provisioner/test-support/vectors';
 import { DISCOVERY_PAYLOAD, serverSidePayload } from '../../src/choria/protocol/codec.js';
 import { agentFilter } from '../../src/choria/protocol/filter.js';
 import { newKsuid, newV1RequestId } from '../../src/choria/protocol/ids.js';

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readVector, vectorPath } from '../../../../test/support/vectors.js';
+import { readVector, vectorPath } from '@choria-provisioner/test-support/vectors';
 import { SecurityError } from '../../src/choria/errors.js';
 import { ChoriaSigner } from '../../src/choria/security/choria.js';
 import { callerIdFromJwt, loadChoriaCredentials, signNatsNonce } from '../../src/choria/security/choria-credentials.js';
@@ -12,7 +12,7 @@ import { FileSigner } from '../../src/choria/security/file.js';
 import { InsecureSigner } from '../../src/choria/security/insecure.js';
 import { createSigner, selectProtocol } from '../../src/choria/security/select.js';
 import { fakeJwt } from './support/jwt.js';
-import { testSettings } from './support/settings.js';
+import { choriaSettingsWith } from '@choria-provisioner/test-support/settings';
 
 const dir = mkdtempSync(join(tmpdir(), 'cpts-choria-sec-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -112,24 +112,24 @@ describe('choria credentials', () => {
 
 describe('selectProtocol and createSigner', () => {
   it('choria selects v2, every other provider v1', () => {
-    expect(selectProtocol(testSettings({ securityProvider: 'choria', protocolSecure: true }))).toMatchObject({ version: 'v2', secure: true });
-    expect(selectProtocol(testSettings({ securityProvider: 'file' }))).toMatchObject({ version: 'v1', secure: false });
-    expect(selectProtocol(testSettings({ securityProvider: 'puppet', protocolSecure: true })).reason).toMatch(/"puppet" .* selects protocol v1$/);
-    expect(selectProtocol(testSettings({ securityProvider: 'file', protocolSecure: false })).reason).toMatch(/insecure/);
+    expect(selectProtocol(choriaSettingsWith({ securityProvider: 'choria', protocolSecure: true }))).toMatchObject({ version: 'v2', secure: true });
+    expect(selectProtocol(choriaSettingsWith({ securityProvider: 'file' }))).toMatchObject({ version: 'v1', secure: false });
+    expect(selectProtocol(choriaSettingsWith({ securityProvider: 'puppet', protocolSecure: true })).reason).toMatch(/"puppet" .* selects protocol v1$/);
+    expect(selectProtocol(choriaSettingsWith({ securityProvider: 'file', protocolSecure: false })).reason).toMatch(/insecure/);
   });
 
   it('creates the signer each configuration needs', () => {
-    expect(createSigner(testSettings({ protocolSecure: false }))).toMatchObject({ kind: 'insecure', protocol: 'v1', callerId: 'choria=provisioner.example.net' });
-    expect(createSigner(testSettings({ protocolSecure: true, certificateFile: certPath, keyFile: keyPath, certname: 'rip.mcollective' }))).toMatchObject({
+    expect(createSigner(choriaSettingsWith({ protocolSecure: false }))).toMatchObject({ kind: 'insecure', protocol: 'v1', callerId: 'choria=provisioner.example.net' });
+    expect(createSigner(choriaSettingsWith({ protocolSecure: true, certificateFile: certPath, keyFile: keyPath, certname: 'rip.mcollective' }))).toMatchObject({
       kind: 'file',
       callerId: 'choria=rip.mcollective',
     });
-    expect(() => createSigner(testSettings({ protocolSecure: true }))).toThrow(/needs a certificate and a private key file in <test>/);
+    expect(() => createSigner(choriaSettingsWith({ protocolSecure: true }))).toThrow(/needs a certificate and a private key file in <test>/);
     const jwtFile = writeTemp('sel.jwt', fakeJwt({ callerid: 'provisioner_signer', public_key: publicHex }));
-    const v2 = testSettings({ securityProvider: 'choria', protocolSecure: true, tokenFile: jwtFile, seedFile: seedPath });
+    const v2 = choriaSettingsWith({ securityProvider: 'choria', protocolSecure: true, tokenFile: jwtFile, seedFile: seedPath });
     expect(createSigner(v2)).toMatchObject({ kind: 'choria', protocol: 'v2', callerId: 'provisioner_signer' });
     expect(createSigner({ ...v2, protocolSecure: false })).toMatchObject({ kind: 'insecure', protocol: 'v2', callerId: 'provisioner_signer' });
-    expect(createSigner(testSettings({ certname: '' }), 'v2')).toMatchObject({ kind: 'insecure', protocol: 'v2', callerId: 'choria=provisioner.example.net' });
+    expect(createSigner(choriaSettingsWith({ certname: '' }), 'v2')).toMatchObject({ kind: 'insecure', protocol: 'v2', callerId: 'choria=provisioner.example.net' });
     expect(() => createSigner({ ...v2, seedFile: undefined })).toThrow(/needs plugin.security.choria.token_file and plugin.security.choria.seed_file/);
   });
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CHORIA_KEYS_READ } from '../../src/config/choria-config.js';
 import { describeProvisionerKeys } from '../../src/config/schema.js';
-import { repoRoot } from '../../../../test/support/vectors.js';
+import { repoRoot } from '@choria-provisioner/test-support/vectors';
 
 const docs = readFileSync(join(repoRoot, 'docs', 'configuration.md'), 'utf8');
 

@@ -2,7 +2,7 @@ import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { applyProvisionerOverrides, checkChoriaSettings, loadChoriaConfig } from '../../src/config/choria-config.js';
 import { loadProvisionerConfig } from '../../src/config/provisioner-config.js';
-import { repoRoot } from '../../../../test/support/vectors.js';
+import { repoRoot } from '@choria-provisioner/test-support/vectors';
 
 const examples = join(repoRoot, 'examples', 'config');
 

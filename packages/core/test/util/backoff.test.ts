@@ -8,7 +8,7 @@ import {
   TWENTY_SEC,
   type BackoffPolicy,
 } from '../../src/util/backoff.js';
-import { readVectorJson } from '../../../../test/support/vectors.js';
+import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 
 interface PolicyVector {
   millis: number[];

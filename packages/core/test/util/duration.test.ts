@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DurationError, formatDuration, parseDuration } from '../../src/util/duration.js';
-import { readVectorJson } from '../../../../test/support/vectors.js';
+import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 
 interface DurationCase {
   input: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ksuid, ksuidBytes, ksuidTimestamp, newRequestId } from '../../src/util/ids.js';
-import { readVectorJson } from '../../../../test/support/vectors.js';
+import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 
 interface KsuidVectors {
   epoch_unix: number;

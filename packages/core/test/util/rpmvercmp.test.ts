@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseRpmVersion, rpmVersionCompare, rpmVersionEqual } from '../../src/util/rpmvercmp.js';
-import { readVectorJson } from '../../../../test/support/vectors.js';
+import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 
 interface Parsed {
   epoch: number;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ShellSplitError, splitCommand } from '../../src/util/shellquote.js';
-import { readVectorJson } from '../../../../test/support/vectors.js';
+import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 
 interface ShellquoteCase {
   input: string;

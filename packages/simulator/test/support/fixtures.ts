@@ -2,7 +2,7 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import { SignJWT } from 'jose';
 import type { NatsConnection } from 'nats';
-import { readVector, readVectorJson } from '../../../../test/support/vectors.js';
+import { readVector, readVectorJson } from '@choria-provisioner/test-support/vectors';
 
 export function ed25519Private(seedHex: string): KeyObject {
   return createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(seedHex, 'hex')]), format: 'der', type: 'pkcs8' });
@@ -60,12 +60,4 @@ export function collectEvents(nc: NatsConnection): SeenEvent[] {
 /** The Choria-format event inside a CloudEvent (or the event itself). */
 export function eventData(e: SeenEvent): Record<string, unknown> {
   return (e.event['specversion'] === '1.0' ? e.event['data'] : e.event) as Record<string, unknown>;
-}
-
-export async function waitUntil(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }

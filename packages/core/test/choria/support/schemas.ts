@@ -3,7 +3,7 @@
 // rest compiled without strict mode (the keywords used mean the same in draft-07). The v2 reply
 // schema's `protocol` constant is patched to the value real servers send (spec §3.11).
 import { Ajv, type ValidateFunction } from 'ajv';
-import { readVectorJson } from '../../../../../test/support/vectors.js';
+import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 
 export type SchemaName = 'transport' | 'secure_request' | 'request' | 'secure_reply' | 'reply';
 

@@ -7,7 +7,7 @@ import { PoolHelper } from '../../../src/host/helper/pool-helper.js';
 import { ProcessHelper } from '../../../src/host/helper/process-helper.js';
 import { replyWarnings } from '../../../src/host/helper/reply.js';
 import type { HelperRunner } from '../../../src/host/helper/types.js';
-import { repoRoot } from '../../../../../test/support/vectors.js';
+import { repoRoot } from '@choria-provisioner/test-support/vectors';
 import { q, sampleRequest } from './support.js';
 
 const examples = join(repoRoot, 'examples', 'helpers');

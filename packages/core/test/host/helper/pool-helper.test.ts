@@ -1,7 +1,9 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { HelperError } from '../../../src/host/helper/errors.js';
 import { PoolHelper } from '../../../src/host/helper/pool-helper.js';
-import { becomesDead, eventually, isAlive, q, readPid, sampleRequest, ScriptDir } from './support.js';
+import { isAlive } from '@choria-provisioner/test-support/processes';
+import { until } from '@choria-provisioner/test-support/wait';
+import { becomesDead, q, readPid, sampleRequest, ScriptDir } from './support.js';
 
 // A JSON-lines helper whose behaviour is chosen by the identity prefix.
 const POOL_SCRIPT = `
@@ -77,7 +79,7 @@ describe('PoolHelper', () => {
     const next = await run(p, 'ok-2');
     expect(next.reply.configuration?.['identity']).toBe('ok-2');
     expect(next.reply.msg).not.toBe(first.reply.msg);
-    expect(await becomesDead(Number(first.reply.msg))).toBe(true);
+    await becomesDead(Number(first.reply.msg));
   });
 
   it('kills a process (and its child) that times out, and replaces it', async () => {
@@ -87,7 +89,7 @@ describe('PoolHelper', () => {
     expect(err.kind).toBe('timeout');
     expect(err.message).toContain('timed out after 1500 ms without answering');
     const child = await readPid(dir.file('hang-pool.pid'));
-    expect(await eventually(() => !isAlive(child) && !isAlive(Number(first.reply.msg)))).toBe(true);
+    await until('the helper and its child to exit', () => !isAlive(child) && !isAlive(Number(first.reply.msg)), 2000);
     expect((await run(p, 'ok-2')).reply.configuration?.['identity']).toBe('ok-2');
   });
 
@@ -131,7 +133,7 @@ describe('PoolHelper', () => {
     const pids = p.pids;
     expect(pids.length).toBeGreaterThan(0);
     await p.close();
-    expect(await eventually(() => pids.every((pid) => !isAlive(pid)))).toBe(true);
+    await until('every pool process to exit', () => pids.every((pid) => !isAlive(pid)), 2000);
     expect(p.pids).toEqual([]);
     const err = await failure(p, 'ok-3');
     expect(err.kind).toBe('aborted');

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeHelperRequest } from '../../../src/host/helper/request.js';
 import { goJsonStringify, type GoJsonValue } from '../../../src/util/go-json.js';
 import type { HelperRequest } from '../../../src/host/helper/types.js';
-import { readVectorJson } from '../../../../../test/support/vectors.js';
+import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 
 interface JwtKat {
   server_tokens: Record<string, { signing_string?: string }>;

@@ -1,7 +1,9 @@
-// Shared fixtures for the helper tests: temp scripts, a sample request, process liveness.
+// Shared fixtures for the helper tests: temp scripts, a sample request, waiting for processes.
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isAlive } from '@choria-provisioner/test-support/processes';
+import { until } from '@choria-provisioner/test-support/wait';
 import type { HelperRequest } from '../../../src/host/helper/types.js';
 
 export const TOKEN = 'tok-s3cr3t-9fe1c0b1a6d84f2e';
@@ -43,46 +45,21 @@ export function q(path: string): string {
   return `'${path.replace(/'/g, `'\\''`)}'`;
 }
 
-/** True while `pid` is a live (non-zombie) process. */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-/** Polls until `check` holds or `ms` pass; returns the last result. */
-export async function eventually(check: () => boolean, ms = 2000): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return check();
-}
-
 /** Reads a pid a script wrote to a file (waiting for it to appear). */
 export async function readPid(file: string): Promise<number> {
   let text = '';
-  await eventually(() => {
+  await until(`a pid in ${file}`, () => {
     try {
       text = readFileSync(file, 'utf8').trim();
     } catch {
       text = '';
     }
     return text !== '';
-  });
+  }, 2000);
   return Number(text);
 }
 
-/** True once `pid` is gone; a SIGKILLed process may take a moment to finish exiting under load. */
-export function becomesDead(pid: number, ms = 1500): Promise<boolean> {
-  return eventually(() => !isAlive(pid), ms);
+/** Resolves once `pid` is gone (a SIGKILLed process may take a moment to finish exiting under load); throws after `ms`. */
+export async function becomesDead(pid: number, ms = 1500): Promise<void> {
+  await until(`process ${pid} to exit`, () => !isAlive(pid), ms);
 }

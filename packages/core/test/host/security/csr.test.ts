@@ -6,7 +6,7 @@ import {
   parseCsr,
   validateCsr,
 } from '../../../src/host/security/csr.js';
-import { readVector, readVectorJson } from '../../../../../test/support/vectors.js';
+import { readVector, readVectorJson } from '@choria-provisioner/test-support/vectors';
 
 interface CsrCase {
   file: string;

@@ -9,7 +9,7 @@ import {
   x25519SharedSecret,
 } from '../../../src/host/security/ecdh-pem.js';
 import { decodeFirstPemBlock } from '../../../src/host/security/pem.js';
-import { readVector, readVectorJson } from '../../../../../test/support/vectors.js';
+import { readVector, readVectorJson } from '@choria-provisioner/test-support/vectors';
 
 interface PemKat {
   name: string;

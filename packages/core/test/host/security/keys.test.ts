@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadSigningKey, loadVerificationKey } from '../../../src/host/security/keys.js';
 import { ed25519KeyFromSeed, ed25519PublicHex, readEd25519SeedFile } from '../../../src/util/ed25519.js';
 import { decodeHexStrict } from '../../../src/util/go-hex.js';
-import { readVector, readVectorJson, vectorPath } from '../../../../../test/support/vectors.js';
+import { readVector, readVectorJson, vectorPath } from '@choria-provisioner/test-support/vectors';
 
 const dir = mkdtempSync(join(tmpdir(), 'keys-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

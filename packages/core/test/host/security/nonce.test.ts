@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ed25519KeyFromSeed } from '../../../src/util/ed25519.js';
 import { verifyNonceSignature } from '../../../src/host/security/nonce.js';
 import { newRequestId } from '../../../src/util/ids.js';
-import { readVectorJson } from '../../../../../test/support/vectors.js';
+import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 
 interface NonceKat {
   node_seed_hex: string;

@@ -9,7 +9,7 @@ import {
   verifyProvisioningToken,
   verifyProvisioningTokenWithKey,
 } from '../../../src/host/security/provisioning-jwt.js';
-import { readVector, readVectorJson, vectorPath } from '../../../../../test/support/vectors.js';
+import { readVector, readVectorJson, vectorPath } from '@choria-provisioner/test-support/vectors';
 
 interface Expectation {
   name: string;

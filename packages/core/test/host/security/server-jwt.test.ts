@@ -12,7 +12,7 @@ import {
   type MintServerTokenInput,
 } from '../../../src/host/security/server-jwt.js';
 import { ksuidBytes, ksuidTimestamp } from '../../../src/util/ids.js';
-import { readVector, readVectorJson, vectorPath } from '../../../../../test/support/vectors.js';
+import { readVector, readVectorJson, vectorPath } from '@choria-provisioner/test-support/vectors';
 
 interface ServerTokenVector {
   jwt: string;

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import type { NatsConnection } from 'nats';
 import winston from 'winston';
 import type { Logger } from 'winston';
-import { readVectorJson } from '../../../../../test/support/vectors.js';
+import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 
 interface StreamVector {
   request_subject: string;
@@ -42,13 +42,4 @@ export function capturingLogger(): { logger: Logger; entries: LogEntry[] } {
   });
   const logger = winston.createLogger({ level: 'debug', transports: [new winston.transports.Stream({ stream: sink })] });
   return { logger, entries };
-}
-
-export async function waitFor(what: string, check: () => boolean, timeoutMs: number, stepMs = 25): Promise<number> {
-  const started = Date.now();
-  while (!check()) {
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-  return Date.now() - started;
 }

@@ -1,7 +1,8 @@
 import type { MsgHdrs, NatsConnection, RequestOptions } from 'nats';
 import { describe, expect, it } from 'vitest';
 import { LeaderElection, type LeaderElectionOptions } from '../../../src/provisioner/election/election.js';
-import { capturingLogger, waitFor } from './election-support.js';
+import { capturingLogger, } from './election-support.js';
+import { until } from '@choria-provisioner/test-support/wait';
 
 type Reply = Record<string, unknown> | 'hang';
 
@@ -65,7 +66,7 @@ describe('LeaderElection (scripted bucket)', () => {
     expect(election.state).toBe('unknown');
     election.start();
     expect(() => election.start()).toThrow(/already started/);
-    await waitFor('the win', () => events.includes('won'), 3_000);
+    await until('the win', () => events.includes('won'), 3_000);
     expect(bucket.holder).toBe('prov1.example.net');
     const writes = bucket.requests.filter((r) => r.subject === 'choria.streams.$KV.CHORIA_LEADER_ELECTION.provisioner');
     expect(writes.slice(0, 2).map((w) => w.expected)).toEqual(['0', '1']);
@@ -83,7 +84,7 @@ describe('LeaderElection (scripted bucket)', () => {
     bucket.seq = 7; // someone else holds the key
     const { election, events } = makeElection(bucket);
     election.start();
-    await waitFor('two failed campaigns', () => events.filter((e) => e.startsWith('interval:')).length >= 2, 3_000);
+    await until('two failed campaigns', () => events.filter((e) => e.startsWith('interval:')).length >= 2, 3_000);
     expect(events.slice(0, 2)).toEqual(['interval:0.375', 'interval:0.5']);
     expect(election.state).toBe('candidate');
     await election.stop();
@@ -94,7 +95,7 @@ describe('LeaderElection (scripted bucket)', () => {
     bucket.writeReply = () => 'hang';
     const { election, events } = makeElection(bucket);
     election.start();
-    await waitFor('a campaign request', () => bucket.requests.length >= 2, 3_000);
+    await until('a campaign request', () => bucket.requests.length >= 2, 3_000);
     const t0 = Date.now();
     expect(await election.stop()).toBe(false);
     expect(Date.now() - t0).toBeLessThan(100);
@@ -106,7 +107,7 @@ describe('LeaderElection (scripted bucket)', () => {
     const bucket = new FakeBucket();
     const { election, events } = makeElection(bucket);
     election.start();
-    await waitFor('the first refresh', () => bucket.seq >= 2, 3_000);
+    await until('the first refresh', () => bucket.seq >= 2, 3_000);
     expect(await election.stop()).toBe(false);
     await new Promise((r) => setTimeout(r, 300));
     expect(events).not.toContain('won');
@@ -122,12 +123,12 @@ describe('LeaderElection (scripted bucket)', () => {
     };
     const { election, events, entries } = makeElection(bucket);
     election.start();
-    await waitFor('a failed first refresh', () => entries.some((e) => e.level === 'warn'), 3_000);
+    await until('a failed first refresh', () => entries.some((e) => e.level === 'warn'), 3_000);
     expect(events).not.toContain('lost');
     failRefresh = false;
-    await waitFor('a win', () => events.includes('won'), 3_000);
+    await until('a win', () => events.includes('won'), 3_000);
     failRefresh = true;
-    await waitFor('the loss', () => events.includes('lost'), 3_000);
+    await until('the loss', () => events.includes('lost'), 3_000);
     expect(election.state).toBe('candidate');
     expect(events.filter((e) => e === 'lost')).toHaveLength(1);
     await election.stop();
@@ -141,9 +142,9 @@ describe('LeaderElection (scripted bucket)', () => {
       },
     });
     election.start();
-    await waitFor('the logged callback failure', () => entries.some((e) => e.message.includes('onWon callback failed: boom')), 3_000);
+    await until('the logged callback failure', () => entries.some((e) => e.message.includes('onWon callback failed: boom')), 3_000);
     const seq = bucket.seq;
-    await waitFor('further refreshes', () => bucket.seq > seq + 1, 3_000);
+    await until('further refreshes', () => bucket.seq > seq + 1, 3_000);
     expect(election.isLeader).toBe(true);
     await election.stop();
   });

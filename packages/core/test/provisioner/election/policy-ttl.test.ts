@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readVectorJson } from '../../../../../test/support/vectors.js';
+import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 import { DEFAULT_BACKOFF, TWENTY_SEC, backoffDelay, type BackoffPolicy } from '../../../src/util/backoff.js';
 import { kvKeySubject, streamInfoSubject } from '../../../src/provisioner/election/kv-campaign.js';
 import { ELECTION_TTL_MAX_MS, ELECTION_TTL_MIN_MS, electionTtlProblem } from '../../../src/provisioner/election/ttl.js';

@@ -1,6 +1,6 @@
 import { connect, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNatsServer, type RunningNatsServer } from '../../../../../test/support/nats-server.js';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { ElectionKvError, bucketTtlMs, create, update } from '../../../src/provisioner/election/kv-campaign.js';
 import { createElectionStream } from './election-support.js';
 

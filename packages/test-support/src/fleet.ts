@@ -1,6 +1,6 @@
-// Shared pieces of the fleet end-to-end tests (matrix, faults): a per-file harness that starts
-// brokers, simulated fleets and provisioners and stops them after each test, the "provisioned
-// once" rules, waiting loops that drive discovery, and metric reads.
+// Simulated fleets in tests: a per-file harness that starts brokers, simulated fleets and
+// provisioners and stops them after each test, the "provisioned once" rules, waiting loops that
+// drive discovery, and metric reads.
 import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,17 +8,22 @@ import { join } from 'node:path';
 import { connect } from 'nats';
 import { expect } from 'vitest';
 import type { Registry } from 'prom-client';
-import { SimulatedFleet, type FleetOptions, type NodeReport } from '../../packages/simulator/src/index.js';
-import { Provisioner, type ProvisionerOptions } from '../../packages/core/src/provisioner/provisioner.js';
-import type { ChoriaSettings } from '../../packages/core/src/config/types.js';
-import type { HelperFunction, HelperRequest } from '../../packages/core/src/host/helper/types.js';
-import { createHelperRunner } from '../../packages/core/src/host/helper/index.js';
-import { createHostRunner } from '../../packages/core/src/host/host.js';
-import type { HostRunner } from '../../packages/core/src/host/types.js';
-import type { LostReplyTimings } from '../../packages/core/src/host/lost-reply.js';
-import { ksuid } from '../../packages/core/src/util/ids.js';
+import { SimulatedFleet, type FleetOptions, type NodeReport } from '@choria-provisioner/simulator';
+import {
+  Provisioner,
+  createHelperRunner,
+  createHostRunner,
+  ksuid,
+  type ChoriaSettings,
+  type HelperFunction,
+  type HelperRequest,
+  type HostRunner,
+  type LostReplyTimings,
+  type ProvisionerOptions,
+} from '@choria-provisioner/core/internal';
 import { startNatsServer, type NatsServerOptions, type RunningNatsServer } from './nats-server.js';
-import { sleep, testConfig, testSettings } from './e2e.js';
+import { testConfig, testSettings } from './settings.js';
+import { until } from './wait.js';
 
 /** The configuration every in-process test helper returns: enough for a node to leave provisioning. */
 export function plainConfiguration(req: HelperRequest): Record<string, string> {
@@ -184,15 +189,6 @@ export function expectProvisionedOnce(fleet: SimulatedFleet, sel: NodeSelection 
   expect(wrong).toEqual([]);
 }
 
-export async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs: number, tick?: () => unknown): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await tick?.();
-    await sleep(100);
-  }
-}
-
 /**
  * Runs a discovery whenever the provisioner has nothing queued or in flight: the interval is at
  * least a minute, so nodes that missed a discovery, failed or were deferred need the test to look again.
@@ -204,9 +200,10 @@ export async function discoverWhenIdle(p: Provisioner): Promise<void> {
 
 /** Waits until `count` nodes are provisioned (default: all), discovering whenever the provisioner is idle. */
 export async function driveUntilProvisioned(p: Provisioner, fleet: SimulatedFleet, timeoutMs: number, count = fleet.identities().length): Promise<void> {
-  await until(`${count} nodes provisioned (now ${fleet.countByState().provisioned})`, () => fleet.countByState().provisioned >= count, timeoutMs, () =>
-    discoverWhenIdle(p),
-  );
+  await until(`${count} nodes provisioned (now ${fleet.countByState().provisioned})`, () => fleet.countByState().provisioned >= count, timeoutMs, {
+    tick: () => discoverWhenIdle(p),
+    stepMs: 100,
+  });
 }
 
 /** The value of one metric series (0 when absent), e.g. metricValue(r, 'choria_provisioner_outcomes', {outcome: 'failed'}). */

@@ -8,15 +8,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SimulatedFleet } from '../../packages/simulator/src/index.js';
-import { sleep } from '../support/e2e.js';
-import { startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
-import { descendants, isAlive } from '../support/processes.js';
-import { repoRoot } from '../support/vectors.js';
+import { sleep } from '@choria-provisioner/test-support/wait';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { descendants, isAlive } from '@choria-provisioner/test-support/processes';
+import { repoRoot } from '@choria-provisioner/test-support/vectors';
 
 const CLI = join(repoRoot, 'packages', 'cli', 'dist', 'bin.js');
 const SIMULATOR = join(repoRoot, 'packages', 'simulator', 'dist', 'bin.js');
-const CRASH = join(repoRoot, 'test', 'support', 'fixtures', 'crash-on-sigusr2.mjs');
-const STUCK_HELPER = join(repoRoot, 'test', 'support', 'fixtures', 'stuck-pool-helper.mjs');
+const CRASH = join(repoRoot, 'test', 'e2e', 'fixtures', 'crash-on-sigusr2.mjs');
+const STUCK_HELPER = join(repoRoot, 'test', 'e2e', 'fixtures', 'stuck-pool-helper.mjs');
 
 type Stop = 'SIGHUP' | 'SIGINT' | 'SIGTERM' | 'uncaught error';
 const STOPS: readonly Stop[] = ['SIGHUP', 'SIGINT', 'SIGTERM', 'uncaught error'];

@@ -1,7 +1,7 @@
 // 2,000 simulated servers in one process start and answer one discovery within a few seconds.
 import { connect, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNatsServer, type RunningNatsServer } from '../../../test/support/nats-server.js';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { SimulatedFleet } from '../src/fleet.js';
 import { buildRequest, decodeReply, DISCOVERY_FIELD } from './support/mini-client.js';
 

@@ -3,14 +3,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, startNatsServer } from '../../../../test/support/nats-server.js';
-import { readVector, vectorPath } from '../../../../test/support/vectors.js';
+import { freePort, startNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { readVector, vectorPath } from '@choria-provisioner/test-support/vectors';
 import { backoffDelayMs, choriaAuthenticator, connectChoria, natsConnectionOptions, natsServers } from '../../src/choria/connector.js';
 import { ConnectError } from '../../src/choria/errors.js';
 import { loadChoriaCredentials } from '../../src/choria/security/choria-credentials.js';
 import { fakeJwt } from './support/jwt.js';
 import { captureLogger } from './support/logger.js';
-import { testSettings } from './support/settings.js';
+import { choriaSettingsWith } from '@choria-provisioner/test-support/settings';
 
 const dir = mkdtempSync(join(tmpdir(), 'cpts-choria-conn-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -22,25 +22,25 @@ writeFileSync(tokenPath, `${token}\n`);
 
 describe('connection options', () => {
   it('needs at least one middleware host and says where it looked', () => {
-    expect(() => natsServers(testSettings({ middlewareHosts: [], source: '/etc/choria/client.conf' }))).toThrow(
+    expect(() => natsServers(choriaSettingsWith({ middlewareHosts: [], source: '/etc/choria/client.conf' }))).toThrow(
       new ConnectError('no Choria broker configured: plugin.choria.middleware_hosts is empty in /etc/choria/client.conf'),
     );
-    expect(natsServers(testSettings({ middlewareHosts: ['broker:4222', 'tls://b2:4222'] }))).toEqual(['nats://broker:4222', 'tls://b2:4222']);
+    expect(natsServers(choriaSettingsWith({ middlewareHosts: ['broker:4222', 'tls://b2:4222'] }))).toEqual(['nats://broker:4222', 'tls://b2:4222']);
   });
 
   it('reconnects forever with a name, TLS files and user/password', () => {
     const opts = natsConnectionOptions(
-      testSettings({ tls: true, certificateFile: '/c.pem', keyFile: '/k.pem', caFile: '/ca.pem', natsUser: 'provisioner', natsPassword: 'pw' }),
+      choriaSettingsWith({ tls: true, certificateFile: '/c.pem', keyFile: '/k.pem', caFile: '/ca.pem', natsUser: 'provisioner', natsPassword: 'pw' }),
       { name: 'prov' },
     );
     expect(opts).toMatchObject({ name: 'prov', maxReconnectAttempts: -1, reconnect: true, user: 'provisioner', pass: 'pw' });
     expect(opts.tls).toEqual({ certFile: '/c.pem', keyFile: '/k.pem', caFile: '/ca.pem' });
-    expect(natsConnectionOptions(testSettings({ tls: false }), {}).tls).toBeUndefined();
+    expect(natsConnectionOptions(choriaSettingsWith({ tls: false }), {}).tls).toBeUndefined();
   });
 
   it('uses JWT auth (auth_token, jwt, nonce signature) and the md5 inbox for the choria provider', () => {
     const credentials = loadChoriaCredentials(tokenPath, seedPath, '<test>');
-    const settings = testSettings({ securityProvider: 'choria', tls: true, tokenFile: tokenPath, seedFile: seedPath, natsUser: 'provisioner', natsPassword: 'pw' });
+    const settings = choriaSettingsWith({ securityProvider: 'choria', tls: true, tokenFile: tokenPath, seedFile: seedPath, natsUser: 'provisioner', natsPassword: 'pw' });
     const opts = natsConnectionOptions(settings, { credentials });
     expect(opts.tls).toEqual({ rejectUnauthorized: false });
     expect(opts.inboxPrefix).toBe('provisioning.reply.22ec67b1822edddbee1f71725ee3827c');
@@ -65,7 +65,7 @@ describe('connectChoria against nats-server', () => {
   it('fails with an error naming the URL after the allowed attempts, logging each retry', async () => {
     const port = await freePort();
     const log = captureLogger();
-    const err = await connectChoria(testSettings({ middlewareHosts: [`127.0.0.1:${port}`] }), { logger: log.logger, maxConnectAttempts: 2 }).catch((e: unknown) => e);
+    const err = await connectChoria(choriaSettingsWith({ middlewareHosts: [`127.0.0.1:${port}`] }), { logger: log.logger, maxConnectAttempts: 2 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectError);
     expect((err as Error).message).toMatch(new RegExp(`^could not connect to nats://127\\.0\\.0\\.1:${port}: `));
     expect(log.lines.filter((l) => l.startsWith(`warn: could not connect to nats://127.0.0.1:${port}: `) && l.endsWith(', retrying'))).toHaveLength(1);
@@ -74,7 +74,7 @@ describe('connectChoria against nats-server', () => {
   it('keeps retrying while the broker is down at start', async () => {
     const port = await freePort();
     const log = captureLogger();
-    const connecting = connectChoria(testSettings({ middlewareHosts: [`nats://127.0.0.1:${port}`] }), { logger: log.logger, name: 'late-start' });
+    const connecting = connectChoria(choriaSettingsWith({ middlewareHosts: [`nats://127.0.0.1:${port}`] }), { logger: log.logger, name: 'late-start' });
     await new Promise((r) => setTimeout(r, 700));
     const server = await startNatsServer({ port, jetstream: false });
     try {
@@ -92,9 +92,9 @@ describe('connectChoria against nats-server', () => {
     const server = await startNatsServer({ jetstream: false, config: 'authorization { user: provisioner, password: "s3cr3t-pw" }' });
     try {
       const log = captureLogger();
-      const nc = await connectChoria(testSettings({ middlewareHosts: [server.url], natsUser: 'provisioner', natsPassword: 's3cr3t-pw' }), { logger: log.logger });
+      const nc = await connectChoria(choriaSettingsWith({ middlewareHosts: [server.url], natsUser: 'provisioner', natsPassword: 's3cr3t-pw' }), { logger: log.logger });
       await nc.close();
-      const bad = await connectChoria(testSettings({ middlewareHosts: [server.url], natsUser: 'provisioner', natsPassword: 'wrong-pw' }), {
+      const bad = await connectChoria(choriaSettingsWith({ middlewareHosts: [server.url], natsUser: 'provisioner', natsPassword: 'wrong-pw' }), {
         logger: log.logger,
         maxConnectAttempts: 2,
       }).catch((e: unknown) => e as Error);
@@ -110,7 +110,7 @@ describe('connectChoria against nats-server', () => {
     const server = await startNatsServer({ jetstream: false, config: `authorization { token: "${token}" }` });
     try {
       const log = captureLogger();
-      const settings = testSettings({ middlewareHosts: [server.url], securityProvider: 'choria', tokenFile: tokenPath, seedFile: seedPath });
+      const settings = choriaSettingsWith({ middlewareHosts: [server.url], securityProvider: 'choria', tokenFile: tokenPath, seedFile: seedPath });
       const nc = await connectChoria(settings, { logger: log.logger });
       expect(nc.isClosed()).toBe(false);
       await nc.close();

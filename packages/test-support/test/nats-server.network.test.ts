@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, StringCodec } from 'nats';
-import { startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
+import { startNatsServer, type RunningNatsServer } from '../src/nats-server.js';
 
 describe('test nats-server harness', () => {
   let srv: RunningNatsServer;

@@ -5,10 +5,11 @@ import { Pkcs10CertificateRequest } from '@peculiar/x509';
 import { jwtVerify } from 'jose';
 import { connect, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNatsServer, type RunningNatsServer } from '../../../test/support/nats-server.js';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { SimulatedFleet } from '../src/fleet.js';
-import { collectEvents, edProvisioningPublic, edProvisioningSeed, ed25519Public, eventData, makeServerJwt, serverJwtSigner, waitUntil, type SeenEvent } from './support/fixtures.js';
+import { collectEvents, edProvisioningPublic, edProvisioningSeed, ed25519Public, eventData, makeServerJwt, serverJwtSigner, type SeenEvent } from './support/fixtures.js';
 import { DISCOVERY_FIELD, MiniClient } from './support/mini-client.js';
+import { until } from '@choria-provisioner/test-support/wait';
 
 let server: RunningNatsServer;
 let nc: NatsConnection;
@@ -84,7 +85,7 @@ describe('v2 simulated fleet', () => {
     const restart = await client.rpc(id, 'v2', 'choria_provision', 'restart', { splay: 1 });
     expect(restart.reply?.data['message']).toBe('Restarting Choria Server after 2s');
     await fleet.waitFor((f) => f.node(id)?.lifecycle === 'provisioned', 3000, 'provisioned');
-    await waitUntil(() => events.some((e) => e.subject === 'choria.lifecycle.event.startup.server' && eventData(e)['identity'] === id), 2000, 'startup event of the normal server');
+    await until('startup event of the normal server', () => events.some((e) => e.subject === 'choria.lifecycle.event.startup.server' && eventData(e)['identity'] === id), 2000);
     expect(fleet.report({ identities: [id] }).nodes[0]?.violations).toEqual([{ kind: 'protocol-version', detail: expect.stringContaining('v1 request') as unknown, at: expect.any(String) as unknown }]);
   });
 
@@ -181,7 +182,7 @@ describe('behaviour knobs', () => {
       expect(crash.reply).toBeUndefined();
       expect(fleet.node('l1')?.violations.entries.some((v) => v.kind === 'bad-input' && v.detail.includes('crashes'))).toBe(true);
       // the crashed process comes back in provisioning mode, its lock forgotten
-      await waitUntil(() => fleet.node('l1')?.state.pendingExit === undefined, 1000, 'reboot after the crash');
+      await until('reboot after the crash', () => fleet.node('l1')?.state.pendingExit === undefined, 1000);
       expect((await client.rpc('l1', 'v1', 'choria_provision', 'jwt', {}, { senderId: 'c.example.net' })).reply?.statusmsg).toBe('No Provisioning JWT file has been configured');
     } finally {
       await fleet.stop();
@@ -236,7 +237,7 @@ describe('behaviour knobs', () => {
     try {
       expect((await client.rpc('lr1', 'v1', 'choria_provision', 'configure', { config: '{"plugin.choria.server.provision":"false"}' })).reply?.statuscode).toBe(0);
       expect((await client.rpc('lr1', 'v1', 'choria_provision', 'restart', { splay: 1 }, {}, 500)).reply).toBeUndefined();
-      await waitUntil(() => fleet.node('lr1')?.lifecycle === 'provisioned', 2000, 'the restart');
+      await until('the restart', () => fleet.node('lr1')?.lifecycle === 'provisioned', 2000);
       const n = fleet.report().nodes[0];
       expect(n).toMatchObject({ restartCount: 1, configuredCount: 1, violationCount: 0 });
       expect(n?.stats.repliesLost).toBe(1);
@@ -285,14 +286,14 @@ describe('behaviour knobs', () => {
       for (let cycle = 0; cycle < 2; cycle++) {
         // its startup event follows its subscription on the same connection: once the event is
         // here, the broker routes requests to the node
-        await waitUntil(() => fleet.node('ra1')?.lifecycle === 'waiting' && startups() >= 1 + 2 * cycle, 3000, 'provisioning mode');
+        await until('provisioning mode', () => fleet.node('ra1')?.lifecycle === 'waiting' && startups() >= 1 + 2 * cycle, 3000);
         const config = '{"plugin.choria.server.provision":"false"}';
         expect((await client.rpc('ra1', 'v1', 'choria_provision', 'configure', { config })).reply?.statuscode).toBe(0);
         if (cycle === 1) expect((await client.rpc('ra1', 'v1', 'choria_provision', 'configure', { config })).reply?.statuscode).toBe(0);
         expect((await client.rpc('ra1', 'v1', 'choria_provision', 'restart', { splay: 1 })).reply?.statuscode).toBe(0);
-        await waitUntil(() => fleet.node('ra1')?.lifecycle === 'provisioned', 2000, 'the restart');
+        await until('the restart', () => fleet.node('ra1')?.lifecycle === 'provisioned', 2000);
       }
-      await waitUntil(() => fleet.node('ra1')?.lifecycle === 'waiting', 2000, 'provisioning mode');
+      await until('provisioning mode', () => fleet.node('ra1')?.lifecycle === 'waiting', 2000);
       const n = fleet.report().nodes[0];
       // the configuration is back to provisioning mode; two configures in the second cycle
       expect(n).toMatchObject({ cycle: 2, restartCount: 2, configuredCount: 3, maxConfiguredPerCycle: 2, violationCount: 0 });

@@ -4,7 +4,7 @@
 //
 // Covered elsewhere, not repeated here: leader election failover and two sites in one process are
 // in provisioner.test.ts ("with leader election only the leader provisions; ..." and "runs two
-// sites in one process ..."); faults.test.ts kills a leader under request loss.
+// sites in one process ..."); faults.network.test.ts kills a leader under request loss.
 import { createPublicKey, generateKeyPairSync, verify, webcrypto, X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,19 +14,10 @@ import { connect, type NatsConnection } from 'nats';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HelperRequest } from '../../packages/core/src/host/helper/types.js';
-import {
-  FleetHarness,
-  chainSigningToken,
-  childProcesses,
-  driveUntilProvisioned,
-  expectExactlyOnce,
-  metricValue,
-  plainConfiguration,
-  signEdDsaJwt,
-  until,
-} from '../support/fleet-helpers.js';
-import { createTestPki, issueCertificate, natsTlsBlock } from '../support/tls.js';
-import { readVector, repoRoot, vectorPath } from '../support/vectors.js';
+import { FleetHarness, chainSigningToken, childProcesses, driveUntilProvisioned, expectExactlyOnce, metricValue, plainConfiguration, signEdDsaJwt } from '@choria-provisioner/test-support/fleet';
+import { until } from '@choria-provisioner/test-support/wait';
+import { createTestPki, issueCertificate, natsTlsBlock } from '@choria-provisioner/test-support/tls';
+import { readVector, repoRoot, vectorPath } from '@choria-provisioner/test-support/vectors';
 
 const h = new FleetHarness();
 afterEach(() => h.cleanup());

@@ -1,8 +1,9 @@
 import { connect, type NatsConnection } from 'nats';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startNatsServer, type RunningNatsServer } from '../../../../../test/support/nats-server.js';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { LeaderElection, type LeaderElectionOptions } from '../../../src/provisioner/election/election.js';
-import { capturingLogger, createElectionStream, waitFor } from './election-support.js';
+import { capturingLogger, createElectionStream, } from './election-support.js';
+import { until } from '@choria-provisioner/test-support/wait';
 
 interface Tracked {
   election: LeaderElection;
@@ -56,7 +57,7 @@ describe('LeaderElection against nats-server (plain JetStream, 5 s bucket TTL)',
     a.election.start();
     b.election.start();
 
-    await waitFor('a leader', () => a.won + b.won > 0, 5_000);
+    await until('a leader', () => a.won + b.won > 0, 5_000);
     // give the loser several campaigns to (wrongly) win too
     await new Promise((r) => setTimeout(r, 1_500));
     expect(a.won + b.won).toBe(1);
@@ -74,7 +75,7 @@ describe('LeaderElection against nats-server (plain JetStream, 5 s bucket TTL)',
     expect(leader.election.state).toBe('unknown');
     expect(leader.lost).toBe(0); // like upstream: stop does not report a loss
 
-    const takeover = await waitFor('the standby to take over', () => standby.won > 0, 15_000, 50);
+    const takeover = await until('the standby to take over', () => standby.won > 0, 15_000, { stepMs: 50 });
     // the key outlives the stopped leader by the bucket TTL
     expect(takeover).toBeGreaterThan(3_000);
     expect(takeover).toBeLessThan(15_000);
@@ -89,7 +90,7 @@ describe('LeaderElection against nats-server (plain JetStream, 5 s bucket TTL)',
     const a = await tracked('prov1.example.net', { logger });
     a.election.start();
 
-    await waitFor('two logged start failures', () => entries.filter((e) => e.level === 'error').length >= 2, 5_000);
+    await until('two logged start failures', () => entries.filter((e) => e.level === 'error').length >= 2, 5_000);
     const errors = entries.filter((e) => e.level === 'error');
     for (const e of errors) {
       expect(e.message).toContain('CHORIA_LEADER_ELECTION');
@@ -101,7 +102,7 @@ describe('LeaderElection against nats-server (plain JetStream, 5 s bucket TTL)',
     expect(a.won).toBe(0);
 
     await createElectionStream(await conn());
-    await waitFor('the election to be won', () => a.won === 1, 8_000);
+    await until('the election to be won', () => a.won === 1, 8_000);
     expect(a.election.isLeader).toBe(true);
   });
 
@@ -111,14 +112,14 @@ describe('LeaderElection against nats-server (plain JetStream, 5 s bucket TTL)',
     const { logger, entries } = capturingLogger();
     const a = await tracked('prov1.example.net', { logger });
     a.election.start();
-    await waitFor('a logged TTL problem', () => entries.some((e) => e.level === 'error'), 5_000);
+    await until('a logged TTL problem', () => entries.some((e) => e.level === 'error'), 5_000);
     expect(entries.find((e) => e.level === 'error')?.message).toContain('bucket TTL 2 s');
     expect(a.election.state).toBe('unknown');
 
     const cfg = { name: 'KV_CHORIA_LEADER_ELECTION', subjects: ['$KV.CHORIA_LEADER_ELECTION.>'], max_age: 5_000_000_000, max_msgs_per_subject: 1, storage: 'file', discard: 'new', allow_rollup_hdrs: true, deny_delete: true, allow_direct: true, max_msg_size: 1024 };
     const r = await nc.request('$JS.API.STREAM.UPDATE.KV_CHORIA_LEADER_ELECTION', new TextEncoder().encode(JSON.stringify(cfg)), { timeout: 2_000 });
     expect(new TextDecoder().decode(r.data)).not.toContain('"error"');
-    await waitFor('the election to be won', () => a.won === 1, 8_000);
+    await until('the election to be won', () => a.won === 1, 8_000);
   });
 
   it('loses leadership when someone else overwrites the key', async () => {
@@ -128,14 +129,14 @@ describe('LeaderElection against nats-server (plain JetStream, 5 s bucket TTL)',
     const campaigns: string[] = [];
     const a = await tracked('prov1.example.net', { logger, onCampaign: (s, ok) => campaigns.push(`${s}:${ok}`) });
     a.election.start();
-    await waitFor('the win', () => a.won === 1, 5_000);
+    await until('the win', () => a.won === 1, 5_000);
     expect(campaigns.slice(0, 2)).toEqual(['candidate:true', 'leader:true']);
 
     // an unconditional write by another party moves the revision under the leader's feet
     const ack = await nc.request('$KV.CHORIA_LEADER_ELECTION.provisioner', new TextEncoder().encode('intruder.example.net'), { timeout: 2_000 });
     expect(new TextDecoder().decode(ack.data)).toContain('"seq"');
 
-    await waitFor('the loss', () => a.lost === 1, 3_000);
+    await until('the loss', () => a.lost === 1, 3_000);
     expect(a.election.state).toBe('candidate');
     expect(a.election.isLeader).toBe(false);
     expect(a.election.lastSequence).toBeUndefined();

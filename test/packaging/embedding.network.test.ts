@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '@choria-provisioner/core';
 import { SimulatedFleet } from '@choria-provisioner/simulator';
 import { runTwoSites, type RunningSites } from '../../examples/embedding/two-sites.js';
-import { startNatsServer } from '../support/nats-server.js';
+import { startNatsServer } from '@choria-provisioner/test-support/nats-server';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

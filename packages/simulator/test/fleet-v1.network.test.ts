@@ -5,13 +5,14 @@ import { Pkcs10CertificateRequest } from '@peculiar/x509';
 import { jwtVerify } from 'jose';
 import { connect, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNatsServer, type RunningNatsServer } from '../../../test/support/nats-server.js';
-import { readVector } from '../../../test/support/vectors.js';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { readVector } from '@choria-provisioner/test-support/vectors';
 import { SimulatedFleet } from '../src/fleet.js';
 import type { FleetReport } from '../src/report.js';
-import { collectEvents, eventData, makeServerJwt, rsaSignerPem, rsaSignerPublicPem, serverJwtSigner, waitUntil, type SeenEvent } from './support/fixtures.js';
+import { collectEvents, eventData, makeServerJwt, rsaSignerPem, rsaSignerPublicPem, serverJwtSigner, type SeenEvent } from './support/fixtures.js';
 import { encryptLegacyPem } from './support/legacy-pem.js';
 import { DISCOVERY_FIELD, MiniClient } from './support/mini-client.js';
+import { until } from '@choria-provisioner/test-support/wait';
 
 const TOKEN = 's3cret';
 const ids = [1, 2, 3, 4].map((i) => `v1n${i}.example.net`);
@@ -62,7 +63,7 @@ const kinds = (identity: string): string[] => nodeReport(identity).violations.ma
 
 describe('v1 simulated fleet', () => {
   it('publishes a CloudEvents startup event per node on boot', async () => {
-    await waitUntil(() => events.filter((e) => e.subject === 'choria.lifecycle.event.startup.provision_mode_server').length >= 4, 5000, 'startup events');
+    await until('startup events', () => events.filter((e) => e.subject === 'choria.lifecycle.event.startup.provision_mode_server').length >= 4, 5000);
     const startup = events.find((e) => e.subject === 'choria.lifecycle.event.startup.provision_mode_server');
     expect(startup?.event).toMatchObject({ specversion: '1.0', source: 'io.choria.lifecycle', type: 'io.choria.lifecycle.v1.startup', datacontenttype: 'application/json' });
     expect(eventData(startup as SeenEvent)).toMatchObject({ protocol: 'io.choria.lifecycle.v1.startup', component: 'provision_mode_server', version: '0.29.4' });
@@ -161,14 +162,14 @@ describe('v1 simulated fleet', () => {
     expect(r.serverJwtClaims).toMatchObject({ identity: n1, purpose: 'choria_server', public_key: pub });
     expect(r.policies).toEqual({ action: ['default.policy'], opa: [] });
     expect(r.violations).toEqual([]);
-    await waitUntil(() => events.some((e) => e.subject === 'choria.lifecycle.event.provisioned.provision_mode_server' && eventData(e)['identity'] === n1), 2000, 'provisioned event');
+    await until('provisioned event', () => events.some((e) => e.subject === 'choria.lifecycle.event.provisioned.provision_mode_server' && eventData(e)['identity'] === n1), 2000);
 
     // restart leaves provisioning mode
     const restart = await rpc(n1, 'restart', { splay: 1, token: TOKEN });
     expect(restart.reply).toMatchObject({ statuscode: 0, data: { message: 'Restarting Choria Server after 2s' } });
     await fleet.waitFor((f) => f.node(n1)?.lifecycle === 'provisioned', 3000, `${n1} provisioned`);
     // the node's events travel through the broker: wait for the last one before checking the order
-    await waitUntil(() => events.some((e) => e.subject === 'choria.lifecycle.event.startup.server' && eventData(e)['identity'] === n1), 2000, 'startup event of the restarted node');
+    await until('startup event of the restarted node', () => events.some((e) => e.subject === 'choria.lifecycle.event.startup.server' && eventData(e)['identity'] === n1), 2000);
     const mineEvents = events.filter((e) => eventData(e)['identity'] === n1).map((e) => e.subject);
     const shutdownAt = mineEvents.indexOf('choria.lifecycle.event.shutdown.provision_mode_server');
     const startupAt = mineEvents.indexOf('choria.lifecycle.event.startup.server');
@@ -178,7 +179,7 @@ describe('v1 simulated fleet', () => {
     // it no longer answers, and a second configure is recorded
     const again = await rpc(n1, 'configure', { token: TOKEN, config: '{"a":"b"}' }, {}, 300);
     expect(again.reply).toBeUndefined();
-    await waitUntil(() => kinds(n1).includes('configured-twice'), 1000, 'configured-twice violation');
+    await until('configured-twice violation', () => kinds(n1).includes('configured-twice'), 1000);
     r = nodeReport(n1);
     expect(r).toMatchObject({ state: 'provisioned', configuredCount: 1, restartCount: 1 });
     expect(r.rpcCounts).toMatchObject({ 'choria_provision#jwt': 1, 'choria_provision#gen25519': 1, 'choria_provision#gencsr': 1, 'choria_provision#configure': 1, 'choria_provision#restart': 1 });
@@ -226,7 +227,7 @@ describe('v1 simulated fleet', () => {
     const unknown = await rpc(n2, 'frobnicate', { token: TOKEN });
     expect(unknown.reply).toMatchObject({ statuscode: 2, statusmsg: 'Unknown action frobnicate for agent choria_provision' });
 
-    await waitUntil(() => kinds(n2).includes('reply-subject'), 1000, 'reply-subject violation');
+    await until('reply-subject violation', () => kinds(n2).includes('reply-subject'), 1000);
     const seen = new Set(kinds(n2));
     for (const k of ['bad-token', 'schema', 'collective', 'ttl-expired', 'protocol-version', 'reply-subject', 'lock-held', 'bad-input', 'restart-refused', 'empty-config', 'config-not-strings', 'key-not-encrypted', 'unknown-action']) {
       expect(seen, k).toContain(k);
@@ -238,11 +239,7 @@ describe('v1 simulated fleet', () => {
   it('applies release_update: new version, upgraded and startup events, back in provisioning mode', async () => {
     const up = await rpc(n3, 'release_update', { token: TOKEN, repository: 'https://repo.example.net/choria', version: '0.30.0' });
     expect(up.reply).toMatchObject({ statuscode: 0, data: { message: 'Restarting Choria Server after 2s' } });
-    await waitUntil(
-      () => events.some((e) => e.subject === 'choria.lifecycle.event.startup.provision_mode_server' && eventData(e)['identity'] === n3 && eventData(e)['version'] === '0.30.0'),
-      3000,
-      'startup event with the new version',
-    );
+    await until('startup event with the new version', () => events.some((e) => e.subject === 'choria.lifecycle.event.startup.provision_mode_server' && eventData(e)['identity'] === n3 && eventData(e)['version'] === '0.30.0'), 3000);
     const upgraded = events.find((e) => e.subject === 'choria.lifecycle.event.upgraded.provision_mode_server' && eventData(e)['identity'] === n3);
     expect(eventData(upgraded as SeenEvent)).toMatchObject({ version: '0.29.4', new_version: '0.30.0' });
     await fleet.waitFor((f) => f.node(n3)?.lifecycle === 'waiting', 2000, `${n3} waiting`);
@@ -256,7 +253,7 @@ describe('v1 simulated fleet', () => {
     expect(String(down.reply?.data['message'])).toMatch(/^Shutting Choria Server down after [0-9]s$/);
     await fleet.waitFor((f) => f.node(n4)?.lifecycle === 'shutdown', 2000, `${n4} shut down`);
     expect((await client.rpc(n4, 'v1', 'rpcutil', 'inventory', {}, {}, 300)).reply).toBeUndefined();
-    await waitUntil(() => kinds(n4).includes('after-shutdown'), 1000, 'after-shutdown violation');
+    await until('after-shutdown violation', () => kinds(n4).includes('after-shutdown'), 1000);
     expect(nodeReport(n4).shutdownCount).toBe(1);
   });
 

@@ -1,7 +1,13 @@
-// Shared pieces of the end-to-end tests: configs, Choria settings and clients for a test broker.
-import { applyProvisionerOverrides, parseChoriaConfig, parseProvisionerConfig, type ChoriaSettings, type ProvisionerConfig } from '../../packages/core/src/config/index.js';
-import { ChoriaClient } from '../../packages/core/src/choria/client.js';
-import { silentLogger } from '../../packages/core/src/util/logger.js';
+// Configurations, Choria settings and clients for tests against a test broker.
+import {
+  ChoriaClient,
+  applyProvisionerOverrides,
+  parseChoriaConfig,
+  parseProvisionerConfig,
+  silentLogger,
+  type ChoriaSettings,
+  type ProvisionerConfig,
+} from '@choria-provisioner/core/internal';
 
 /** A provisioner config from YAML text (helper optional: tests usually inject a function). */
 export function testConfig(yaml: string, source = 'test.yaml'): ProvisionerConfig {
@@ -24,6 +30,30 @@ export async function testClient(settings: ChoriaSettings): Promise<ChoriaClient
   return await ChoriaClient.connect(settings, { logger: silentLogger(), name: 'test' });
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
+/** ChoriaSettings as the loader would make them, with `overrides`: for code that takes settings, not files. */
+export function choriaSettingsWith(overrides: Partial<ChoriaSettings> = {}): ChoriaSettings {
+  return {
+    source: '<test>',
+    identity: 'provisioner.example.net',
+    middlewareHosts: ['nats://127.0.0.1:1'],
+    collectives: ['provisioning'],
+    mainCollective: 'provisioning',
+    securityProvider: 'file',
+    protocolSecure: false,
+    tls: false,
+    certificateFile: undefined,
+    keyFile: undefined,
+    caFile: undefined,
+    tokenFile: undefined,
+    seedFile: undefined,
+    certname: 'provisioner.example.net',
+    natsUser: undefined,
+    natsPassword: undefined,
+    ttl: 60,
+    discoveryTimeout: 1,
+    loglevel: undefined,
+    logfile: undefined,
+    raw: {},
+    ...overrides,
+  };
 }

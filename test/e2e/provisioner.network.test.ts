@@ -6,9 +6,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedFleet, type FleetOptions } from '../../packages/simulator/src/index.js';
 import { Provisioner, type ProvisionerOptions } from '../../packages/core/src/provisioner/provisioner.js';
 import type { HelperFunction } from '../../packages/core/src/host/helper/types.js';
-import { freePort, startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
-import { sleep, testConfig, testSettings } from '../support/e2e.js';
-import { expectExactlyOnce, expectProvisionedOnce, until } from '../support/fleet-helpers.js';
+import { freePort, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
+import { sleep, until } from '@choria-provisioner/test-support/wait';
+import { expectExactlyOnce, expectProvisionedOnce } from '@choria-provisioner/test-support/fleet';
 import { connect } from 'nats';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -111,7 +112,7 @@ describe('Provisioner end to end', () => {
     expect(standby.status().hostCounts).toEqual({});
     await leader.stop(); // like a crash: the election key is not released
     await until('the standby to lead', () => standby.isLeader === true, 20_000);
-    await until('the whole fleet', () => fleet.countByState().provisioned === 120, 60_000, () => standby.discover());
+    await until('the whole fleet', () => fleet.countByState().provisioned === 120, 60_000, { tick: () => standby.discover(), stepMs: 100 });
     expectProvisionedOnce(fleet);
   }, 120_000);
 
@@ -155,9 +156,9 @@ describe('Provisioner end to end', () => {
     await p.start();
     await until('some progress', () => fleet.countByState().provisioned >= 10, 30_000);
     await s.restart();
-    await until('every node provisioned', () => fleet.countByState().provisioned === 150, 90_000, async () => {
+    await until('every node provisioned', () => fleet.countByState().provisioned === 150, 90_000, { tick: async () => {
       if (p.status().queue === 0 && p.status().busyWorkers === 0) await p.discover();
-    });
+    }, stepMs: 100 });
     expectProvisionedOnce(fleet);
   }, 120_000);
 
@@ -169,9 +170,9 @@ describe('Provisioner end to end', () => {
     const p = provisioner(s.url, 'workers: 1\n', { registry, queueCapacity: 5 });
     await p.start();
     await until('queue-full counted', async () => /choria_provisioner_queue_full\{site="test"\} [1-9]/.test(await registry.metrics()), 10_000);
-    await until('every node provisioned', () => fleet.countByState().provisioned === 30, 60_000, async () => {
+    await until('every node provisioned', () => fleet.countByState().provisioned === 30, 60_000, { tick: async () => {
       if (p.status().queue === 0) await p.discover();
-    });
+    }, stepMs: 100 });
     expectExactlyOnce(fleet);
   }, 90_000);
 });

@@ -11,8 +11,8 @@ import { RpcAbortedError, RpcTimeoutError } from '../../packages/core/src/choria
 import { parseChoriaConfig } from '../../packages/core/src/config/choria-config.js';
 import { silentLogger } from '../../packages/core/src/util/logger.js';
 import { newRequestId } from '../../packages/core/src/util/ids.js';
-import { startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
-import { readVector } from '../support/vectors.js';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { readVector } from '@choria-provisioner/test-support/vectors';
 
 let srv: RunningNatsServer;
 const cleanups: (() => Promise<void>)[] = [];
@@ -135,4 +135,3 @@ describe('ChoriaClient against the simulator', () => {
     expect(f.report().totals.violationsByKind['protocol-version']).toBeGreaterThan(0);
   });
 });
-

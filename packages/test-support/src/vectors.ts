@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-export const repoRoot = resolve(here, '..', '..');
+export const repoRoot = resolve(here, '..', '..', '..');
 
 export function vectorsDir(): string {
   const candidates = [process.env['CHORIA_VECTORS_DIR'], resolve(repoRoot, '..', 'shared', 'vectors')];

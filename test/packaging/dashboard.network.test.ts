@@ -5,8 +5,8 @@ import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Provisioner, Registry, startMonitorServer, type HelperFunction, type MonitorServer } from '@choria-provisioner/core';
 import { SimulatedFleet } from '@choria-provisioner/simulator';
-import { startNatsServer } from '../support/nats-server.js';
-import { testConfig, testSettings } from '../support/e2e.js';
+import { startNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 
 type MetricType = 'counter' | 'gauge' | 'summary';
 interface SeriesSpec {

@@ -3,8 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import * as api from '@choria-provisioner/core';
-import { repoRoot } from '../support/vectors.js';
+import * as api from '../src/index.js';
+import { repoRoot } from '@choria-provisioner/test-support/vectors';
 
 const indexSource = readFileSync(join(repoRoot, 'packages', 'core', 'src', 'index.ts'), 'utf8');
 

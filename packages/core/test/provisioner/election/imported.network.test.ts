@@ -1,10 +1,11 @@
 import { connect, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNatsServer, type RunningNatsServer } from '../../../../../test/support/nats-server.js';
-import { readVector } from '../../../../../test/support/vectors.js';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { readVector } from '@choria-provisioner/test-support/vectors';
 import { LeaderElection } from '../../../src/provisioner/election/election.js';
 import { ElectionKvError, bucketTtlMs, create } from '../../../src/provisioner/election/kv-campaign.js';
-import { capturingLogger, createElectionStream, waitFor } from './election-support.js';
+import { capturingLogger, createElectionStream, } from './election-support.js';
+import { until } from '@choria-provisioner/test-support/wait';
 
 // election-nats-server.conf reproduces the Choria Broker's choria/provisioning accounts. The harness
 // writes its own listen and jetstream lines, so the conf's copies are dropped. The unprefixed
@@ -67,7 +68,7 @@ describe('LeaderElection through the Choria Streams imports (provisioning accoun
     });
     election.start();
     try {
-      await waitFor('the win', () => won.length > 0, 5_000);
+      await until('the win', () => won.length > 0, 5_000);
       expect(won).toEqual(['won']);
       expect(election.isLeader).toBe(true);
       // the choria account sees our identity under the key

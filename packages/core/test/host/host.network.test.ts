@@ -13,8 +13,8 @@ import type { HostJob } from '../../src/host/types.js';
 import { ProvisionerMetrics } from '../../src/metrics/metrics.js';
 import { PauseFlag } from '../../src/util/pause.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { startNatsServer, type RunningNatsServer } from '../../../../test/support/nats-server.js';
-import { testClient, testConfig, testSettings } from '../../../../test/support/e2e.js';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { testClient, testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 import { startResponders, type RpcContext } from '../choria/support/responder.js';
 
 const NODE = 'web1.example.net';

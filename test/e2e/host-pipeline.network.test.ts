@@ -17,9 +17,9 @@ import { silentLogger } from '../../packages/core/src/util/logger.js';
 import { ksuid } from '../../packages/core/src/util/ids.js';
 import type { ProvisionerConfig } from '../../packages/core/src/config/types.js';
 import type { HostJob, HostResult } from '../../packages/core/src/host/types.js';
-import { startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
-import { readVector, vectorPath } from '../support/vectors.js';
-import { testClient, testConfig, testSettings } from '../support/e2e.js';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { readVector, vectorPath } from '@choria-provisioner/test-support/vectors';
+import { testClient, testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 
 let srv: RunningNatsServer;
 let fleet: SimulatedFleet | undefined;

@@ -6,8 +6,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from 'nats';
 import { Provisioner } from '../../src/provisioner/provisioner.js';
 import type { HostJob, HostResult } from '../../src/host/types.js';
-import { startNatsServer, type RunningNatsServer } from '../../../../test/support/nats-server.js';
-import { sleep, testConfig, testSettings } from '../../../../test/support/e2e.js';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
+import { until } from '@choria-provisioner/test-support/wait';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -33,14 +34,6 @@ async function setup(runner: (job: HostJob) => Promise<HostResult>, opts: { hold
   return { p, registry, url: srv.url };
 }
 
-async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not reached');
-    await sleep(20);
-  }
-}
-
 describe('Provisioner scheduling', () => {
   it('tells the next attempt that an earlier one configured the node but could not restart it, until the node boots again', async () => {
     const jobs: HostJob[] = [];
@@ -56,7 +49,7 @@ describe('Provisioner scheduling', () => {
     });
     const attempt = async (n: number, offer: () => unknown): Promise<HostJob | undefined> => {
       offer();
-      await until(() => jobs.length === n && p.status().busyWorkers === 0 && p.status().hostCounts['queued'] === undefined);
+      await until(`attempt ${n} to finish`, () => jobs.length === n && p.status().busyWorkers === 0 && p.status().hostCounts['queued'] === undefined);
       return jobs[n - 1];
     };
     expect((await attempt(1, () => p.offer('n1', 'discovery')))?.configuredAt).toBeUndefined();
@@ -79,13 +72,13 @@ describe('Provisioner scheduling', () => {
       return { outcome: 'failed', message: 'scripted' };
     });
     p.offer('n1', 'discovery');
-    await until(() => jobs.length === 1 && p.status().busyWorkers === 0);
+    await until('the first attempt', () => jobs.length === 1 && p.status().busyWorkers === 0);
     expect(jobs[0]?.reportedVersion).toBeUndefined();
     const nc = await connect({ servers: url });
     cleanups.push(() => nc.close());
     const ev = { protocol: 'io.choria.lifecycle.v1.startup', id: 'e2', identity: 'n1', component: 'provision_mode_server', version: '0.24.1', timestamp: Math.floor(Date.now() / 1000) };
     nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(JSON.stringify(ev)));
-    await until(() => jobs.length === 2 && p.status().busyWorkers === 0);
+    await until('the attempt after the startup event', () => jobs.length === 2 && p.status().busyWorkers === 0);
     expect(jobs[1]?.reportedVersion).toBe('0.24.1');
   });
 
@@ -98,13 +91,13 @@ describe('Provisioner scheduling', () => {
     }, { holdMs: 1200 });
     expect(p.offer('n1', 'discovery')).toBe(true);
     expect(p.offer('n1', 'event')).toBe(false);
-    await until(() => runs.length === 1);
+    await until('the first run', () => runs.length === 1);
     expect(p.offer('n1', 'discovery')).toBe(false); // held
     expect(p.status().hosts[0]).toMatchObject({ identity: 'n1', state: 'held', attempts: 1 });
-    await until(() => p.status().hostCounts['held'] === undefined, 4000);
+    await until('the hold to end', () => p.status().hostCounts['held'] === undefined, 4000);
     expect(p.status().hosts[0]).toMatchObject({ identity: 'n1', state: 'provisioned' });
     expect(p.offer('n1', 'discovery')).toBe(true);
-    await until(() => runs.length === 2);
+    await until('the second run', () => runs.length === 2);
     const text = await registry.metrics();
     expect(text).toContain('choria_provisioner_discovered{site="test"} 2');
     expect(text).toContain('choria_provisioner_provisioned{site="test"} 2');
@@ -118,7 +111,7 @@ describe('Provisioner scheduling', () => {
     ];
     const { p, registry } = await setup(async (job) => outcomes[Number(job.identity.slice(1))] as HostResult);
     for (const id of ['n0', 'n1', 'n2']) p.offer(id, 'discovery');
-    await until(() => p.status().hostCounts['queued'] === undefined && p.status().busyWorkers === 0 && p.status().hosts.length === 3 && p.status().hosts.every((h) => !['queued', 'provisioning'].includes(h.state)));
+    await until('all three attempts to end', () => p.status().hostCounts['queued'] === undefined && p.status().busyWorkers === 0 && p.status().hosts.length === 3 && p.status().hosts.every((h) => !['queued', 'provisioning'].includes(h.state)));
     const byId = Object.fromEntries(p.status().hosts.map((h) => [h.identity, h]));
     expect(byId['n0']).toMatchObject({ state: 'failed', lastError: 'could not perform rpcutil#inventory on f: 5 tries, last: timed out' });
     expect(byId['n1']).toMatchObject({ state: 'deferred' });
@@ -139,17 +132,17 @@ describe('Provisioner scheduling', () => {
       return { outcome: 'provisioned' };
     }, { workers: 1 });
     p.offer('slow', 'discovery');
-    await until(() => runs.length === 1);
+    await until('the first run', () => runs.length === 1);
     p.offer('queued-1', 'discovery');
     p.pause();
     expect(await p.discover()).toBe(0);
     expect(await registry.metrics()).toContain('choria_provisioner_paused{site="test"} 1');
     release?.();
-    await until(() => p.status().queue === 0 && p.status().busyWorkers === 0);
+    await until('an idle provisioner', () => p.status().queue === 0 && p.status().busyWorkers === 0);
     expect(runs).toEqual(['slow']);
     p.resume();
     expect(p.offer('queued-1', 'discovery')).toBe(true);
-    await until(() => runs.length === 2);
+    await until('the second run', () => runs.length === 2);
   });
 
   it('stop() aborts in-flight work through its signal and resolves within the bound', async () => {
@@ -164,7 +157,7 @@ describe('Provisioner scheduling', () => {
         }),
     );
     p.offer('n1', 'discovery');
-    await until(() => p.status().busyWorkers === 1);
+    await until('one busy worker', () => p.status().busyWorkers === 1);
     const t = Date.now();
     await p.stop();
     expect(aborted).toBe(true);
@@ -180,7 +173,7 @@ describe('Provisioner scheduling', () => {
     }, { workers: 1 });
     p.offer('a', 'discovery');
     p.offer('b', 'event');
-    await until(() => p.status().busyWorkers === 1);
+    await until('one busy worker', () => p.status().busyWorkers === 1);
     const st = p.status();
     expect(st).toMatchObject({ site: 'test', identity: 'provisioner.example.net', connected: true, paused: false, queue: 1, queueCapacity: 50_000, busyWorkers: 1, workers: 1, leaderElection: false });
     expect(st.hosts.find((h) => h.identity === 'a')).toMatchObject({ state: 'provisioning', step: 'helper', attempts: 1, source: 'discovery' });

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNatsServer, type RunningNatsServer } from '../../../../test/support/nats-server.js';
-import { readVector, vectorPath } from '../../../../test/support/vectors.js';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { readVector, vectorPath } from '@choria-provisioner/test-support/vectors';
 import { ChoriaClient } from '../../src/choria/client.js';
 import {
   ClientClosedError,
@@ -23,17 +23,10 @@ import { v1Layers } from '../../src/choria/protocol/v1.js';
 import { fakeJwt } from './support/jwt.js';
 import { captureLogger } from './support/logger.js';
 import { startResponders, type Responders } from './support/responder.js';
-import { testSettings } from './support/settings.js';
+import { choriaSettingsWith } from '@choria-provisioner/test-support/settings';
+import { until } from '@choria-provisioner/test-support/wait';
 
 const names = (n: number, prefix = 'node'): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(5, '0')}.example.net`);
-
-async function until(check: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('ChoriaClient against nats-server (protocol v1)', () => {
   let server: RunningNatsServer;
@@ -44,7 +37,7 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
   beforeAll(async () => {
     server = await startNatsServer({ jetstream: false });
     nc = await connect({ servers: server.url });
-    client = new ChoriaClient(nc, testSettings({ middlewareHosts: [server.url] }), { logger: log.logger, ownsConnection: true });
+    client = new ChoriaClient(nc, choriaSettingsWith({ middlewareHosts: [server.url] }), { logger: log.logger, ownsConnection: true });
   });
 
   afterAll(async () => {
@@ -253,7 +246,7 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
     await pub.flush();
     const published = client.publishStartupEvent({ component: 'provisioner', version: '0.1.0' });
 
-    await until(() => received.length === 2 && invalid.length === 2 && own.length === 1);
+    await until('the events and the invalid ones', () => received.length === 2 && invalid.length === 2 && own.length === 1);
     expect(received.map((e) => [e.identity, e.format])).toEqual([
       ['fresh.example.net', 'cloudevents'],
       ['second.example.net', 'choria'],
@@ -273,7 +266,7 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
   });
 
   it('fails outstanding requests when closed', async () => {
-    const other = new ChoriaClient(await connect({ servers: server.url }), testSettings(), { logger: log.logger, ownsConnection: true });
+    const other = new ChoriaClient(await connect({ servers: server.url }), choriaSettingsWith(), { logger: log.logger, ownsConnection: true });
     const pending = other.rpc('nobody.example.net', 'rpcutil', 'inventory', {});
     await other.close();
     await expect(pending).rejects.toBeInstanceOf(ClientClosedError);
@@ -292,7 +285,7 @@ describe('ChoriaClient protocol v2 with an ed25519 signer', () => {
     writeFileSync(jwtFile, token);
     const responders = await startResponders({ url: server.url, identities: names(20), connections: 2, version: 'v2' });
     const log = captureLogger('info');
-    const settings = testSettings({
+    const settings = choriaSettingsWith({
       middlewareHosts: [server.url],
       securityProvider: 'choria',
       protocolSecure: true,
@@ -332,11 +325,11 @@ describe('ChoriaClient across a broker restart', () => {
     const responders = await startResponders({ url: server.url, identities: ['node1.example.net'] });
     const log = captureLogger('info');
     const statuses: string[] = [];
-    const client = await ChoriaClient.connect(testSettings({ middlewareHosts: [server.url] }), { logger: log.logger, onStatus: (s) => statuses.push(s.type) });
+    const client = await ChoriaClient.connect(choriaSettingsWith({ middlewareHosts: [server.url] }), { logger: log.logger, onStatus: (s) => statuses.push(s.type) });
     try {
       expect((await client.rpc('node1.example.net', 'rpcutil', 'inventory', {})).statuscode).toBe(0);
       await server.restart();
-      await until(() => statuses.includes('reconnect'), 15_000);
+      await until('a reconnect', () => statuses.includes('reconnect'), 15_000);
       await client.nats.flush();
       await responders.flush();
       const reply = await client.rpc('node1.example.net', 'rpcutil', 'inventory', {}, { timeoutMs: 5_000 });

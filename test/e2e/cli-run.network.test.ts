@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedFleet } from '../../packages/simulator/src/index.js';
-import { freePort, startNatsServer, type RunningNatsServer } from '../support/nats-server.js';
-import { repoRoot } from '../support/vectors.js';
+import { freePort, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { repoRoot } from '@choria-provisioner/test-support/vectors';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -8,18 +8,9 @@ import { join } from 'node:path';
 import { connect } from 'nats';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sleep } from '../support/e2e.js';
-import {
-  FleetHarness,
-  discoverWhenIdle,
-  driveUntilProvisioned,
-  expectExactlyOnce,
-  expectProvisionedOnce,
-  metricValue,
-  plainConfiguration,
-  until,
-} from '../support/fleet-helpers.js';
-import { readVector } from '../support/vectors.js';
+import { sleep, until } from '@choria-provisioner/test-support/wait';
+import { FleetHarness, discoverWhenIdle, driveUntilProvisioned, expectExactlyOnce, expectProvisionedOnce, metricValue, plainConfiguration } from '@choria-provisioner/test-support/fleet';
+import { readVector } from '@choria-provisioner/test-support/vectors';
 
 const h = new FleetHarness();
 afterEach(() => h.cleanup());
@@ -141,7 +132,7 @@ describe('end-to-end faults', () => {
     // (lock-taking requests) and jittered replies so the workers are in different steps when it
     // dies. A request lost with the broker (or sent before a node's connection is back) costs
     // its per-try timeout; a restart whose reply died with the broker is never sent again before
-    // the node was watched (lost-reply.ts, covered exactly in lost-replies.test.ts). The 5 s
+    // the node was watched (lost-reply.ts, covered exactly in lost-replies.network.test.ts). The 5 s
     // per-try timeout keeps this test short; the rule checked is the same.
     const dir = h.tempDir();
     const pub = join(dir, 'signer-public.pem');
@@ -158,7 +149,7 @@ describe('end-to-end faults', () => {
     await p.start();
     await until('some progress', () => fleet.countByState().provisioned >= 15, 20_000);
     await s.restart();
-    await until('more progress', () => fleet.countByState().provisioned >= 50, 30_000, () => discoverWhenIdle(p));
+    await until('more progress', () => fleet.countByState().provisioned >= 50, 30_000, { tick: () => discoverWhenIdle(p), stepMs: 100 });
     await s.restart();
     await driveUntilProvisioned(p, fleet, 40_000);
     expectProvisionedOnce(fleet);
@@ -179,7 +170,7 @@ describe('end-to-end faults', () => {
     await b.start();
     await until('a leader', () => a.isLeader === true || b.isLeader === true, 15_000);
     const [leader, standby] = a.isLeader === true ? [a, b] : [b, a];
-    await until('some nodes provisioned', () => fleet.countByState().provisioned >= 20, 20_000, () => discoverWhenIdle(leader));
+    await until('some nodes provisioned', () => fleet.countByState().provisioned >= 20, 20_000, { tick: () => discoverWhenIdle(leader), stepMs: 100 });
     expect(standby.paused).toBe(true);
     await leader.stop(); // like a crash: the election key is not released
     await until('the standby to lead', () => standby.isLeader === true, 20_000);

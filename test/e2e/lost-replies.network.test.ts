@@ -8,9 +8,9 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LostReplyTimings } from '../../packages/core/src/host/lost-reply.js';
 import type { FleetOptions, FleetReport, ReplyHook } from '../../packages/simulator/src/index.js';
-import { sleep } from '../support/e2e.js';
-import type { RunningNatsServer } from '../support/nats-server.js';
-import { FleetHarness, driveUntilProvisioned, expectExactlyOnce, metricValue, until } from '../support/fleet-helpers.js';
+import { sleep, until } from '@choria-provisioner/test-support/wait';
+import type { RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { FleetHarness, driveUntilProvisioned, expectExactlyOnce, metricValue } from '@choria-provisioner/test-support/fleet';
 
 const h = new FleetHarness();
 afterEach(() => h.cleanup());
