@@ -97,3 +97,10 @@ export function requireProtocol(obj: JsonObject, accepted: readonly string[], wh
   }
   return value;
 }
+
+/** Parses one envelope document: JSON text that must be an object naming one of `protocols`. */
+export function readDocument(text: string, what: string, protocols: readonly string[]): JsonObject {
+  const obj = parseJsonObject(text, what);
+  requireProtocol(obj, protocols, what);
+  return obj;
+}

@@ -3,7 +3,7 @@
 // headers route the message. A version supplies its document builders and readers; this module
 // stacks them the same way for both.
 import { ProtocolError } from '../errors.js';
-import { bytesToText, fromBase64, isJsonObject, parseJsonObject, requireProtocol, requireString, toBase64 } from './encoding.js';
+import { bytesToText, fromBase64, isJsonObject, readDocument, requireString, toBase64 } from './encoding.js';
 import type {
   DecodedReply,
   DecodedRequest,
@@ -63,8 +63,7 @@ export function transportJson(layers: EnvelopeLayers, secureJson: string, header
 
 export function parseTransport(layers: EnvelopeLayers, input: Uint8Array | string): DecodedTransport {
   const what = `${layers.version} transport`;
-  const obj = parseJsonObject(typeof input === 'string' ? input : bytesToText(input), what);
-  requireProtocol(obj, [layers.transportProtocol], what);
+  const obj = readDocument(typeof input === 'string' ? input : bytesToText(input), what, [layers.transportProtocol]);
   const data = fromBase64(requireString(obj, 'data', what), `${what} data`);
   const raw = obj['headers'];
   const wire = isJsonObject(raw) ? raw : {};

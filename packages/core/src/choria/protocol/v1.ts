@@ -1,7 +1,7 @@
 // Protocol version 1 documents (protocol.md §3). Inner layers are embedded as plain JSON strings;
 // only the transport `data` is base64.
 import { ProtocolError } from '../errors.js';
-import { isJsonObject, parseJsonObject, requireInteger, requireProtocol, requireString, sha256Base64 } from './encoding.js';
+import { isJsonObject, readDocument, requireInteger, requireString, sha256Base64 } from './encoding.js';
 import { envelopeCodec, secondsOf, type EnvelopeLayers } from './envelope-codec.js';
 import { filterToJson, parseFilter } from './filter.js';
 import type { ProtocolCodec, RequestAddressing } from './types.js';
@@ -81,8 +81,7 @@ export const v1Layers: EnvelopeLayers = {
 
   readSecureRequest(text) {
     const what = 'v1 secure request';
-    const obj = parseJsonObject(text, what);
-    requireProtocol(obj, [V1.secureRequest], what);
+    const obj = readDocument(text, what, [V1.secureRequest]);
     return {
       requestJson: requireString(obj, 'message', what, { nonEmpty: true }),
       signature: requireString(obj, 'signature', what, { nonEmpty: true }),
@@ -92,8 +91,7 @@ export const v1Layers: EnvelopeLayers = {
 
   readRequest(text) {
     const what = 'v1 request';
-    const obj = parseJsonObject(text, what);
-    requireProtocol(obj, [V1.request], what);
+    const obj = readDocument(text, what, [V1.request]);
     const message = requireString(obj, 'message', what, { nonEmpty: true });
     const ew = `${what} envelope`;
     const env = envelopeOf(what, obj);
@@ -114,8 +112,7 @@ export const v1Layers: EnvelopeLayers = {
 
   readSecureReply(text) {
     const what = 'v1 secure reply';
-    const obj = parseJsonObject(text, what);
-    requireProtocol(obj, [V1.secureReply], what);
+    const obj = readDocument(text, what, [V1.secureReply]);
     const replyJson = requireString(obj, 'message', what, { nonEmpty: true });
     const hash = requireString(obj, 'hash', what, { nonEmpty: true });
     if (sha256Base64(replyJson) !== hash) throw new ProtocolError(`${what}: hash does not match the reply`);
@@ -124,8 +121,7 @@ export const v1Layers: EnvelopeLayers = {
 
   readReply(text) {
     const what = 'v1 reply';
-    const obj = parseJsonObject(text, what);
-    requireProtocol(obj, [V1.reply], what);
+    const obj = readDocument(text, what, [V1.reply]);
     const ew = `${what} envelope`;
     const env = envelopeOf(what, obj);
     return {

@@ -6,9 +6,8 @@ import {
   fromBase64,
   jsonObjectText,
   optionalString,
-  parseJsonObject,
+  readDocument,
   requireInteger,
-  requireProtocol,
   requireString,
   sha256Base64,
   toBase64,
@@ -38,6 +37,13 @@ const V2_REPLY_PROTOCOLS: readonly string[] = [V2.reply, V2.request];
 
 const SUBJECT_UNSAFE = /[\s.*>]/;
 
+type Entries = ReadonlyArray<readonly [string, unknown]>;
+
+/** A Request or Reply document: protocol, base64 message, addressing in Go's field order, the exact nanosecond time, the rest. */
+function v2Document(protocol: string, message: string, addressing: Entries, timeNs: bigint, rest: Entries = []): string {
+  return jsonObjectText([['protocol', protocol], ['message', toBase64(message)], ...addressing, ['time', new RawJson(timeNs.toString())], ...rest]);
+}
+
 function checkV2Request(r: Omit<RequestAddressing, 'filter'>, time: number | bigint): void {
   if (r.id === '' || SUBJECT_UNSAFE.test(r.id)) throw new ProtocolError(`v2 request id ${JSON.stringify(r.id)} must be non-empty and subject-safe`);
   for (const [key, value] of [['sender', r.sender], ['caller', r.callerId], ['collective', r.collective], ['agent', r.agent]] as const) {
@@ -55,18 +61,8 @@ export const v2Layers: EnvelopeLayers = {
 
   buildRequest(req) {
     checkV2Request(req, req.timeNs);
-    return jsonObjectText([
-      ['protocol', V2.request],
-      ['message', toBase64(req.payload)],
-      ['id', req.id],
-      ['sender', req.sender],
-      ['caller', req.callerId],
-      ['collective', req.collective],
-      ['agent', req.agent],
-      ['ttl', req.ttl],
-      ['time', new RawJson(req.timeNs.toString())],
-      ['filter', filterToJson(req.filter)],
-    ]);
+    const addressing: Entries = [['id', req.id], ['sender', req.sender], ['caller', req.callerId], ['collective', req.collective], ['agent', req.agent], ['ttl', req.ttl]];
+    return v2Document(V2.request, req.payload, addressing, req.timeNs, [['filter', filterToJson(req.filter)]]);
   },
 
   buildSecureRequest(requestJson, signature, caller) {
@@ -81,14 +77,7 @@ export const v2Layers: EnvelopeLayers = {
   },
 
   buildReply(reply) {
-    return jsonObjectText([
-      ['protocol', V2.reply],
-      ['message', toBase64(reply.body)],
-      ['request', reply.requestId],
-      ['sender', reply.sender],
-      ['agent', reply.agent],
-      ['time', new RawJson(reply.timeNs.toString())],
-    ]);
+    return v2Document(V2.reply, reply.body, [['request', reply.requestId], ['sender', reply.sender], ['agent', reply.agent]], reply.timeNs);
   },
 
   buildSecureReply(replyJson) {
@@ -98,8 +87,7 @@ export const v2Layers: EnvelopeLayers = {
 
   readSecureRequest(text) {
     const what = 'v2 secure request';
-    const obj = parseJsonObject(text, what);
-    requireProtocol(obj, [V2.secureRequest], what);
+    const obj = readDocument(text, what, [V2.secureRequest]);
     const request = fromBase64(requireString(obj, 'request', what, { nonEmpty: true }), `${what} request`);
     // `signer` (a delegated signer's JWT) is allowed by the schema; a client has no use for it
     optionalString(obj, 'signer', what);
@@ -112,8 +100,7 @@ export const v2Layers: EnvelopeLayers = {
 
   readRequest(text) {
     const what = 'v2 request';
-    const obj = parseJsonObject(text, what);
-    requireProtocol(obj, [V2.request], what);
+    const obj = readDocument(text, what, [V2.request]);
     const addressing = {
       id: requireString(obj, 'id', what, { nonEmpty: true }),
       sender: requireString(obj, 'sender', what, { nonEmpty: true }),
@@ -131,8 +118,7 @@ export const v2Layers: EnvelopeLayers = {
 
   readSecureReply(text) {
     const what = 'v2 secure reply';
-    const obj = parseJsonObject(text, what);
-    requireProtocol(obj, [V2.secureReply], what);
+    const obj = readDocument(text, what, [V2.secureReply]);
     const reply = fromBase64(requireString(obj, 'reply', what, { nonEmpty: true }), `${what} reply`);
     const hash = requireString(obj, 'hash', what, { nonEmpty: true });
     if (sha256Base64(reply) !== hash) throw new ProtocolError(`${what}: hash does not match the reply`);
@@ -141,8 +127,7 @@ export const v2Layers: EnvelopeLayers = {
 
   readReply(text) {
     const what = 'v2 reply';
-    const obj = parseJsonObject(text, what);
-    requireProtocol(obj, V2_REPLY_PROTOCOLS, what);
+    const obj = readDocument(text, what, V2_REPLY_PROTOCOLS);
     return {
       body: fromBase64(requireString(obj, 'message', what), `${what} message`).toString('utf8'),
       requestId: requireString(obj, 'request', what, { nonEmpty: true }),
