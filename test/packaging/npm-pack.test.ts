@@ -15,7 +15,7 @@ const run = promisify(execFile);
 
 const PACKAGES = [
   { name: '@choria-provisioner/core', dir: 'packages/core', entries: ['dist/index.js', 'dist/index.d.ts'] },
-  { name: '@choria-provisioner/cli', dir: 'packages/cli', entries: ['dist/bin.js'] },
+  { name: 'choria-provisioner', dir: 'packages/cli', entries: ['dist/bin.js', 'helpers/pool-helper.mjs', 'helpers/ed25519-helper.mjs', 'helpers/x509-ca-helper.mjs'] },
   { name: '@choria-provisioner/simulator', dir: 'packages/simulator', entries: ['dist/index.js', 'dist/index.d.ts', 'dist/bin.js'] },
 ] as const;
 
@@ -77,7 +77,9 @@ function filesUnder(dir: string): string[] {
     .map((e) => join(e.parentPath, e.name));
 }
 
-const ALLOWED = (p: string): boolean => p === 'package.json' || /^(README|LICENSE|LICENCE|NOTICE)(\.[a-z]+)?$/i.test(p) || p.startsWith('dist/');
+// the CLI also ships the example helpers its demo runs (helpers/, copied from examples/ by the build)
+const ALLOWED = (p: string): boolean =>
+  p === 'package.json' || /^(README|LICENSE|LICENCE|NOTICE)(\.[a-z]+)?$/i.test(p) || p.startsWith('dist/') || /^helpers\/[a-z0-9-]+\.mjs$/.test(p);
 const FORBIDDEN = [/(^|\/)src\//, /(^|\/)test\//, /\.test\.[cm]?[jt]s$/, /\.tsbuildinfo$/, /\.map$/, /(^|\/)tsconfig[^/]*\.json$/, /\.ts$/];
 const DECLARATION = /\.d\.ts$/;
 
@@ -121,7 +123,7 @@ describe.each(PACKAGES)('npm pack of $name', ({ name, dir, entries }) => {
     const undeclared = new Set<string>();
     const imported = new Set<string>();
     let relativeImports = 0;
-    for (const file of [...files].filter((f) => f.endsWith('.js'))) {
+    for (const file of [...files].filter((f) => f.endsWith('.js') || f.endsWith('.mjs'))) {
       for (const spec of importSpecifiers(readFileSync(join(root, dir, file), 'utf8'))) {
         if (spec.startsWith('.')) {
           relativeImports++;

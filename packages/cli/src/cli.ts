@@ -7,6 +7,7 @@ import { validateCommand } from './commands/validate.js';
 import { statusCommand } from './commands/status.js';
 import { demoCommand } from './commands/demo.js';
 import type { ProcessGuard } from './process-guard.js';
+import { DEFAULT_WATCHDOG_S } from '@choria-provisioner/simulator';
 
 class UsageError extends Error {}
 
@@ -69,9 +70,10 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
         y
           .option('mode', { choices: ['ed25519', 'pki', 'jwt', 'plain'] as const, default: 'ed25519' as const, describe: 'Provisioning flow' })
           .option('nodes', { type: 'number', default: 500, describe: 'Simulated servers' })
-          .option('workers', { type: 'number', describe: 'Provisioner workers (default: CPU count x 4)' }),
+          .option('workers', { type: 'number', describe: 'Provisioner workers (default: CPU count x 4)' })
+          .option('watchdog', { type: 'number', default: DEFAULT_WATCHDOG_S, describe: 'Stop with a message when the event loop stands still this many seconds (0: off)' }),
       async (args) => {
-        code = await demoCommand({ mode: args.mode, nodes: args.nodes, workers: args.workers, debug: args.debug }, io, guard !== undefined ? { guard } : {});
+        code = await demoCommand({ mode: args.mode, nodes: args.nodes, workers: args.workers, debug: args.debug, watchdogS: args.watchdog }, io, guard !== undefined ? { guard } : {});
       },
     )
     .strict()

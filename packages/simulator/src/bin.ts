@@ -5,6 +5,7 @@ import { fleetOptionsFromArgs } from './bin-options.js';
 import { parseSimulatorArgs, USAGE } from './cli-args.js';
 import { controlSubjects } from './control.js';
 import { SimulatedFleet } from './fleet.js';
+import { startWatchdog } from './watchdog.js';
 
 async function main(): Promise<number> {
   const args = parseSimulatorArgs(process.argv.slice(2));
@@ -13,7 +14,10 @@ async function main(): Promise<number> {
     return 0;
   }
   const { options, publicFile, keysDir } = fleetOptionsFromArgs(args);
+  const watchdog = args.watchdogS > 0 ? startWatchdog({ name: 'choria-simulator', limitMs: args.watchdogS * 1000 }) : undefined;
+  watchdog?.doing(`starting ${options.count} nodes`);
   const fleet = await SimulatedFleet.start(options);
+  watchdog?.doing(`serving ${options.count} nodes as ${fleet.name}`);
   const ready: Record<string, unknown> = {
     ready: true,
     nodes: options.count,

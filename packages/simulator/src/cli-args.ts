@@ -2,6 +2,7 @@
 // small and flat).
 import type { EventFormat } from './events.js';
 import type { FleetProtocol } from './options.js';
+import { DEFAULT_WATCHDOG_S } from './watchdog.js';
 
 export interface SimulatorArgs {
   servers: string[];
@@ -38,6 +39,8 @@ export interface SimulatorArgs {
   timeScale?: number;
   rsaBits?: number;
   seed?: number;
+  /** seconds the event loop may stand still before the watchdog ends the process; 0: off */
+  watchdogS: number;
   verbose: boolean;
   help: boolean;
 }
@@ -64,6 +67,8 @@ export const USAGE = `usage: choria-simulator --server nats://host:4222 [options
   --boot-spread DUR --drop-rate R --latency DUR --latency-jitter DUR
   --silent-nodes N|FRACTION --vanish-rate R --lock DUR --time-scale X --rsa-bits N --seed N
   --reenter-after DUR       a restarted node comes back into provisioning mode after DUR (+-50 %)
+  --watchdog SECONDS        end the process with a message when its event loop stands still this long
+                            (default 30; 0: off)
   --verbose                 log to stderr
 Durations: 250ms, 3s, 2m, 1h or plain milliseconds.`;
 
@@ -97,7 +102,7 @@ function oneOf<T extends string>(flag: string, text: string, allowed: readonly T
 const BOOLEAN_FLAGS = new Set(['--jwt-update', '--jwt-chs', '--upgradable', '--verbose', '--help', '-h']);
 
 export function parseSimulatorArgs(argv: readonly string[]): SimulatorArgs {
-  const a: SimulatorArgs = { servers: [], name: 'sim', count: 10, protocol: 'v1', jwtUpdate: false, jwtChs: false, upgradable: false, verbose: false, help: false };
+  const a: SimulatorArgs = { servers: [], name: 'sim', count: 10, protocol: 'v1', jwtUpdate: false, jwtChs: false, upgradable: false, watchdogS: DEFAULT_WATCHDOG_S, verbose: false, help: false };
   for (let i = 0; i < argv.length; i++) {
     const raw = argv[i] ?? '';
     const eq = raw.indexOf('=');
@@ -236,6 +241,10 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorArgs {
         break;
       case '--seed':
         a.seed = int(flag, value());
+        break;
+      case '--watchdog':
+        a.watchdogS = num(flag, value());
+        if (a.watchdogS < 0) throw new Error('--watchdog must be 0 (off) or a number of seconds');
         break;
       default:
         throw new Error(`unknown option ${JSON.stringify(raw)}`);

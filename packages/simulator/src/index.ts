@@ -13,3 +13,4 @@ export { encodeReply, type ReplyParams } from './wire/encode.js';
 export { createValidators, type ProtocolValidators } from './wire/validate.js';
 export type { DecodedRequest, ProtocolVersion, RequestFilter } from './wire/types.js';
 export { parseSimulatorArgs, parseDurationMs } from './cli-args.js';
+export { startWatchdog, DEFAULT_WATCHDOG_S, type Watchdog, type WatchdogOptions } from './watchdog.js';

@@ -9,6 +9,8 @@ export interface DemoOptions {
   nodes: number;
   workers: number | undefined;
   debug: boolean;
+  /** seconds; 0 turns the watchdog off */
+  watchdogS?: number;
 }
 
 const MAX_NODES = 100_000;
@@ -23,7 +25,11 @@ export async function demoCommand(opts: DemoOptions, io: CliIO, extra: Partial<D
     io.err(`choria-provisioner: --workers must be a whole number from 1 to ${MAX_WORKERS}, got ${opts.workers}\nRun with --help for usage.`);
     return EXIT.usage;
   }
+  if (opts.watchdogS !== undefined && !(Number.isFinite(opts.watchdogS) && opts.watchdogS >= 0)) {
+    io.err(`choria-provisioner: --watchdog must be 0 (off) or a number of seconds, got ${opts.watchdogS}\nRun with --help for usage.`);
+    return EXIT.usage;
+  }
   // The live line needs a real terminal; with --debug the log lines would tear it apart.
   const terminal = io === processIO && process.stdout.isTTY && !opts.debug ? process.stdout : undefined;
-  return await runDemo({ mode: opts.mode, nodes: opts.nodes, workers: opts.workers, debug: opts.debug, terminal, ...extra }, io);
+  return await runDemo({ mode: opts.mode, nodes: opts.nodes, workers: opts.workers, debug: opts.debug, terminal, ...(opts.watchdogS !== undefined ? { watchdogS: opts.watchdogS } : {}), ...extra }, io);
 }

@@ -20,7 +20,7 @@ export interface DemoKeys {
   readonly yaml: string;
   /** fleet options for the mode: provisioning JWT signer, server JWT verification, CSR key size */
   readonly fleet: Pick<FleetOptions, 'jwt' | 'serverJwtVerification' | 'rsaBits'>;
-  /** example helper script (in examples/helpers/) that decides for this mode */
+  /** the example helper (examples/helpers/, shipped in the package's helpers/) that decides for this mode */
   readonly helperScript: string;
   /** its arguments: the JSON-lines switch where the script also has a one-shot stdin mode */
   readonly helperArgs: readonly string[];
@@ -71,10 +71,15 @@ export function chainToken(org: KeyObject, orgPublicHex: string, signerPublicHex
 }
 
 async function rsaSigner(dir: string): Promise<{ keyPem: string; publicFile: string }> {
-  const { privateKey, publicKey } = await promisify(generateKeyPair)('rsa', { modulusLength: 2048 });
-  const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  // Encoded by the generation itself: exporting a freshly generated KeyObject can deadlock Node 20.20
+  // when a garbage collection runs the finished generation job's destructor during the export.
+  const { privateKey: keyPem, publicKey: publicPem } = await promisify(generateKeyPair)('rsa', {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+  });
   const publicFile = join(dir, 'provisioning-signer-public.pem');
-  writeFileSync(publicFile, publicKey.export({ type: 'spki', format: 'pem' }).toString());
+  writeFileSync(publicFile, publicPem);
   return { keyPem, publicFile };
 }
 

@@ -19,7 +19,7 @@ import {
   type Logger,
   type MonitorServer,
 } from '@choria-provisioner/core';
-import { SimulatedFleet } from '@choria-provisioner/simulator';
+import { DEFAULT_WATCHDOG_S, SimulatedFleet, startWatchdog } from '@choria-provisioner/simulator';
 import { STOP_SIGNALS, type ProcessGuard } from '../process-guard.js';
 import { EXIT, type CliIO } from '../io.js';
 import { makeDemoKeys, type DemoMode } from './keys.js';
@@ -43,6 +43,8 @@ export interface DemoSettings {
   readonly handleSignals?: boolean;
   /** give up after this long (default 120 s + 0.2 s per node) */
   readonly deadlineMs?: number;
+  /** seconds the event loop may stand still before the watchdog ends the demo (default 30; 0: off) */
+  readonly watchdogS?: number;
 }
 
 /** The run ended but not every node was provisioned cleanly (the summary says why). */
@@ -61,8 +63,11 @@ const TIME_SCALE = 0.02;
 const IDLE_DISCOVERY_MS = 5_000;
 const WAIT_TICK_MS = 100;
 
-/** examples/helpers/ at the repository root: four levels up from src/demo/ and from dist/demo/. */
-const HELPERS_DIR = fileURLToPath(new URL('../../../../examples/helpers/', import.meta.url));
+/**
+ * The package's helpers/: the example helpers the build copies from examples/helpers/
+ * (scripts/copy-demo-helpers.mjs); two levels up from src/demo/ and from dist/demo/.
+ */
+const HELPERS_DIR = fileURLToPath(new URL('../../helpers/', import.meta.url));
 
 export function defaultWorkers(): number {
   return 4 * availableParallelism();
@@ -117,6 +122,10 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
   }
 
   const cleanups: { what: string; run: () => Promise<void> | void }[] = [];
+  const watchdogS = settings.watchdogS ?? DEFAULT_WATCHDOG_S;
+  const watchdog = watchdogS > 0 ? startWatchdog({ name: 'choria-provisioner demo', limitMs: watchdogS * 1000 }) : undefined;
+  if (watchdog !== undefined) cleanups.push({ what: 'the watchdog', run: () => watchdog.stop() });
+  watchdog?.doing(`starting the demo (${settings.mode}, ${settings.nodes} nodes)`);
   const cleanUp = async (): Promise<void> => {
     for (const c of cleanups.splice(0).reverse()) {
       try {
@@ -179,7 +188,7 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
     const keys = await makeDemoKeys(settings.mode, dir);
 
     const helperFile = join(HELPERS_DIR, keys.helperScript);
-    if (!existsSync(helperFile)) throw new Error(`the example helper ${helperFile} is missing (the demo runs from a repository checkout)`);
+    if (!existsSync(helperFile)) throw new Error(`the demo helper ${helperFile} is missing: this installation of choria-provisioner is incomplete (in a checkout, run "npm run build")`);
     const choriaFile = join(dir, 'choria.cfg');
     writeFileSync(choriaFile, [`identity = provisioner.demo`, `plugin.choria.middleware_hosts = ${broker.url}`, 'plugin.security.provider = file', ''].join('\n'));
     const yamlFile = join(dir, 'provisioner.yaml');
@@ -276,7 +285,9 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
     let interruption: string | undefined;
     let lastDiscovery = Date.now();
     for (;;) {
-      if (fleet.countByState().provisioned >= settings.nodes) {
+      const provisioned = fleet.countByState().provisioned;
+      watchdog?.doing(`provisioning in ${settings.mode} mode: ${provisioned} of ${settings.nodes} nodes provisioned`);
+      if (provisioned >= settings.nodes) {
         doneAt = Date.now();
         break;
       }
@@ -297,6 +308,7 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
     }
     progress.stop();
     progress = undefined;
+    watchdog?.doing('stopping the demo');
 
     const report = fleet.summary();
     const errors = [

@@ -1,9 +1,9 @@
 // The choria_provision agent of a provisioning-mode go-choria server (protocol.md §8.1-§8.10):
 // token check, provisioning lock, agent mutex, Go-style input decoding and the exact status texts.
-import { generateKeyPairSync, sign } from 'node:crypto';
+import { sign } from 'node:crypto';
 import { generateCsr } from '../crypto/csr.js';
 import { generateX25519, x25519SharedSecret } from '../crypto/ecdh.js';
-import { ed25519PublicHex } from '../crypto/keys.js';
+import { generateOkpPair } from '../crypto/keys.js';
 import { decryptLegacyPemKey } from '../crypto/pem.js';
 import { checkServerJwt, type ServerJwtKeys } from '../crypto/server-jwt.js';
 import type { LifecycleEventType } from '../events.js';
@@ -171,9 +171,9 @@ export class ChoriaProvisionAgent {
     if (!input.ok) return input.reply;
     const args = input.args;
     const { state } = this.host;
-    const { privateKey } = generateKeyPairSync('ed25519');
+    const { privateKey, publicHex } = generateOkpPair('ed25519');
     state.hasServerJwt = false; // server.jwt is deleted with every new key
-    state.ed25519PublicHex = ed25519PublicHex(privateKey);
+    state.ed25519PublicHex = publicHex;
     const signature = sign(null, Buffer.from(str(args['nonce']), 'utf8'), privateKey).toString('hex');
     return okReply(action, { public_key: state.ed25519PublicHex, directory: CONFIG_DIR, signature });
   }

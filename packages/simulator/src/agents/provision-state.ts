@@ -1,5 +1,5 @@
 // What one emulated server remembers between requests (and what the report shows).
-import type { X25519Pair } from '../crypto/ecdh.js';
+import type { OkpPair } from '../crypto/keys.js';
 
 /** Why a node is about to leave its current process life. */
 export type ExitKind = 'restart' | 'update' | 'shutdown' | 'crash';
@@ -13,7 +13,7 @@ export interface ProvisionState {
   /** `update` claim / allow_update setting */
   allowUpdate: boolean;
   lock: { owner: string; expiresAtMs: number } | undefined;
-  ecdh: X25519Pair | undefined;
+  ecdh: OkpPair | undefined;
   /** public key of the last gen25519 (persists across restarts, like server.seed on disk) */
   ed25519PublicHex: string | undefined;
   /** configuration written by configure; undefined means the original provisioning-mode file */

@@ -1,7 +1,7 @@
 // gencsr's key and CSR (protocol.md §8.5): a real RSA key and a PKCS#10 request signed with
 // SHA256-RSA; the `public_key` output is PKCS#1 labelled `PUBLIC KEY`, as upstream does.
 import 'reflect-metadata';
-import { KeyObject, webcrypto } from 'node:crypto';
+import { createPublicKey, webcrypto } from 'node:crypto';
 import { Pkcs10CertificateRequestGenerator } from '@peculiar/x509';
 import { encodePem } from './pem.js';
 
@@ -18,8 +18,6 @@ export interface GeneratedCsr {
   csrPem: string;
   /** PKCS#1 RSAPublicKey DER under a `PUBLIC KEY` label (upstream quirk) */
   publicKeyPem: string;
-  /** PKCS#1 `RSA PRIVATE KEY` PEM, what the node writes to private.pem */
-  privateKeyPem: string;
 }
 
 const RSA_ALGORITHM = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } as const;
@@ -46,11 +44,12 @@ export async function generateCsr(subject: CsrSubject, rsaBits: number): Promise
     { name, keys, signingAlgorithm: RSA_ALGORITHM },
     webcrypto as unknown as Parameters<typeof Pkcs10CertificateRequestGenerator.create>[1],
   );
-  const publicKey = KeyObject.from(keys.publicKey);
-  const privateKey = KeyObject.from(keys.privateKey);
+  // The generated key itself is never exported through a KeyObject (crypto/keys.ts says why): its
+  // SPKI comes from WebCrypto's export, and the PKCS#1 form from a key imported from that.
+  const spki = Buffer.from(await webcrypto.subtle.exportKey('spki', keys.publicKey));
+  const pkcs1 = createPublicKey({ key: spki, format: 'der', type: 'spki' }).export({ format: 'der', type: 'pkcs1' });
   return {
     csrPem: encodePem('CERTIFICATE REQUEST', new Uint8Array(csr.rawData)),
-    publicKeyPem: encodePem('PUBLIC KEY', publicKey.export({ format: 'der', type: 'pkcs1' })),
-    privateKeyPem: privateKey.export({ format: 'pem', type: 'pkcs1' }).toString(),
+    publicKeyPem: encodePem('PUBLIC KEY', pkcs1),
   };
 }

@@ -1,16 +1,10 @@
 // The node's X25519 key pair made by each `jwt` call and the shared secret used by `configure` to
 // decrypt a private key (security.md §1.4, §6.4).
-import { createPublicKey, diffieHellman, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { ed25519PublicHex } from './keys.js';
+import { createPublicKey, diffieHellman, type KeyObject } from 'node:crypto';
+import { generateOkpPair, type OkpPair } from './keys.js';
 
-export interface X25519Pair {
-  privateKey: KeyObject;
-  publicHex: string;
-}
-
-export function generateX25519(): X25519Pair {
-  const { privateKey, publicKey } = generateKeyPairSync('x25519');
-  return { privateKey, publicHex: ed25519PublicHex(publicKey) };
+export function generateX25519(): OkpPair {
+  return generateOkpPair('x25519');
 }
 
 /** Go's hex decoder error texts, since they end up in the status message. */
