@@ -1,13 +1,16 @@
 // The systemd unit and the Dockerfile in examples/: the settings the docs promise, and command
 // lines the CLI really accepts (run with their arguments, they fail on the missing configuration
-// file with exit 1, not on usage with exit 2). Docker and systemd themselves do not run here.
+// file with exit 1, not on usage with exit 2). Docker and systemd themselves do not run here; the
+// image's entrypoint runs outside Docker from an installed release in installed-package.network.test.ts.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { splitCommand } from '@choria-provisioner/core/internal';
+import { parseDockerfile } from '@choria-provisioner/test-support/dockerfile';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const cliBin = join(root, 'packages/cli/dist/bin.js');
@@ -92,52 +95,59 @@ describe('examples/systemd/choria-provisioner.service', () => {
 });
 
 describe('examples/docker/Dockerfile', () => {
-  const text = readFileSync(join(root, 'examples/docker/Dockerfile'), 'utf8');
-  const instructions = text
-    .replace(/\\\n/g, ' ')
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('#'));
-  const all = (op: string): string[] => instructions.filter((l) => l.startsWith(`${op} `)).map((l) => l.slice(op.length + 1).trim());
-  const jsonArray = (op: string): string[] => {
-    const last = all(op).at(-1);
-    const parsed: unknown = last === undefined ? undefined : JSON.parse(last);
-    if (!Array.isArray(parsed) || !parsed.every((x): x is string => typeof x === 'string')) throw new Error(`${op} is not a JSON list of strings`);
-    return parsed;
-  };
+  const docker = parseDockerfile(readFileSync(join(root, 'examples/docker/Dockerfile'), 'utf8'));
+  const { all } = docker;
+  const KNOWN = ['FROM', 'WORKDIR', 'COPY', 'RUN', 'USER', 'ENV', 'EXPOSE', 'HEALTHCHECK', 'ENTRYPOINT', 'CMD'];
 
-  it('builds on node:20-slim with npm ci and runs as uid 2048 in /etc/choria-provisioner', () => {
-    expect(all('FROM').map((f) => f.split(/\s+/)[0])).toEqual(['node:20-slim', 'node:20-slim']);
-    expect(text).toContain('npm ci');
-    expect(text).toContain('npm run build');
-    expect(text).toMatch(/useradd --uid 2048 --gid 2048/);
-    expect(all('USER').at(-1)).toBe('2048:2048');
-    expect(all('WORKDIR').at(-1)).toBe(UPSTREAM_CONFIG_DIR);
-  });
-
-  it('copies only files that exist in the checkout and are not excluded from the build context', () => {
-    const ignored = readFileSync(join(root, 'examples/docker/Dockerfile.dockerignore'), 'utf8')
-      .split('\n')
-      .map((l) => l.trim())
-      .filter((l) => l !== '' && !l.startsWith('#'));
-    const sources = all('COPY')
-      .filter((c) => !c.startsWith('--from='))
-      .flatMap((c) => c.split(/\s+/).slice(0, -1));
-    expect(sources.length).toBeGreaterThan(5);
-    for (const src of sources) {
-      expect(existsSync(join(root, src)), src).toBe(true);
-      const excluded = ignored.some((pattern) => {
-        const bare = pattern.replace(/^\*\*\//, '');
-        return src === bare || src.startsWith(`${bare}/`) || src.split('/').includes(bare);
-      });
-      expect(excluded, `${src} is excluded by Dockerfile.dockerignore`).toBe(false);
+  it('uses known instructions, a pinned base for both stages and apt-get the way linters ask', () => {
+    expect(docker.instructions.filter((l) => !KNOWN.includes(l.split(' ')[0] ?? ''))).toEqual([]);
+    expect(all('FROM')).toEqual(['node:20-slim AS install', 'node:20-slim']);
+    for (const run of all('RUN').filter((r) => r.includes('apt-get'))) {
+      // update and install in one layer, no recommends, the lists removed (hadolint DL3009, DL3015)
+      expect(run).toMatch(/apt-get update && apt-get install -y --no-install-recommends .* && rm -rf \/var\/lib\/apt\/lists\/\*/);
     }
   });
 
-  it('has the CLI as entrypoint and the upstream image default arguments, which the CLI accepts', async () => {
-    const entrypoint = jsonArray('ENTRYPOINT');
-    expect(entrypoint.slice(-2)).toEqual(['node', '/opt/choria-provisioner/packages/cli/dist/bin.js']);
-    const cmd = jsonArray('CMD');
+  it('installs the release tarballs with npm ci --omit=dev, building nothing from sources', () => {
+    expect(all('RUN').filter((r) => r.startsWith('npm ')).map((r) => r.split(' && ')[0])).toEqual(['npm ci --omit=dev --no-audit --no-fund']);
+    expect(docker.instructions.join('\n')).not.toMatch(/npm run build|npm install|tsc|packages\//);
+  });
+
+  it('copies only what a release directory holds (scripts/pack-release.mjs)', async () => {
+    const release = mkdtempSync(join(tmpdir(), 'cpts-release-'));
+    try {
+      await promisify(execFile)(process.execPath, [join(root, 'scripts', 'pack-release.mjs'), '--out', release]);
+      const present = readdirSync(release);
+      const sources = all('COPY')
+        .filter((c) => !c.startsWith('--from='))
+        .flatMap((c) => c.split(' ').slice(0, -1));
+      expect(sources).toEqual(['package.json', 'package-lock.json', '*.tgz']);
+      for (const src of sources) {
+        const re = new RegExp(`^${src.replace(/\./g, '\\.').replace(/\*/g, '.*')}$`);
+        expect(present.filter((f) => re.test(f)).length, `${src} in the release directory`).toBeGreaterThan(0);
+      }
+      expect(present.filter((f) => f.endsWith('.tgz'))).toHaveLength(3);
+    } finally {
+      rmSync(release, { recursive: true, force: true });
+    }
+  });
+
+  it('runs as uid 2048 (not root) in /etc/choria-provisioner, with a health check on the monitor port', () => {
+    expect(all('RUN').join(' ')).toMatch(/useradd --uid 2048 --gid 2048/);
+    expect(all('USER').at(-1)).toBe('2048:2048');
+    expect(all('WORKDIR').at(-1)).toBe(UPSTREAM_CONFIG_DIR);
+    const health = docker.execForm('HEALTHCHECK');
+    expect(health.slice(0, 2)).toEqual(['node', '-e']);
+    expect(health[2]).toContain(`http://127.0.0.1:${all('EXPOSE').at(-1) ?? ''}/`);
+  });
+
+  it('has the installed CLI as entrypoint and the upstream image default arguments, which the CLI accepts', async () => {
+    const entrypoint = docker.execForm('ENTRYPOINT');
+    const cliManifest = JSON.parse(readFileSync(join(root, 'packages/cli/package.json'), 'utf8')) as { name: string; bin: Record<string, string> };
+    // where npm ci in the install stage's WORKDIR puts the CLI's bin
+    const installed = `${all('WORKDIR')[0] ?? ''}/node_modules/${cliManifest.name}/${(cliManifest.bin['choria-provisioner'] ?? '').replace(/^\.\//, '')}`;
+    expect(entrypoint).toEqual(['/usr/bin/tini', '--', 'node', installed]);
+    const cmd = docker.execForm('CMD');
     expect(cmd).toEqual(['run', `--config=${UPSTREAM_ARGS.config}`, `--choria-config=${UPSTREAM_ARGS.dockerChoriaConfig}`]);
     const result = await runCliWith(cmd);
     expect(result.code, result.stderr).toBe(1);
