@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedFleet, type FleetOptions } from '../../packages/simulator/src/index.js';
 import { Provisioner, type ProvisionerOptions } from '../../packages/core/src/provisioner/provisioner.js';
 import type { HelperFunction } from '../../packages/core/src/host/helper/types.js';
-import { freePort, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { addElectionBucket, freePort, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 import { sleep, until } from '@choria-provisioner/test-support/wait';
 import { expectExactlyOnce, expectProvisionedOnce } from '@choria-provisioner/test-support/fleet';
@@ -87,17 +87,7 @@ describe('Provisioner end to end', () => {
 
   it('with leader election only the leader provisions; when it dies the standby takes over and finishes', async () => {
     const s = await broker(true);
-    const nc = await connect({ servers: s.url });
-    cleanups.push(() => nc.close());
-    const jsm = await nc.jetstreamManager();
-    await jsm.streams.add({
-      name: 'KV_CHORIA_LEADER_ELECTION',
-      subjects: ['$KV.CHORIA_LEADER_ELECTION.>'],
-      max_age: 5_000_000_000,
-      max_msgs_per_subject: 1,
-      allow_rollup_hdrs: true,
-      deny_delete: true,
-    });
+    await addElectionBucket(s.url);
     const fleet = await startFleet(s.url, { count: 120, latencyMs: 15, lockMs: 3000 });
     await fleet.waitForBooted(20_000);
     const yaml = 'leader_election: true\nstreams_api_prefix: $JS.API\nworkers: 2\n';

@@ -1,12 +1,16 @@
 // The upstream Grafana dashboard keeps working: every series its panels query
 // (examples/grafana/dashboard-metrics.json, written from product.md §4.3) is served by /metrics of
-// startMonitorServer with the `site` label and the labels the panel groups by.
+// startMonitorServer with the `site` label and the labels the panel groups by. The importable
+// dashboard (examples/grafana/choria-provisioner.json) is held to the same rule, query by query.
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Provisioner, Registry, startMonitorServer, type HelperFunction, type MonitorServer } from '@choria-provisioner/core';
+import { connect } from 'nats';
+import { Provisioner, Registry, collectDefaultMetrics, startMonitorServer, type HelperFunction, type MonitorServer } from '@choria-provisioner/core';
 import { SimulatedFleet } from '@choria-provisioner/simulator';
-import { startNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { addElectionBucket, startNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
+import { FleetHarness } from '@choria-provisioner/test-support/fleet';
+import { until } from '@choria-provisioner/test-support/wait';
 
 type MetricType = 'counter' | 'gauge' | 'summary';
 interface SeriesSpec {
@@ -189,4 +193,131 @@ describe('the upstream dashboard against /metrics', () => {
     // Go's default summaries export no quantiles; neither do we.
     expect(text).not.toMatch(/choria_provisioner_(rpc|helper)_time\{.*quantile=/);
   }, 40_000);
+});
+
+// ---- examples/grafana/choria-provisioner.json: the importable dashboard
+
+interface DashTarget {
+  expr: string;
+  datasource?: { uid?: string };
+}
+interface DashPanel {
+  id: number;
+  type: string;
+  title: string;
+  datasource?: { type?: string; uid?: string };
+  gridPos: { x: number; y: number; w: number; h: number };
+  targets?: DashTarget[];
+}
+interface Dashboard {
+  schemaVersion: number;
+  __inputs: { type: string; pluginId: string }[];
+  templating: { list: { type: string; name: string; query: unknown; datasource?: { uid?: string } }[] };
+  panels: DashPanel[];
+}
+
+const dashboard = JSON.parse(readFileSync(new URL('../../examples/grafana/choria-provisioner.json', import.meta.url), 'utf8')) as Dashboard;
+const queryPanels = dashboard.panels.filter((p) => p.type !== 'row');
+
+/** A series a query needs: the metric as /metrics names it, and the labels it must carry. */
+interface Needed {
+  panel: string;
+  metric: string;
+  labels: string[];
+}
+
+// labels Prometheus adds when it scrapes, and histogram bucket bounds: never asked of /metrics by name
+const SCRAPE_LABELS = new Set(['instance', 'job']);
+
+/** The metrics each query names, with the labels its matchers and its `by (...)` clauses use. */
+function neededSeries(panels: DashPanel[]): Needed[] {
+  const out: Needed[] = [];
+  for (const p of panels) {
+    for (const t of p.targets ?? []) {
+      const by = [...t.expr.matchAll(/\bby \(([^)]*)\)/g)].flatMap((m) => (m[1] ?? '').split(',').map((l) => l.trim()));
+      for (const m of t.expr.matchAll(/\b((?:choria|nodejs)_[a-z0-9_]+)(?:\{([^}]*)\})?/g)) {
+        const matched = [...(m[2] ?? '').matchAll(/([a-z_]+)\s*=~?/g)].map((l) => l[1] as string);
+        const labels = [...new Set([...matched, ...by])].filter((l) => !SCRAPE_LABELS.has(l));
+        out.push({ panel: p.title, metric: m[1] as string, labels });
+      }
+    }
+  }
+  return out;
+}
+
+describe('examples/grafana/choria-provisioner.json', () => {
+  it('is a Grafana 10+ dashboard with a Prometheus data-source variable and a site variable', () => {
+    expect(dashboard.schemaVersion).toBeGreaterThanOrEqual(36);
+    expect(dashboard.__inputs).toEqual([expect.objectContaining({ type: 'datasource', pluginId: 'prometheus' })]);
+    const vars = Object.fromEntries(dashboard.templating.list.map((v) => [v.name, v]));
+    expect(vars['datasource']).toMatchObject({ type: 'datasource', query: 'prometheus' });
+    expect(vars['site']).toMatchObject({ type: 'query', datasource: { uid: '${datasource}' }, query: { query: 'label_values(choria_provisioner_discover_cycles, site)' } });
+    // every panel and query uses the variable, so importing asks for one data source only
+    for (const p of queryPanels) {
+      expect(p.datasource?.uid, p.title).toBe('${datasource}');
+      expect(p.targets?.length, p.title).toBeGreaterThan(0);
+      for (const t of p.targets ?? []) {
+        expect(t.datasource?.uid, p.title).toBe('${datasource}');
+        if (/choria_provisioner_/.test(t.expr)) expect(t.expr, p.title).toContain('site=~"$site"');
+      }
+      expect(p.gridPos.x + p.gridPos.w, p.title).toBeLessThanOrEqual(24);
+    }
+    expect(new Set(dashboard.panels.map((p) => p.id)).size).toBe(dashboard.panels.length);
+  });
+
+  it('has the upstream panels plus outcomes, queue, waiting nodes, helper latency, lost replies, leadership and event-loop lag', () => {
+    const titles = queryPanels.map((p) => p.title);
+    for (const upstream of panels) expect(titles).toContain(upstream.title);
+    expect(titles).toEqual(expect.arrayContaining(['Outcomes / Hour', 'Queue', 'Nodes Waiting', 'Helper Latency', 'Lost Replies', 'Leader', 'Event Loop Lag']));
+    const metrics = new Set(neededSeries(queryPanels).map((n) => n.metric));
+    for (const m of ['choria_provisioner_outcomes', 'choria_provisioner_queue_full', 'choria_provisioner_waiting_nodes', 'choria_provisioner_helper_duration_seconds_bucket', 'choria_election_leader', 'nodejs_eventloop_lag_p99_seconds']) expect(metrics).toContain(m);
+  });
+
+  it('queries only series that /metrics of a running provisioner serves, with the labels the queries use', async () => {
+    const h = new FleetHarness();
+    cleanups.push(() => h.cleanup());
+    const server = await h.broker({ jetstream: true });
+    await addElectionBucket(server.url);
+    // one node loses its restart reply (lost_replies), node-4 refuses its restart (rpc_errors);
+    // lifecycle events on, so the lost reply is settled by the restart event
+    const fleet = await h.fleet(server.url, { count: 4, eventFormat: 'choria', lostReplies: { nodes: 1, actions: ['restart'] } });
+    await fleet.waitForBooted(10_000);
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    const helper: HelperFunction = (req) => ({
+      configuration: { identity: req.identity, 'plugin.choria.server.provision': req.identity === 'node-4.example.net' ? 'true' : 'false' },
+    });
+    // a queue of one: a discovery of four nodes overflows it (queue_full)
+    const provisioner = h.provisioner(server.url, 'site: dash\nworkers: 2\nleader_election: true\nstreams_api_prefix: $JS.API\n', {
+      registry,
+      helper,
+      queueCapacity: 1,
+      electionSplayMs: 10,
+      rpcTimeoutMs: 2000,
+      lostReply: { actionDelayScale: 0.01, marginMs: 1000 },
+    });
+    const monitor = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, status: () => provisioner.status() });
+    cleanups.push(() => monitor.close());
+    await provisioner.start();
+    const nc = await connect({ servers: server.url });
+    cleanups.push(() => nc.close());
+    nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode('not json'));
+
+    const needed = neededSeries(queryPanels);
+    const missing = (text: string): string[] => {
+      const { samples } = parseExposition(text);
+      return needed
+        .filter((n) => !samples.some((s) => s.name === n.metric && (n.metric.startsWith('choria_provisioner_') ? s.labels['site'] === 'dash' : true) && n.labels.every((l) => s.labels[l] !== undefined)))
+        .map((n) => `${n.panel}: ${n.metric}{${n.labels.join(',')}}`);
+    };
+    let text = await scrape(monitor);
+    // the assertion below names what is still missing when the wait runs out
+    await until('every series of the dashboard', async () => {
+      if (provisioner.isLeader && provisioner.status({ limit: 0 }).busyWorkers === 0) await provisioner.discover();
+      text = await scrape(monitor);
+      return missing(text).length === 0;
+    }, 30_000, { stepMs: 300 }).catch(() => undefined);
+    expect(missing(text)).toEqual([]);
+    expect(needed.length).toBeGreaterThan(25);
+  }, 60_000);
 });

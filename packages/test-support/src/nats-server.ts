@@ -119,3 +119,25 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Run
     },
   };
 }
+
+/**
+ * The stream of the leader-election bucket as a Choria Broker sets it up (a 5 s TTL, one message
+ * per key, rollups, no deletes), on `url`.
+ */
+export async function addElectionBucket(url: string): Promise<void> {
+  const { connect } = await import('nats');
+  const nc = await connect({ servers: url });
+  try {
+    const jsm = await nc.jetstreamManager();
+    await jsm.streams.add({
+      name: 'KV_CHORIA_LEADER_ELECTION',
+      subjects: ['$KV.CHORIA_LEADER_ELECTION.>'],
+      max_age: 5_000_000_000,
+      max_msgs_per_subject: 1,
+      allow_rollup_hdrs: true,
+      deny_delete: true,
+    });
+  } finally {
+    await nc.close();
+  }
+}

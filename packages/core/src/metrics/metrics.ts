@@ -1,7 +1,7 @@
 // Every upstream metric (product.md §4.1) with the same names, types and the `site` label, registered
 // once per prom-client registry and shared by every provisioner instance using that registry: the
 // instances differ only by their `site` label value, so one /metrics page serves several sites.
-import { Counter, Gauge, Registry, Summary, type LabelValues, type MetricObjectWithValues, type MetricValueWithName } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, Summary, type LabelValues, type MetricObjectWithValues, type MetricValueWithName } from 'prom-client';
 
 import { OUTCOMES, type HostMetrics, type LostReplyFinding, type Outcome, type RpcName } from '../host/types.js';
 
@@ -15,6 +15,7 @@ interface MetricSet {
   rpcTime: Summary<Labels<'site' | 'rpc'>>;
   rpcErrors: Counter<Labels<'site' | 'rpc'>>;
   helperTime: Summary<Labels<'site'>>;
+  helperDuration: Histogram<Labels<'site'>>;
   helperErrors: Counter<Labels<'site'>>;
   helperShutdownRequests: Counter<Labels<'site'>>;
   provisionErrors: Counter<Labels<'site'>>;
@@ -98,6 +99,15 @@ class SumCountSummary<L extends string> extends Summary<L> {
   }
 }
 
+/** Helper run buckets, in seconds: from an in-process function to the default 10 s timeout. */
+export const HELPER_DURATION_BUCKETS: readonly number[] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+function histogram<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[], buckets: readonly number[]): Histogram<L> {
+  const existing = registry.getSingleMetric(name);
+  if (existing !== undefined) return existing as Histogram<L>;
+  return new Histogram<L>({ name, help, labelNames, buckets: [...buckets], registers: [registry] });
+}
+
 function summary<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Summary<L> {
   const existing = registry.getSingleMetric(name);
   if (existing !== undefined) return existing as Summary<L>;
@@ -114,6 +124,8 @@ function register(registry: Registry): MetricSet {
     rpcTime: summary(registry, 'choria_provisioner_rpc_time', 'How long each RPC try took, in seconds', ['site', 'rpc'] as const),
     rpcErrors: counter(registry, 'choria_provisioner_rpc_errors', 'How many RPC steps failed after all their tries', ['site', 'rpc'] as const),
     helperTime: summary(registry, 'choria_provisioner_helper_time', 'How long the helper took, in seconds', s),
+    // the upstream summary has no quantiles; a histogram gives the dashboard its latency quantiles
+    helperDuration: histogram(registry, 'choria_provisioner_helper_duration_seconds', 'How long the helper took, in seconds, in buckets', s, HELPER_DURATION_BUCKETS),
     helperErrors: counter(registry, 'choria_provisioner_helper_errors', 'How many times the helper failed', s),
     helperShutdownRequests: counter(registry, 'choria_provisioner_helper_shutdown_requests', 'How many nodes were shut down on request of the helper', s),
     provisionErrors: counter(registry, 'choria_provisioner_provision_errors', 'How many provisioning attempts failed, including defers and stale skips', s),
@@ -175,6 +187,7 @@ export class ProvisionerMetrics implements HostMetrics {
   }
   helperTime(seconds: number): void {
     this.#m.helperTime.observe({ site: this.site }, seconds);
+    this.#m.helperDuration.observe({ site: this.site }, seconds);
   }
   helperError(): void {
     this.#m.helperErrors.inc({ site: this.site });
