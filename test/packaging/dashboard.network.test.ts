@@ -278,14 +278,18 @@ describe('examples/grafana/choria-provisioner.json', () => {
     cleanups.push(() => h.cleanup());
     const server = await h.broker({ jetstream: true });
     await addElectionBucket(server.url);
-    // one node loses its restart reply (lost_replies), node-4 refuses its restart (rpc_errors);
-    // lifecycle events on, so the lost reply is settled by the restart event
+    // one node loses its restart reply (lost_replies), another refuses its restart (rpc_errors):
+    // a refusal is no successful action, so its reply is never the lost one; lifecycle events on,
+    // so the lost reply is settled by the restart event
     const fleet = await h.fleet(server.url, { count: 4, eventFormat: 'choria', lostReplies: { nodes: 1, actions: ['restart'] } });
     await fleet.waitForBooted(10_000);
+    const nodes = fleet.identities().map((id) => ({ id, loses: (fleet.node(id)?.settings.lostReplyActions.size ?? 0) > 0 }));
+    expect(nodes.filter((n) => n.loses)).toHaveLength(1);
+    const refusing = nodes.find((n) => !n.loses)?.id;
     const registry = new Registry();
     collectDefaultMetrics({ register: registry });
     const helper: HelperFunction = (req) => ({
-      configuration: { identity: req.identity, 'plugin.choria.server.provision': req.identity === 'node-4.example.net' ? 'true' : 'false' },
+      configuration: { identity: req.identity, 'plugin.choria.server.provision': req.identity === refusing ? 'true' : 'false' },
     });
     // a queue of one: a discovery of four nodes overflows it (queue_full)
     const provisioner = h.provisioner(server.url, 'site: dash\nworkers: 2\nleader_election: true\nstreams_api_prefix: $JS.API\n', {
@@ -316,8 +320,8 @@ describe('examples/grafana/choria-provisioner.json', () => {
       if (provisioner.isLeader && provisioner.status({ limit: 0 }).busyWorkers === 0) await provisioner.discover();
       text = await scrape(monitor);
       return missing(text).length === 0;
-    }, 30_000, { stepMs: 300 }).catch(() => undefined);
+    }, 50_000, { stepMs: 300 }).catch(() => undefined);
     expect(missing(text)).toEqual([]);
     expect(needed.length).toBeGreaterThan(25);
-  }, 60_000);
+  }, 90_000);
 });
