@@ -8,6 +8,7 @@
 //   --repeat N     passes over every scenario (default: 3 for plain 1,000/5,000, 1 for ed25519
 //                  10,000, 2 for the rest; run the whole benchmark twice for stable medians)
 //   --quick        1,000 nodes only, one pass (a smoke test of the harness)
+//   --full         also the limit / naive / product comparison at 50,000 nodes (one pass)
 //   --only IDS     comma-separated scenario ids or prefixes (see the table), e.g. plain/function
 //   --profile DIR  run the scenarios with node --cpu-prof into DIR (and the simulator with
 //                  BENCH_SIMULATOR_NODE_OPTIONS); summarise with node bench/profile-summary.mjs
@@ -50,9 +51,13 @@ const KNOBS = {
   bareCount: 1000,
   discoveryCount: 10_000,
   queueCount: 50_000,
+  compareWorkers: 50, // the naive client and the limit driver run as many nodes at a time as the product
 };
 
+const full = process.argv.includes('--full');
 const sizes = quick ? [1000] : [1000, 5000, 10_000];
+/** sizes of the limit / naive / product comparison (--full adds one pass at 50,000) */
+const compareSizes = quick ? [1000] : full ? [1000, 10_000, 50_000] : [1000, 10_000];
 
 /** Scenario definitions: id, how many passes, what to run. */
 function scenarios() {
@@ -76,6 +81,17 @@ function scenarios() {
           },
         });
       }
+    }
+  }
+  // Limit, naive client and product back to back on the same fleet size, so their ratios are taken
+  // under the same load; the product as the CLI runs it (helper_mode pool).
+  for (const flow of ['plain', 'jwt']) {
+    for (const count of compareSizes) {
+      const base = { flow, count, workers: KNOBS.compareWorkers, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale };
+      const n = passes(count >= 50_000 ? 1 : count >= 10_000 ? 2 : 3);
+      list.push({ id: `compare/${flow}/limit/${count}`, passes: n, spec: { ...base, kind: 'limit' } });
+      list.push({ id: `compare/${flow}/naive/${count}`, passes: n, spec: { ...base, kind: 'naive' } });
+      list.push({ id: `compare/${flow}/pool/${count}`, passes: n, spec: { ...base, kind: 'provision', helper: 'pool', poolSize: KNOBS.poolSize } });
     }
   }
   // The one-process-per-node runs are bracketed by the helper's bare start rate, measured just
@@ -212,11 +228,11 @@ function buildReport(list, results, info, elapsedMs) {
   lines.push(`Machine: ${info.cpu}, ${info.memoryGb} GB RAM, kernel ${info.kernel}, node ${info.node}, OpenSSL ${info.openssl}, ${info.nats}`);
   lines.push(`Knobs: ${JSON.stringify(KNOBS)}`);
   lines.push('');
-  const widths = [26, 4, 10, 8, 8, 8, 6, 6, 6, 6, 8, 7];
+  const widths = [28, 4, 10, 8, 8, 8, 6, 6, 6, 6, 8, 7];
   lines.push(pad(['scenario (flow/helper/nodes)', 'runs', 'nodes/min', 'p50', 'p99', 'peak RSS', 'prov', 'sim', 'nats', 'help', 'disc.', 'bg'], widths));
   for (const sc of list) {
     const rs = results.get(sc.id) ?? [];
-    if (sc.spec?.kind !== 'provision') continue;
+    if (!['provision', 'naive', 'limit'].includes(sc.spec?.kind)) continue;
     const perNode = (f) => med(sc.id, (r) => (f(r) * 1000) / r.count).toFixed(2);
     lines.push(
       pad(
@@ -245,6 +261,54 @@ function buildReport(list, results, info, elapsedMs) {
     rs.filter((r) => r.kind === 'provision' && (r.provisioned !== r.count || r.failed > 0 || r.sim.violations > 0)).map((r) => `${id}: provisioned ${r.provisioned}/${r.count}, failed ${r.failed}, violations ${r.sim.violations}`),
   );
   lines.push(problems.length === 0 ? 'Every run: all nodes provisioned exactly as the simulator expects (0 failures, 0 protocol violations).' : `PROBLEMS:\n  ${problems.join('\n  ')}`);
+
+  // Limit / naive / product, per flow and size: ratios taken pass by pass (runs side by side)
+  const compareTargets = [];
+  for (const flow of ['plain', 'jwt']) {
+    for (const count of compareSizes) {
+      const runs = (who) => results.get(`compare/${flow}/${who}/${count}`) ?? [];
+      const [limit, naive, pool] = [runs('limit'), runs('naive'), runs('pool')];
+      if (pool.length === 0) continue;
+      const rate = (r) => r?.phaseNodesPerMin ?? NaN;
+      const cpuMs = (r) => ((r?.cpuS ?? NaN) * 1000) / (r?.count ?? NaN);
+      const paired = (other) => pool.map((r, i) => rate(r) / rate(other[i])).filter(Number.isFinite);
+      const range = (xs) => (xs.length === 0 ? 'n/a' : `${fmt.pct(median(xs))} (${fmt.pct(Math.min(...xs))}-${fmt.pct(Math.max(...xs))})`);
+      if (count === compareSizes[0]) {
+        lines.push('');
+        lines.push(`${flow} flow: limit / naive client / product (CLI, helper_mode pool ${KNOBS.poolSize}), ${KNOBS.compareWorkers} nodes at a time, RPC phase nodes/min (median of passes) and CPU ms per node`);
+        lines.push(pad(['nodes', 'limit', 'naive', 'product', 'prod/limit', 'prod/naive', 'cpu L', 'cpu N', 'cpu P', 'P sim', 'P nats', 'P help'], [7, 9, 9, 9, 22, 22, 6, 6, 6, 6, 6, 6]));
+      }
+      const m = (rs, f) => median(rs.map(f));
+      const perNode = (rs, f) => m(rs, (r) => (f(r) * 1000) / r.count).toFixed(2);
+      lines.push(
+        pad(
+          [
+            fmt.int(count),
+            fmt.int(m(limit, rate)),
+            fmt.int(m(naive, rate)),
+            fmt.int(m(pool, rate)),
+            range(paired(limit)),
+            range(paired(naive)),
+            m(limit, cpuMs).toFixed(2),
+            m(naive, cpuMs).toFixed(2),
+            m(pool, cpuMs).toFixed(2),
+            perNode(pool, (r) => r.simCpuS),
+            perNode(pool, (r) => r.natsCpuS),
+            perNode(pool, (r) => r.helperCpuS),
+          ],
+          [7, 9, 9, 9, 22, 22, 6, 6, 6, 6, 6, 6],
+        ),
+      );
+      if (count === 10_000) {
+        compareTargets.push([`${flow} flow, product vs naive client, 10,000 nodes`, range(paired(naive)), '>= 120%', median(paired(naive)) >= 1.2]);
+        compareTargets.push([`${flow} flow, product vs limit, 10,000 nodes`, range(paired(limit)), '>= 80%', median(paired(limit)) >= 0.8]);
+        const pc = m(pool, cpuMs);
+        const nc = m(naive, cpuMs);
+        compareTargets.push([`${flow} flow, provisioner CPU per node vs the naive client's, 10,000 nodes`, `${pc.toFixed(2)} vs ${nc.toFixed(2)} ms`, '<=', pc <= nc]);
+      }
+    }
+  }
+  if (compareTargets.length > 0) lines.push('(limit: pre-built requests over a bare connection; naive: the ChoriaClient, one RPC after the other per worker; both without helper or checks. Ratios pass by pass: median (min-max).)');
 
   const bare = results.get('bare-start') ?? [];
   const after = results.get('bare-start-after') ?? [];
@@ -308,6 +372,7 @@ function buildReport(list, results, info, elapsedMs) {
     target(`discovery of ${disc.count} nodes`, fmt.s(d), '<= 3 s', d <= 3000 && disc.runs.every((x) => x.found === disc.count));
   }
   if (queue !== undefined) target(`RSS with ${queue.offered} hosts waiting`, fmt.mb(queue.rssAfterMb), '<= 300 MB', queue.rssAfterMb <= 300);
+  for (const [name, value, goal, ok] of compareTargets) target(name, value, goal, ok);
   lines.push('');
   lines.push(`Finished in ${(elapsedMs / 1000).toFixed(0)} s.`);
   return { text: `${lines.join('\n')}\n` };

@@ -5,6 +5,8 @@
 // kinds:
 //   provision  a Provisioner (in-process function helper, helper_mode pool, or one process per
 //              node) provisions a fleet found by its start-up discovery
+//   naive      the naive client of drivers.mjs (the project's ChoriaClient, sequential per worker)
+//   limit      the limit driver of drivers.mjs (pre-built requests over a bare connection)
 //   discovery  ChoriaClient.discover() against an idle fleet, repeated
 //   queue      RSS of a Provisioner holding 50,000 offered identities that nobody answers
 // (the helper's bare start rate is measured by bare-start.mjs, a process without the provisioner)
@@ -19,6 +21,7 @@ import {
   parseSite,
   silentLogger,
 } from '@choria-provisioner/core';
+import { buildRequests, runLimit, runNaive } from './drivers.mjs';
 import { startSimulator } from './lib/simulator.mjs';
 import { cpuSecondsOf, liveChildrenCpuSeconds, machineBusySeconds, memoryFromProc, percentile, reapedChildrenCpuSeconds } from './lib/stats.mjs';
 import { NodeTimes, timingLogger } from './lib/timing-logger.mjs';
@@ -66,6 +69,9 @@ function provisionerYaml(s) {
       '  jwt: true',
       '  ed25519: true',
     );
+  } else if (s.flow === 'jwt') {
+    // protocol v1, unsigned, but every node's provisioning JWT fetched and verified
+    lines.push('choria_insecure: true', `jwt_verify_cert: ${s.keys.orgPublic}`, 'features:', '  jwt: true');
   } else {
     lines.push('choria_insecure: true');
   }
@@ -99,6 +105,45 @@ function out(result) {
   process.stdout.write(`BENCH-RESULT ${JSON.stringify(result)}\n`);
 }
 
+/** Starts the clocks and CPU counters of a run; finish() returns the figures every run reports. */
+function startMeasure(s, sim) {
+  const simCpu0 = cpuSecondsOf(sim.pid);
+  const natsCpu0 = cpuSecondsOf(s.natsPid);
+  const reaped0 = reapedChildrenCpuSeconds();
+  const busy0 = machineBusySeconds();
+  const cpu0 = process.cpuUsage();
+  let rssMax = 0;
+  const sampler = setInterval(() => {
+    rssMax = Math.max(rssMax, process.memoryUsage.rss());
+  }, 100);
+  const t0 = performance.now();
+  return {
+    t0,
+    finish() {
+      const cpu = process.cpuUsage(cpu0);
+      const busy = machineBusySeconds() - busy0;
+      const windowS = (performance.now() - t0) / 1000;
+      clearInterval(sampler);
+      const simCpu = cpuSecondsOf(sim.pid) - simCpu0;
+      const natsCpu = cpuSecondsOf(s.natsPid) - natsCpu0;
+      // helpers: processes already reaped (one per node) plus live ones (a pool), not the simulator
+      const helperCpu = reapedChildrenCpuSeconds() - reaped0 + liveChildrenCpuSeconds([sim.pid]);
+      const mem = memoryFromProc();
+      const cpuS = (cpu.user + cpu.system) / 1e6;
+      return {
+        peakRssMb: Math.max(mem.peakRssMb, rssMax / 1048576),
+        rssEndMb: mem.rssMb,
+        cpuS,
+        simCpuS: simCpu,
+        natsCpuS: natsCpu,
+        helperCpuS: helperCpu,
+        // everything else the machine did meanwhile (other users of the 2 cores), in cores
+        backgroundCores: (busy - cpuS - simCpu - natsCpu - helperCpu) / windowS,
+      };
+    },
+  };
+}
+
 async function provisionScenario(s) {
   const sim = await startSimulator({ url: s.url, count: s.count, flow: s.flow, keys: s.keys, nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
   const { config, choria } = siteFor(s, provisionerYaml(s), { requireHelper: s.helper !== 'function' });
@@ -113,17 +158,8 @@ async function provisionScenario(s) {
     ...(s.holdMs !== undefined ? { holdMs: s.holdMs } : {}),
   });
 
-  const simCpu0 = cpuSecondsOf(sim.pid);
-  const natsCpu0 = cpuSecondsOf(s.natsPid);
-  const reaped0 = reapedChildrenCpuSeconds();
-  const busy0 = machineBusySeconds();
-  const cpu0 = process.cpuUsage();
-  let rssMax = 0;
-  const sampler = setInterval(() => {
-    rssMax = Math.max(rssMax, process.memoryUsage.rss());
-  }, 100);
-
-  const t0 = performance.now();
+  const measure = startMeasure(s, sim);
+  const { t0 } = measure;
   let target = s.count;
   const done = new Promise((resolve) => {
     times.onFinish = (n) => {
@@ -152,15 +188,7 @@ async function provisionScenario(s) {
   await done;
   clearTimeout(deadline);
   const tEnd = times.lastEndAt ?? performance.now();
-  const cpu = process.cpuUsage(cpu0);
-  const busy = machineBusySeconds() - busy0;
-  const windowS = (performance.now() - t0) / 1000;
-  clearInterval(sampler);
-  const simCpu = cpuSecondsOf(sim.pid) - simCpu0;
-  const natsCpu = cpuSecondsOf(s.natsPid) - natsCpu0;
-  // helpers: processes already reaped (one per node) plus live ones (a pool), not the simulator
-  const helperCpu = reapedChildrenCpuSeconds() - reaped0 + liveChildrenCpuSeconds([sim.pid]);
-  const mem = memoryFromProc();
+  const figures = measure.finish();
   await p.stop();
 
   const summary = await sim.waitFor((x) => (x.totals.byState.provisioned ?? 0) >= times.finished.size, 20_000);
@@ -191,14 +219,56 @@ async function provisionScenario(s) {
     phaseNodesPerMin: (provisioned / phaseMs) * 60_000,
     p50Ms: percentile(d, 50),
     p99Ms: percentile(d, 99),
-    peakRssMb: Math.max(mem.peakRssMb, rssMax / 1048576),
-    rssEndMb: mem.rssMb,
-    cpuS: (cpu.user + cpu.system) / 1e6,
-    simCpuS: simCpu,
-    natsCpuS: natsCpu,
-    helperCpuS: helperCpu,
-    // everything else the machine did meanwhile (other users of the 2 cores), in cores
-    backgroundCores: (busy - (cpu.user + cpu.system) / 1e6 - simCpu - natsCpu - helperCpu) / windowS,
+    ...figures,
+    sim: {
+      provisioned: summary.totals.byState.provisioned ?? 0,
+      violations: summary.totals.violations,
+      violationsByKind: summary.totals.violationsByKind,
+    },
+  };
+}
+
+/** The naive client or the limit driver (drivers.mjs) against the same fleet, measured the same way. */
+async function driverScenario(s) {
+  const sim = await startSimulator({ url: s.url, count: s.count, flow: s.flow, keys: s.keys, nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
+  const { choria } = siteFor(s, provisionerYaml({ ...s, helper: 'function' }), { requireHelper: false });
+  // the limit's requests are built before the clock starts, for the simulator's identities
+  const built = s.kind === 'limit' ? buildRequests(s.flow, Array.from({ length: s.count }, (_, i) => `node-${i + 1}.example.net`)) : undefined;
+  const measure = startMeasure(s, sim);
+  let run;
+  let phaseStart = measure.t0;
+  if (built !== undefined) {
+    run = await runLimit(s.url, built, s.workers);
+  } else {
+    const client = await ChoriaClient.connect(choria, { logger: silentLogger(), name: 'bench-naive' });
+    const discoveredAt = { t: 0 };
+    run = await runNaive(client, s.flow, s.workers, () => (discoveredAt.t = performance.now()));
+    phaseStart = discoveredAt.t || measure.t0;
+    await client.close();
+  }
+  const tEnd = performance.now();
+  const figures = measure.finish();
+  const summary = await sim.waitFor((x) => (x.totals.byState.provisioned ?? 0) >= run.provisioned, 20_000);
+  await sim.stop();
+  const wallMs = tEnd - measure.t0;
+  return {
+    kind: 'provision',
+    flow: s.flow,
+    helper: s.kind,
+    count: s.count,
+    workers: s.workers,
+    nodesPerConnection: s.nodesPerConnection,
+    discovered: [run.discovered ?? s.count],
+    discoveryMs: phaseStart - measure.t0,
+    provisioned: run.provisioned,
+    failed: run.failed,
+    firstErrors: run.firstErrors,
+    wallMs,
+    nodesPerMin: (run.provisioned / wallMs) * 60_000,
+    phaseNodesPerMin: (run.provisioned / (tEnd - phaseStart)) * 60_000,
+    p50Ms: percentile(run.durations, 50),
+    p99Ms: percentile(run.durations, 99),
+    ...figures,
     sim: {
       provisioned: summary.totals.byState.provisioned ?? 0,
       violations: summary.totals.violations,
@@ -265,7 +335,7 @@ async function queueScenario(s) {
   };
 }
 
-const kinds = { provision: provisionScenario, discovery: discoveryScenario, queue: queueScenario };
+const kinds = { provision: provisionScenario, naive: driverScenario, limit: driverScenario, discovery: discoveryScenario, queue: queueScenario };
 
 kinds[spec.kind](spec).then(
   (result) => {

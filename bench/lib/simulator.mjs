@@ -10,7 +10,8 @@ const BIN = fileURLToPath(new URL('../../packages/simulator/dist/bin.js', import
 const sc = StringCodec();
 
 /**
- * Starts `count` nodes. `flow` 'plain' = protocol v1, no provisioning JWT; 'ed25519' = protocol v2
+ * Starts `count` nodes. `flow` 'plain' = protocol v1, no provisioning JWT; 'jwt' = protocol v1 with an
+ * ed25519 provisioning JWT signed by the issuer; 'ed25519' = protocol v2
  * with an ed25519 provisioning JWT signed by the issuer and server JWT chain verification.
  */
 export async function startSimulator({ url, count, flow, keys, name = 'bench', nodesPerConnection = 1000, timeScale = 0.001, extraArgs = [] }) {
@@ -30,6 +31,8 @@ export async function startSimulator({ url, count, flow, keys, name = 'bench', n
   ];
   if (flow === 'ed25519') {
     args.push('--protocol', 'v2', '--jwt-signer', 'ed25519', '--jwt-key', keys.orgSeedFile, '--issuer-public', keys.orgPublic);
+  } else if (flow === 'jwt') {
+    args.push('--protocol', 'v1', '--jwt-signer', 'ed25519', '--jwt-key', keys.orgSeedFile);
   } else {
     args.push('--protocol', 'v1', '--jwt-signer', 'none');
   }

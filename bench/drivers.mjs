@@ -1,0 +1,154 @@
+// The two yardsticks the product is measured against, on the same fleet and broker:
+//   naive  what a site would write in an afternoon with the project's Choria client: discover, then
+//          W workers, each provisioning one node after the other with the same RPCs in the same
+//          order as the product (jwt when the flow has it, inventory, configure, restart); no
+//          helper, no scheduling, no checks beyond the reply status.
+//   limit  the same RPC sequence per node with every request built before the clock starts
+//          (envelopes, payloads, reply subjects), sent over a bare nats.js connection, W nodes in
+//          flight; replies are matched by subject and not decoded. What the fleet and the broker
+//          allow at all on this machine.
+// Neither verifies a token or runs a helper: the product/naive ratio is what the product's
+// pipeline, checks and helper cost, product/limit what is left of the machine's capacity.
+import { performance } from 'node:perf_hooks';
+import { clearTimeout, setTimeout } from 'node:timers';
+import { connect } from 'nats';
+import { InsecureSigner, agentFilter, directedSubject, encodeRpcRequest, newV1RequestId, replySubjectPrefix, v1Codec } from '@choria-provisioner/core/internal';
+
+const TOKEN = 's3cret';
+const REPLY_TIMEOUT_MS = 30_000;
+
+/** What the product's plain flow sends for one node, after the helper answered (host.ts #configure). */
+function configureData(identity) {
+  const configuration = {
+    identity,
+    'plugin.choria.server.provision': 'false',
+    'plugin.choria.middleware_hosts': 'nats://broker.example.net:4222',
+  };
+  return {
+    token: TOKEN,
+    config: JSON.stringify(configuration),
+    ca: '',
+    certificate: '',
+    ssldir: '',
+    key: '',
+    ecdh_public: '',
+    action_policies: {},
+    opa_policies: {},
+    server_jwt: '',
+  };
+}
+
+/** The RPCs of one node, in the product's order. */
+export function rpcSequence(flow, identity) {
+  const steps = [];
+  if (flow === 'jwt') steps.push(['choria_provision', 'jwt', { token: TOKEN }]);
+  steps.push(['rpcutil', 'inventory', {}]);
+  steps.push(['choria_provision', 'configure', configureData(identity)]);
+  steps.push(['choria_provision', 'restart', { splay: 1, token: TOKEN }]);
+  return steps;
+}
+
+/** Runs `work(identity)` for every identity, `workers` at a time. */
+async function forEach(identities, workers, work) {
+  let next = 0;
+  const worker = async () => {
+    while (next < identities.length) await work(identities[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(workers, identities.length) }, worker));
+}
+
+/** The naive client: the project's ChoriaClient, one RPC after the other per worker. */
+export async function runNaive(client, flow, workers, onDiscovered = () => undefined) {
+  const identities = await client.discover({ agent: 'choria_provision' });
+  onDiscovered();
+  const durations = [];
+  let provisioned = 0;
+  let failed = 0;
+  const firstErrors = [];
+  await forEach(identities, workers, async (identity) => {
+    const t = performance.now();
+    try {
+      for (const [agent, action, data] of rpcSequence(flow, identity)) {
+        const reply = await client.rpc(identity, agent, action, data);
+        if (reply.statuscode !== 0) throw new Error(`${agent}#${action}: ${reply.statusmsg}`);
+      }
+      provisioned++;
+      durations.push(performance.now() - t);
+    } catch (err) {
+      failed++;
+      if (firstErrors.length < 3) firstErrors.push(`${identity}: ${err.message}`);
+    }
+  });
+  return { discovered: identities.length, provisioned, failed, durations: durations.sort((a, b) => a - b), firstErrors };
+}
+
+/**
+ * Builds every request of every node (v1, unsigned: the plain and jwt flows). `identities` are
+ * the simulator's, known in advance; the ttl is long enough for the requests built first.
+ */
+export function buildRequests(flow, identities, { sender = 'bench-limit.example.net', ttl = 3600 } = {}) {
+  const callerId = 'choria=bench-limit';
+  const signer = new InsecureSigner('v1', callerId);
+  const prefix = replySubjectPrefix(callerId);
+  const timeNs = BigInt(Date.now()) * 1_000_000n;
+  const nodes = identities.map((identity) => ({
+    subject: directedSubject(identity),
+    steps: rpcSequence(flow, identity).map(([agent, action, data]) => {
+      const id = newV1RequestId();
+      const replyTo = `${prefix}${id}`;
+      const payload = encodeRpcRequest(agent, action, data);
+      const { transportJson } = v1Codec.encodeRequest(
+        { id, sender, callerId, collective: 'provisioning', agent, ttl, timeNs, filter: agentFilter(agent), payload, replyTo },
+        signer,
+      );
+      return { replyTo, bytes: Buffer.from(transportJson, 'utf8') };
+    }),
+  }));
+  return { nodes, replyWildcard: `${prefix}>` };
+}
+
+/** The limit driver: pre-built requests over a bare connection, replies matched by subject. */
+export async function runLimit(url, built, workers) {
+  const nc = await connect({ servers: url, name: 'bench-limit' });
+  const waiting = new Map();
+  const sub = nc.subscribe(built.replyWildcard, {
+    callback: (_err, msg) => {
+      const done = waiting.get(msg.subject);
+      if (done !== undefined) {
+        waiting.delete(msg.subject);
+        done(true);
+      }
+    },
+  });
+  await nc.flush();
+  const durations = [];
+  let provisioned = 0;
+  let failed = 0;
+  const reply = (subject) =>
+    new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        waiting.delete(subject);
+        resolve(false);
+      }, REPLY_TIMEOUT_MS);
+      waiting.set(subject, (ok) => {
+        clearTimeout(timer);
+        resolve(ok);
+      });
+    });
+  await forEach(built.nodes, workers, async (node) => {
+    const t = performance.now();
+    for (const step of node.steps) {
+      const answered = reply(step.replyTo);
+      nc.publish(node.subject, step.bytes);
+      if (!(await answered)) {
+        failed++;
+        return;
+      }
+    }
+    provisioned++;
+    durations.push(performance.now() - t);
+  });
+  sub.unsubscribe();
+  await nc.close();
+  return { provisioned, failed, durations: durations.sort((a, b) => a - b), firstErrors: failed > 0 ? [`${failed} nodes left a request unanswered for ${REPLY_TIMEOUT_MS / 1000} s`] : [] };
+}
