@@ -1,14 +1,15 @@
 // The two yardsticks the product is measured against, on the same fleet and broker:
-//   naive  what a site would write in an afternoon with the project's Choria client: discover, then
-//          W workers, each provisioning one node after the other with the same RPCs in the same
-//          order as the product (jwt when the flow has it, inventory, configure, restart); no
-//          helper, no scheduling, no checks beyond the reply status.
+//   naive  what a site would write in an afternoon from the protocol document with nats.js alone:
+//          discover, then W workers, each provisioning one node after the other with the same RPCs
+//          in the same order as the product (jwt when the flow has it, inventory, configure,
+//          restart); no helper, no scheduling, no checks beyond the reply status.
 //   limit  the same RPC sequence per node with every request built before the clock starts
 //          (envelopes, payloads, reply subjects), sent over a bare nats.js connection, W nodes in
 //          flight; replies are matched by subject and not decoded. What the fleet and the broker
 //          allow at all on this machine.
 // Neither verifies a token or runs a helper: the product/naive ratio is what the product's
 // pipeline, checks and helper cost, product/limit what is left of the machine's capacity.
+import { createHash, randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { connect } from 'nats';
@@ -57,9 +58,89 @@ async function forEach(identities, workers, work) {
   await Promise.all(Array.from({ length: Math.min(workers, identities.length) }, worker));
 }
 
-/** The naive client: the project's ChoriaClient, one RPC after the other per worker. */
-export async function runNaive(client, flow, workers, onDiscovered = () => undefined) {
-  const identities = await client.discover({ agent: 'choria_provision' });
+/**
+ * The naive client: what a site writes against the protocol document with nats.js and nothing of
+ * this project: every request's three JSON layers built with JSON.stringify, sent with
+ * nc.request() (replies on an inbox under provisioning.reply), each reply's layers parsed back and
+ * its status checked, one RPC after the other per worker.
+ */
+export async function runNaive(url, flow, workers, onDiscovered = () => undefined) {
+  const callerId = 'choria=bench-naive';
+  const replyPrefix = `provisioning.reply.${createHash('md5').update(callerId).digest('hex')}`;
+  const nc = await connect({ servers: url, name: 'bench-naive' });
+  // Choria servers answer to the transport's reply-to header, not to a NATS reply subject
+  const waiting = new Map();
+  nc.subscribe(`${replyPrefix}.>`, {
+    callback: (_err, msg) => {
+      const done = waiting.get(msg.subject);
+      if (done !== undefined) {
+        waiting.delete(msg.subject);
+        done(msg);
+      }
+    },
+  });
+  const request = (subject, agent, data, timeout) => {
+    const requestid = randomBytes(16).toString('hex');
+    const replyTo = `${replyPrefix}.${requestid}`;
+    const message = JSON.stringify({ agent, action: data.action, data: data.data });
+    const req = JSON.stringify({
+      protocol: 'choria:request:1',
+      message,
+      envelope: {
+        requestid,
+        senderid: 'bench-naive.example.net',
+        callerid: callerId,
+        collective: 'provisioning',
+        agent,
+        ttl: 60,
+        time: Math.floor(Date.now() / 1000),
+        filter: { fact: [], cf_class: [], agent: [agent], identity: [], compound: [] },
+      },
+    });
+    const secure = JSON.stringify({ protocol: 'choria:secure:request:1', message: req, signature: 'insecure', pubcert: 'insecure' });
+    const transport = JSON.stringify({ protocol: 'choria:transport:1', data: Buffer.from(secure).toString('base64'), headers: { 'reply-to': replyTo, mc_sender: 'bench-naive.example.net' } });
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        waiting.delete(replyTo);
+        reject(new Error(`no reply within ${timeout} ms`));
+      }, timeout);
+      waiting.set(replyTo, (msg) => {
+        clearTimeout(timer);
+        resolve(msg);
+      });
+      nc.publish(subject, Buffer.from(transport));
+    });
+  };
+  const decode = (msg) => {
+    const transport = JSON.parse(Buffer.from(msg.data).toString());
+    const secure = JSON.parse(Buffer.from(transport.data, 'base64').toString());
+    const reply = JSON.parse(secure.message);
+    return { sender: reply.envelope.senderid, body: reply.message };
+  };
+  // discovery: a broadcast, then every reply within a quiet second
+  const identities = await new Promise((resolve) => {
+    const found = new Set();
+    const inbox = `${replyPrefix}.discovery`;
+    let quiet;
+    const sub = nc.subscribe(inbox, {
+      callback: (_err, msg) => {
+        found.add(decode(msg).sender);
+        clearTimeout(quiet);
+        quiet = setTimeout(() => {
+          sub.unsubscribe();
+          resolve([...found]);
+        }, 1000);
+      },
+    });
+    const message = 'cGluZw==';
+    const req = JSON.stringify({ protocol: 'choria:request:1', message, envelope: { requestid: randomBytes(16).toString('hex'), senderid: 'bench-naive.example.net', callerid: callerId, collective: 'provisioning', agent: 'discovery', ttl: 60, time: Math.floor(Date.now() / 1000), filter: { fact: [], cf_class: [], agent: ['choria_provision'], identity: [], compound: [] } } });
+    const secure = JSON.stringify({ protocol: 'choria:secure:request:1', message: req, signature: 'insecure', pubcert: 'insecure' });
+    nc.publish('provisioning.broadcast.agent.discovery', Buffer.from(JSON.stringify({ protocol: 'choria:transport:1', data: Buffer.from(secure).toString('base64'), headers: { 'reply-to': inbox, mc_sender: 'bench-naive.example.net' } })));
+    quiet = setTimeout(() => {
+      sub.unsubscribe();
+      resolve([...found]);
+    }, 3000);
+  });
   onDiscovered();
   const durations = [];
   let provisioned = 0;
@@ -69,8 +150,9 @@ export async function runNaive(client, flow, workers, onDiscovered = () => undef
     const t = performance.now();
     try {
       for (const [agent, action, data] of rpcSequence(flow, identity)) {
-        const reply = await client.rpc(identity, agent, action, data);
-        if (reply.statuscode !== 0) throw new Error(`${agent}#${action}: ${reply.statusmsg}`);
+        const msg = await request(`provisioning.node.${identity}`, agent, { action, data }, REPLY_TIMEOUT_MS);
+        const body = JSON.parse(decode(msg).body);
+        if (body.statuscode !== 0) throw new Error(`${agent}#${action}: ${body.statusmsg}`);
       }
       provisioned++;
       durations.push(performance.now() - t);
@@ -79,6 +161,7 @@ export async function runNaive(client, flow, workers, onDiscovered = () => undef
       if (firstErrors.length < 3) firstErrors.push(`${identity}: ${err.message}`);
     }
   });
+  await nc.close();
   return { discovered: identities.length, provisioned, failed, durations: durations.sort((a, b) => a - b), firstErrors };
 }
 

@@ -52,6 +52,7 @@ const KNOBS = {
   discoveryCount: 10_000,
   queueCount: 50_000,
   compareWorkers: 50, // the naive client and the limit driver run as many nodes at a time as the product
+  poolDepth: Number(process.env.BENCH_POOL_DEPTH ?? 16), // requests in flight per pool helper process in the comparison
 };
 
 const full = process.argv.includes('--full');
@@ -91,7 +92,7 @@ function scenarios() {
       const n = passes(count >= 50_000 ? 1 : count >= 10_000 ? 2 : 3);
       list.push({ id: `compare/${flow}/limit/${count}`, passes: n, spec: { ...base, kind: 'limit' } });
       list.push({ id: `compare/${flow}/naive/${count}`, passes: n, spec: { ...base, kind: 'naive' } });
-      list.push({ id: `compare/${flow}/pool/${count}`, passes: n, spec: { ...base, kind: 'provision', helper: 'pool', poolSize: KNOBS.poolSize } });
+      list.push({ id: `compare/${flow}/pool/${count}`, passes: n, spec: { ...base, kind: 'provision', helper: 'pool', poolSize: KNOBS.poolSize, poolDepth: KNOBS.poolDepth } });
     }
   }
   // The one-process-per-node runs are bracketed by the helper's bare start rate, measured just

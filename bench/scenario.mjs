@@ -5,7 +5,7 @@
 // kinds:
 //   provision  a Provisioner (in-process function helper, helper_mode pool, or one process per
 //              node) provisions a fleet found by its start-up discovery
-//   naive      the naive client of drivers.mjs (the project's ChoriaClient, sequential per worker)
+//   naive      the naive client of drivers.mjs (nats.js alone, one RPC after the other per worker)
 //   limit      the limit driver of drivers.mjs (pre-built requests over a bare connection)
 //   discovery  ChoriaClient.discover() against an idle fleet, repeated
 //   queue      RSS of a Provisioner holding 50,000 offered identities that nobody answers
@@ -57,7 +57,7 @@ function provisionerYaml(s) {
   ];
   if (s.helper !== 'function') {
     lines.push(`helper: ${JSON.stringify(HELPERS[s.helper])}`);
-    if (s.helper === 'pool' || s.helper === 'pool-sh') lines.push('helper_mode: pool', `helper_pool_size: ${s.poolSize}`);
+    if (s.helper === 'pool' || s.helper === 'pool-sh') lines.push('helper_mode: pool', `helper_pool_size: ${s.poolSize}`, `helper_pool_depth: ${s.poolDepth ?? 1}`);
   }
   if (s.flow === 'ed25519') {
     lines.push(
@@ -231,7 +231,6 @@ async function provisionScenario(s) {
 /** The naive client or the limit driver (drivers.mjs) against the same fleet, measured the same way. */
 async function driverScenario(s) {
   const sim = await startSimulator({ url: s.url, count: s.count, flow: s.flow, keys: s.keys, nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
-  const { choria } = siteFor(s, provisionerYaml({ ...s, helper: 'function' }), { requireHelper: false });
   // the limit's requests are built before the clock starts, for the simulator's identities
   const built = s.kind === 'limit' ? buildRequests(s.flow, Array.from({ length: s.count }, (_, i) => `node-${i + 1}.example.net`)) : undefined;
   const measure = startMeasure(s, sim);
@@ -240,11 +239,9 @@ async function driverScenario(s) {
   if (built !== undefined) {
     run = await runLimit(s.url, built, s.workers);
   } else {
-    const client = await ChoriaClient.connect(choria, { logger: silentLogger(), name: 'bench-naive' });
     const discoveredAt = { t: 0 };
-    run = await runNaive(client, s.flow, s.workers, () => (discoveredAt.t = performance.now()));
+    run = await runNaive(s.url, s.flow, s.workers, () => (discoveredAt.t = performance.now()));
     phaseStart = discoveredAt.t || measure.t0;
-    await client.close();
   }
   const tEnd = performance.now();
   const figures = measure.finish();

@@ -217,7 +217,8 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
       createHelperRunner({
         command: config.helper,
         mode: config.helperMode,
-        poolSize: config.helperPoolSize > 0 ? config.helperPoolSize : config.workers,
+        poolSize: config.helperPoolSize,
+        poolDepth: config.helperPoolDepth,
         timeoutMs: config.helperTimeoutMs,
         env: { ...process.env, BROKER_URL: broker.url, ...keys.helperEnv },
       }),

@@ -27,6 +27,7 @@ interface ValidatedYaml {
   helper_timeout: string;
   helper_mode: 'process' | 'pool';
   helper_pool_size: number;
+  helper_pool_depth: number;
   token: string;
   lifecycle_component: string;
   choria_insecure: boolean;
@@ -92,16 +93,19 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
 
   problems.throwIfAny();
 
+  const workers = yaml.workers === 0 ? cpuCount(opts) : yaml.workers;
   return deepFreeze({
     source,
-    workers: yaml.workers === 0 ? cpuCount(opts) : yaml.workers,
+    workers,
     intervalMs: durations.interval,
     logfile: yaml.logfile === undefined || yaml.logfile.trim() === '' ? undefined : yaml.logfile,
     loglevel: yaml.loglevel,
     helper: yaml.helper,
     helperTimeoutMs: durations.helperTimeout,
     helperMode: yaml.helper_mode,
-    helperPoolSize: yaml.helper_pool_size,
+    // a few processes, not one per worker: each costs a process and memory, and more than the cores only queue for them
+    helperPoolSize: yaml.helper_pool_size > 0 ? yaml.helper_pool_size : Math.min(workers, cpuCount(opts)),
+    helperPoolDepth: yaml.helper_pool_depth,
     token: yaml.token,
     lifecycleComponent: yaml.lifecycle_component === '' ? 'provision_mode_server' : yaml.lifecycle_component,
     choriaInsecure: yaml.choria_insecure,

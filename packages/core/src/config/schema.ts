@@ -136,9 +136,18 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     type: 'integer',
     minimum: 0,
     default: 0,
-    'x-default-text': 'workers',
+    'x-default-text': 'CPU count, at most workers',
     'x-extension': true,
-    description: 'Number of long-lived helper processes with helper_mode pool; 0 means one per worker.',
+    description: 'Number of long-lived helper processes with helper_mode pool; 0 means one per CPU core, at most one per worker.',
+  },
+  helper_pool_depth: {
+    type: 'integer',
+    minimum: 1,
+    maximum: 64,
+    default: 1,
+    'x-extension': true,
+    description:
+      'Requests a pool helper process may have unanswered with helper_mode pool: 1 writes the next request only after the reply; more lets one write carry several (replies still one per request, in order).',
   },
   token: {
     type: 'string',

@@ -26,8 +26,10 @@ export interface ProvisionerConfig {
   readonly helperTimeoutMs: number;
   /** extension: "process" (one per node, upstream) or "pool" (long-lived JSON-lines processes) */
   readonly helperMode: 'process' | 'pool';
-  /** extension: pool size with helperMode "pool"; 0 = one per worker */
+  /** extension: pool size with helperMode "pool" (0 in the YAML resolves to the CPU count, at most `workers`) */
   readonly helperPoolSize: number;
+  /** extension: requests a pool process may have unanswered (1: one at a time) */
+  readonly helperPoolDepth: number;
   readonly token: string;
   readonly lifecycleComponent: string;
   readonly choriaInsecure: boolean;

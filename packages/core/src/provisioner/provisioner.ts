@@ -453,7 +453,8 @@ export class Provisioner {
       return createHelperRunner({
         command: this.config.helper,
         mode: 'pool',
-        poolSize: this.config.helperPoolSize > 0 ? this.config.helperPoolSize : this.config.workers,
+        poolSize: this.config.helperPoolSize,
+        poolDepth: this.config.helperPoolDepth,
         timeoutMs: this.config.helperTimeoutMs,
       });
     }

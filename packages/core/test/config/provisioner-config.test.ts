@@ -36,6 +36,12 @@ function failure(text: string, opts: LoadOptions = {}): { error: ConfigError; wa
 }
 
 describe('defaults', () => {
+  it('sizes the helper pool by the CPU count, at most one process per worker, unless given', () => {
+    expect(parse(`${BASE}workers: 2\n`).config.helperPoolSize).toBe(2);
+    expect(parse(`${BASE}workers: 40\n`).config.helperPoolSize).toBe(3);
+    expect(parse(`${BASE}workers: 40\nhelper_pool_size: 8\nhelper_pool_depth: 16\n`).config).toMatchObject({ helperPoolSize: 8, helperPoolDepth: 16 });
+  });
+
   it('fills every key with its documented default', () => {
     const { config, warnings } = parse(BASE);
     expect(config).toEqual({
@@ -47,7 +53,9 @@ describe('defaults', () => {
       helper: '/usr/bin/helper',
       helperTimeoutMs: 10_000,
       helperMode: 'process',
-      helperPoolSize: 0,
+      // one per CPU core (3 here), at most one per worker
+      helperPoolSize: 3,
+      helperPoolDepth: 1,
       token: 's3cret',
       lifecycleComponent: 'provision_mode_server',
       choriaInsecure: false,

@@ -40,6 +40,8 @@ export type HelperRunnerSpec =
       /** 'process' (default): one process per request, as upstream; 'pool': JSON-lines processes */
       readonly mode?: 'process' | 'pool';
       readonly poolSize?: number;
+      /** requests a pool process may have unanswered (default 1) */
+      readonly poolDepth?: number;
       readonly timeoutMs?: number;
       readonly cwd?: string;
       readonly env?: NodeJS.ProcessEnv;
@@ -50,6 +52,6 @@ export type HelperRunnerSpec =
 export function createHelperRunner(spec: HelperRunnerSpec): HelperRunner {
   if ('fn' in spec) return new FunctionHelper(spec.fn, { timeoutMs: spec.timeoutMs, name: spec.name });
   const common = { command: spec.command, timeoutMs: spec.timeoutMs, cwd: spec.cwd, env: spec.env };
-  if (spec.mode === 'pool') return new PoolHelper({ ...common, size: spec.poolSize });
+  if (spec.mode === 'pool') return new PoolHelper({ ...common, size: spec.poolSize, depth: spec.poolDepth });
   return new ProcessHelper(common);
 }

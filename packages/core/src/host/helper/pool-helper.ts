@@ -26,6 +26,12 @@ export interface PoolHelperOptions {
   readonly command: string;
   /** number of helper processes; default 4 */
   readonly size?: number;
+  /**
+   * requests a process may have unanswered (written, not yet answered): 1 (the default) waits for
+   * each reply before writing the next request; more lets one write and one wake-up of the helper
+   * carry several. Replies still come one per request, in order.
+   */
+  readonly depth?: number;
   /** limit per request, counted from the moment a process takes it; default 10 000 ms */
   readonly timeoutMs?: number;
   readonly cwd?: string;
@@ -60,6 +66,7 @@ interface Settings {
 export class PoolHelper implements HelperRunner {
   readonly #settings: Settings;
   readonly #size: number;
+  readonly #depth: number;
   readonly #closeGraceMs: number;
   readonly #queue: Job[] = [];
   readonly #workers = new Set<PoolWorker>();
@@ -70,6 +77,9 @@ export class PoolHelper implements HelperRunner {
     const size = options.size ?? DEFAULT_POOL_SIZE;
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`helper pool size must be a positive integer, got ${size}`);
     this.#size = size;
+    const depth = options.depth ?? 1;
+    if (!Number.isInteger(depth) || depth < 1) throw new RangeError(`helper pool depth must be a positive integer, got ${depth}`);
+    this.#depth = depth;
     this.#closeGraceMs = options.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS;
     this.#settings = {
       argv: parseHelperCommand(options.command),
@@ -105,12 +115,7 @@ export class PoolHelper implements HelperRunner {
     return new Promise<HelperResult>((resolve, reject) => {
       const job: Job = { input, identity: opts.identity, signal: opts.signal, redact, resolve, reject, onAbort: () => undefined };
       // Until a process takes it, aborting just drops the job from the queue.
-      job.onAbort = () => {
-        const at = this.#queue.indexOf(job);
-        if (at < 0) return;
-        this.#queue.splice(at, 1);
-        reject(this.#queuedError(job, 'aborted by the caller while waiting for a free helper process'));
-      };
+      job.onAbort = this.#queueAbort(job);
       opts.signal?.addEventListener('abort', job.onAbort, { once: true });
       this.#queue.push(job);
       this.#dispatch();
@@ -133,13 +138,17 @@ export class PoolHelper implements HelperRunner {
     return new HelperError({ kind: 'aborted', helper: this.program, identity: job.identity, reason, redact: job.redact });
   }
 
-  /** Hands queued jobs to idle processes, starting new ones up to the pool size. */
+  /**
+   * Hands queued jobs to processes: an idle one first, then a new one up to the pool size, then
+   * the least loaded one below the depth.
+   */
   #dispatch(): void {
     while (this.#queue.length > 0 && !this.#closed) {
-      let worker = [...this.#workers].find((w) => w.idle);
-      if (worker === undefined) {
+      let worker: PoolWorker | undefined;
+      for (const w of this.#workers) if (w.load < (worker?.load ?? this.#depth)) worker = w;
+      if (worker === undefined || (worker.load > 0 && this.#workers.size < this.#size)) {
         if (this.#workers.size >= this.#size) return;
-        worker = new PoolWorker(this.#settings, (w) => this.#retire(w), () => this.#dispatch());
+        worker = new PoolWorker(this.#settings, (w, unanswered) => this.#retire(w, unanswered), () => this.#dispatch());
         this.#workers.add(worker);
       }
       const job = this.#queue.shift() as Job;
@@ -148,31 +157,56 @@ export class PoolHelper implements HelperRunner {
     }
   }
 
-  #retire(worker: PoolWorker): void {
+  /** A process left the pool; what it had not started goes back to the front of the queue. */
+  #retire(worker: PoolWorker, unanswered: Job[]): void {
     this.#workers.delete(worker);
+    for (const job of unanswered.reverse()) {
+      if (job.signal?.aborted === true) continue;
+      job.onAbort = this.#queueAbort(job);
+      job.signal?.addEventListener('abort', job.onAbort, { once: true });
+      this.#queue.unshift(job);
+    }
     this.#dispatch();
+  }
+
+  #queueAbort(job: Job): () => void {
+    return () => {
+      const at = this.#queue.indexOf(job);
+      if (at < 0) return;
+      this.#queue.splice(at, 1);
+      job.reject(this.#queuedError(job, 'aborted by the caller while waiting for a free helper process'));
+    };
   }
 }
 
-/** One long-lived helper process serving one job at a time. */
+/**
+ * One long-lived helper process. It serves its jobs in order: up to `depth` are written to its
+ * stdin before the first is answered (depth 1: the next request only after the reply), and each
+ * reply line answers the oldest. Requests written within one event-loop turn go out as one write.
+ */
 class PoolWorker {
   readonly #child: ReturnType<typeof spawnHelper> | undefined;
   readonly #stderr: BoundedBuffer;
   #pending: Buffer[] = [];
   #pendingBytes = 0;
-  #job: Job | undefined;
-  #jobStarted = 0;
-  #jobTimer: NodeJS.Timeout | undefined;
-  #jobAbort: (() => void) | undefined;
+  /**
+   * Written and not yet answered, oldest first: the first is the one the helper works on. A job
+   * whose caller gave up while it waited behind others stays in its place, so that its answer,
+   * when it comes, is matched and dropped.
+   */
+  readonly #jobs: { readonly job: Job; abandoned: boolean }[] = [];
+  #headStarted = 0;
+  #headTimer: NodeJS.Timeout | undefined;
+  #corked = false;
   #dead = false;
   #startError: string | undefined;
   /** resolves when the process has exited (or never started) */
   readonly #exited: Promise<void>;
   readonly #settings: Settings;
-  readonly #onRetire: (w: PoolWorker) => void;
+  readonly #onRetire: (w: PoolWorker, unanswered: Job[]) => void;
   readonly #onIdle: () => void;
 
-  constructor(settings: Settings, onRetire: (w: PoolWorker) => void, onIdle: () => void) {
+  constructor(settings: Settings, onRetire: (w: PoolWorker, unanswered: Job[]) => void, onIdle: () => void) {
     this.#settings = settings;
     this.#onRetire = onRetire;
     this.#onIdle = onIdle;
@@ -212,8 +246,9 @@ class PoolWorker {
     return this.#child?.pid;
   }
 
-  get idle(): boolean {
-    return !this.#dead && this.#job === undefined;
+  /** requests written and not answered */
+  get load(): number {
+    return this.#dead ? Number.POSITIVE_INFINITY : this.#jobs.length;
   }
 
   get #program(): string {
@@ -221,19 +256,24 @@ class PoolWorker {
   }
 
   take(job: Job): void {
-    this.#job = job;
-    this.#jobStarted = performance.now();
+    this.#jobs.push({ job, abandoned: false });
     if (this.#child === undefined) {
       this.#die('spawn', `cannot start ${this.#program}: ${this.#startError ?? 'unknown error'}`);
       return;
     }
-    this.#jobTimer = setTimeout(
-      () => this.#die('timeout', `timed out after ${this.#settings.timeoutMs} ms without answering; killed it and the processes it started`),
-      this.#settings.timeoutMs,
-    );
-    this.#jobAbort = () => this.#die('aborted', 'aborted by the caller; killed it and the processes it started');
-    job.signal?.addEventListener('abort', this.#jobAbort, { once: true });
-    this.#child.stdin.write(job.input);
+    job.onAbort = () => this.#abort(job);
+    job.signal?.addEventListener('abort', job.onAbort, { once: true });
+    if (this.#jobs.length === 1) this.#startHead();
+    const stdin = this.#child.stdin;
+    if (!this.#corked) {
+      this.#corked = true;
+      stdin.cork();
+      setImmediate(() => {
+        this.#corked = false;
+        stdin.uncork();
+      });
+    }
+    stdin.write(job.input);
   }
 
   /** SIGKILL to the process group, nothing else: see PoolHelper.killNow. */
@@ -251,6 +291,32 @@ class PoolWorker {
     clearTimeout(grace);
     if (timedOut) this.#die('aborted', `the helper pool was closed and it did not finish within ${graceMs} ms; killed it`);
     await this.#exited;
+  }
+
+  /** The time limit runs for the request the helper works on: the oldest unanswered one. */
+  #startHead(): void {
+    clearTimeout(this.#headTimer);
+    this.#headStarted = performance.now();
+    this.#headTimer = setTimeout(
+      () => this.#die('timeout', `timed out after ${this.#settings.timeoutMs} ms without answering; killed it and the processes it started`),
+      this.#settings.timeoutMs,
+    );
+  }
+
+  /**
+   * The caller gave up on `job`. The helper is working on the oldest: kill it (as a one-shot helper
+   * is killed). A later one has not started: it fails now and its answer, when it comes, is dropped.
+   */
+  #abort(job: Job): void {
+    const at = this.#jobs.findIndex((e) => e.job === job);
+    const entry = this.#jobs[at];
+    if (entry === undefined || entry.abandoned) return;
+    if (at === 0) {
+      this.#die('aborted', 'aborted by the caller; killed it and the processes it started');
+      return;
+    }
+    entry.abandoned = true;
+    job.reject(this.#error(job, 'aborted', 'aborted by the caller while it waited behind other requests of its helper process', ''));
   }
 
   #onStdout(chunk: Buffer): void {
@@ -278,7 +344,14 @@ class PoolWorker {
   #onLine(line: Buffer): void {
     const text = line.toString('utf8');
     if (text.trim() === '') return;
-    const job = this.#job;
+    const head = this.#jobs[0];
+    if (head?.abandoned === true) {
+      // the answer to a request its caller gave up on: only its place in the order mattered
+      this.#jobs.shift();
+      this.#answered();
+      return;
+    }
+    const job = head?.job;
     if (job === undefined) {
       this.#die('invalid-json', 'printed on stdout while it had no request; killed it', { line: text });
       return;
@@ -298,29 +371,45 @@ class PoolWorker {
     this.#finish({ reply, stderr: job.redact(this.#stderr.toText()), durationMs: this.#elapsed() });
   }
 
-  /** Completes the current job while the process stays in the pool. */
+  /** Completes the oldest job while the process stays in the pool. */
   #finish(result: HelperResult | HelperError): void {
-    const job = this.#job;
+    const job = this.#jobs.shift()?.job;
     if (job === undefined) return;
-    this.#clearJob(job);
-    this.#stderr.clear();
+    job.signal?.removeEventListener('abort', job.onAbort);
     if (result instanceof HelperError) job.reject(result);
     else job.resolve(result);
+    this.#answered();
+  }
+
+  /** After each answer: the next request's clock starts, its stderr is its own. */
+  #answered(): void {
+    this.#stderr.clear();
+    clearTimeout(this.#headTimer);
+    this.#headTimer = undefined;
+    if (this.#jobs.length > 0) this.#startHead();
     this.#onIdle();
   }
 
-  /** Kills the process group, fails the current job (if any) and leaves the pool. */
+  /**
+   * Kills the process group and leaves the pool. The request it was working on fails; the ones
+   * written after it had not started, so the pool hands them to another process.
+   */
   #die(kind: HelperErrorKind, reason: string, extra: { code?: number | null; sig?: string | null; line?: string } = {}): void {
     if (this.#dead) return;
     this.#dead = true;
+    clearTimeout(this.#headTimer);
     if (this.#child !== undefined) killProcessGroup(this.#child);
-    const job = this.#job;
-    if (job !== undefined) {
-      this.#clearJob(job);
+    const entries = this.#jobs.splice(0);
+    for (const e of entries) e.job.signal?.removeEventListener('abort', e.job.onAbort);
+    const working = entries.shift();
+    if (working !== undefined && !working.abandoned) {
       const stdout = extra.line ?? Buffer.concat(this.#pending).toString('utf8');
-      job.reject(this.#error(job, kind, reason, stdout, extra));
+      working.job.reject(this.#error(working.job, kind, reason, stdout, extra));
     }
-    this.#onRetire(this);
+    this.#onRetire(
+      this,
+      entries.filter((e) => !e.abandoned).map((e) => e.job),
+    );
   }
 
   #error(job: Job, kind: HelperErrorKind, reason: string, stdout: string, extra: { code?: number | null; sig?: string | null } = {}): HelperError {
@@ -337,14 +426,7 @@ class PoolWorker {
     });
   }
 
-  #clearJob(job: Job): void {
-    clearTimeout(this.#jobTimer);
-    if (this.#jobAbort !== undefined) job.signal?.removeEventListener('abort', this.#jobAbort);
-    this.#jobAbort = undefined;
-    this.#job = undefined;
-  }
-
   #elapsed(): number {
-    return Math.round(performance.now() - this.#jobStarted);
+    return Math.round(performance.now() - this.#headStarted);
   }
 }

@@ -148,3 +148,94 @@ describe('PoolHelper', () => {
     expect(err.message).toContain('ENOENT');
   });
 });
+
+// A helper that answers strictly one request after the other, in order; with BATCH=n it waits
+// until it has read n requests before answering the first (which only works when the pool writes
+// them without waiting for replies), and DELAY_MS is how long each answer takes.
+const ORDERED_SCRIPT = `
+import { createInterface } from 'node:readline';
+const batch = Number(process.env.BATCH ?? 1);
+const delay = Number(process.env.DELAY_MS ?? 0);
+const waiting = [];
+let seen = 0;
+let busy = false;
+function pump() {
+  if (busy || waiting.length === 0 || seen < batch) return;
+  busy = true;
+  const id = JSON.parse(waiting.shift()).identity;
+  if (id.startsWith('die')) process.exit(3);
+  setTimeout(() => {
+    process.stdout.write(JSON.stringify({ msg: process.pid + ' ' + id, configuration: { identity: id } }) + '\\n');
+    busy = false;
+    pump();
+  }, delay);
+}
+createInterface({ input: process.stdin }).on('line', (line) => {
+  waiting.push(line);
+  seen++;
+  pump();
+});
+`;
+const ordered = dir.script('ordered.mjs', ORDERED_SCRIPT);
+
+function depthPool(depth: number, env: Record<string, string>, options: { size?: number; timeoutMs?: number } = {}): PoolHelper {
+  const p = new PoolHelper({ command: `${q(process.execPath)} ${q(ordered)}`, size: options.size ?? 1, depth, timeoutMs: options.timeoutMs ?? 3000, closeGraceMs: 500, env: { ...process.env, ...env } });
+  pools.push(p);
+  return p;
+}
+
+describe('PoolHelper with several requests in flight per process (depth)', () => {
+  it('writes up to depth requests before the first reply and matches the replies in order', async () => {
+    const p = depthPool(3, { BATCH: '3' });
+    const ids = ['a1', 'a2', 'a3', 'a4', 'a5'];
+    const results = await Promise.all(ids.map((id) => run(p, id)));
+    expect(results.map((r) => r.reply.configuration?.['identity'])).toEqual(ids);
+    // one process served them all
+    expect(new Set(results.map((r) => r.reply.msg?.split(' ')[0])).size).toBe(1);
+  });
+
+  it('at depth 1 the next request waits for the reply (so a helper that reads ahead never answers)', async () => {
+    const p = depthPool(1, { BATCH: '2' }, { timeoutMs: 500 });
+    const settled = await Promise.allSettled([run(p, 'b1'), run(p, 'b2')]);
+    // each process got one request and waited for a second that never came
+    expect(settled.map((r) => (r.status === 'rejected' ? (r.reason as HelperError).kind : 'answered'))).toEqual(['timeout', 'timeout']);
+  });
+
+  it('counts the time limit from when the helper starts on a request, not from when it was written', async () => {
+    // three answers of 400 ms take longer than the limit together, each well within it
+    const p = depthPool(3, { DELAY_MS: '400' }, { timeoutMs: 1000 });
+    const results = await Promise.all(['c1', 'c2', 'c3'].map((id) => run(p, id)));
+    expect(results.map((r) => r.reply.configuration?.['identity'])).toEqual(['c1', 'c2', 'c3']);
+  });
+
+  it('fails a request given up while it waited behind others at once, and gives the next its own reply', async () => {
+    const p = depthPool(3, { DELAY_MS: '100' });
+    const abort = new AbortController();
+    const first = run(p, 'd1');
+    const second = failure(p, 'd2', abort.signal);
+    const third = run(p, 'd3');
+    abort.abort();
+    expect((await second).message).toMatch(/aborted by the caller while it waited behind other requests/);
+    expect((await first).reply.configuration?.['identity']).toBe('d1');
+    expect((await third).reply.configuration?.['identity']).toBe('d3');
+  });
+
+  it('when a process dies, the request it worked on fails and the ones written after it go to a new process', async () => {
+    const p = depthPool(3, { DELAY_MS: '50' });
+    const [dying, after1, after2] = await Promise.allSettled([run(p, 'die1'), run(p, 'e2'), run(p, 'e3')]);
+    expect(dying.status).toBe('rejected');
+    expect((dying as PromiseRejectedResult).reason).toMatchObject({ kind: 'exit' });
+    expect(after1.status === 'fulfilled' && after1.value.reply.configuration?.['identity']).toBe('e2');
+    expect(after2.status === 'fulfilled' && after2.value.reply.configuration?.['identity']).toBe('e3');
+  });
+
+  it('spreads requests over the pool before stacking them on one process', async () => {
+    const p = depthPool(4, { DELAY_MS: '100' }, { size: 2 });
+    const results = await Promise.all(['f1', 'f2', 'f3', 'f4'].map((id) => run(p, id)));
+    expect(new Set(results.map((r) => r.reply.msg?.split(' ')[0])).size).toBe(2);
+  });
+
+  it('refuses a depth below 1', () => {
+    expect(() => new PoolHelper({ command: 'x', depth: 0 })).toThrow('helper pool depth must be a positive integer, got 0');
+  });
+});
