@@ -5,8 +5,8 @@
 // load from other programs on the machine hits different scenarios, and medians are reported.
 //
 // usage: npm run build --silent && node bench/run.mjs [--repeat N] [--quick] [--only ID,ID] [--profile DIR] [--out FILE]
-//   --repeat N     passes over every scenario (default: 3 for plain 1,000/5,000, 1 for ed25519
-//                  10,000, 2 for the rest; run the whole benchmark twice for stable medians)
+//   --repeat N     passes over every scenario (default: 2; 1 for ed25519
+//                  10,000 and the 50,000 comparison; run the whole benchmark twice for stable medians)
 //   --quick        1,000 nodes only, one pass (a smoke test of the harness)
 //   --full         also the limit / naive / product comparison at 50,000 nodes (one pass)
 //   --only IDS     comma-separated scenario ids or prefixes (see the table), e.g. plain/function
@@ -69,7 +69,7 @@ function scenarios() {
       for (const helper of ['function', 'pool']) {
         list.push({
           id: `${flow}/${helper}/${count}`,
-          passes: passes(flow === 'plain' ? (count < 10_000 ? 3 : 2) : count < 10_000 ? 2 : 1),
+          passes: passes(flow === 'plain' ? 2 : count < 10_000 ? 2 : 1),
           spec: {
             kind: 'provision',
             flow,
@@ -89,7 +89,7 @@ function scenarios() {
   for (const flow of ['plain', 'jwt']) {
     for (const count of compareSizes) {
       const base = { flow, count, workers: KNOBS.compareWorkers, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale };
-      const n = passes(count >= 50_000 ? 1 : count >= 10_000 ? 2 : 3);
+      const n = passes(count >= 50_000 ? 1 : 2);
       list.push({ id: `compare/${flow}/limit/${count}`, passes: n, spec: { ...base, kind: 'limit' } });
       list.push({ id: `compare/${flow}/naive/${count}`, passes: n, spec: { ...base, kind: 'naive' } });
       list.push({ id: `compare/${flow}/pool/${count}`, passes: n, spec: { ...base, kind: 'provision', helper: 'pool', poolSize: KNOBS.poolSize, poolDepth: KNOBS.poolDepth } });
@@ -276,7 +276,7 @@ function buildReport(list, results, info, elapsedMs) {
       const range = (xs) => (xs.length === 0 ? 'n/a' : `${fmt.pct(median(xs))} (${fmt.pct(Math.min(...xs))}-${fmt.pct(Math.max(...xs))})`);
       if (count === compareSizes[0]) {
         lines.push('');
-        lines.push(`${flow} flow: limit / naive client / product (CLI, helper_mode pool ${KNOBS.poolSize}), ${KNOBS.compareWorkers} nodes at a time, RPC phase nodes/min (median of passes) and CPU ms per node`);
+        lines.push(`${flow} flow: limit / naive client / product (CLI, helper_mode pool, ${KNOBS.poolSize} processes, depth ${KNOBS.poolDepth}), ${KNOBS.compareWorkers} nodes at a time, RPC phase nodes/min (median of passes) and CPU ms per node`);
         lines.push(pad(['nodes', 'limit', 'naive', 'product', 'prod/limit', 'prod/naive', 'cpu L', 'cpu N', 'cpu P', 'P sim', 'P nats', 'P help'], [7, 9, 9, 9, 22, 22, 6, 6, 6, 6, 6, 6]));
       }
       const m = (rs, f) => median(rs.map(f));
@@ -309,7 +309,7 @@ function buildReport(list, results, info, elapsedMs) {
       }
     }
   }
-  if (compareTargets.length > 0) lines.push('(limit: pre-built requests over a bare connection; naive: the ChoriaClient, one RPC after the other per worker; both without helper or checks. Ratios pass by pass: median (min-max).)');
+  if (compareTargets.length > 0) lines.push('(limit: pre-built requests over a bare connection; naive: nats.js alone, JSON.stringify/parse per layer, one RPC after the other per worker; both without helper or checks. Ratios pass by pass: median (min-max).)');
 
   const bare = results.get('bare-start') ?? [];
   const after = results.get('bare-start-after') ?? [];
