@@ -23,6 +23,7 @@ import {
   encryptKeyForNode,
   loadVerificationKey,
   mintServerToken,
+  SigningKeyCache,
   parseServerClaims,
   parseVerificationKeyFile,
   validateCsr,
@@ -76,9 +77,10 @@ interface Facts {
 
 export function createHostRunner(deps: HostDeps): HostRunner {
   const keys = new VerificationKeyCache();
+  const signing = new SigningKeyCache();
   const withWitness: HostDeps =
     deps.witness !== undefined ? deps : { ...deps, witness: LifecycleWitness.listen(deps.client, { provisioningComponent: deps.config.lifecycleComponent }) };
-  return (job) => new Host(withWitness, job, keys).provision();
+  return (job) => new Host(withWitness, job, keys, signing).provision();
 }
 
 /**
@@ -130,13 +132,15 @@ export class Host {
   readonly #ctx: StepContext;
   readonly #facts: Facts = { jwtClaims: null, ecdhPublic: '', ed25519: null, inventory: undefined, csr: null };
   readonly #keys: VerificationKeyCache;
+  readonly #signing: SigningKeyCache;
   /** configure succeeded in this attempt (so a failed restart can be resumed by the next one) */
   #configured = false;
 
   /** `keys` is shared by the hosts of one runner; a lone Host gets its own. */
-  constructor(deps: HostDeps, job: HostJob, keys: VerificationKeyCache = new VerificationKeyCache()) {
+  constructor(deps: HostDeps, job: HostJob, keys: VerificationKeyCache = new VerificationKeyCache(), signing: SigningKeyCache = new SigningKeyCache()) {
     this.#deps = deps;
     this.#keys = keys;
+    this.#signing = signing;
     this.#job = job;
     this.identity = job.identity;
     this.#log = job.logger;
@@ -363,6 +367,7 @@ export class Host {
       configuration: reply.configuration ?? {},
       serverClaims: parseServerClaims(reply.server_claims ?? null),
       onWarning: (w: string) => this.#log.warn(`Server JWT for ${this.identity}: ${w}`),
+      keys: this.#signing,
     });
   }
 

@@ -15,7 +15,7 @@ export {
   type ProvisioningClaims,
   type VerifyOptions,
 } from './provisioning-jwt.js';
-export { mintServerToken, type MintServerTokenInput } from './server-jwt.js';
+export { mintServerToken, SigningKeyCache, type MintServerTokenInput } from './server-jwt.js';
 export {
   parseServerClaims,
   ServerClaimsError,

@@ -35,6 +35,34 @@ export interface MintServerTokenInput {
   onWarning?: (msg: string) => void;
   /** The 16 random bytes of the `jti` KSUID; fresh random bytes when absent (tests pin them). */
   ksuidRandom?: Uint8Array;
+  /** parsed signing keys and chain tokens kept between calls (one per provisioner); default: none kept */
+  keys?: SigningKeyCache;
+}
+
+/**
+ * The signing files are read again for every token (a replaced file takes effect at once), but
+ * what they hold is parsed only when their content changed: importing an Ed25519 seed through
+ * PKCS#8 DER costs OpenSSL 3 about 0.6 ms, as much as the rest of a node's token.
+ */
+export class SigningKeyCache {
+  #keyFile: { readonly path: string; readonly content: Buffer; readonly asSeed: boolean; readonly key: SigningKey } | undefined;
+  #token: { readonly text: string; readonly issuer: ChainIssuer } | undefined;
+
+  /** The key of a `jwt_signing_key` file: as the file says (RSA or seed), or as a chain signer's seed. */
+  signingKey(content: Buffer, path: string, asSeed: boolean): SigningKey {
+    const k = this.#keyFile;
+    if (k !== undefined && k.path === path && k.asSeed === asSeed && k.content.equals(content)) return k.key;
+    const key: SigningKey = asSeed ? { kind: 'ed25519', alg: 'EdDSA', key: ed25519KeyFromSeed(ed25519SeedFromFileContent(content, path)) } : parseSigningKeyFile(content, path);
+    this.#keyFile = { path, content: Buffer.from(content), asSeed, key };
+    return key;
+  }
+
+  chainIssuer(tokenText: string): ChainIssuer {
+    if (this.#token?.text === tokenText) return this.#token.issuer;
+    const issuer = parseChainIssuer(tokenText);
+    this.#token = { text: tokenText, issuer };
+    return issuer;
+  }
 }
 
 const HOUR_MS = 3_600_000;
@@ -98,17 +126,14 @@ export function mintServerToken(input: MintServerTokenInput): string {
   };
   if (permissions !== undefined) claims.permissions = permissions;
 
-  let signingKeyFile: Buffer;
+  const keys = input.keys ?? new SigningKeyCache();
   let signer: SigningKey;
   if (input.signingTokenPath !== undefined && input.signingTokenPath !== '') {
     const tokenText = readText(input.signingTokenPath, 'could not read jwt_signing_token');
-    signingKeyFile = readSigningKeyFile(input.signingKeyPath);
-    const seedKey = ed25519KeyFromSeed(ed25519SeedFromFileContent(signingKeyFile, input.signingKeyPath));
-    addChainIssuer(claims, parseChainIssuer(tokenText), seedKey);
-    signer = { kind: 'ed25519', alg: 'EdDSA', key: seedKey };
+    signer = keys.signingKey(readSigningKeyFile(input.signingKeyPath), input.signingKeyPath, true);
+    addChainIssuer(claims, keys.chainIssuer(tokenText), signer.key);
   } else {
-    signingKeyFile = readSigningKeyFile(input.signingKeyPath);
-    signer = parseSigningKeyFile(signingKeyFile, input.signingKeyPath);
+    signer = keys.signingKey(readSigningKeyFile(input.signingKeyPath), input.signingKeyPath, false);
   }
 
   return signToken(serverClaimsJson(claims), signer);

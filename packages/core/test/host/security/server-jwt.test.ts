@@ -8,6 +8,7 @@ import { ed25519KeyFromSeed, ed25519PublicHex, ed25519PublicKeyFromRaw } from '.
 import {
   mintServerToken,
   parseServerClaims,
+  SigningKeyCache,
   ServerClaimsError,
   type MintServerTokenInput,
 } from '../../../src/host/security/server-jwt.js';
@@ -405,5 +406,37 @@ describe('parseServerClaims', () => {
     expect(() => parseServerClaims(value)).toThrow(ServerClaimsError);
     expect(() => parseServerClaims(value)).toThrow(`invalid server_claims: `);
     expect(() => parseServerClaims(value)).toThrow(message);
+  });
+});
+
+describe('SigningKeyCache', () => {
+  const signerOf = (token: string): string => {
+    const [head, payload] = token.split('.');
+    const claims = JSON.parse(Buffer.from(payload ?? '', 'base64url').toString()) as { iss: string };
+    expect(JSON.parse(Buffer.from(head ?? '', 'base64url').toString())).toMatchObject({ alg: 'EdDSA' });
+    return claims.iss;
+  };
+  const verifies = (token: string, publicKey: KeyObject): boolean => {
+    const [head, payload, signature] = token.split('.');
+    return verify(null, Buffer.from(`${head}.${payload}`), publicKey, Buffer.from(signature ?? '', 'base64url'));
+  };
+
+  it('parses a signing key once while the file is unchanged, and again after it was replaced', () => {
+    const keyPath = join(dir, 'rotating.seed');
+    copyFileSync(SEED_PATH, keyPath);
+    const keys = new SigningKeyCache();
+    const first = keys.signingKey(Buffer.from(readVector('tokens', 'ed25519-other.seed')), keyPath, false);
+    expect(keys.signingKey(Buffer.from(readVector('tokens', 'ed25519-other.seed')), keyPath, false)).toBe(first);
+    // the same bytes read as a chain signer's seed are a different use: parsed for it
+    expect(keys.signingKey(Buffer.from(readVector('tokens', 'ed25519-other.seed')), keyPath, true)).not.toBe(first);
+
+    // tokens minted through one cache follow a replaced key file at once
+    const minted = mintServerToken({ ...baseInput(), signingKeyPath: keyPath, keys });
+    expect(signerOf(minted)).toBe('Choria Provisioner');
+    expect(verifies(minted, createPublicKey(ed25519KeyFromSeed(Buffer.from(readVector('tokens', 'ed25519-other.seed'), 'hex'))))).toBe(true);
+    copyFileSync(vectorPath('tokens', 'ed25519-signer.seed'), keyPath);
+    const rotated = mintServerToken({ ...baseInput(), signingKeyPath: keyPath, keys });
+    expect(verifies(rotated, createPublicKey(ed25519KeyFromSeed(Buffer.from(readVector('tokens', 'ed25519-signer.seed'), 'hex'))))).toBe(true);
+    expect(verifies(rotated, createPublicKey(ed25519KeyFromSeed(Buffer.from(readVector('tokens', 'ed25519-other.seed'), 'hex'))))).toBe(false);
   });
 });
