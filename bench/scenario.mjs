@@ -144,6 +144,23 @@ function startMeasure(s, sim) {
   };
 }
 
+/** The figures every provisioning run reports, from its counts, times and the simulator's summary. */
+function rates({ provisioned, wallMs, phaseMs, durations, figures, summary }) {
+  return {
+    wallMs,
+    nodesPerMin: (provisioned / wallMs) * 60_000,
+    phaseNodesPerMin: (provisioned / phaseMs) * 60_000,
+    p50Ms: percentile(durations, 50),
+    p99Ms: percentile(durations, 99),
+    ...figures,
+    sim: {
+      provisioned: summary.totals.byState.provisioned ?? 0,
+      violations: summary.totals.violations,
+      violationsByKind: summary.totals.violationsByKind,
+    },
+  };
+}
+
 async function provisionScenario(s) {
   const sim = await startSimulator({ url: s.url, count: s.count, flow: s.flow, keys: s.keys, nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
   const { config, choria } = siteFor(s, provisionerYaml(s), { requireHelper: s.helper !== 'function' });
@@ -214,17 +231,7 @@ async function provisionScenario(s) {
     firstErrors: times.firstErrors,
     warnings: times.warnings,
     firstWarnings: times.firstWarnings,
-    wallMs,
-    nodesPerMin: (provisioned / wallMs) * 60_000,
-    phaseNodesPerMin: (provisioned / phaseMs) * 60_000,
-    p50Ms: percentile(d, 50),
-    p99Ms: percentile(d, 99),
-    ...figures,
-    sim: {
-      provisioned: summary.totals.byState.provisioned ?? 0,
-      violations: summary.totals.violations,
-      violationsByKind: summary.totals.violationsByKind,
-    },
+    ...rates({ provisioned, wallMs, phaseMs, durations: d, figures, summary }),
   };
 }
 
@@ -260,17 +267,7 @@ async function driverScenario(s) {
     provisioned: run.provisioned,
     failed: run.failed,
     firstErrors: run.firstErrors,
-    wallMs,
-    nodesPerMin: (run.provisioned / wallMs) * 60_000,
-    phaseNodesPerMin: (run.provisioned / (tEnd - phaseStart)) * 60_000,
-    p50Ms: percentile(run.durations, 50),
-    p99Ms: percentile(run.durations, 99),
-    ...figures,
-    sim: {
-      provisioned: summary.totals.byState.provisioned ?? 0,
-      violations: summary.totals.violations,
-      violationsByKind: summary.totals.violationsByKind,
-    },
+    ...rates({ provisioned: run.provisioned, wallMs, phaseMs: tEnd - phaseStart, durations: run.durations, figures, summary }),
   };
 }
 

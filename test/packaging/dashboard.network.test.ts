@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from 'nats';
 import { Provisioner, Registry, collectDefaultMetrics, startMonitorServer, type HelperFunction, type MonitorServer } from '@choria-provisioner/core';
 import { SimulatedFleet } from '@choria-provisioner/simulator';
-import { addElectionBucket, startNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { startNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 import { FleetHarness } from '@choria-provisioner/test-support/fleet';
 import { until } from '@choria-provisioner/test-support/wait';
@@ -276,8 +276,7 @@ describe('examples/grafana/choria-provisioner.json', () => {
   it('queries only series that /metrics of a running provisioner serves, with the labels the queries use', async () => {
     const h = new FleetHarness();
     cleanups.push(() => h.cleanup());
-    const server = await h.broker({ jetstream: true });
-    await addElectionBucket(server.url);
+    const server = await h.electionBroker();
     // one node loses its restart reply (lost_replies), another refuses its restart (rpc_errors):
     // a refusal is no successful action, so its reply is never the lost one; lifecycle events on,
     // so the lost reply is settled by the restart event

@@ -5,7 +5,6 @@ import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect } from 'nats';
 import { expect } from 'vitest';
 import type { Registry } from 'prom-client';
 import { SimulatedFleet, type FleetOptions, type NodeReport } from '@choria-provisioner/simulator';
@@ -21,7 +20,7 @@ import {
   type LostReplyTimings,
   type ProvisionerOptions,
 } from '@choria-provisioner/core/internal';
-import { startNatsServer, type NatsServerOptions, type RunningNatsServer } from './nats-server.js';
+import { addElectionBucket, startNatsServer, type NatsServerOptions, type RunningNatsServer } from './nats-server.js';
 import { testConfig, testSettings } from './settings.js';
 import { until } from './wait.js';
 
@@ -133,20 +132,7 @@ export class FleetHarness {
   /** A JetStream broker with the leader election bucket the Choria broker would create (5 s TTL). */
   async electionBroker(): Promise<RunningNatsServer> {
     const s = await this.broker({ jetstream: true });
-    const nc = await connect({ servers: s.url });
-    try {
-      const jsm = await nc.jetstreamManager();
-      await jsm.streams.add({
-        name: 'KV_CHORIA_LEADER_ELECTION',
-        subjects: ['$KV.CHORIA_LEADER_ELECTION.>'],
-        max_age: 5_000_000_000,
-        max_msgs_per_subject: 1,
-        allow_rollup_hdrs: true,
-        deny_delete: true,
-      });
-    } finally {
-      await nc.close();
-    }
+    await addElectionBucket(s.url);
     return s;
   }
 }
