@@ -488,34 +488,38 @@ export class Provisioner {
     const counts: Record<string, number> = {};
     const seen = new Set<string>();
     let truncated = false;
-    const add = (h: HostStatus): void => {
-      counts[h.state] = (counts[h.state] ?? 0) + 1;
-      if (hosts.length < limit) hosts.push(h);
+    // Every host is counted; only the first `limit` are described (formatting 50,000 of them for
+    // a status poll with limit 0 took longer than the poll interval).
+    const add = (state: string, describe: () => HostStatus): void => {
+      counts[state] = (counts[state] ?? 0) + 1;
+      if (hosts.length < limit) hosts.push(describe());
       else truncated = true;
     };
     for (const e of this.#hosts.active()) {
       seen.add(e.identity);
-      const past = this.#hosts.pastOutcome(e.identity);
-      add({
-        identity: e.identity,
-        state: e.state,
-        ...(e.step !== undefined ? { step: e.step } : {}),
-        attempts: e.attempts,
-        source: e.source,
-        ...(past?.message !== undefined && past.outcome !== 'provisioned' ? { lastError: past.message } : {}),
-        discoveredAt: iso(e.discoveredAt),
-        updatedAt: iso(e.updatedAt),
+      add(e.state, () => {
+        const past = this.#hosts.pastOutcome(e.identity);
+        return {
+          identity: e.identity,
+          state: e.state,
+          ...(e.step !== undefined ? { step: e.step } : {}),
+          attempts: e.attempts,
+          source: e.source,
+          ...(past?.message !== undefined && past.outcome !== 'provisioned' ? { lastError: past.message } : {}),
+          discoveredAt: iso(e.discoveredAt),
+          updatedAt: iso(e.updatedAt),
+        };
       });
     }
     for (const p of this.#hosts.history()) {
       if (seen.has(p.identity)) continue;
-      add({
+      add(p.outcome, () => ({
         identity: p.identity,
         state: p.outcome,
         attempts: p.attempts,
         ...(p.message !== undefined ? { lastError: p.message } : {}),
         updatedAt: iso(p.at),
-      });
+      }));
     }
     const leader = this.#election?.isLeader;
     return {
