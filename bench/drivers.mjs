@@ -59,18 +59,13 @@ async function forEach(identities, workers, work) {
 }
 
 /**
- * The naive client: what a site writes against the protocol document with nats.js and nothing of
- * this project: every request's three JSON layers built with JSON.stringify, sent with
- * nc.request() (replies on an inbox under provisioning.reply), each reply's layers parsed back and
- * its status checked, one RPC after the other per worker.
+ * Replies matched by subject: Choria servers answer to the transport's reply-to header, so one
+ * subscription on the reply prefix serves every request. `expect` resolves with the reply, or
+ * with undefined after `timeoutMs`.
  */
-export async function runNaive(url, flow, workers, onDiscovered = () => undefined) {
-  const callerId = 'choria=bench-naive';
-  const replyPrefix = `provisioning.reply.${createHash('md5').update(callerId).digest('hex')}`;
-  const nc = await connect({ servers: url, name: 'bench-naive' });
-  // Choria servers answer to the transport's reply-to header, not to a NATS reply subject
+function replyRouter(nc, wildcard) {
   const waiting = new Map();
-  nc.subscribe(`${replyPrefix}.>`, {
+  const sub = nc.subscribe(wildcard, {
     callback: (_err, msg) => {
       const done = waiting.get(msg.subject);
       if (done !== undefined) {
@@ -79,69 +74,75 @@ export async function runNaive(url, flow, workers, onDiscovered = () => undefine
       }
     },
   });
-  const request = (subject, agent, data, timeout) => {
-    const requestid = randomBytes(16).toString('hex');
-    const replyTo = `${replyPrefix}.${requestid}`;
-    const message = JSON.stringify({ agent, action: data.action, data: data.data });
-    const req = JSON.stringify({
-      protocol: 'choria:request:1',
-      message,
-      envelope: {
-        requestid,
-        senderid: 'bench-naive.example.net',
-        callerid: callerId,
-        collective: 'provisioning',
-        agent,
-        ttl: 60,
-        time: Math.floor(Date.now() / 1000),
-        filter: { fact: [], cf_class: [], agent: [agent], identity: [], compound: [] },
-      },
-    });
-    const secure = JSON.stringify({ protocol: 'choria:secure:request:1', message: req, signature: 'insecure', pubcert: 'insecure' });
-    const transport = JSON.stringify({ protocol: 'choria:transport:1', data: Buffer.from(secure).toString('base64'), headers: { 'reply-to': replyTo, mc_sender: 'bench-naive.example.net' } });
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        waiting.delete(replyTo);
-        reject(new Error(`no reply within ${timeout} ms`));
-      }, timeout);
-      waiting.set(replyTo, (msg) => {
-        clearTimeout(timer);
-        resolve(msg);
+  return {
+    expect(subject, timeoutMs) {
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          waiting.delete(subject);
+          resolve(undefined);
+        }, timeoutMs);
+        waiting.set(subject, (msg) => {
+          clearTimeout(timer);
+          resolve(msg);
+        });
       });
-      nc.publish(subject, Buffer.from(transport));
-    });
+    },
+    close: () => sub.unsubscribe(),
+  };
+}
+
+/**
+ * The naive client: what a site writes against the protocol document with nats.js and nothing of
+ * this project: every request's three JSON layers built with JSON.stringify and published with
+ * its reply-to header, each reply's layers parsed back and its status checked, one RPC after the
+ * other per worker, after a discovery of its own (a broadcast, then replies until a quiet second).
+ */
+export async function runNaive(url, flow, workers) {
+  const callerId = 'choria=bench-naive';
+  const sender = 'bench-naive.example.net';
+  const replyPrefix = `provisioning.reply.${createHash('md5').update(callerId).digest('hex')}`;
+  const nc = await connect({ servers: url, name: 'bench-naive' });
+  const replies = replyRouter(nc, `${replyPrefix}.>`);
+  const transport = (agent, message, filterAgent, replyTo) => {
+    const envelope = {
+      requestid: randomBytes(16).toString('hex'),
+      senderid: sender,
+      callerid: callerId,
+      collective: 'provisioning',
+      agent,
+      ttl: 60,
+      time: Math.floor(Date.now() / 1000),
+      filter: { fact: [], cf_class: [], agent: [filterAgent], identity: [], compound: [] },
+    };
+    const request = JSON.stringify({ protocol: 'choria:request:1', message, envelope });
+    const secure = JSON.stringify({ protocol: 'choria:secure:request:1', message: request, signature: 'insecure', pubcert: 'insecure' });
+    return Buffer.from(JSON.stringify({ protocol: 'choria:transport:1', data: Buffer.from(secure).toString('base64'), headers: { 'reply-to': replyTo, mc_sender: sender } }));
   };
   const decode = (msg) => {
-    const transport = JSON.parse(Buffer.from(msg.data).toString());
-    const secure = JSON.parse(Buffer.from(transport.data, 'base64').toString());
+    const outer = JSON.parse(Buffer.from(msg.data).toString());
+    const secure = JSON.parse(Buffer.from(outer.data, 'base64').toString());
     const reply = JSON.parse(secure.message);
     return { sender: reply.envelope.senderid, body: reply.message };
   };
-  // discovery: a broadcast, then every reply within a quiet second
   const identities = await new Promise((resolve) => {
     const found = new Set();
     const inbox = `${replyPrefix}.discovery`;
     let quiet;
+    const done = () => {
+      sub.unsubscribe();
+      resolve([...found]);
+    };
     const sub = nc.subscribe(inbox, {
       callback: (_err, msg) => {
         found.add(decode(msg).sender);
         clearTimeout(quiet);
-        quiet = setTimeout(() => {
-          sub.unsubscribe();
-          resolve([...found]);
-        }, 1000);
+        quiet = setTimeout(done, 1000);
       },
     });
-    const message = 'cGluZw==';
-    const req = JSON.stringify({ protocol: 'choria:request:1', message, envelope: { requestid: randomBytes(16).toString('hex'), senderid: 'bench-naive.example.net', callerid: callerId, collective: 'provisioning', agent: 'discovery', ttl: 60, time: Math.floor(Date.now() / 1000), filter: { fact: [], cf_class: [], agent: ['choria_provision'], identity: [], compound: [] } } });
-    const secure = JSON.stringify({ protocol: 'choria:secure:request:1', message: req, signature: 'insecure', pubcert: 'insecure' });
-    nc.publish('provisioning.broadcast.agent.discovery', Buffer.from(JSON.stringify({ protocol: 'choria:transport:1', data: Buffer.from(secure).toString('base64'), headers: { 'reply-to': inbox, mc_sender: 'bench-naive.example.net' } })));
-    quiet = setTimeout(() => {
-      sub.unsubscribe();
-      resolve([...found]);
-    }, 3000);
+    nc.publish('provisioning.broadcast.agent.discovery', transport('discovery', 'cGluZw==', 'choria_provision', inbox));
+    quiet = setTimeout(done, 3000);
   });
-  onDiscovered();
+  const discoveredAt = performance.now();
   const durations = [];
   let provisioned = 0;
   let failed = 0;
@@ -150,7 +151,11 @@ export async function runNaive(url, flow, workers, onDiscovered = () => undefine
     const t = performance.now();
     try {
       for (const [agent, action, data] of rpcSequence(flow, identity)) {
-        const msg = await request(`provisioning.node.${identity}`, agent, { action, data }, REPLY_TIMEOUT_MS);
+        const replyTo = `${replyPrefix}.${randomBytes(16).toString('hex')}`;
+        const answered = replies.expect(replyTo, REPLY_TIMEOUT_MS);
+        nc.publish(`provisioning.node.${identity}`, transport(agent, JSON.stringify({ agent, action, data }), agent, replyTo));
+        const msg = await answered;
+        if (msg === undefined) throw new Error(`${agent}#${action}: no reply within ${REPLY_TIMEOUT_MS} ms`);
         const body = JSON.parse(decode(msg).body);
         if (body.statuscode !== 0) throw new Error(`${agent}#${action}: ${body.statusmsg}`);
       }
@@ -161,8 +166,9 @@ export async function runNaive(url, flow, workers, onDiscovered = () => undefine
       if (firstErrors.length < 3) firstErrors.push(`${identity}: ${err.message}`);
     }
   });
+  replies.close();
   await nc.close();
-  return { discovered: identities.length, provisioned, failed, durations: durations.sort((a, b) => a - b), firstErrors };
+  return { discovered: identities.length, discoveredAt, provisioned, failed, durations: durations.sort((a, b) => a - b), firstErrors };
 }
 
 /**
@@ -193,37 +199,17 @@ export function buildRequests(flow, identities, { sender = 'bench-limit.example.
 /** The limit driver: pre-built requests over a bare connection, replies matched by subject. */
 export async function runLimit(url, built, workers) {
   const nc = await connect({ servers: url, name: 'bench-limit' });
-  const waiting = new Map();
-  const sub = nc.subscribe(built.replyWildcard, {
-    callback: (_err, msg) => {
-      const done = waiting.get(msg.subject);
-      if (done !== undefined) {
-        waiting.delete(msg.subject);
-        done(true);
-      }
-    },
-  });
+  const replies = replyRouter(nc, built.replyWildcard);
   await nc.flush();
   const durations = [];
   let provisioned = 0;
   let failed = 0;
-  const reply = (subject) =>
-    new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        waiting.delete(subject);
-        resolve(false);
-      }, REPLY_TIMEOUT_MS);
-      waiting.set(subject, (ok) => {
-        clearTimeout(timer);
-        resolve(ok);
-      });
-    });
   await forEach(built.nodes, workers, async (node) => {
     const t = performance.now();
     for (const step of node.steps) {
-      const answered = reply(step.replyTo);
+      const answered = replies.expect(step.replyTo, REPLY_TIMEOUT_MS);
       nc.publish(node.subject, step.bytes);
-      if (!(await answered)) {
+      if ((await answered) === undefined) {
         failed++;
         return;
       }
@@ -231,7 +217,7 @@ export async function runLimit(url, built, workers) {
     provisioned++;
     durations.push(performance.now() - t);
   });
-  sub.unsubscribe();
+  replies.close();
   await nc.close();
   return { provisioned, failed, durations: durations.sort((a, b) => a - b), firstErrors: failed > 0 ? [`${failed} nodes left a request unanswered for ${REPLY_TIMEOUT_MS / 1000} s`] : [] };
 }

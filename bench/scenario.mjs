@@ -246,9 +246,8 @@ async function driverScenario(s) {
   if (built !== undefined) {
     run = await runLimit(s.url, built, s.workers);
   } else {
-    const discoveredAt = { t: 0 };
-    run = await runNaive(s.url, s.flow, s.workers, () => (discoveredAt.t = performance.now()));
-    phaseStart = discoveredAt.t || measure.t0;
+    run = await runNaive(s.url, s.flow, s.workers);
+    phaseStart = run.discoveredAt;
   }
   const tEnd = performance.now();
   const figures = measure.finish();
