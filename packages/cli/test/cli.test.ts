@@ -3,21 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../src/cli.js';
-import type { CliIO } from '../src/io.js';
-
-function capture(): CliIO & { stdout: string; stderr: string } {
-  const io = {
-    stdout: '',
-    stderr: '',
-    out(t: string) {
-      io.stdout += t + '\n';
-    },
-    err(t: string) {
-      io.stderr += t + '\n';
-    },
-  };
-  return io;
-}
+import { capture } from './capture-io.js';
 
 let dir: string;
 let helper: string;

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { demoCommand } from '../src/commands/demo.js';
-import type { CliIO } from '../src/io.js';
+import { capture } from './capture-io.js';
 import { chainToken, makeDemoKeys } from '../src/demo/keys.js';
 import { NATS_INSTALL_HINT, findNatsServer } from '../src/demo/nats.js';
 import {
@@ -23,20 +23,6 @@ import {
 } from '../src/demo/progress.js';
 import { runDemo, shellWord } from '../src/demo/run-demo.js';
 import { formatSummary, nodesPerMinute, percentile, verdict, type DemoResult } from '../src/demo/summary.js';
-
-function capture(): CliIO & { stdout: string; stderr: string } {
-  const io = {
-    stdout: '',
-    stderr: '',
-    out(t: string) {
-      io.stdout += t + '\n';
-    },
-    err(t: string) {
-      io.stderr += t + '\n';
-    },
-  };
-  return io;
-}
 
 const snap = (over: Partial<ProgressSnapshot> = {}): ProgressSnapshot => ({
   nodes: 500,

@@ -93,7 +93,8 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
 
   problems.throwIfAny();
 
-  const workers = yaml.workers === 0 ? cpuCount(opts) : yaml.workers;
+  const cpus = cpuCount(opts);
+  const workers = yaml.workers === 0 ? cpus : yaml.workers;
   return deepFreeze({
     source,
     workers,
@@ -104,7 +105,7 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
     helperTimeoutMs: durations.helperTimeout,
     helperMode: yaml.helper_mode,
     // a few processes, not one per worker: each costs a process and memory, and more than the cores only queue for them
-    helperPoolSize: yaml.helper_pool_size > 0 ? yaml.helper_pool_size : Math.min(workers, cpuCount(opts)),
+    helperPoolSize: yaml.helper_pool_size > 0 ? yaml.helper_pool_size : Math.min(workers, cpus),
     helperPoolDepth: yaml.helper_pool_depth,
     token: yaml.token,
     lifecycleComponent: yaml.lifecycle_component === '' ? 'provision_mode_server' : yaml.lifecycle_component,
