@@ -56,6 +56,8 @@ const KNOBS = {
 };
 
 const full = process.argv.includes('--full');
+/** flows of the limit / naive / product comparison */
+const COMPARE_FLOWS = ['plain', 'jwt', 'ed25519'];
 const sizes = quick ? [1000] : [1000, 5000, 10_000];
 /** sizes of the limit / naive / product comparison (--full adds one pass at 50,000) */
 const compareSizes = quick ? [1000] : full ? [1000, 10_000, 50_000] : [1000, 10_000];
@@ -86,7 +88,7 @@ function scenarios() {
   }
   // Limit, naive client and product back to back on the same fleet size, so their ratios are taken
   // under the same load; the product as the CLI runs it (helper_mode pool).
-  for (const flow of ['plain', 'jwt']) {
+  for (const flow of COMPARE_FLOWS) {
     for (const count of compareSizes) {
       const base = { flow, count, workers: KNOBS.compareWorkers, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale };
       const n = passes(count >= 50_000 ? 1 : 2);
@@ -182,6 +184,8 @@ async function main() {
   const ctx = { nats, keys };
   const list = scenarios();
   const results = new Map(list.map((s) => [s.id, []]));
+  /** passes that failed to run at all, reported with the problems */
+  const crashed = [];
   const maxPasses = Math.max(...list.map((s) => s.passes));
   try {
     for (let pass = 1; pass <= maxPasses; pass++) {
@@ -195,13 +199,14 @@ async function main() {
           log(`pass ${pass} ${sc.id}: ${summaryLine(result)} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
         } catch (err) {
           log(`pass ${pass} ${sc.id}: FAILED: ${err.message}`);
+          crashed.push(`${sc.id} pass ${pass}: ${err.message.split('\n')[0]}`);
         }
       }
     }
   } finally {
     await nats.stop();
   }
-  const report = buildReport(list, results, info, Date.now() - started);
+  const report = buildReport(list, results, info, Date.now() - started, crashed);
   writeFileSync(outFile, JSON.stringify({ info, knobs: KNOBS, results: Object.fromEntries(results), report }, null, 2));
   process.stdout.write(report.text);
   process.stdout.write(`\nraw results: ${outFile}\n`);
@@ -222,7 +227,7 @@ function pad(cells, widths) {
   return cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ');
 }
 
-function buildReport(list, results, info, elapsedMs) {
+function buildReport(list, results, info, elapsedMs, crashed = []) {
   const lines = [];
   const med = (id, f) => median((results.get(id) ?? []).map(f));
   lines.push('');
@@ -261,11 +266,12 @@ function buildReport(list, results, info, elapsedMs) {
   const problems = [...results.entries()].flatMap(([id, rs]) =>
     rs.filter((r) => r.kind === 'provision' && (r.provisioned !== r.count || r.failed > 0 || r.sim.violations > 0)).map((r) => `${id}: provisioned ${r.provisioned}/${r.count}, failed ${r.failed}, violations ${r.sim.violations}`),
   );
+  problems.push(...crashed.map((c) => `did not run: ${c}`));
   lines.push(problems.length === 0 ? 'Every run: all nodes provisioned exactly as the simulator expects (0 failures, 0 protocol violations).' : `PROBLEMS:\n  ${problems.join('\n  ')}`);
 
   // Limit / naive / product, per flow and size: ratios taken pass by pass (runs side by side)
   const compareTargets = [];
-  for (const flow of ['plain', 'jwt']) {
+  for (const flow of COMPARE_FLOWS) {
     for (const count of compareSizes) {
       const runs = (who) => results.get(`compare/${flow}/${who}/${count}`) ?? [];
       const [limit, naive, pool] = [runs('limit'), runs('naive'), runs('pool')];

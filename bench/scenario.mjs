@@ -239,14 +239,14 @@ async function provisionScenario(s) {
 async function driverScenario(s) {
   const sim = await startSimulator({ url: s.url, count: s.count, flow: s.flow, keys: s.keys, nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
   // the limit's requests are built before the clock starts, for the simulator's identities
-  const built = s.kind === 'limit' ? buildRequests(s.flow, Array.from({ length: s.count }, (_, i) => `node-${i + 1}.example.net`)) : undefined;
+  const built = s.kind === 'limit' ? buildRequests(s.flow, Array.from({ length: s.count }, (_, i) => `node-${i + 1}.example.net`), { keys: s.keys }) : undefined;
   const measure = startMeasure(s, sim);
   let run;
   let phaseStart = measure.t0;
   if (built !== undefined) {
     run = await runLimit(s.url, built, s.workers);
   } else {
-    run = await runNaive(s.url, s.flow, s.workers);
+    run = await runNaive(s.url, s.flow, s.workers, s.keys);
     phaseStart = run.discoveredAt;
   }
   const tEnd = performance.now();

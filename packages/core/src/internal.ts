@@ -38,6 +38,7 @@ export {
   claimsForHelper,
   ProvisioningTokenError,
   mintServerToken,
+  SigningKeyCache,
   parseServerClaims,
   ServerClaimsError,
   verifyNonceSignature,

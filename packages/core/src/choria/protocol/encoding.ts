@@ -11,14 +11,32 @@ export function toBase64(bytes: Uint8Array | string): string {
   return (typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : Buffer.from(bytes)).toString('base64');
 }
 
+/**
+ * Decodes padded standard base64 as Go's StdEncoding accepts it, or undefined. Text that survives a
+ * round trip through Buffer is canonical and so valid, which native code answers for almost every
+ * message; only the rest (invalid text, or the non-zero padding bits Go tolerates) meets the
+ * regular expression, which on every reply cost ~7 ns per character on the hot path.
+ */
+function decodeBase64(text: string): Buffer | undefined {
+  const bytes = Buffer.from(text, 'base64');
+  if (bytes.toString('base64') === text || STRICT_BASE64.test(text)) return bytes;
+  return undefined;
+}
+
 export function isStrictBase64(text: string): boolean {
-  return STRICT_BASE64.test(text);
+  return decodeBase64(text) !== undefined;
 }
 
 /** Decodes padded standard base64, throwing a ProtocolError naming `what` otherwise. */
 export function fromBase64(text: string, what: string): Buffer {
-  if (!isStrictBase64(text)) throw new ProtocolError(`${what} is not valid base64`);
-  return Buffer.from(text, 'base64');
+  const bytes = decodeBase64(text);
+  if (bytes === undefined) throw new ProtocolError(`${what} is not valid base64`);
+  return bytes;
+}
+
+/** Base64 of `bytes` as a JSON string value: base64 needs no escaping, so it is quoted, not scanned. */
+export function base64Json(bytes: Uint8Array | string): RawJson {
+  return new RawJson(`"${toBase64(bytes)}"`);
 }
 
 export function sha256Base64(bytes: Uint8Array | string): string {

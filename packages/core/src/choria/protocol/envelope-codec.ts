@@ -58,7 +58,8 @@ export function transportJson(layers: EnvelopeLayers, secureJson: string, header
   if (headers.replyTo !== undefined && headers.replyTo !== '') wire[keys.replyTo] = headers.replyTo;
   if (headers.sender !== undefined && headers.sender !== '') wire[keys.sender] = headers.sender;
   if (headers.trace !== undefined && headers.trace.length > 0) wire[keys.trace[0]] = headers.trace;
-  return JSON.stringify({ protocol: layers.transportProtocol, data: toBase64(secureJson), headers: wire });
+  // the protocol name is a constant and base64 needs no escaping: only the headers go through JSON.stringify
+  return `{"protocol":${JSON.stringify(layers.transportProtocol)},"data":"${toBase64(secureJson)}","headers":${JSON.stringify(wire)}}`;
 }
 
 export function parseTransport(layers: EnvelopeLayers, input: Uint8Array | string): DecodedTransport {

@@ -3,6 +3,7 @@
 import { ProtocolError } from '../errors.js';
 import {
   RawJson,
+  base64Json,
   fromBase64,
   jsonObjectText,
   optionalString,
@@ -10,7 +11,6 @@ import {
   requireInteger,
   requireString,
   sha256Base64,
-  toBase64,
 } from './encoding.js';
 import { envelopeCodec, type EnvelopeLayers } from './envelope-codec.js';
 import { emptyFilter, filterToJson, parseFilter } from './filter.js';
@@ -41,7 +41,7 @@ type Entries = ReadonlyArray<readonly [string, unknown]>;
 
 /** A Request or Reply document: protocol, base64 message, addressing in Go's field order, the exact nanosecond time, the rest. */
 function v2Document(protocol: string, message: string, addressing: Entries, timeNs: bigint, rest: Entries = []): string {
-  return jsonObjectText([['protocol', protocol], ['message', toBase64(message)], ...addressing, ['time', new RawJson(timeNs.toString())], ...rest]);
+  return jsonObjectText([['protocol', protocol], ['message', base64Json(message)], ...addressing, ['time', new RawJson(timeNs.toString())], ...rest]);
 }
 
 function checkV2Request(r: Omit<RequestAddressing, 'filter'>, time: number | bigint): void {
@@ -70,7 +70,7 @@ export const v2Layers: EnvelopeLayers = {
     if (caller === '') throw new ProtocolError('v2 secure request caller must not be empty (servers reject it by schema)');
     return jsonObjectText([
       ['protocol', V2.secureRequest],
-      ['request', toBase64(requestJson)],
+      ['request', base64Json(requestJson)],
       ['signature', signature],
       ['caller', caller],
     ]);
@@ -82,7 +82,7 @@ export const v2Layers: EnvelopeLayers = {
 
   buildSecureReply(replyJson) {
     const hash = sha256Base64(replyJson);
-    return { json: jsonObjectText([['protocol', V2.secureReply], ['reply', toBase64(replyJson)], ['hash', hash]]), hash };
+    return { json: jsonObjectText([['protocol', V2.secureReply], ['reply', base64Json(replyJson)], ['hash', hash]]), hash };
   },
 
   readSecureRequest(text) {
