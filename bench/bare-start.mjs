@@ -1,8 +1,10 @@
 // The helper's bare start rate: N runs of the trivial helper with no provisioner in the process,
-// one at a time and K at a time, spawned the way the provisioner spawns it (own process group,
-// three pipes, the request on stdin). Deliberately imports nothing else: process creation costs
-// more the more memory the parent has mapped, so this is the rate of a minimal parent.
-// usage: node bench/bare-start.mjs '{"count":1000,"concurrency":[1,4]}'  -> BENCH-RESULT <json>
+// K at a time, the request on stdin, the reply read from stdout. Two methods:
+//   product  spawned the way the product's helper spawner does it (own process group, three pipes)
+//   simple   the way anyone would measure it: a plain Node parent, default spawn options
+// Deliberately imports nothing else: process creation costs more the more memory the parent has
+// mapped, so this is the rate of a minimal parent.
+// usage: node bench/bare-start.mjs '{"runs":[{"method":"simple","concurrency":16,"count":2000}]}'  -> BENCH-RESULT <json>
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -10,12 +12,14 @@ import { URL, fileURLToPath } from 'node:url';
 
 const HELPER = fileURLToPath(new URL('./helpers/trivial-helper.sh', import.meta.url));
 const spec = JSON.parse(process.argv[2] ?? '{}');
-const count = spec.count ?? 1000;
+const runs = spec.runs ?? [{ method: 'simple', concurrency: 16, count: 1000 }];
 const input = JSON.stringify({ identity: 'node-1.example.net', csr: null, ed25519_pubkey: null, inventory: '{"agents":["rpcutil"],"facts":{}}', jwt: null });
 
-function runOnce() {
+const SPAWN_OPTIONS = { product: { detached: true, stdio: ['pipe', 'pipe', 'pipe'] }, simple: undefined };
+
+function runOnce(method) {
   return new Promise((resolve, reject) => {
-    const child = spawn(HELPER, [], { detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(HELPER, [], SPAWN_OPTIONS[method]);
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', () => undefined);
@@ -40,7 +44,8 @@ function machineBusySeconds() {
 }
 
 const results = [];
-for (const concurrency of spec.concurrency ?? [1]) {
+for (const { method, concurrency, count } of runs) {
+  if (!(method in SPAWN_OPTIONS)) throw new Error(`unknown method ${method}`);
   let started = 0;
   const cpu0 = process.cpuUsage();
   const reaped0 = reapedCpuSeconds();
@@ -50,7 +55,7 @@ for (const concurrency of spec.concurrency ?? [1]) {
     Array.from({ length: concurrency }, async () => {
       while (started < count) {
         started++;
-        await runOnce();
+        await runOnce(method);
       }
     }),
   );
@@ -59,6 +64,7 @@ for (const concurrency of spec.concurrency ?? [1]) {
   const helperCpuS = reapedCpuSeconds() - reaped0;
   const busy = machineBusySeconds() - busy0;
   results.push({
+    method,
     concurrency,
     count,
     ms,
