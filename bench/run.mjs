@@ -13,9 +13,10 @@
 //   --profile DIR  run the scenarios with node --cpu-prof into DIR (and the simulator with
 //                  BENCH_SIMULATOR_NODE_OPTIONS); summarise with node bench/profile-summary.mjs
 //   --out FILE     write every result as JSON (default: a file in the temp dir)
+//   --report FILE  print the report of such a file again instead of running (add --full for its 50,000 runs)
 import { execFileSync, spawn } from 'node:child_process';
 import { cpus, tmpdir, totalmem } from 'node:os';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { URL, fileURLToPath } from 'node:url';
 import { makeIssuerKeys } from './lib/keys.mjs';
@@ -178,6 +179,13 @@ function log(text) {
 }
 
 async function main() {
+  const saved = arg('--report', undefined);
+  if (saved !== undefined) {
+    // print the report of an earlier run again (e.g. after the report gained a line)
+    const { info, results, elapsedMs } = JSON.parse(readFileSync(saved, 'utf8'));
+    process.stdout.write(buildReport(scenarios(), new Map(Object.entries(results)), info, elapsedMs ?? 0).text);
+    return;
+  }
   const started = Date.now();
   const info = machineInfo();
   log(`choria-provisioner benchmark: ${info.cpu}, ${info.memoryGb} GB, node ${info.node}, ${info.nats}`);
@@ -209,7 +217,7 @@ async function main() {
     await nats.stop();
   }
   const report = buildReport(list, results, info, Date.now() - started, crashed);
-  writeFileSync(outFile, JSON.stringify({ info, knobs: KNOBS, results: Object.fromEntries(results), report }, null, 2));
+  writeFileSync(outFile, JSON.stringify({ info, knobs: KNOBS, elapsedMs: Date.now() - started, results: Object.fromEntries(results), report }, null, 2));
   process.stdout.write(report.text);
   process.stdout.write(`\nraw results: ${outFile}\n`);
 }
@@ -315,6 +323,31 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
         const nc = m(naive, cpuMs);
         compareTargets.push([`${flow} flow, provisioner CPU per node vs the naive client's, 10,000 nodes`, `${pc.toFixed(2)} vs ${nc.toFixed(2)} ms`, '<=', pc <= nc]);
       }
+    }
+  }
+  // ed25519 against the plain flow, and how CPU and memory per node change with the fleet size
+  const productRuns = (flow, count) => results.get(`compare/${flow}/pool/${count}`) ?? [];
+  const edRate = median(productRuns('ed25519', 10_000).map((r) => r.phaseNodesPerMin));
+  const plainRate = median(productRuns('plain', 10_000).map((r) => r.phaseNodesPerMin));
+  if (Number.isFinite(edRate) && Number.isFinite(plainRate)) {
+    const edCpu = median(productRuns('ed25519', 10_000).map((r) => (r.cpuS * 1000) / r.count));
+    compareTargets.push(['ed25519 flow vs the plain flow, product, 10,000 nodes', `${fmt.int(edRate)} vs ${fmt.int(plainRate)} nodes/min, ${fmt.pct(edRate / plainRate)}`, '>= 50%', edRate / plainRate >= 0.5]);
+    compareTargets.push(['ed25519 flow, provisioner CPU per node, 10,000 nodes', `${edCpu.toFixed(2)} ms`, '<= 1.00 ms', edCpu <= 1]);
+  }
+  const largest = compareSizes[compareSizes.length - 1];
+  if (largest > compareSizes[0]) {
+    for (const flow of COMPARE_FLOWS) {
+      const at = (count, f) => median(productRuns(flow, count).map(f));
+      const cpu = (count) => at(count, (r) => (r.cpuS * 1000) / r.count);
+      const rss = (count) => at(count, (r) => r.peakRssMb);
+      if (!Number.isFinite(cpu(largest))) continue;
+      const perNodeKb = ((rss(largest) - rss(compareSizes[0])) * 1024) / (largest - compareSizes[0]);
+      compareTargets.push([
+        `${flow} flow, product CPU and memory per node from ${fmt.int(compareSizes[0])} to ${fmt.int(largest)} nodes`,
+        `CPU ${compareSizes.map((c) => cpu(c).toFixed(2)).join(' / ')} ms, peak RSS ${compareSizes.map((c) => fmt.mb(rss(c))).join(' / ')} (+${perNodeKb.toFixed(1)} KB per node, every node still held)`,
+        'CPU per node not rising; RSS per node flat',
+        cpu(largest) <= cpu(compareSizes[0]) * 1.1 && perNodeKb <= 1,
+      ]);
     }
   }
   if (compareTargets.length > 0) lines.push('(limit: pre-built requests over a bare connection; naive: nats.js alone, JSON.stringify/parse per layer, one RPC after the other per worker; both without helper or checks. Ratios pass by pass: median (min-max).)');

@@ -9,7 +9,7 @@ export { loadSite, loadSiteChoria, parseSite, type LoadSiteOptions, type Site, t
 export { loadProvisionerConfig, parseProvisionerConfig, type LoadOptions } from './config/provisioner-config.js';
 export { applyProvisionerOverrides, checkChoriaSettings, loadChoriaConfig, parseChoriaConfig, type ChoriaLoadOptions } from './config/choria-config.js';
 export { ConfigError, type ConfigProblem } from './config/errors.js';
-export type { ChoriaSettings, FeatureFlags, LogLevel, ProvisionerConfig, SecurityProvider } from './config/types.js';
+export type { ChoriaSettings, CoordinationMode, FeatureFlags, LogLevel, ProvisionerConfig, SecurityProvider } from './config/types.js';
 export { DurationError, formatDuration, parseDuration } from './util/duration.js';
 
 // Logging

@@ -11,9 +11,26 @@ interface HostStatus {
   updatedAt?: string;
 }
 
+interface MemberStatus {
+  instance: string;
+  self: boolean;
+  lastSeenMs: number;
+  owned: number;
+  provisioned: number;
+}
+
+interface CoordinationStatus {
+  mode: string;
+  effective: string;
+  instance: string;
+  membership?: { state: string; group: string; members: MemberStatus[] };
+  foreignNodes?: number;
+}
+
 interface SiteStatus {
   site: string;
   leader?: boolean;
+  coordination?: CoordinationStatus;
   paused: boolean;
   queue: number;
   busyWorkers: number;
@@ -33,6 +50,14 @@ export function formatTable(rows: string[][]): string {
   return rows.map((r) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n');
 }
 
+function roleOf(c: CoordinationStatus | undefined): string {
+  if (c === undefined) return '';
+  if (c.effective === 'lock_only') return ', active/active lock-only (no membership)';
+  if (c.effective !== 'active_active') return '';
+  const m = c.membership;
+  return m === undefined ? ', active/active' : `, active/active member of "${m.group}" (${m.state}, ${m.members.length} members, ${c.foreignNodes ?? 0} nodes seen owned elsewhere)`;
+}
+
 export function formatStatus(body: unknown): string {
   const sites = (typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['sites'] : undefined) ?? [];
   if (!Array.isArray(sites)) throw new Error('status reply has no "sites" list');
@@ -40,9 +65,15 @@ export function formatStatus(body: unknown): string {
   for (const s of sites) {
     if (!isSiteStatus(s)) throw new Error('status reply has a malformed site entry');
     out.push(
-      `site ${s.site === '' ? '(none)' : s.site}: ${s.paused ? 'paused' : 'running'}${s.leader === undefined ? '' : s.leader ? ', leader' : ', standby'}, ` +
+      `site ${s.site === '' ? '(none)' : s.site}: ${s.paused ? 'paused' : 'running'}${s.leader === undefined ? '' : s.leader ? ', leader' : ', standby'}${roleOf(s.coordination)}, ` +
         `queue ${s.queue}, busy workers ${s.busyWorkers}/${s.workers}, hosts ${s.hosts.length}`,
     );
+    const members = s.coordination?.membership?.members ?? [];
+    if (members.length > 0) {
+      const rows = [['MEMBER', 'OWNED', 'FINISHED', 'LAST HEARD']];
+      for (const m of members) rows.push([`${m.instance}${m.self ? ' (this)' : ''}`, String(m.owned), String(m.provisioned), m.self ? '-' : `${(m.lastSeenMs / 1000).toFixed(1)}s ago`]);
+      out.push(formatTable(rows));
+    }
     if (s.hosts.length > 0) {
       const rows = [['IDENTITY', 'STATE', 'STEP', 'ATTEMPTS', 'UPDATED', 'LAST ERROR']];
       for (const h of s.hosts) rows.push([h.identity, h.state, h.step ?? '', String(h.attempts), h.updatedAt ?? '', h.lastError ?? '']);

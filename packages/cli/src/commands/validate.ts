@@ -22,6 +22,17 @@ function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+function describeCoordination(c: ProvisionerConfig): string {
+  switch (c.coordination) {
+    case 'leader_election':
+      return `leader election (key ${c.leaderElectionKey})`;
+    case 'active_active':
+      return `active/active (group ${c.coordinationGroup}, heartbeat ${c.coordinationHeartbeatMs / 1000}s)`;
+    default:
+      return 'none (a single instance)';
+  }
+}
+
 function describeConfig(c: ProvisionerConfig): string[] {
   const features = Object.entries(c.features)
     .filter(([, on]) => on)
@@ -34,7 +45,7 @@ function describeConfig(c: ProvisionerConfig): string[] {
     `  helper timeout:     ${c.helperTimeoutMs / 1000}s`,
     `  features:           ${features.length > 0 ? features.join(', ') : '(none)'}`,
     `  lifecycle events:   choria.lifecycle.event.startup.${c.lifecycleComponent}`,
-    `  leader election:    ${c.leaderElection ? `yes (key ${c.leaderElectionKey})` : 'no'}`,
+    `  coordination:       ${describeCoordination(c)}`,
     `  monitor port:       ${c.monitorPort > 0 ? c.monitorPort : 'off'}`,
     `  log:                ${c.logfile ?? 'stdout'} at ${c.loglevel}`,
   ];

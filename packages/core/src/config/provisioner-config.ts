@@ -5,7 +5,7 @@ import { ConfigError, ProblemCollector, readConfigText } from './errors.js';
 import { isPlainObject, matchKeys } from './key-matching.js';
 import { DEFAULT_CERT_DENY_LIST, DURATION_FORMAT, provisionerConfigSchema, type PropertySchema } from './schema.js';
 import { validateWithSchema } from './schema-validation.js';
-import type { LogLevel, ProvisionerConfig } from './types.js';
+import type { CoordinationMode, LogLevel, ProvisionerConfig } from './types.js';
 import { readYamlMapping } from './yaml-text.js';
 
 export interface LoadOptions {
@@ -44,6 +44,10 @@ interface ValidatedYaml {
   leader_election: boolean;
   leader_election_key: string;
   leader_election_bucket: string;
+  coordination?: CoordinationMode;
+  coordination_group: string;
+  coordination_heartbeat: string;
+  coordination_lock_retry: string;
   streams_api_prefix: string;
   upgrades_repository: string;
   upgrades_optional: boolean;
@@ -89,6 +93,7 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
   warnAboutIgnoredKeys(present, properties, warn);
   const durations = readDurations(yaml, properties, problems);
   const features = checkFeatures(yaml, problems);
+  const coordination = coordinationMode(yaml, problems);
   checkRequiredCombinations(yaml, features, opts, problems, warn);
 
   problems.throwIfAny();
@@ -118,7 +123,11 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
     jwtSigningKey: yaml.jwt_signing_key,
     jwtSigningToken: yaml.jwt_signing_token,
     serverJwtValidityMs: durations.serverJwtValidity,
-    leaderElection: yaml.leader_election,
+    coordination,
+    leaderElection: coordination === 'leader_election',
+    coordinationGroup: coordinationGroup(yaml),
+    coordinationHeartbeatMs: durations.coordinationHeartbeat,
+    coordinationLockRetryMs: durations.coordinationLockRetry,
     leaderElectionKey: yaml.leader_election_key,
     leaderElectionBucket: yaml.leader_election_bucket,
     streamsApiPrefix: yaml.streams_api_prefix,
@@ -133,6 +142,23 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
 export function loadProvisionerConfig(file: string, opts: LoadOptions = {}): ProvisionerConfig {
   const text = readConfigText(file);
   return parseProvisionerConfig(text, file, opts);
+}
+
+/** `coordination`, or what the upstream boolean `leader_election` asks for; the two must agree. */
+function coordinationMode(yaml: ValidatedYaml, problems: ProblemCollector): CoordinationMode {
+  const asked = yaml.coordination;
+  if (asked === undefined) return yaml.leader_election ? 'leader_election' : 'none';
+  if (yaml.leader_election && asked !== 'leader_election') {
+    problems.add(`coordination ${JSON.stringify(asked)} contradicts leader_election: true; remove leader_election or set coordination: leader_election`, 'coordination');
+  }
+  return asked;
+}
+
+/** The subject token the instances of one active/active site share. */
+function coordinationGroup(yaml: ValidatedYaml): string {
+  if (yaml.coordination_group !== '') return yaml.coordination_group;
+  const fromSite = yaml.site.replace(/[^-\w]/g, '_');
+  return fromSite === '' ? 'provisioner' : fromSite;
 }
 
 function cpuCount(opts: LoadOptions): number {
@@ -161,6 +187,8 @@ interface Durations {
   interval: number;
   helperTimeout: number;
   serverJwtValidity: number;
+  coordinationHeartbeat: number;
+  coordinationLockRetry: number;
 }
 
 function readDurations(
@@ -168,7 +196,7 @@ function readDurations(
   properties: Readonly<Record<string, PropertySchema>>,
   problems: ProblemCollector,
 ): Durations {
-  const read = (key: 'interval' | 'helper_timeout' | 'server_jwt_validity'): number => {
+  const read = (key: 'interval' | 'helper_timeout' | 'server_jwt_validity' | 'coordination_heartbeat' | 'coordination_lock_retry'): number => {
     const prop = properties[key];
     const text = yaml[key];
     if (prop?.format !== DURATION_FORMAT || problems.has(key)) return parseDuration(String(prop?.default ?? ''));
@@ -197,7 +225,7 @@ function readDurations(
       );
     }
   }
-  return { interval, helperTimeout, serverJwtValidity };
+  return { interval, helperTimeout, serverJwtValidity, coordinationHeartbeat: read('coordination_heartbeat'), coordinationLockRetry: read('coordination_lock_retry') };
 }
 
 function checkFeatures(yaml: ValidatedYaml, problems: ProblemCollector): ProvisionerConfig['features'] {

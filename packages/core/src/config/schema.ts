@@ -257,6 +257,44 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-extension': true,
     description: 'Choria Streams key-value bucket used for leader election; the broker creates CHORIA_LEADER_ELECTION.',
   },
+  coordination: {
+    type: 'string',
+    enum: ['none', 'leader_election', 'active_active'],
+    'x-extension': true,
+    'x-default-text': 'leader_election when leader_election is true, else none',
+    description:
+      'How the instances of one site share the fleet: none (a single instance; several unelected ones meet only at the node lock), leader_election (one leader provisions, the rest stand by) or active_active (every instance provisions its share, nodes assigned by rendezvous hashing over the live members). See docs/ha.md.',
+  },
+  coordination_group: {
+    type: 'string',
+    default: '',
+    pattern: '^[-\\w]*$',
+    'x-pattern-hint': 'must be letters, digits, - and _ (it becomes a subject token)',
+    'x-extension': true,
+    'x-default-text': 'the site, with other characters replaced by _, or "provisioner" when the site is empty',
+    description:
+      'active_active: instances with the same group share one fleet. Heartbeats go to provisioning.coordination.<group>.members, finished nodes to provisioning.coordination.<group>.done.',
+  },
+  coordination_heartbeat: {
+    type: 'string',
+    format: DURATION_FORMAT,
+    default: '2s',
+    'x-min-duration': '100ms',
+    'x-max-duration': '1m',
+    'x-extension': true,
+    description:
+      'active_active: how often an instance announces itself. A member not heard for 3 heartbeats is gone and its share moves to the others.',
+  },
+  coordination_lock_retry: {
+    type: 'string',
+    format: DURATION_FORMAT,
+    default: '2m10s',
+    'x-min-duration': '1s',
+    'x-max-duration': MAX_TIMER_DURATION,
+    'x-extension': true,
+    description:
+      "active_active: when a node this instance owns answers that another provisioner holds its lock, try again after this long (go-choria's lock lasts 2 minutes), unless the holder reports it finished first.",
+  },
   streams_api_prefix: {
     type: 'string',
     default: 'choria.streams',

@@ -42,7 +42,16 @@ export interface ProvisionerConfig {
   readonly jwtSigningToken: string;
   /** `server_jwt_validity` in milliseconds */
   readonly serverJwtValidityMs: number;
+  /** extension: how the instances of a site share the fleet (`coordination`, derived from leader_election when absent) */
+  readonly coordination: CoordinationMode;
+  /** coordination === 'leader_election' (the upstream `leader_election` key) */
   readonly leaderElection: boolean;
+  /** extension: the subject token active/active members of this site share */
+  readonly coordinationGroup: string;
+  /** extension: active/active heartbeat interval */
+  readonly coordinationHeartbeatMs: number;
+  /** extension: wait before retrying an owned node whose lock another provisioner holds */
+  readonly coordinationLockRetryMs: number;
   /** extension: election key, default "provisioner" */
   readonly leaderElectionKey: string;
   /** extension: election KV bucket, default "CHORIA_LEADER_ELECTION" */
@@ -55,6 +64,9 @@ export interface ProvisionerConfig {
   /** extension: path of the Choria client config for this site (overrides --choria-config) */
   readonly choriaConfig: string | undefined;
 }
+
+/** How the instances of one site share the fleet. */
+export type CoordinationMode = 'none' | 'leader_election' | 'active_active';
 
 export type SecurityProvider = 'file' | 'puppet' | 'choria';
 

@@ -16,7 +16,7 @@ import { parseCsrReply, parseEd25519Reply, parseInventoryReply, parseJwtReply, t
 import { NodeReleaseError, nodeHasFeature } from './node-release.js';
 import { LifecycleWitness } from './lifecycle-witness.js';
 import type { LostReplyTimings } from './lost-reply.js';
-import { RpcAbortedError, RpcUnknownActionError } from '../choria/errors.js';
+import { RpcAbortedError, RpcStatusError, RpcUnknownActionError } from '../choria/errors.js';
 import { LockedElsewhereError, StepFailedError, abortError, rpcStep, type StepContext, type StepResult } from './rpc-step.js';
 import {
   claimsForHelper,
@@ -171,6 +171,7 @@ export class Host {
         this.#configured = true;
         if (await this.#restartConfigured()) return { outcome: 'provisioned', message: 'restarted with the configuration of an earlier attempt' };
       }
+      if (cfg.coordination === 'active_active' && !cfg.features.jwt) await this.#claimLock();
       if (cfg.features.jwt) await this.#fetchJwt();
       if (cfg.features.ed25519) await this.#fetchEd25519();
       await this.#fetchInventory();
@@ -213,6 +214,24 @@ export class Host {
 
   #step(name: string): void {
     this.#job.onStep(name);
+  }
+
+  /**
+   * Active/active without features.jwt: the first action that takes the node's provisioning lock
+   * would be configure, after the helper ran. `jwt` is read-only and locked, so asking for it first
+   * makes the lock decide before the helper runs. go-choria takes the lock before the action looks
+   * at anything, so a refusal (a node without a provisioning token) still claimed it.
+   */
+  async #claimLock(): Promise<void> {
+    if (nodeHasFeature(this.#job.reportedVersion, 'provisioningLock') === false) return; // nothing to claim
+    this.#step('lock');
+    await rpcStep(this.#ctx, {
+      agent: 'choria_provision',
+      action: 'jwt',
+      data: { token: this.#deps.config.token },
+      parse: () => 'claimed' as const,
+      answer: (err) => (err instanceof RpcStatusError ? ('claimed' as const) : undefined),
+    });
   }
 
   async #fetchJwt(): Promise<void> {

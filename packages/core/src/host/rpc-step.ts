@@ -64,6 +64,8 @@ export interface StepRequest<T> {
   readonly parse: (data: unknown) => T;
   /** errors that end the step at once instead of being tried again (a refusal that answers a question) */
   readonly final?: (err: Error) => boolean;
+  /** a refusal that is an answer, not a failure: its value ends the step like a reply (no error counted) */
+  readonly answer?: (err: Error) => T | undefined;
 }
 
 /** How a step ended: with the parsed reply, or (node-changing actions only) proven done without one. */
@@ -106,6 +108,8 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
       if (err instanceof ProvisioningLockError) throw new LockedElsewhereError(ctx.identity, name);
       if (isAbort(err, ctx.signal)) throw abortError(ctx.signal, name);
       last = err instanceof Error ? err : new Error(String(err));
+      const answered = req.answer?.(last);
+      if (answered !== undefined) return { replied: true, value: answered };
       // asking a node again for an action it does not have cannot change its answer
       if (last instanceof RpcUnknownActionError || req.final?.(last) === true) break;
       if (changing !== undefined && isLostReply(err)) {

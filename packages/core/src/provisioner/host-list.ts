@@ -2,7 +2,7 @@
 // or held after success), plus a bounded memory of recent outcomes for the status view.
 import type { Outcome } from '../host/types.js';
 
-export type ActiveState = 'queued' | 'provisioning' | 'held';
+export type ActiveState = 'queued' | 'provisioning' | 'held' | 'locked';
 export type DiscoverySource = 'discovery' | 'event';
 
 export interface HostEntry {
@@ -15,6 +15,7 @@ export interface HostEntry {
   step: string | undefined;
   attempts: number;
   updatedAt: number;
+  /** state held: end of the post-success hold; state locked: when the lock wait ends */
   heldUntil: number | undefined;
   abort: AbortController | undefined;
   /** the go-choria version of the node's latest startup event (HostJob.reportedVersion) */
@@ -62,7 +63,7 @@ export class HostList {
     const existing = this.#active.get(identity);
     if (existing !== undefined) {
       if (reportedVersion !== undefined) existing.reportedVersion = reportedVersion;
-      if (existing.state === 'queued' && now - existing.discoveredAt > refreshAfterMs) {
+      if ((existing.state === 'queued' || existing.state === 'locked') && now - existing.discoveredAt > refreshAfterMs) {
         existing.discoveredAt = now;
         existing.updatedAt = now;
         return { result: 'refreshed', entry: existing };

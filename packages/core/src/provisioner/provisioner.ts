@@ -14,6 +14,9 @@ import { silentLogger } from '../util/logger.js';
 import { createHelperRunner, type HelperFunction, type HelperRunner } from '../host/helper/index.js';
 import { createHostRunner } from '../host/host.js';
 import { LeaderElection } from './election/index.js';
+import { ForeignNodes, Membership, type MembershipView } from './coordination/index.js';
+import type { EffectiveCoordination } from '../metrics/metrics.js';
+import type { CoordinationMode } from '../config/types.js';
 import { HostList, type DiscoverySource, type HostEntry } from './host-list.js';
 import { QueueClosedError, QueueFullError, WorkQueue } from './work-queue.js';
 import { VERSION } from '../util/version.js';
@@ -45,8 +48,10 @@ export interface ProvisionerOptions {
 
 export interface HostStatus {
   identity: string;
-  state: 'queued' | 'provisioning' | 'held' | Outcome;
+  state: 'queued' | 'provisioning' | 'held' | 'locked' | Outcome;
   step?: string;
+  /** state `locked`: when this instance tries the node again */
+  nextAttemptAt?: string;
   attempts: number;
   source?: DiscoverySource;
   lastError?: string;
@@ -62,6 +67,7 @@ export interface ProvisionerStatus {
   leaderElection: boolean;
   leader?: boolean;
   paused: boolean;
+  coordination: CoordinationStatus;
   queue: number;
   queueCapacity: number;
   busyWorkers: number;
@@ -71,7 +77,30 @@ export interface ProvisionerStatus {
   hostsTruncated: boolean;
 }
 
+/** How this instance shares the fleet with the other instances of its site. */
+export interface CoordinationStatus {
+  /** the configured mode */
+  mode: CoordinationMode;
+  /** what it runs as: lock_only when active_active could not form a membership */
+  effective: EffectiveCoordination;
+  /** the Choria identity the other instances and the node lock know this instance by */
+  instance: string;
+  /** active_active: the group, its state and the live members with what each reports */
+  membership?: MembershipView;
+  /** active_active: nodes seen that another member owns */
+  foreignNodes?: number;
+}
+
 const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** Fisher-Yates, in place: lock-only instances that try nodes in the same order would collide on every one. */
+function shuffle<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [items[i], items[j]] = [items[j] as T, items[i] as T];
+  }
+  return items;
+}
 
 function isHelperRunner(h: HelperFunction | HelperRunner): h is HelperRunner {
   return typeof h === 'object' && h !== null && 'run' in h && 'close' in h;
@@ -90,6 +119,11 @@ export class Provisioner {
   readonly #queue: WorkQueue<HostEntry>;
   readonly #holdMs: number;
   readonly #held: HostEntry[] = [];
+  /** active_active: owned nodes whose lock another provisioner held, in retry order */
+  readonly #lockWait: HostEntry[] = [];
+  readonly #foreign: ForeignNodes;
+  #membership: Membership | undefined;
+  #finished = 0;
   readonly #stop = new AbortController();
   #client: ChoriaClient | undefined;
   #helper: HelperRunner | undefined;
@@ -113,6 +147,7 @@ export class Provisioner {
     this.pauseFlag.onChange((p) => this.metrics.setPaused(p));
     this.#queue = new WorkQueue(opts.queueCapacity ?? 50_000);
     this.#holdMs = opts.holdMs ?? 60_000;
+    this.#foreign = new ForeignNodes(opts.queueCapacity ?? 50_000);
     // every in-flight node listens for stop(): more than the default 10 is normal, not a leak
     setMaxListeners(0, this.#stop.signal);
   }
@@ -164,21 +199,29 @@ export class Provisioner {
     }
 
     if (this.config.leaderElection) this.#startElection(client);
+    if (this.config.coordination === 'active_active') this.#startMembership(client);
+    this.#reportCoordination();
 
-    const sub = client.subscribeLifecycle('startup', this.config.lifecycleComponent, (ev) => this.#onEvent(ev), {
-      onInvalid: (err) => {
-        this.metrics.eventError();
-        this.logger.debug(`Ignoring an invalid lifecycle event: ${err.message}`);
-      },
-    });
-    this.#unsubscribe = () => sub.unsubscribe();
+    const onInvalid = (err: Error): void => {
+      this.metrics.eventError();
+      this.logger.debug(`Ignoring an invalid lifecycle event: ${err.message}`);
+    };
+    // a provisioning-mode server announces a restart or shutdown before it goes (protocol.md §8.8)
+    const subs = (['startup', 'shutdown'] as const).map((type) => client.subscribeLifecycle(type, this.config.lifecycleComponent, (ev) => this.#onEvent(ev), { onInvalid }));
+    this.#unsubscribe = () => {
+      for (const sub of subs) sub.unsubscribe();
+    };
 
     for (let i = 0; i < this.config.workers; i++) this.#workers.push(this.#work(i));
     this.#timers.push(setInterval(() => void this.discover(), this.config.intervalMs));
     this.#timers.push(setInterval(() => this.#sweepHeld(), 1_000));
     this.#state = 'running';
     this.#updateGauges();
-    void this.discover();
+    // active/active: the first discovery waits until the members know each other, or every
+    // instance would start on the whole fleet
+    const membership = this.#membership;
+    if (membership === undefined) void this.discover();
+    else void membership.whenReady().then(() => this.discover());
   }
 
   /** Stops intake, aborts in-flight work, waits (bounded) for the workers and closes the connection. */
@@ -190,6 +233,8 @@ export class Provisioner {
     this.#timers = [];
     this.#unsubscribe?.();
     await this.#election?.stop();
+    // leave first: the others take over this instance's queued share at once
+    await this.#membership?.stop();
     this.#stop.abort(new Error('the provisioner is stopping'));
     this.#queue.close();
     for (const e of this.#hosts.active()) e.abort?.abort(new Error('the provisioner is stopping'));
@@ -245,6 +290,7 @@ export class Provisioner {
       this.logger.error(`Discovery failed: ${errorText(err)}`);
       return 0;
     }
+    if (this.#membership?.state === 'unavailable') shuffle(found);
     let added = 0;
     for (const identity of found) if (this.offer(identity, 'discovery')) added++;
     this.logger.debug(`Discovery found ${found.length} nodes, ${added} new`);
@@ -258,6 +304,11 @@ export class Provisioner {
   offer(identity: string, source: DiscoverySource, reportedVersion?: string): boolean {
     if (this.#state !== 'running') return false;
     const now = Date.now();
+    const membership = this.#membership;
+    if (membership !== undefined && !membership.owns(identity) && this.#hosts.get(identity) === undefined) {
+      this.#foreign.note(identity, source, now, reportedVersion);
+      return false;
+    }
     const { result, entry } = this.#hosts.offer(identity, source, now, this.config.intervalMs, reportedVersion);
     if (result !== 'added') return false;
     try {
@@ -279,6 +330,7 @@ export class Provisioner {
   }
 
   #onEvent(ev: LifecycleEvent): void {
+    if (ev.type === 'shutdown') return this.#leftProvisioning(ev.identity);
     if (ev.type !== 'startup') return;
     this.#hosts.forgetConfigured(ev.identity);
     if (this.paused) {
@@ -300,6 +352,10 @@ export class Provisioner {
       this.#updateGauges();
       // Entries dropped by a leadership loss (or replaced) are skipped silently, like upstream.
       if (!this.#hosts.isCurrent(entry)) continue;
+      if (this.#membership !== undefined && !this.#membership.owns(entry.identity)) {
+        this.#handOver(entry);
+        continue;
+      }
       if (this.paused) {
         this.#hosts.remove(entry);
         this.#updateGauges();
@@ -365,7 +421,22 @@ export class Provisioner {
     entry.step = undefined;
     entry.updatedAt = now;
     const current = this.#hosts.isCurrent(entry);
-    if (current && (result.outcome === 'provisioned' || result.outcome === 'shutdown')) {
+    if (result.outcome === 'provisioned' || result.outcome === 'shutdown' || result.outcome === 'upgraded') {
+      this.#finished++;
+      this.#membership?.announceDone(entry.identity);
+    }
+    const membership = this.#membership;
+    if (current && result.outcome === 'skipped_locked' && membership?.state === 'formed') {
+      // Another instance holds the lock: the owner we both agree on is busy with it, or one
+      // that left the group did not finish it. Ours: wait out the lock; not ours: the owner's.
+      if (membership.owns(entry.identity)) {
+        entry.state = 'locked';
+        entry.heldUntil = now + this.config.coordinationLockRetryMs;
+        this.#lockWait.push(entry);
+      } else {
+        this.#handOver(entry);
+      }
+    } else if (current && (result.outcome === 'provisioned' || result.outcome === 'shutdown')) {
       // Held so a discovery during the node's restart does not grab it again.
       entry.state = 'held';
       entry.heldUntil = now + this.#holdMs;
@@ -384,7 +455,8 @@ export class Provisioner {
         logger.info(`Upgraded ${entry.identity}, it will be provisioned when it comes back`);
         break;
       case 'skipped_locked':
-        logger.info(`Skipping ${entry.identity}: another provisioner holds its provisioning lock`);
+        if (entry.state === 'locked') logger.info(`Waiting for the provisioning lock of ${entry.identity}: another provisioner holds it; trying again at ${iso(entry.heldUntil ?? now)}`);
+        else logger.info(`Skipping ${entry.identity}: another provisioner holds its provisioning lock`);
         break;
       default:
         logger.error(`Could not provision ${entry.identity}: ${result.message ?? result.outcome}`);
@@ -394,7 +466,9 @@ export class Provisioner {
 
   #sweepHeld(): void {
     const now = Date.now();
-    let changed = false;
+    let changed = this.#retryLocked(now);
+    // a node still waiting is seen again by every discovery; one not seen for two intervals left
+    if (this.#foreign.forgetOlderThan(now - 2 * this.config.intervalMs) > 0) changed = true;
     while (this.#held.length > 0) {
       const e = this.#held[0] as HostEntry;
       if ((e.heldUntil ?? 0) > now) break;
@@ -407,11 +481,111 @@ export class Provisioner {
     if (changed) this.#updateGauges();
   }
 
+  /** Owned nodes whose lock wait is over go back into the queue; others go to their owner. */
+  #retryLocked(now: number): boolean {
+    let changed = false;
+    while (this.#lockWait.length > 0) {
+      const e = this.#lockWait[0] as HostEntry;
+      if ((e.heldUntil ?? 0) > now) break;
+      this.#lockWait.shift();
+      if (!this.#hosts.isCurrent(e) || e.state !== 'locked') continue;
+      changed = true;
+      if (this.#membership !== undefined && !this.#membership.owns(e.identity)) {
+        this.#handOver(e);
+        continue;
+      }
+      e.state = 'queued';
+      e.heldUntil = undefined;
+      e.updatedAt = now;
+      try {
+        this.#queue.push(e);
+      } catch {
+        this.#hosts.remove(e);
+      }
+    }
+    return changed;
+  }
+
+  /** A node another member owns leaves this instance's list (not in flight: the lock covers those). */
+  #handOver(entry: HostEntry): void {
+    this.#hosts.remove(entry);
+    this.#foreign.note(entry.identity, entry.source, Date.now(), entry.reportedVersion);
+    this.#updateGauges();
+  }
+
+  /** The member list changed: take what is now ours from the foreign list, hand over what is not. */
+  #rebalance(): void {
+    const membership = this.#membership;
+    if (membership === undefined || !membership.ready || this.#state !== 'running') return this.#reportCoordination();
+    for (const e of [...this.#hosts.active()]) {
+      if ((e.state === 'queued' || e.state === 'locked') && !membership.owns(e.identity)) this.#handOver(e);
+    }
+    const mine = this.#foreign.takeWhere((identity) => membership.owns(identity));
+    for (const n of mine) this.offer(n.identity, n.source, n.reportedVersion);
+    if (mine.length > 0) this.logger.info(`Took over ${mine.length} nodes after the active/active membership changed`);
+    this.#reportCoordination();
+  }
+
+  /** Another member finished these: forget them here unless one is in flight. */
+  #othersFinished(nodes: readonly string[]): void {
+    let changed = false;
+    for (const identity of nodes) if (this.#forget(identity)) changed = true;
+    if (changed) this.#updateGauges();
+  }
+
+  /**
+   * The node announced that it restarts or shuts down: whoever provisioned it (another instance,
+   * a Go provisioner) is done with it, so a queued entry or a lock wait would only time out.
+   * In-flight and held entries are this instance's own work and stay.
+   */
+  #leftProvisioning(identity: string): void {
+    if (this.#forget(identity)) {
+      this.logger.debug(`Dropping ${identity} from the provision list: it announced a restart or shutdown`);
+      this.#updateGauges();
+    }
+  }
+
+  #forget(identity: string): boolean {
+    let forgot = this.#foreign.delete(identity);
+    const e = this.#hosts.get(identity);
+    if (e !== undefined && (e.state === 'queued' || e.state === 'locked')) {
+      this.#hosts.remove(e);
+      forgot = true;
+    }
+    return forgot;
+  }
+
+  #startMembership(client: ChoriaClient): void {
+    this.#membership = new Membership({
+      nc: client.nats,
+      group: this.config.coordinationGroup,
+      instance: this.choria.identity,
+      heartbeatMs: this.config.coordinationHeartbeatMs,
+      logger: this.logger,
+      version: this.version,
+      report: () => ({ owned: this.#hosts.size, provisioned: this.#finished }),
+      onChange: () => this.#rebalance(),
+      onDone: (nodes) => this.#othersFinished(nodes),
+      onInvalid: (reason) => this.logger.debug(`Ignoring an invalid active/active message: ${reason}`),
+    });
+    this.#membership.start();
+  }
+
+  #effectiveCoordination(): EffectiveCoordination {
+    if (this.config.coordination === 'active_active' && this.#membership?.state === 'unavailable') return 'lock_only';
+    return this.config.coordination;
+  }
+
+  #reportCoordination(): void {
+    this.metrics.setCoordinationMode(this.choria.identity, this.#effectiveCoordination());
+  }
+
   /** Leadership lost: forget every host and queued entry; in-flight work is aborted. */
   #dropAll(): void {
     const dropped = this.#hosts.clear();
     this.#queue.clear();
     this.#held.length = 0;
+    this.#lockWait.length = 0;
     for (const e of dropped) e.abort?.abort(new Error('leadership was lost'));
     this.#updateGauges();
   }
@@ -479,6 +653,7 @@ export class Provisioner {
     this.metrics.setBusyWorkers(this.#busy);
     this.metrics.setWaitingNodes(this.#hosts.size);
     this.metrics.setWorkQueueEntries(this.#queue.length);
+    if (this.#membership !== undefined) this.metrics.setCoordination(this.choria.identity, this.#membership.members().length, this.#hosts.size, this.#foreign.size);
   }
 
   /** A snapshot for the /status endpoint and `choria-provisioner status`. */
@@ -503,6 +678,7 @@ export class Provisioner {
           identity: e.identity,
           state: e.state,
           ...(e.step !== undefined ? { step: e.step } : {}),
+          ...(e.state === 'locked' && e.heldUntil !== undefined ? { nextAttemptAt: iso(e.heldUntil) } : {}),
           attempts: e.attempts,
           source: e.source,
           ...(past?.message !== undefined && past.outcome !== 'provisioned' ? { lastError: past.message } : {}),
@@ -530,6 +706,12 @@ export class Provisioner {
       leaderElection: this.config.leaderElection,
       ...(leader !== undefined ? { leader } : {}),
       paused: this.paused,
+      coordination: {
+        mode: this.config.coordination,
+        effective: this.#effectiveCoordination(),
+        instance: this.choria.identity,
+        ...(this.#membership !== undefined ? { membership: this.#membership.view(), foreignNodes: this.#foreign.size } : {}),
+      },
       queue: this.#queue.length,
       queueCapacity: this.#queue.capacity,
       busyWorkers: this.#busy,

@@ -34,6 +34,18 @@ describe('examples/config', () => {
     expect(basename(config.choriaConfig ?? '')).toBe('choria-issuer.cfg');
   });
 
+  it('provisioner-active-active.yaml loads cleanly as an active/active member', () => {
+    const { config, warnings } = load('provisioner-active-active.yaml');
+    expect(warnings).toEqual([]);
+    expect(config.coordination).toBe('active_active');
+    expect(config.leaderElection).toBe(false);
+    expect(config.coordinationGroup).toBe('prod');
+    expect(config.coordinationHeartbeatMs).toBe(2000);
+    expect(config.coordinationLockRetryMs).toBe(130_000);
+    expect(config.helperMode).toBe('pool');
+    expect(config.features).toEqual({ pki: false, jwt: false, ed25519: false, upgrades: false });
+  });
+
   it('choria.cfg gives a usable x509 client with the provisioner overrides', () => {
     const settings = loadChoriaConfig(join(examples, 'choria.cfg'), { env: {} });
     expect(settings.securityProvider).toBe('file');

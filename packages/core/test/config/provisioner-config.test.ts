@@ -67,7 +67,11 @@ describe('defaults', () => {
       jwtSigningKey: '',
       jwtSigningToken: '',
       serverJwtValidityMs: 365 * 24 * 3_600_000,
+      coordination: 'none',
       leaderElection: false,
+      coordinationGroup: 'provisioner',
+      coordinationHeartbeatMs: 2000,
+      coordinationLockRetryMs: 130_000,
       leaderElectionKey: 'provisioner',
       leaderElectionBucket: 'CHORIA_LEADER_ELECTION',
       streamsApiPrefix: 'choria.streams',
@@ -77,6 +81,25 @@ describe('defaults', () => {
       choriaConfig: undefined,
     });
     expect(warnings).toEqual([]);
+  });
+
+  it('selects the coordination mode, keeping leader_election configs as they were', () => {
+    expect(parse(`${BASE}leader_election: true\n`).config).toMatchObject({ coordination: 'leader_election', leaderElection: true });
+    expect(parse(`${BASE}coordination: leader_election\n`).config).toMatchObject({ coordination: 'leader_election', leaderElection: true });
+    expect(parse(`${BASE}leader_election: true\ncoordination: leader_election\n`).config.coordination).toBe('leader_election');
+    const aa = parse(`${BASE}site: lon.1 east\ncoordination: active_active\ncoordination_heartbeat: 500ms\ncoordination_lock_retry: 3m\n`).config;
+    expect(aa).toMatchObject({ coordination: 'active_active', leaderElection: false, coordinationGroup: 'lon_1_east', coordinationHeartbeatMs: 500, coordinationLockRetryMs: 180_000 });
+    expect(parse(`${BASE}coordination: active_active\ncoordination_group: fleet-a\n`).config.coordinationGroup).toBe('fleet-a');
+  });
+
+  it('refuses a contradictory or malformed coordination setting, naming the key', () => {
+    expect(() => parse(`${BASE}leader_election: true\ncoordination: active_active\n`)).toThrow(
+      /coordination "active_active" contradicts leader_election: true; remove leader_election or set coordination: leader_election/,
+    );
+    expect(() => parse(`${BASE}coordination: both\n`)).toThrow(/coordination/);
+    expect(() => parse(`${BASE}coordination_group: a.b\n`)).toThrow(/coordination_group.*letters, digits, - and _/);
+    expect(() => parse(`${BASE}coordination_heartbeat: 10ms\n`)).toThrow(/coordination_heartbeat "10ms" is below the minimum of 100ms/);
+    expect(() => parse(`${BASE}coordination_lock_retry: soon\n`)).toThrow(/coordination_lock_retry/);
   });
 
   it('returns a deeply frozen object', () => {
@@ -166,6 +189,7 @@ features:
       jwtSigningKey: '/etc/choria-provisioner/signer.seed',
       jwtSigningToken: '/etc/choria-provisioner/signer.jwt',
       serverJwtValidityMs: 90 * 24 * 3_600_000,
+      coordination: 'leader_election',
       leaderElection: true,
       leaderElectionKey: 'provisioner.lon1',
       leaderElectionBucket: 'MY_ELECTION',

@@ -23,7 +23,20 @@ describe('provisioner schema', () => {
     }
     for (const doc of describeProvisionerKeys()) expect(doc.description.length, doc.key).toBeGreaterThan(20);
     expect(describeProvisionerKeys().filter((k) => k.extension).map((k) => k.key).sort()).toEqual(
-      ['choria_config', 'helper_mode', 'helper_pool_depth', 'helper_pool_size', 'helper_timeout', 'leader_election_bucket', 'leader_election_key', 'streams_api_prefix'],
+      [
+        'choria_config',
+        'coordination',
+        'coordination_group',
+        'coordination_heartbeat',
+        'coordination_lock_retry',
+        'helper_mode',
+        'helper_pool_depth',
+        'helper_pool_size',
+        'helper_timeout',
+        'leader_election_bucket',
+        'leader_election_key',
+        'streams_api_prefix',
+      ],
     );
   });
 

@@ -1,0 +1,325 @@
+// Active/active membership: every instance of a group announces itself on one subject and keeps the
+// list of members it heard within the last few heartbeats. Nodes belong to members by rendezvous
+// hashing over that list (rendezvous.ts), so instances that hear the same members agree on every
+// node's owner without talking about nodes at all. Finished nodes are announced in batches so the
+// others can forget them (a node restarted into its new configuration is no one's to take over).
+//
+// The membership is "formed" once this instance hears its own heartbeat come back from the broker.
+// When that does not happen within FORMING_HEARTBEATS (the broker denies the subjects, say), the
+// membership is "unavailable" and this instance owns every node: the node lock alone keeps
+// instances apart (lock-only active/active). Hearing itself later forms it after all.
+import { randomBytes } from 'node:crypto';
+import type { NatsConnection, Subscription } from 'nats';
+import type { Logger } from 'winston';
+import { errorText } from '../../util/values.js';
+import { coordinationSubjects, encodeDone, encodeHeartbeat, parseDone, parseHeartbeat, type CoordinationSubjects, type Heartbeat } from './messages.js';
+import { rendezvousOwner } from './rendezvous.js';
+
+export type MembershipState = 'forming' | 'formed' | 'unavailable';
+
+/** A member is gone when it has not been heard for this many of its own heartbeat intervals. */
+export const MEMBER_TIMEOUT_HEARTBEATS = 3;
+/** How many heartbeats to wait for this instance's own announcement before going lock-only. */
+export const FORMING_HEARTBEATS = 3;
+const DONE_FLUSH_MS = 200;
+const DONE_BATCH_MAX = 500;
+
+export interface MemberView {
+  readonly instance: string;
+  readonly self: boolean;
+  /** ms since its last heartbeat (0 for this instance) */
+  readonly lastSeenMs: number;
+  readonly owned: number;
+  readonly provisioned: number;
+  readonly version: string;
+}
+
+export interface MembershipView {
+  readonly state: MembershipState;
+  readonly group: string;
+  readonly instance: string;
+  readonly members: readonly MemberView[];
+}
+
+export interface MembershipOptions {
+  readonly nc: NatsConnection;
+  readonly group: string;
+  /** this instance's Choria identity */
+  readonly instance: string;
+  readonly heartbeatMs: number;
+  readonly logger: Logger;
+  readonly version: string;
+  /** what this instance reports about itself in each heartbeat */
+  readonly report: () => { owned: number; provisioned: number };
+  /** the live member list changed (also when the membership formed or became unavailable) */
+  readonly onChange: () => void;
+  /** another member finished these nodes */
+  readonly onDone: (nodes: readonly string[], from: string) => void;
+  /** a coordination message that does not parse */
+  readonly onInvalid?: (reason: string) => void;
+  readonly now?: () => number;
+}
+
+interface Peer {
+  heartbeat: Heartbeat;
+  seenAt: number;
+}
+
+export class Membership {
+  readonly group: string;
+  readonly instance: string;
+  readonly #opts: MembershipOptions;
+  readonly #subjects: CoordinationSubjects;
+  readonly #incarnation = randomBytes(8).toString('hex');
+  readonly #peers = new Map<string, Peer>();
+  readonly #now: () => number;
+  readonly #warnedIncarnations = new Set<string>();
+  #state: MembershipState = 'forming';
+  #settled = false;
+  #members: readonly string[];
+  #subs: Subscription[] = [];
+  #timers: NodeJS.Timeout[] = [];
+  #done: string[] = [];
+  #doneTimer: NodeJS.Timeout | undefined;
+  #readyWaiters: (() => void)[] = [];
+  #stopped = false;
+
+  constructor(opts: MembershipOptions) {
+    this.#opts = opts;
+    this.group = opts.group;
+    this.instance = opts.instance;
+    this.#subjects = coordinationSubjects(opts.group);
+    this.#now = opts.now ?? Date.now;
+    this.#members = [opts.instance];
+  }
+
+  get state(): MembershipState {
+    return this.#state;
+  }
+
+  get subjects(): CoordinationSubjects {
+    return this.#subjects;
+  }
+
+  /** true once this instance may act on ownership: formed and settled, or unavailable (lock-only) */
+  get ready(): boolean {
+    return this.#state === 'unavailable' || (this.#state === 'formed' && this.#settled);
+  }
+
+  /** Resolves when `ready` (see there) or after stop(). */
+  whenReady(): Promise<void> {
+    if (this.ready || this.#stopped) return Promise.resolve();
+    return new Promise((resolve) => this.#readyWaiters.push(resolve));
+  }
+
+  /** The live members, sorted; always includes this instance. */
+  members(): readonly string[] {
+    return this.#members;
+  }
+
+  /** Whether this instance should provision `node` now. Lock-only (unavailable): every node. */
+  owns(node: string): boolean {
+    if (this.#state === 'unavailable') return true;
+    if (!this.ready) return false;
+    return this.#members.length === 1 || rendezvousOwner(node, this.#members) === this.instance;
+  }
+
+  ownerOf(node: string): string {
+    return this.#state === 'unavailable' ? this.instance : rendezvousOwner(node, this.#members);
+  }
+
+  start(): void {
+    const { nc, heartbeatMs } = this.#opts;
+    this.#subs.push(
+      nc.subscribe(this.#subjects.members, {
+        callback: (err, msg) => {
+          if (err !== null) return this.#unavailable(`subscribing to ${this.#subjects.members} failed: ${errorText(err)}`);
+          this.#onHeartbeat(msg.data);
+        },
+      }),
+      nc.subscribe(this.#subjects.done, {
+        callback: (err, msg) => {
+          if (err !== null) return this.#unavailable(`subscribing to ${this.#subjects.done} failed: ${errorText(err)}`);
+          this.#onDone(msg.data);
+        },
+      }),
+    );
+    this.#timers.push(setInterval(() => this.#tick(), heartbeatMs));
+    this.#timers.push(
+      setTimeout(() => {
+        if (this.#state === 'forming') {
+          this.#unavailable(`no heartbeat of its own came back on ${this.#subjects.members} within ${FORMING_HEARTBEATS} heartbeats (does the broker allow the provisioner to publish and subscribe there?)`);
+        }
+      }, heartbeatMs * FORMING_HEARTBEATS),
+    );
+    this.#publishHeartbeat(false);
+  }
+
+  /** Queues a finished node for the next done notice. */
+  announceDone(node: string): void {
+    if (this.#stopped || this.#state === 'unavailable') return;
+    this.#done.push(node);
+    if (this.#done.length >= DONE_BATCH_MAX) this.#flushDone();
+    else this.#doneTimer ??= setTimeout(() => this.#flushDone(), DONE_FLUSH_MS);
+  }
+
+  /** Sends the pending done notice and a leaving heartbeat, then stops listening. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const t of this.#timers) clearInterval(t);
+    this.#timers = [];
+    this.#flushDone();
+    this.#publishHeartbeat(true);
+    for (const s of this.#subs) s.unsubscribe();
+    this.#subs = [];
+    for (const w of this.#readyWaiters.splice(0)) w();
+    await this.#opts.nc.flush().catch(() => undefined);
+  }
+
+  view(): MembershipView {
+    const now = this.#now();
+    const selfReport = this.#opts.report();
+    const members: MemberView[] = this.#members.map((instance) => {
+      if (instance === this.instance) return { instance, self: true, lastSeenMs: 0, ...selfReport, version: this.#opts.version };
+      const p = this.#peers.get(instance);
+      return {
+        instance,
+        self: false,
+        lastSeenMs: p === undefined ? 0 : now - p.seenAt,
+        owned: p?.heartbeat.owned ?? 0,
+        provisioned: p?.heartbeat.provisioned ?? 0,
+        version: p?.heartbeat.version ?? '',
+      };
+    });
+    return { state: this.#state, group: this.group, instance: this.instance, members };
+  }
+
+  #tick(): void {
+    this.#publishHeartbeat(false);
+    // settled one heartbeat after forming: every live peer has announced itself once by then
+    if (this.#state === 'formed' && !this.#settled) {
+      this.#settled = true;
+      this.#opts.logger.info(`Active/active group "${this.group}" formed with ${this.#members.length} member(s): ${this.#members.join(', ')}`);
+      this.#changed();
+    }
+    this.#expire();
+  }
+
+  #publishHeartbeat(leaving: boolean): void {
+    const { owned, provisioned } = this.#opts.report();
+    const body = encodeHeartbeat({
+      instance: this.instance,
+      incarnation: this.#incarnation,
+      intervalMs: this.#opts.heartbeatMs,
+      leaving,
+      owned,
+      provisioned,
+      version: this.#opts.version,
+    });
+    try {
+      this.#opts.nc.publish(this.#subjects.members, body);
+    } catch (err) {
+      // a closed or draining connection: the next heartbeat tries again
+      this.#opts.logger.debug(`Could not publish the active/active heartbeat: ${errorText(err)}`);
+    }
+  }
+
+  #onHeartbeat(data: Uint8Array): void {
+    let hb: Heartbeat;
+    try {
+      hb = parseHeartbeat(data);
+    } catch (err) {
+      this.#opts.onInvalid?.(`heartbeat: ${errorText(err)}`);
+      return;
+    }
+    if (hb.instance === this.instance) {
+      if (hb.incarnation === this.#incarnation) {
+        if (this.#state !== 'formed') this.#formed();
+      } else if (!this.#warnedIncarnations.has(hb.incarnation)) {
+        this.#warnedIncarnations.add(hb.incarnation);
+        this.#opts.logger.error(
+          `Another process announces itself as ${this.instance} in active/active group "${this.group}": the node lock cannot tell the two apart, so they may provision one node twice; give every instance its own identity`,
+        );
+      }
+      return;
+    }
+    if (hb.leaving) {
+      if (this.#peers.delete(hb.instance)) {
+        this.#opts.logger.info(`Active/active member ${hb.instance} left group "${this.group}"`);
+        this.#recompute();
+      }
+      return;
+    }
+    const known = this.#peers.has(hb.instance);
+    this.#peers.set(hb.instance, { heartbeat: hb, seenAt: this.#now() });
+    if (!known) {
+      this.#opts.logger.info(`Active/active member ${hb.instance} joined group "${this.group}"`);
+      this.#recompute();
+    }
+  }
+
+  #onDone(data: Uint8Array): void {
+    try {
+      const notice = parseDone(data);
+      if (notice.instance !== this.instance) this.#opts.onDone(notice.nodes, notice.instance);
+    } catch (err) {
+      this.#opts.onInvalid?.(`done notice: ${errorText(err)}`);
+    }
+  }
+
+  #flushDone(): void {
+    clearTimeout(this.#doneTimer);
+    this.#doneTimer = undefined;
+    if (this.#done.length === 0) return;
+    const nodes = this.#done;
+    this.#done = [];
+    try {
+      this.#opts.nc.publish(this.#subjects.done, encodeDone({ instance: this.instance, nodes }));
+    } catch (err) {
+      this.#opts.logger.debug(`Could not publish ${nodes.length} finished nodes to the group: ${errorText(err)}`);
+    }
+  }
+
+  #expire(): void {
+    const now = this.#now();
+    let gone = false;
+    for (const [instance, p] of this.#peers) {
+      if (now - p.seenAt > p.heartbeat.intervalMs * MEMBER_TIMEOUT_HEARTBEATS) {
+        this.#peers.delete(instance);
+        this.#opts.logger.warn(`Active/active member ${instance} of group "${this.group}" was not heard for ${now - p.seenAt} ms, taking over its share`);
+        gone = true;
+      }
+    }
+    if (gone) this.#recompute();
+  }
+
+  #formed(): void {
+    const was = this.#state;
+    this.#state = 'formed';
+    if (was === 'unavailable') {
+      // heard itself after all: leave lock-only mode at once, the peers are already known
+      this.#settled = true;
+      this.#opts.logger.warn(`Active/active group "${this.group}" formed after all; leaving lock-only mode`);
+      this.#changed();
+    }
+  }
+
+  #unavailable(reason: string): void {
+    if (this.#state === 'unavailable' || this.#stopped) return;
+    this.#state = 'unavailable';
+    this.#opts.logger.warn(`Active/active membership for group "${this.group}" is unavailable, continuing lock-only (every instance tries every node, in random order, and the node lock keeps them apart): ${reason}`);
+    this.#changed();
+  }
+
+  #recompute(): void {
+    this.#members = [this.instance, ...this.#peers.keys()].sort();
+    if (this.ready) this.#changed();
+  }
+
+  #changed(): void {
+    this.#members = [this.instance, ...this.#peers.keys()].sort();
+    if (this.ready) for (const w of this.#readyWaiters.splice(0)) w();
+    this.#opts.onChange();
+  }
+}

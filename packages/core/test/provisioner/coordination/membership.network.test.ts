@@ -1,0 +1,155 @@
+// Membership against a real nats-server: members find each other, agree on every node's owner,
+// notice a leave at once and a silent death within a few heartbeats, pass on finished nodes, and go
+// lock-only when the broker denies the subjects.
+import { connect, type NatsConnection } from 'nats';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { sleep, until } from '@choria-provisioner/test-support/wait';
+import { Membership, MEMBER_TIMEOUT_HEARTBEATS, type MembershipOptions } from '../../../src/provisioner/coordination/membership.js';
+import { captureLogger, type CapturedLog } from '../../choria/support/logger.js';
+
+const HEARTBEAT_MS = 100;
+const nodes = Array.from({ length: 300 }, (_, i) => `node-${i}.example.net`);
+
+interface Member {
+  m: Membership;
+  nc: NatsConnection;
+  log: CapturedLog;
+  changes: number;
+  done: string[];
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+
+async function server(config?: string): Promise<RunningNatsServer> {
+  const s = await startNatsServer({ jetstream: false, ...(config !== undefined ? { config } : {}) });
+  cleanups.push(() => s.stop());
+  return s;
+}
+
+async function member(url: string, instance: string, extra: Partial<MembershipOptions> & { user?: string; pass?: string } = {}): Promise<Member> {
+  const nc = await connect({ servers: url, ...(extra.user !== undefined ? { user: extra.user, pass: extra.pass } : {}) });
+  cleanups.push(() => nc.close());
+  const log = captureLogger();
+  const t: Member = { nc, log, changes: 0, done: [] } as unknown as Member;
+  t.m = new Membership({
+    nc,
+    group: 'lon',
+    instance,
+    heartbeatMs: HEARTBEAT_MS,
+    logger: log.logger,
+    version: 'test',
+    report: () => ({ owned: 7, provisioned: 3 }),
+    onChange: () => t.changes++,
+    onDone: (n) => t.done.push(...n),
+    ...extra,
+  });
+  cleanups.push(() => t.m.stop());
+  t.m.start();
+  return t;
+}
+
+const ownedBy = (t: Member): string[] => nodes.filter((n) => t.m.owns(n));
+
+describe('active/active membership', () => {
+  it('forms, agrees on owners, splits the fleet and reports every member', async () => {
+    const s = await server();
+    const all = await Promise.all(['a', 'b', 'c'].map((x) => member(s.url, `prov-${x}.example.net`)));
+    await until('three members everywhere', () => all.every((t) => t.m.ready && t.m.members().length === 3));
+    expect(all.every((t) => t.m.state === 'formed')).toBe(true);
+    const shares = all.map(ownedBy);
+    expect(shares.flat().sort()).toEqual([...nodes].sort()); // every node exactly once
+    for (const share of shares) expect(share.length).toBeGreaterThan(60);
+    for (const n of nodes.slice(0, 50)) expect(new Set(all.map((t) => t.m.ownerOf(n))).size).toBe(1);
+    const view = all[0]!.m.view();
+    expect(view.members.map((v) => [v.instance, v.self, v.owned, v.provisioned])).toEqual([
+      ['prov-a.example.net', true, 7, 3],
+      ['prov-b.example.net', false, 7, 3],
+      ['prov-c.example.net', false, 7, 3],
+    ]);
+    expect(all[0]!.log.text()).toMatch(/Active\/active member prov-b.example.net joined group "lon"/);
+  });
+
+  it('owns nothing until settled, so a starting instance does not grab the whole fleet', async () => {
+    const s = await server();
+    const a = await member(s.url, 'prov-a.example.net');
+    expect(a.m.ready).toBe(false);
+    expect(a.m.owns(nodes[0]!)).toBe(false);
+    await a.m.whenReady();
+    expect(ownedBy(a)).toHaveLength(nodes.length);
+  });
+
+  it('takes over at once after a leave and within a few heartbeats after a silent death', async () => {
+    const s = await server();
+    const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((x) => member(s.url, `prov-${x}.example.net`)));
+    await until('formed', () => [a, b, c].every((t) => t!.m.ready && t!.m.members().length === 3));
+    await b!.m.stop();
+    await until('b gone at once', () => a!.m.members().length === 2 && c!.m.members().length === 2, 2 * HEARTBEAT_MS);
+    expect(a!.log.text()).toMatch(/member prov-b.example.net left group "lon"/);
+
+    // c dies without a word: its connection closes, so no leaving heartbeat can follow
+    const died = Date.now();
+    await c!.nc.close();
+    await until('c expired', () => a!.m.members().length === 1, 10 * HEARTBEAT_MS);
+    const took = Date.now() - died;
+    expect(took).toBeGreaterThanOrEqual(MEMBER_TIMEOUT_HEARTBEATS * HEARTBEAT_MS - HEARTBEAT_MS);
+    expect(took).toBeLessThan((MEMBER_TIMEOUT_HEARTBEATS + 3) * HEARTBEAT_MS);
+    expect(ownedBy(a!)).toHaveLength(nodes.length);
+    expect(a!.log.text()).toMatch(/member prov-c.example.net of group "lon" was not heard for \d+ ms, taking over its share/);
+  });
+
+  it('passes finished nodes to the others in batches', async () => {
+    const s = await server();
+    const [a, b] = await Promise.all(['a', 'b'].map((x) => member(s.url, `prov-${x}.example.net`)));
+    await until('formed', () => a!.m.ready && b!.m.ready && a!.m.members().length === 2);
+    // more than one batch (500) and a partial one sent by the timer
+    const finished = Array.from({ length: 700 }, (_, i) => `done-${i}.example.net`);
+    for (const n of finished) a!.m.announceDone(n);
+    await until('b heard of them', () => b!.done.length === finished.length);
+    expect(b!.done).toEqual(finished);
+    expect(a!.done).toEqual([]); // not told of its own
+  });
+
+  it('warns when two processes use one identity', async () => {
+    const s = await server();
+    const a = await member(s.url, 'prov-a.example.net');
+    await member(s.url, 'prov-a.example.net');
+    await until('the duplicate is reported', () => /Another process announces itself as prov-a.example.net/.test(a.log.text()));
+  });
+
+  it('goes lock-only, once and loudly, when the broker denies the subjects', async () => {
+    const s = await server(
+      [
+        'authorization {',
+        '  users: [',
+        '    { user: provisioner, password: pw, permissions: { publish: { deny: ["provisioning.coordination.>"] }, subscribe: { deny: ["provisioning.coordination.>"] } } }',
+        '  ]',
+        '}',
+      ].join('\n'),
+    );
+    const a = await member(s.url, 'prov-a.example.net', { user: 'provisioner', pass: 'pw' });
+    await a.m.whenReady();
+    expect(a.m.state).toBe('unavailable');
+    expect(ownedBy(a)).toHaveLength(nodes.length);
+    await sleep(5 * HEARTBEAT_MS);
+    const warnings = a.log.lines.filter((l) => l.startsWith('warn:') && l.includes('is unavailable, continuing lock-only'));
+    expect(warnings).toHaveLength(1);
+    a.m.announceDone('x'); // nothing to send to
+  });
+
+  it('drops garbage on its subjects and carries on', async () => {
+    const s = await server();
+    const invalid: string[] = [];
+    const a = await member(s.url, 'prov-a.example.net', { onInvalid: (r) => invalid.push(r) });
+    await a.m.whenReady();
+    a.nc.publish(a.m.subjects.members, 'not json');
+    a.nc.publish(a.m.subjects.done, JSON.stringify({ protocol: 'choria-provisioner:done:1', instance: 'x', nodes: [1] }));
+    await until('both reported', () => invalid.length === 2);
+    expect(invalid[0]).toMatch(/^heartbeat: not JSON/);
+    expect(invalid[1]).toMatch(/^done notice: "nodes" must be an array/);
+    expect(a.m.members()).toEqual(['prov-a.example.net']);
+  });
+});
