@@ -21,6 +21,7 @@ import {
   parseSite,
   silentLogger,
 } from '@choria-provisioner/core';
+import { activeActiveScenario } from './active-active.mjs';
 import { buildRequests, runLimit, runNaive } from './drivers.mjs';
 import { startSimulator } from './lib/simulator.mjs';
 import { cpuSecondsOf, liveChildrenCpuSeconds, machineBusySeconds, memoryFromProc, percentile, reapedChildrenCpuSeconds } from './lib/stats.mjs';
@@ -206,6 +207,9 @@ async function provisionScenario(s) {
   clearTimeout(deadline);
   const tEnd = times.lastEndAt ?? performance.now();
   const figures = measure.finish();
+  // what stays on the heap with every node still held after success (needs --expose-gc)
+  globalThis.gc?.();
+  const retained = { heapAfterGcMb: process.memoryUsage().heapUsed / 1048576, held: p.status({ limit: 0 }).hostCounts.held ?? 0 };
   await p.stop();
 
   const summary = await sim.waitFor((x) => (x.totals.byState.provisioned ?? 0) >= times.finished.size, 20_000);
@@ -226,6 +230,7 @@ async function provisionScenario(s) {
     logger: s.logger ?? 'none',
     discovered,
     discoveryMs: tDiscovered - t0,
+    ...retained,
     provisioned,
     failed: times.failed,
     firstErrors: times.firstErrors,
@@ -328,7 +333,7 @@ async function queueScenario(s) {
   };
 }
 
-const kinds = { provision: provisionScenario, naive: driverScenario, limit: driverScenario, discovery: discoveryScenario, queue: queueScenario };
+const kinds = { provision: provisionScenario, naive: driverScenario, limit: driverScenario, discovery: discoveryScenario, queue: queueScenario, 'active-active': activeActiveScenario };
 
 kinds[spec.kind](spec).then(
   (result) => {

@@ -77,13 +77,13 @@ export async function startSimulator({ url, count, flow, keys, name = 'bench', n
       const msg = await nc.request(ready.control.report, sc.encode(JSON.stringify({ offset, limit })), { timeout: 30_000 });
       return JSON.parse(sc.decode(msg.data)).nodes ?? [];
     },
-    /** polls the summary until `pred(summary)` holds; returns the last summary */
-    async waitFor(pred, timeoutMs) {
+    /** polls the summary every `pollMs` until `pred(summary)` holds; returns the last summary */
+    async waitFor(pred, timeoutMs, pollMs = 200) {
       const until = Date.now() + timeoutMs;
       for (;;) {
         const s = await this.summary();
         if (pred(s) || Date.now() > until) return s;
-        await new Promise((r) => setTimeout(r, 200));
+        await new Promise((r) => setTimeout(r, pollMs));
       }
     },
     async stop() {

@@ -217,11 +217,10 @@ export class Provisioner {
     this.#timers.push(setInterval(() => this.#sweepHeld(), 1_000));
     this.#state = 'running';
     this.#updateGauges();
-    // active/active: the first discovery waits until the members know each other, or every
-    // instance would start on the whole fleet
-    const membership = this.#membership;
-    if (membership === undefined) void this.discover();
-    else void membership.whenReady().then(() => this.discover());
+    // active/active: while the members are still getting to know each other, what the first
+    // discovery finds waits in the foreign list; the membership's first change takes this
+    // instance's share from there (so discovery and the settling heartbeat overlap)
+    void this.discover();
   }
 
   /** Stops intake, aborts in-flight work, waits (bounded) for the workers and closes the connection. */

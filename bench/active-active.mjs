@@ -1,0 +1,110 @@
+// The active/active scenario: N `choria-provisioner run` processes of one site (coordination:
+// active_active, from examples/config/provisioner-active-active.yaml) share one simulated fleet.
+// Their helper is I/O bound (test/e2e/fixtures/sleepy-pool-helper.mjs waits delayMs per node, as
+// a CMDB lookup would), so the fleet's wall time measures how well the instances share the work,
+// not how busy the machine is. Clock: from spawning the first instance until the simulator
+// reports every node provisioned.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { URL, fileURLToPath } from 'node:url';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { startSimulator } from './lib/simulator.mjs';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CLI = join(ROOT, 'packages', 'cli', 'dist', 'bin.js');
+const HELPER = join(ROOT, 'test', 'e2e', 'fixtures', 'sleepy-pool-helper.mjs');
+const EXAMPLE = join(ROOT, 'examples', 'config', 'provisioner-active-active.yaml');
+
+function instanceConfig(dir, s, name, runs) {
+  const choria = join(dir, `${name}.cfg`);
+  writeFileSync(choria, `identity = ${name}.example.net\nplugin.choria.middleware_hosts = ${s.url}\nplugin.security.provider = file\n`);
+  const example = parseYaml(readFileSync(EXAMPLE, 'utf8'));
+  delete example.broker_provisioning_password;
+  delete example.monitor_port;
+  const config = join(dir, `${name}.yaml`);
+  writeFileSync(
+    config,
+    stringifyYaml({
+      ...example,
+      site: 'bench',
+      workers: s.workers,
+      token: 's3cret',
+      choria_insecure: true,
+      choria_config: choria,
+      helper: `${process.execPath} ${HELPER} --delay-ms ${s.delayMs} --log ${runs} --instance ${name}`,
+      helper_pool_size: 1,
+      helper_pool_depth: s.workers,
+      coordination_heartbeat: s.heartbeat,
+      logfile: join(dir, `${name}.log`),
+    }),
+  );
+  return config;
+}
+
+/**
+ * From the first node an instance started on to the last one any finished, from the instances'
+ * JSON log lines: the sharing itself, without process start-up and the first discovery.
+ */
+function provisioningPhaseMs(logFiles) {
+  let first = Infinity;
+  let last = -Infinity;
+  for (const file of logFiles) {
+    if (!existsSync(file)) continue;
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      if (!line.includes('"Provisioning ') && !line.includes('"Provisioned ')) continue;
+      const entry = JSON.parse(line);
+      const at = Date.parse(entry.timestamp);
+      if (entry.message.startsWith('Provisioning ')) first = Math.min(first, at);
+      else if (entry.message.startsWith('Provisioned ')) last = Math.max(last, at);
+    }
+  }
+  return last - first;
+}
+
+export async function activeActiveScenario(s) {
+  const sim = await startSimulator({ url: s.url, count: s.count, flow: 'plain', nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
+  const dir = mkdtempSync(join(tmpdir(), 'cpts-bench-aa-'));
+  const runs = join(dir, 'helper-runs.txt');
+  const children = [];
+  try {
+    const configs = Array.from({ length: s.instances }, (_, i) => instanceConfig(dir, s, `prov-${i + 1}`, runs));
+    const t0 = performance.now();
+    for (const config of configs) children.push(spawn(process.execPath, [CLI, 'run', '--config', config], { stdio: 'ignore' }));
+    // polled often: the poll interval adds to both the one-instance and the three-instance time
+    const summary = await sim.waitFor((x) => (x.totals.byState.provisioned ?? 0) >= s.count, s.timeoutMs ?? 300_000, 25);
+    const ms = performance.now() - t0;
+    const phaseMs = provisioningPhaseMs(configs.map((c) => c.replace(/\.yaml$/, '.log')));
+    const lines = existsSync(runs) ? readFileSync(runs, 'utf8').split('\n').filter((l) => l !== '') : [];
+    const perInstance = {};
+    for (const l of lines) {
+      const who = l.split(' ')[0];
+      perInstance[who] = (perInstance[who] ?? 0) + 1;
+    }
+    return {
+      kind: 'active-active',
+      instances: s.instances,
+      count: s.count,
+      workers: s.workers,
+      delayMs: s.delayMs,
+      provisioned: summary.totals.byState.provisioned ?? 0,
+      ms,
+      phaseMs,
+      phaseNodesPerMin: ((summary.totals.byState.provisioned ?? 0) / phaseMs) * 60_000,
+      nodesPerMin: ((summary.totals.byState.provisioned ?? 0) / ms) * 60_000,
+      helperRunsPerNode: lines.length / s.count,
+      helperRunsPerInstance: perInstance,
+      maxConfiguredPerCycle: summary.totals.maxConfiguredPerCycle,
+      lockRefusals: summary.totals.violationsByKind?.['lock-held'] ?? 0,
+    };
+  } finally {
+    const exited = children.map((c) => (c.exitCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r))));
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.race([Promise.all(exited), new Promise((r) => setTimeout(r, 15_000))]);
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await sim.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
