@@ -184,8 +184,8 @@ describe('active/active (CLI processes against a simulated fleet)', () => {
       return total === NODES;
     }, 5000);
     const metrics = await (await fetch(`http://127.0.0.1:${three.instances[1]!.monitor}/metrics`)).text();
-    expect(metrics).toContain('choria_provisioner_coordination_mode{site="lon",instance="prov-b.example.net",mode="active_active"} 1');
-    expect(metrics).toContain('choria_provisioner_coordination_members{site="lon",instance="prov-b.example.net"} 3');
+    expect(metrics).toContain('choria_provisioner_coordination_mode{site="lon",identity="prov-b.example.net",mode="active_active"} 1');
+    expect(metrics).toContain('choria_provisioner_coordination_members{site="lon",identity="prov-b.example.net"} 3');
 
     const st = spawn(process.execPath, [CLI, 'status', '--url', `http://127.0.0.1:${three.instances[2]!.monitor}`], { stdio: ['ignore', 'pipe', 'pipe'] });
     let text = '';

@@ -16,7 +16,9 @@ export { DurationError, formatDuration, parseDuration } from './util/duration.js
 export { createLogger, silentLogger, type Logger, type LoggerOptions } from './util/logger.js';
 
 // The scheduler of one site
-export { Provisioner, type HostStatus, type ProvisionerOptions, type ProvisionerStatus } from './provisioner/provisioner.js';
+export { Provisioner, type CoordinationStatus, type HostStatus, type ProvisionerOptions, type ProvisionerStatus } from './provisioner/provisioner.js';
+export type { MembershipState, MembershipView, MemberView } from './provisioner/coordination/index.js';
+export type { EffectiveCoordination } from './metrics/metrics.js';
 
 // One server's provisioning, without a scheduler
 export { Host, createHostRunner, type HostDeps } from './host/host.js';

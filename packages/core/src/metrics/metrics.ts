@@ -31,10 +31,10 @@ interface MetricSet {
   electionCampaigns: Counter<Labels<'election' | 'identity' | 'state'>>;
   electionLeader: Gauge<Labels<'election' | 'identity'>>;
   electionInterval: Gauge<Labels<'election' | 'identity'>>;
-  coordinationMode: Gauge<Labels<'site' | 'instance' | 'mode'>>;
-  coordinationMembers: Gauge<Labels<'site' | 'instance'>>;
-  ownedNodes: Gauge<Labels<'site' | 'instance'>>;
-  foreignNodes: Gauge<Labels<'site' | 'instance'>>;
+  coordinationMode: Gauge<Labels<'site' | 'identity' | 'mode'>>;
+  coordinationMembers: Gauge<Labels<'site' | 'identity'>>;
+  ownedNodes: Gauge<Labels<'site' | 'identity'>>;
+  foreignNodes: Gauge<Labels<'site' | 'identity'>>;
 }
 
 /** What `coordination_mode` reports: the configured mode, or lock_only when active/active could not form. */
@@ -154,11 +154,12 @@ function register(registry: Registry): MetricSet {
     electionCampaigns: counter(registry, 'choria_election_campaigns', 'Leader election campaigns', ['election', 'identity', 'state'] as const),
     electionLeader: gauge(registry, 'choria_election_leader', '1 while this instance leads the election', ['election', 'identity'] as const),
     electionInterval: gauge(registry, 'choria_election_interval_seconds', 'Seconds until the next campaign', ['election', 'identity'] as const),
-    // `instance` is the Choria identity: several instances of one site are told apart by it
-    coordinationMode: gauge(registry, 'choria_provisioner_coordination_mode', '1 for the coordination mode this instance runs in (none, leader_election, active_active, lock_only), else 0', ['site', 'instance', 'mode'] as const),
-    coordinationMembers: gauge(registry, 'choria_provisioner_coordination_members', 'Live active/active members of the site this instance hears, itself included', ['site', 'instance'] as const),
-    ownedNodes: gauge(registry, 'choria_provisioner_owned_nodes', 'Nodes on this instance\'s list (queued, being provisioned, held, waiting for a lock)', ['site', 'instance'] as const),
-    foreignNodes: gauge(registry, 'choria_provisioner_foreign_nodes', 'Nodes this active/active instance has seen that another member owns', ['site', 'instance'] as const),
+    // `identity` is the instance's Choria identity, which tells several instances of one site
+    // apart (not `instance`: Prometheus sets that label itself when it scrapes)
+    coordinationMode: gauge(registry, 'choria_provisioner_coordination_mode', '1 for the coordination mode this instance runs in (none, leader_election, active_active, lock_only), else 0', ['site', 'identity', 'mode'] as const),
+    coordinationMembers: gauge(registry, 'choria_provisioner_coordination_members', 'Live active/active members of the site this instance hears, itself included (1 in the other modes)', ['site', 'identity'] as const),
+    ownedNodes: gauge(registry, 'choria_provisioner_owned_nodes', 'Nodes on this instance\'s list (queued, being provisioned, held, waiting for a lock)', ['site', 'identity'] as const),
+    foreignNodes: gauge(registry, 'choria_provisioner_foreign_nodes', 'Nodes this active/active instance has seen that another member owns (0 in the other modes)', ['site', 'identity'] as const),
   };
 }
 
@@ -247,13 +248,13 @@ export class ProvisionerMetrics implements HostMetrics {
   setElectionInterval(election: string, identity: string, seconds: number): void {
     this.#m.electionInterval.set({ election, identity }, seconds);
   }
-  setCoordinationMode(instance: string, mode: EffectiveCoordination): void {
-    for (const m of COORDINATION_MODES) this.#m.coordinationMode.set({ site: this.site, instance, mode: m }, m === mode ? 1 : 0);
+  setCoordinationMode(identity: string, mode: EffectiveCoordination): void {
+    for (const m of COORDINATION_MODES) this.#m.coordinationMode.set({ site: this.site, identity, mode: m }, m === mode ? 1 : 0);
   }
-  setCoordination(instance: string, members: number, owned: number, foreign: number): void {
-    const l = { site: this.site, instance };
-    this.#m.coordinationMembers.set(l, members);
+  setCoordination(identity: string, owned: number, members: number, foreign: number): void {
+    const l = { site: this.site, identity };
     this.#m.ownedNodes.set(l, owned);
+    this.#m.coordinationMembers.set(l, members);
     this.#m.foreignNodes.set(l, foreign);
   }
 }

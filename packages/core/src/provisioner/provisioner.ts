@@ -652,7 +652,7 @@ export class Provisioner {
     this.metrics.setBusyWorkers(this.#busy);
     this.metrics.setWaitingNodes(this.#hosts.size);
     this.metrics.setWorkQueueEntries(this.#queue.length);
-    if (this.#membership !== undefined) this.metrics.setCoordination(this.choria.identity, this.#membership.members().length, this.#hosts.size, this.#foreign.size);
+    this.metrics.setCoordination(this.choria.identity, this.#hosts.size, this.#membership?.members().length ?? 1, this.#foreign.size);
   }
 
   /** A snapshot for the /status endpoint and `choria-provisioner status`. */
