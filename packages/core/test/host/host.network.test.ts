@@ -70,6 +70,39 @@ describe('Host', () => {
     expect(JSON.parse(helped[0]?.inventory ?? '{}')).toEqual(INVENTORY);
   });
 
+  describe('active/active without features.jwt: the node lock is claimed before the helper', () => {
+    const activeActive = (deps: HostDeps): HostDeps => ({ ...deps, config: testConfig('coordination: active_active\n') });
+    const refuse = (ctx: RpcContext, msg: string): RpcReplyBody => ({ action: ctx.request.action, statuscode: 1, statusmsg: msg, data: {} });
+
+    it('asks for jwt first and carries on when the node refuses it (the lock was taken anyway)', async () => {
+      const { sent, helped, deps, registry } = await setup((ctx) => {
+        if (ctx.request.action === 'jwt') return refuse(ctx, 'No Provisioning JWT file has been configured');
+        return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
+      });
+      const steps: string[] = [];
+      expect(await new Host(activeActive(deps), job({ onStep: (s) => steps.push(s) })).provision()).toEqual({ outcome: 'provisioned' });
+      expect(sent()).toEqual(['choria_provision#jwt', 'rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
+      expect(steps[0]).toBe('lock');
+      expect(helped).toHaveLength(1);
+      // an answer, not a failure: no RPC error counted, one try
+      expect(await registry.metrics()).not.toMatch(/choria_provisioner_rpc_errors\{[^}]*rpc="choria_provision#jwt"\} [1-9]/);
+    });
+
+    it('runs no helper for a node whose lock another provisioner holds', async () => {
+      const { sent, helped, deps } = await setup((ctx) => (ctx.request.action === 'jwt' ? { action: 'jwt', statuscode: 1, statusmsg: 'Could not obtain provisioning lock', data: {} } : ok(ctx, INVENTORY)));
+      const result = await new Host(activeActive(deps), job()).provision();
+      expect(result.outcome).toBe('skipped_locked');
+      expect(sent()).toEqual(['choria_provision#jwt']);
+      expect(helped).toHaveLength(0);
+    });
+
+    it('skips the claim for a node older than the lock (go-choria 0.29.0), which has nothing to claim', async () => {
+      const { sent, deps } = await setup((ctx) => (ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx)));
+      expect(await new Host(activeActive(deps), job({ reportedVersion: '0.28.0' })).provision()).toEqual({ outcome: 'provisioned' });
+      expect(sent()[0]).toBe('rpcutil#inventory');
+    });
+  });
+
   it('a node that never answers its restart but stays in provisioning mode: sent again after watching, then failed as configured', async () => {
     const { sent, deps, registry } = await setup((ctx) => {
       if (ctx.request.action === 'restart') return undefined;

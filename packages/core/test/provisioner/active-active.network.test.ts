@@ -1,0 +1,160 @@
+// Active/active scheduling rules with scripted HostRunners (no simulator, a real broker): instances
+// split what they are offered, take over a leaver's share at once, wait out a lock on a node they
+// own, forget nodes another member finished or that announced a restart, and go lock-only when
+// the broker denies the coordination subjects.
+import { Registry } from 'prom-client';
+import { connect } from 'nats';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Provisioner } from '../../src/provisioner/provisioner.js';
+import type { HostJob, HostResult } from '../../src/host/types.js';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
+import { sleep, until } from '@choria-provisioner/test-support/wait';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+
+const nodes = Array.from({ length: 60 }, (_, i) => `n${i}.example.net`);
+const shutdownEvent = (identity: string): Uint8Array =>
+  new TextEncoder().encode(JSON.stringify({ protocol: 'io.choria.lifecycle.v1.shutdown', id: `s-${identity}`, identity, component: 'provision_mode_server', timestamp: Math.floor(Date.now() / 1000) }));
+
+async function broker(config?: string): Promise<RunningNatsServer> {
+  const srv = await startNatsServer({ jetstream: false, ...(config !== undefined ? { config } : {}) });
+  cleanups.push(() => srv.stop());
+  return srv;
+}
+
+async function instance(url: string, name: string, runner: (job: HostJob) => Promise<HostResult>, yaml = ''): Promise<Provisioner> {
+  const config = testConfig(`workers: 2\ncoordination: active_active\ncoordination_heartbeat: 100ms\ncoordination_lock_retry: 1s\n${yaml}`);
+  const p = new Provisioner({ config, choria: testSettings(url, config, name), registry: new Registry(), hostRunner: runner, helper: () => ({}), stopTimeoutMs: 2000 });
+  cleanups.push(() => p.stop());
+  await p.start();
+  return p;
+}
+
+const formed = (p: Provisioner, members: number): boolean => p.status().coordination.membership?.state === 'formed' && p.status().coordination.membership?.members.length === members;
+
+describe('Provisioner in active/active mode', () => {
+  it('splits the offered nodes between the members and takes over a leaver\'s share at once', async () => {
+    const srv = await broker();
+    const ran: Record<string, string[]> = { a: [], b: [] };
+    // b's workers stay busy until released, so its share waits in its queue
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const a = await instance(srv.url, 'a.example.net', async (job) => {
+      ran['a']!.push(job.identity);
+      return { outcome: 'provisioned' };
+    });
+    const b = await instance(srv.url, 'b.example.net', async (job) => {
+      ran['b']!.push(job.identity);
+      await Promise.race([gate, new Promise((r) => job.signal.addEventListener('abort', r))]);
+      return { outcome: 'failed', message: 'stopped' };
+    });
+    await until('both formed with two members', () => formed(a, 2) && formed(b, 2), 5000);
+    for (const n of nodes) {
+      a.offer(n, 'discovery');
+      b.offer(n, 'discovery');
+    }
+    await until('a finished its share', () => a.status().busyWorkers === 0 && a.status().queue === 0 && ran['a']!.length > 0);
+    const aShare = ran['a']!.length;
+    expect(aShare).toBeGreaterThan(10);
+    expect(aShare).toBeLessThan(50);
+    expect(ran['a']!.filter((n) => ran['b']!.includes(n))).toEqual([]);
+    expect(a.status().coordination.foreignNodes).toBe(nodes.length - aShare);
+
+    // b leaves: a takes over b's whole share without another discovery (the nodes b had in
+    // flight too: here no node lock stands in the way, on a real node a waits for it)
+    await b.stop();
+    release();
+    await until('a took over the rest', () => ran['a']!.length === nodes.length && a.status().busyWorkers === 0, 5000);
+    expect(new Set(ran['a']).size).toBe(ran['a']!.length);
+    expect(a.status().coordination.membership?.members.map((m) => m.instance)).toEqual(['a.example.net']);
+  });
+
+  it('waits out a lock on a node it owns, and forgets it when the holder finishes or the node restarts', async () => {
+    const srv = await broker();
+    const jobs: string[] = [];
+    const p = await instance(srv.url, 'a.example.net', async (job) => {
+      jobs.push(job.identity);
+      return jobs.filter((j) => j === job.identity).length === 1 ? { outcome: 'skipped_locked', message: 'locked elsewhere' } : { outcome: 'provisioned' };
+    });
+    await until('formed', () => formed(p, 1), 5000);
+    for (const n of ['x1', 'x2', 'x3']) p.offer(n, 'discovery');
+    await until('all three wait for their lock', () => p.status().hostCounts['locked'] === 3);
+    const locked = p.status().hosts.find((h) => h.identity === 'x1');
+    expect(locked?.state).toBe('locked');
+    expect(Date.parse(locked?.nextAttemptAt ?? '') - Date.now()).toBeGreaterThan(500);
+
+    // x2: another member reports it finished; x3: the node announces its restart
+    const nc = await connect({ servers: srv.url });
+    cleanups.push(() => nc.close());
+    nc.publish('provisioning.coordination.test.done', JSON.stringify({ protocol: 'choria-provisioner:done:1', instance: 'b.example.net', nodes: ['x2'] }));
+    nc.publish('choria.lifecycle.event.shutdown.provision_mode_server', shutdownEvent('x3'));
+    await until('x1 retried after the lock wait', () => jobs.length === 4, 4000);
+    await sleep(1500);
+    expect(jobs).toEqual(['x1', 'x2', 'x3', 'x1']);
+    expect(p.status().hostCounts).toMatchObject({ held: 1 });
+    expect(p.status().hostCounts['locked']).toBeUndefined();
+  });
+
+  it('goes lock-only when the broker denies the coordination subjects, and says so in status and metrics', async () => {
+    const srv = await broker(
+      'authorization { users: [ { user: provisioner, password: pw, permissions: { publish: { deny: ["provisioning.coordination.>"] }, subscribe: { deny: ["provisioning.coordination.>"] } } } ] }',
+    );
+    const ran: string[] = [];
+    const p = await instance(
+      srv.url,
+      'a.example.net',
+      async (job) => {
+        ran.push(job.identity);
+        return { outcome: 'provisioned' };
+      },
+      'broker_provisioning_password: pw\n',
+    );
+    await until('lock-only', () => p.status().coordination.effective === 'lock_only', 5000);
+    for (const n of nodes) p.offer(n, 'discovery');
+    await until('every node tried', () => ran.length === nodes.length);
+    const metrics = await p.metrics.registry.metrics();
+    expect(metrics).toContain('choria_provisioner_coordination_mode{site="test",identity="a.example.net",mode="lock_only"} 1');
+    expect(metrics).toContain('choria_provisioner_coordination_mode{site="test",identity="a.example.net",mode="active_active"} 0');
+  });
+});
+
+describe('Provisioner, every mode', () => {
+  it('drops a queued node that announces a restart or shutdown, but not the one in flight', async () => {
+    const srv = await broker();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const jobs: string[] = [];
+    const config = testConfig('workers: 1\n');
+    const p = new Provisioner({
+      config,
+      choria: testSettings(srv.url, config),
+      registry: new Registry(),
+      hostRunner: async (job) => {
+        jobs.push(job.identity);
+        await gate;
+        return { outcome: 'provisioned' };
+      },
+      helper: () => ({}),
+      stopTimeoutMs: 2000,
+    });
+    cleanups.push(() => p.stop());
+    await p.start();
+    p.offer('busy', 'discovery');
+    p.offer('waiting', 'discovery');
+    await until('one in flight, one queued', () => p.status().busyWorkers === 1 && p.status().queue === 1);
+    const nc = await connect({ servers: srv.url });
+    cleanups.push(() => nc.close());
+    nc.publish('choria.lifecycle.event.shutdown.provision_mode_server', shutdownEvent('waiting'));
+    nc.publish('choria.lifecycle.event.shutdown.provision_mode_server', shutdownEvent('busy'));
+    await until('the queued one is gone', () => p.status().hosts.every((h) => h.identity !== 'waiting'));
+    expect(p.status().hosts.map((h) => [h.identity, h.state])).toEqual([['busy', 'provisioning']]);
+    release();
+    await until('busy finished', () => p.status().busyWorkers === 0);
+    await sleep(200);
+    expect(jobs).toEqual(['busy']);
+  });
+});
