@@ -15,6 +15,7 @@ export default defineConfig({
     alias: {
       '@choria-provisioner/core/internal': src('core', 'internal'),
       '@choria-provisioner/core': src('core'),
+      '@choria-provisioner/simulator/watchdog': src('simulator', 'watchdog'),
       '@choria-provisioner/simulator': src('simulator'),
       '@choria-provisioner/test-support': fileURLToPath(new URL('./packages/test-support/src', import.meta.url)),
     },

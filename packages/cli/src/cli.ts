@@ -5,9 +5,9 @@ import { EXIT, processIO, type CliIO } from './io.js';
 import { runCommand } from './commands/run.js';
 import { validateCommand } from './commands/validate.js';
 import { statusCommand } from './commands/status.js';
-import { demoCommand } from './commands/demo.js';
 import type { ProcessGuard } from './process-guard.js';
-import { DEFAULT_WATCHDOG_S } from '@choria-provisioner/simulator';
+// the demo (and the simulator behind it) is loaded only for `demo`: `run` starts faster without it
+import { DEFAULT_WATCHDOG_S } from '@choria-provisioner/simulator/watchdog';
 
 class UsageError extends Error {}
 
@@ -73,6 +73,7 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
           .option('workers', { type: 'number', describe: 'Provisioner workers (default: CPU count x 4)' })
           .option('watchdog', { type: 'number', default: DEFAULT_WATCHDOG_S, describe: 'Stop with a message when the event loop stands still this many seconds (0: off)' }),
       async (args) => {
+        const { demoCommand } = await import('./commands/demo.js');
         code = await demoCommand({ mode: args.mode, nodes: args.nodes, workers: args.workers, debug: args.debug, watchdogS: args.watchdog }, io, guard !== undefined ? { guard } : {});
       },
     )

@@ -181,6 +181,7 @@ export class Provisioner {
     if (this.config.leaderElection) this.pause();
 
     this.#helper = this.#makeHelper();
+    this.#helper.warmUp?.();
     const client = this.#opts.client ?? (await this.#connect());
     if (client === undefined) return; // stopped while connecting
     if (this.#stop.signal.aborted) {
@@ -468,6 +469,7 @@ export class Provisioner {
     let changed = this.#retryLocked(now);
     // a node still waiting is seen again by every discovery; one not seen for two intervals left
     if (this.#foreign.forgetOlderThan(now - 2 * this.config.intervalMs) > 0) changed = true;
+    this.#reportCounts();
     while (this.#held.length > 0) {
       const e = this.#held[0] as HostEntry;
       if ((e.heldUntil ?? 0) > now) break;
@@ -577,6 +579,7 @@ export class Provisioner {
 
   #reportCoordination(): void {
     this.metrics.setCoordinationMode(this.choria.identity, this.#effectiveCoordination());
+    this.#reportCounts();
   }
 
   /** Leadership lost: forget every host and queued entry; in-flight work is aborted. */
@@ -652,6 +655,10 @@ export class Provisioner {
     this.metrics.setBusyWorkers(this.#busy);
     this.metrics.setWaitingNodes(this.#hosts.size);
     this.metrics.setWorkQueueEntries(this.#queue.length);
+  }
+
+  /** The coordination gauges, once a second from the sweep: a dashboard needs no fresher figure, the hot path no more gauge writes. */
+  #reportCounts(): void {
     this.metrics.setCoordination(this.choria.identity, this.#hosts.size, this.#membership?.members().length ?? 1, this.#foreign.size);
   }
 

@@ -105,6 +105,8 @@ export interface HelperRunner {
    * to die of an uncaught error, when close() can no longer run.
    */
   killNow?(): void;
+  /** Starts long-lived helper processes now rather than at the first request (a pool). */
+  warmUp?(): void;
 }
 
 /** An in-process helper for embedding; its return value is validated like helper stdout. */

@@ -1,6 +1,6 @@
 // CSR checks for `features.pki` (security.md §7): common name = identity, no name on the deny list.
-import 'reflect-metadata';
-import { Pkcs10CertificateRequest, SubjectAlternativeNameExtension } from '@peculiar/x509';
+import { createRequire } from 'node:module';
+import type * as X509 from '@peculiar/x509';
 import { RE2JS } from 're2js';
 import { errorText } from '../../util/values.js';
 import { decodeFirstPemBlock } from './pem.js';
@@ -17,6 +17,21 @@ export interface DenyList {
 export interface CsrNames {
   commonName: string;
   dnsNames: string[];
+}
+
+/**
+ * @peculiar/x509 (with tsyringe and reflect-metadata) takes ~0.2 s to load, a third of the CLI's
+ * start-up, and only `features.pki` needs it: it is loaded at the first CSR. Through require, so
+ * validateCsr stays synchronous (the package ships CommonJS beside its ES module).
+ */
+const requireLazily = createRequire(import.meta.url);
+let x509: typeof X509 | undefined;
+function x509Library(): typeof X509 {
+  if (x509 === undefined) {
+    requireLazily('reflect-metadata');
+    x509 = requireLazily('@peculiar/x509') as typeof X509;
+  }
+  return x509;
 }
 
 const COMMON_NAME_OID = '2.5.4.3';
@@ -51,7 +66,8 @@ export function matchesDenyList(name: string, denyList: DenyList): boolean {
 export function parseCsr(csrPem: string): CsrNames {
   const block = decodeFirstPemBlock(csrPem);
   if (block === null) throw new Error('could not parse CSR: no PEM data found');
-  let csr: Pkcs10CertificateRequest;
+  const { Pkcs10CertificateRequest, SubjectAlternativeNameExtension } = x509Library();
+  let csr: X509.Pkcs10CertificateRequest;
   try {
     csr = new Pkcs10CertificateRequest(block.bytes);
   } catch (err) {

@@ -69,6 +69,20 @@ describe('PoolHelper', () => {
     expect(p.pids).toHaveLength(servedBy.size);
   });
 
+  it('starts processes on demand, or all of them at once with warmUp(), and serves requests with the warm ones', async () => {
+    const lazy = pool({ size: 2 });
+    expect(lazy.pids).toEqual([]);
+    const warm = pool({ size: 2 });
+    warm.warmUp();
+    const started = warm.pids;
+    expect(started).toHaveLength(2);
+    warm.warmUp(); // no more than the size
+    expect(warm.pids).toEqual(started);
+    const results = await Promise.all(['a', 'b', 'c'].map((id) => run(warm, id)));
+    expect(results.map((r) => r.reply.configuration?.['identity'])).toEqual(['a', 'b', 'c']);
+    expect(warm.pids.sort()).toEqual([...started].sort());
+  });
+
   it('replaces a process that dies mid-request; the next request works', async () => {
     const p = pool();
     const first = await run(p, 'ok-1');
