@@ -347,7 +347,8 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
     compareTargets.push(['ed25519 flow, provisioner CPU per node, 10,000 nodes', `${edCpu.toFixed(2)} ms`, '<= 1.00 ms', edCpu <= 1]);
   }
   const largest = compareSizes[compareSizes.length - 1];
-  if (largest > compareSizes[0]) {
+  // the issue asks for 1,000 to 50,000 (--full): between 1,000 and 10,000 start-up effects dominate
+  if (largest >= 50_000) {
     for (const flow of COMPARE_FLOWS) {
       const at = (count, f) => median(productRuns(flow, count).map(f));
       const cpu = (count) => at(count, (r) => (r.cpuS * 1000) / r.count);

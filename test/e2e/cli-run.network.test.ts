@@ -74,6 +74,13 @@ describe('choria-provisioner run (process)', () => {
     const status = (await (await fetch(`http://127.0.0.1:${monitor}/status`)).json()) as { sites: { site: string; hosts: unknown[] }[] };
     expect(status.sites.map((s) => s.site).sort()).toEqual(['lon', 'nyc']);
     expect(status.sites[0]?.hosts).toHaveLength(12);
+    // liveness and readiness for orchestrators: both sites connected, no election
+    const health = await fetch(`http://127.0.0.1:${monitor}/healthz`);
+    expect(health.status).toBe(200);
+    expect(((await health.json()) as { status: string }).status).toBe('ok');
+    const ready = await fetch(`http://127.0.0.1:${monitor}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ ready: true, sites: [{ site: 'lon', ready: true, reason: 'ready' }, { site: 'nyc', ready: true, reason: 'ready' }] });
 
     const st = cli(['status', '--url', `http://127.0.0.1:${monitor}`]);
     expect(await st.exited).toBe(0);

@@ -138,7 +138,7 @@ describe('examples/docker/Dockerfile', () => {
     expect(all('WORKDIR').at(-1)).toBe(UPSTREAM_CONFIG_DIR);
     const health = docker.execForm('HEALTHCHECK');
     expect(health.slice(0, 2)).toEqual(['node', '-e']);
-    expect(health[2]).toContain(`http://127.0.0.1:${all('EXPOSE').at(-1) ?? ''}/`);
+    expect(health[2]).toContain(`http://127.0.0.1:${all('EXPOSE').at(-1) ?? ''}/healthz`);
   });
 
   it('has the installed CLI as entrypoint and the upstream image default arguments, which the CLI accepts', async () => {

@@ -16,7 +16,7 @@ export { DurationError, formatDuration, parseDuration } from './util/duration.js
 export { createLogger, silentLogger, type Logger, type LoggerOptions } from './util/logger.js';
 
 // The scheduler of one site
-export { Provisioner, type CoordinationStatus, type HostStatus, type ProvisionerOptions, type ProvisionerStatus } from './provisioner/provisioner.js';
+export { Provisioner, type CoordinationStatus, type HostStatus, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './provisioner/provisioner.js';
 export type { MembershipState, MembershipView, MemberView } from './provisioner/coordination/index.js';
 export type { EffectiveCoordination } from './metrics/metrics.js';
 
@@ -72,5 +72,5 @@ export { ksuid } from './util/ids.js';
 
 // Metrics and the monitor endpoint (/metrics, /status)
 export { ProvisionerMetrics, Registry, UPSTREAM_METRIC_NAMES } from './metrics/metrics.js';
-export { startMonitorServer, type MonitorServer, type MonitorServerOptions } from './metrics/http.js';
+export { startMonitorServer, type HealthReport, type MonitorServer, type MonitorServerOptions } from './metrics/http.js';
 export { collectDefaultMetrics } from 'prom-client';

@@ -93,6 +93,10 @@ export async function runCommand(opts: RunOptions, io: CliIO): Promise<number> {
           host: opts.monitorAddress,
           registry,
           status: () => ({ sites: provisioners.map((p) => p.status()) }),
+          ready: () => {
+            const sites = provisioners.map((p) => p.readiness());
+            return { ready: sites.every((r) => r.ready), sites };
+          },
         }),
       );
     }

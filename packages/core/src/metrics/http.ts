@@ -1,7 +1,8 @@
-// The monitoring endpoint: /metrics (Prometheus text) and /status (JSON) on one port. Several
-// provisioner instances share one server and one registry.
-import { createServer, type Server } from 'node:http';
+// The monitoring endpoint: /metrics (Prometheus text), /status (JSON), /healthz and /readyz on one
+// port. Several provisioner instances share one server and one registry.
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
 import { errorText } from '../util/values.js';
 
@@ -12,6 +13,26 @@ export interface MonitorServerOptions {
   registry: Registry;
   /** JSON served at /status */
   status?: () => unknown;
+  /** /readyz: 200 when `ready`, else 503; `sites` is served as the reason */
+  ready?: () => { ready: boolean; sites: unknown };
+  /** /healthz answers 503 when the event loop stalled longer than this since the previous check (default 10 s) */
+  stallLimitMs?: number;
+}
+
+/** The /healthz answer: the process answers, and how late its event loop ran since the last check. */
+export interface HealthReport {
+  status: 'ok' | 'stalled';
+  /** event-loop delay since the previous /healthz (or the start), in ms */
+  eventLoopDelayP99Ms: number;
+  eventLoopDelayMaxMs: number;
+  uptimeS: number;
+}
+
+const DEFAULT_STALL_LIMIT_MS = 10_000;
+
+function json(res: ServerResponse, code: number, body: unknown): void {
+  res.writeHead(code, { 'content-type': 'application/json' });
+  res.end(`${JSON.stringify(body, null, 2)}\n`);
 }
 
 export interface MonitorServer {
@@ -21,6 +42,10 @@ export interface MonitorServer {
 }
 
 export async function startMonitorServer(opts: MonitorServerOptions): Promise<MonitorServer> {
+  // a histogram of how late timers run, read (and reset) by each /healthz
+  const loopDelay = monitorEventLoopDelay({ resolution: 20 });
+  loopDelay.enable();
+  const stallLimitMs = opts.stallLimitMs ?? DEFAULT_STALL_LIMIT_MS;
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -40,6 +65,29 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
         });
       return;
     }
+    if (path === '/healthz') {
+      const maxMs = loopDelay.max / 1e6;
+      const report: HealthReport = {
+        status: maxMs > stallLimitMs ? 'stalled' : 'ok',
+        eventLoopDelayP99Ms: Math.round(loopDelay.percentile(99) / 1e4) / 100,
+        eventLoopDelayMaxMs: Math.round(maxMs * 100) / 100,
+        uptimeS: Math.round(process.uptime()),
+      };
+      loopDelay.reset();
+      json(res, report.status === 'ok' ? 200 : 503, report);
+      return;
+    }
+    if (path === '/readyz' && opts.ready !== undefined) {
+      let r: { ready: boolean; sites: unknown };
+      try {
+        r = opts.ready();
+      } catch (err) {
+        json(res, 500, { ready: false, error: errorText(err) });
+        return;
+      }
+      json(res, r.ready ? 200 : 503, r);
+      return;
+    }
     if (path === '/status' && opts.status !== undefined) {
       let body: string;
       try {
@@ -54,7 +102,7 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' });
-    res.end('not found: try /metrics or /status\n');
+    res.end('not found: try /metrics, /status, /healthz or /readyz\n');
   });
   const host = opts.host ?? '0.0.0.0';
   await new Promise<void>((resolve, reject) => {
@@ -69,6 +117,7 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
     url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
+        loopDelay.disable();
         server.closeAllConnections();
         server.close(() => resolve());
       }),

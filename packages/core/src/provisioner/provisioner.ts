@@ -91,6 +91,13 @@ export interface CoordinationStatus {
   foreignNodes?: number;
 }
 
+/** One site's answer to /readyz. */
+export interface SiteReadiness {
+  site: string;
+  ready: boolean;
+  reason: string;
+}
+
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** Fisher-Yates, in place: lock-only instances that try nodes in the same order would collide on every one. */
@@ -660,6 +667,19 @@ export class Provisioner {
   /** The coordination gauges, once a second from the sweep: a dashboard needs no fresher figure, the hot path no more gauge writes. */
   #reportCounts(): void {
     this.metrics.setCoordination(this.choria.identity, this.#hosts.size, this.#membership?.members().length ?? 1, this.#foreign.size);
+  }
+
+  /**
+   * /readyz for this site: connected, and able to provision: the leader with leader election, a
+   * member of a formed group (or lock-only) with active/active, simply connected without either.
+   */
+  readiness(): SiteReadiness {
+    const site = this.config.site;
+    if (this.#state !== 'running') return { site, ready: false, reason: this.#state === 'new' || this.#state === 'starting' ? 'starting' : 'stopped' };
+    if (this.#client === undefined || this.#client.isClosed) return { site, ready: false, reason: 'not connected to the broker' };
+    if (this.#election !== undefined && this.#election.isLeader !== true) return { site, ready: false, reason: 'standby: another instance leads the election' };
+    if (this.#membership !== undefined && !this.#membership.ready) return { site, ready: false, reason: 'active/active membership still forming' };
+    return { site, ready: true, reason: this.#effectiveCoordination() === 'lock_only' ? 'ready (active/active lock-only)' : 'ready' };
   }
 
   /** A snapshot for the /status endpoint and `choria-provisioner status`. */

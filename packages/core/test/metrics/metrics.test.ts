@@ -56,6 +56,42 @@ describe('startMonitorServer', () => {
     expect((await fetch(`${srv.url}/nope`)).status).toBe(404);
   });
 
+  it('/healthz answers while the event loop runs, 503 after a stall longer than the limit, then recovers', async () => {
+    srv = await startMonitorServer({ port: 0, host: '127.0.0.1', registry: new Registry(), stallLimitMs: 300 });
+    const first = await fetch(`${srv.url}/healthz`);
+    expect(first.status).toBe(200);
+    expect(await first.json()).toMatchObject({ status: 'ok', uptimeS: expect.any(Number) });
+    // the event loop stands still for 600 ms
+    await new Promise((r) => setTimeout(r, 50));
+    const until = Date.now() + 600;
+    while (Date.now() < until) {
+      // busy
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    const stalled = await fetch(`${srv.url}/healthz`);
+    expect(stalled.status).toBe(503);
+    const body = (await stalled.json()) as { status: string; eventLoopDelayMaxMs: number };
+    expect(body.status).toBe('stalled');
+    expect(body.eventLoopDelayMaxMs).toBeGreaterThan(300);
+    // each check reports the time since the previous one
+    expect((await fetch(`${srv.url}/healthz`)).status).toBe(200);
+  });
+
+  it('/readyz is 200 when every site is ready and 503 with the reasons otherwise', async () => {
+    let ready = false;
+    srv = await startMonitorServer({
+      port: 0,
+      host: '127.0.0.1',
+      registry: new Registry(),
+      ready: () => ({ ready, sites: [{ site: 'lon', ready, reason: ready ? 'ready' : 'standby: another instance leads the election' }] }),
+    });
+    const no = await fetch(`${srv.url}/readyz`);
+    expect(no.status).toBe(503);
+    expect(await no.json()).toEqual({ ready: false, sites: [{ site: 'lon', ready: false, reason: 'standby: another instance leads the election' }] });
+    ready = true;
+    expect((await fetch(`${srv.url}/readyz`)).status).toBe(200);
+  });
+
   it('fails clearly when the port is taken', async () => {
     const registry = new Registry();
     srv = await startMonitorServer({ port: 0, host: '127.0.0.1', registry });
