@@ -18,6 +18,37 @@ afterEach(() => h.cleanup());
 const outcome = (r: Registry, o: string): Promise<number> => metricValue(r, 'choria_provisioner_outcomes', { outcome: o });
 
 describe('end-to-end faults', () => {
+  it('20% of the nodes vanish right after discovery: every live node provisioned, each vanished one gone within 5 s', async () => {
+    // the stock pipeline with the upstream timeouts (no rpcTimeoutMs): without the liveness check a
+    // vanished node would hold its worker for five inventory tries (about 40 s)
+    const s = await h.broker();
+    const fleet = await h.fleet(s.url, { count: 100, eventFormat: 'none' });
+    await fleet.waitForBooted(10_000);
+    const registry = new Registry();
+    const p = h.provisioner(s.url, 'workers: 4\ninterval: 10m\n', { registry });
+    await p.start();
+    let vanished: string[] = [];
+    await until('the discovery listed every node', () => {
+      const st = p.status({ limit: 1000 });
+      if (st.hosts.length < 100) return false;
+      // the last 20 in the queue, which no worker has reached yet, leave the network at once
+      vanished = st.hosts.filter((x) => x.state === 'queued').slice(-20).map((x) => x.identity);
+      for (const id of vanished) fleet.node(id)?.vanish();
+      return true;
+    });
+    expect(vanished).toHaveLength(20);
+    await until('80 provisioned and 20 gone', async () => fleet.countByState().provisioned === 80 && (await outcome(registry, 'gone')) === 20, 40_000);
+    const gone = p.status({ limit: 1000 }).hosts.filter((x) => x.state === 'gone');
+    expect(gone.map((x) => x.identity).sort()).toEqual([...vanished].sort());
+    for (const x of gone) {
+      expect(x.lastAttemptMs, x.identity).toBeLessThanOrEqual(5000);
+      expect(x.lastError).toMatch(/is gone: no reply to rpcutil#inventory and to rpcutil#ping/);
+    }
+    // neither an RPC error nor a provisioning failure
+    expect(await metricValue(registry, 'choria_provisioner_provision_errors')).toBe(0);
+    expectProvisionedOnce(fleet, { except: (n) => vanished.includes(n.identity) });
+  }, 90_000);
+
   it('5% request loss: lost requests are retried, every node provisioned once', async () => {
     const s = await h.broker();
     // A lost choria_provision request costs its 22 s RPC timeout. With the seed fixed, the drops

@@ -347,8 +347,18 @@ describe('Host pipeline against the simulator', () => {
     expect(await registry.metrics()).toContain('choria_provisioner_helper_errors{site="test"} 1');
   });
 
-  it('an absent node fails after its tries with the step and the last error', async () => {
-    const { provision, registry } = await setup(testConfig(''), {}, (req) => ({ configuration: plainConfig(req) }), 1);
+  it('an absent node is gone after one short try and a ping, without an RPC error', async () => {
+    const { provision, registry } = await setup(testConfig('liveness_timeout: 300ms\n'), {}, (req) => ({ configuration: plainConfig(req) }), 1);
+    const started = Date.now();
+    const r = await provision('absent.example.net');
+    expect(r.outcome).toBe('gone');
+    expect(r.message).toMatch(/^absent\.example\.net is gone: no reply to rpcutil#inventory and to rpcutil#ping within \d+ ms; it comes back with the next discovery or startup event$/);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(await registry.metrics()).not.toMatch(/choria_provisioner_rpc_errors\{site="test",rpc="rpcutil#inventory"\} [1-9]/);
+  });
+
+  it('an absent node fails after its tries with the step and the last error when the liveness check is off', async () => {
+    const { provision, registry } = await setup(testConfig('liveness_timeout: 0s\n'), {}, (req) => ({ configuration: plainConfig(req) }), 1);
     const started = Date.now();
     const r = await provision('absent.example.net');
     expect(r.outcome).toBe('failed');

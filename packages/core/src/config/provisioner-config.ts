@@ -44,6 +44,7 @@ interface ValidatedYaml {
   leader_election: boolean;
   leader_election_key: string;
   leader_election_bucket: string;
+  liveness_timeout: string;
   coordination?: CoordinationMode;
   coordination_group: string;
   coordination_heartbeat: string;
@@ -128,6 +129,7 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
     coordinationGroup: coordinationGroup(yaml),
     coordinationHeartbeatMs: durations.coordinationHeartbeat,
     coordinationLockRetryMs: durations.coordinationLockRetry,
+    livenessTimeoutMs: durations.livenessTimeout,
     leaderElectionKey: yaml.leader_election_key,
     leaderElectionBucket: yaml.leader_election_bucket,
     streamsApiPrefix: yaml.streams_api_prefix,
@@ -189,6 +191,7 @@ interface Durations {
   serverJwtValidity: number;
   coordinationHeartbeat: number;
   coordinationLockRetry: number;
+  livenessTimeout: number;
 }
 
 function readDurations(
@@ -196,7 +199,7 @@ function readDurations(
   properties: Readonly<Record<string, PropertySchema>>,
   problems: ProblemCollector,
 ): Durations {
-  const read = (key: 'interval' | 'helper_timeout' | 'server_jwt_validity' | 'coordination_heartbeat' | 'coordination_lock_retry'): number => {
+  const read = (key: 'interval' | 'helper_timeout' | 'server_jwt_validity' | 'coordination_heartbeat' | 'coordination_lock_retry' | 'liveness_timeout'): number => {
     const prop = properties[key];
     const text = yaml[key];
     if (prop?.format !== DURATION_FORMAT || problems.has(key)) return parseDuration(String(prop?.default ?? ''));
@@ -225,7 +228,7 @@ function readDurations(
       );
     }
   }
-  return { interval, helperTimeout, serverJwtValidity, coordinationHeartbeat: read('coordination_heartbeat'), coordinationLockRetry: read('coordination_lock_retry') };
+  return { interval, helperTimeout, serverJwtValidity, coordinationHeartbeat: read('coordination_heartbeat'), coordinationLockRetry: read('coordination_lock_retry'), livenessTimeout: read('liveness_timeout') };
 }
 
 function checkFeatures(yaml: ValidatedYaml, problems: ProblemCollector): ProvisionerConfig['features'] {

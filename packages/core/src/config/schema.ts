@@ -257,6 +257,15 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-extension': true,
     description: 'Choria Streams key-value bucket used for leader election; the broker creates CHORIA_LEADER_ELECTION.',
   },
+  liveness_timeout: {
+    type: 'string',
+    format: DURATION_FORMAT,
+    default: '2s',
+    'x-max-duration': '1m',
+    'x-extension': true,
+    description:
+      "The first try of an attempt's first request waits this long; without a reply, rpcutil#ping gets as long, and a node that answers neither is dropped as gone until the next discovery or startup event. 0 turns it off (every try waits its full upstream timeout).",
+  },
   coordination: {
     type: 'string',
     enum: ['none', 'leader_election', 'active_active'],

@@ -52,6 +52,8 @@ export interface ProvisionerConfig {
   readonly coordinationHeartbeatMs: number;
   /** extension: wait before retrying an owned node whose lock another provisioner holds */
   readonly coordinationLockRetryMs: number;
+  /** extension: first-try wait and ping wait that tell a vanished node from a slow one; 0 = off */
+  readonly livenessTimeoutMs: number;
   /** extension: election key, default "provisioner" */
   readonly leaderElectionKey: string;
   /** extension: election KV bucket, default "CHORIA_LEADER_ELECTION" */

@@ -16,8 +16,8 @@ import { parseCsrReply, parseEd25519Reply, parseInventoryReply, parseJwtReply, t
 import { NodeReleaseError, nodeHasFeature } from './node-release.js';
 import { LifecycleWitness } from './lifecycle-witness.js';
 import type { LostReplyTimings } from './lost-reply.js';
-import { RpcAbortedError, RpcStatusError, RpcUnknownActionError } from '../choria/errors.js';
-import { LockedElsewhereError, StepFailedError, abortError, rpcStep, type StepContext, type StepResult } from './rpc-step.js';
+import { RpcAbortError, RpcAbortedError, RpcStatusError, RpcTimeoutError, RpcUnknownActionError } from '../choria/errors.js';
+import { LockedElsewhereError, NodeGoneError, StepFailedError, abortError, rpcStep, type StepContext, type StepResult } from './rpc-step.js';
 import {
   claimsForHelper,
   encryptKeyForNode,
@@ -155,7 +155,20 @@ export class Host {
       ...(deps.rpcTimeoutMs !== undefined ? { timeoutMs: deps.rpcTimeoutMs } : {}),
       ...(deps.witness !== undefined ? { witness: deps.witness } : {}),
       ...(deps.lostReply !== undefined ? { lostReply: deps.lostReply } : {}),
+      ...(deps.config.livenessTimeoutMs > 0 ? { liveness: { timeoutMs: deps.config.livenessTimeoutMs, used: false, check: () => this.#answersPing(deps.config.livenessTimeoutMs) } } : {}),
     };
+  }
+
+  /** Whether the node answers anything to rpcutil#ping (which provisioning-mode servers serve) within `timeoutMs`. */
+  async #answersPing(timeoutMs: number): Promise<boolean> {
+    try {
+      await this.#deps.client.rpc(this.identity, 'rpcutil', 'ping', {}, { signal: this.#job.signal, timeoutMs });
+      return true;
+    } catch (err) {
+      if (err instanceof RpcTimeoutError) return false;
+      if (err instanceof RpcAbortError) throw err;
+      return true; // a refusal or a broken connection: not evidence that the node is gone
+    }
   }
 
   async provision(): Promise<HostResult> {
@@ -208,6 +221,7 @@ export class Host {
   #failure(err: unknown): HostResult {
     if (err instanceof DeferredError) return { outcome: 'deferred', message: err.message };
     if (err instanceof LockedElsewhereError) return { outcome: 'skipped_locked', message: err.message, error: err };
+    if (err instanceof NodeGoneError) return { outcome: 'gone', message: err.message, error: err };
     const error = err instanceof Error ? err : new Error(String(err));
     return { outcome: 'failed', message: error.message, error, ...(this.#configured ? { configured: true } : {}) };
   }

@@ -28,6 +28,29 @@ export interface StepContext {
   readonly timeoutMs?: number;
   /** how long a lost reply is investigated (lost-reply.ts) */
   readonly lostReply?: LostReplyTimings;
+  /** the attempt's first contact with the node: see {@link LivenessProbe} */
+  readonly liveness?: LivenessProbe;
+}
+
+/**
+ * A node that vanished after discovery would hold a worker for every try of the first step (five
+ * tries of up to 22 s). So the attempt's first RPC (unless it changes the node) gets only
+ * `timeoutMs` on its first try; when that passes without a reply, `check()` asks the node
+ * cheaply whether it is there at all. No answer: the node is gone (NodeGoneError). An answer: the
+ * step goes on with its full timeouts. Used once per attempt.
+ */
+export interface LivenessProbe {
+  readonly timeoutMs: number;
+  /** true when the node answered anything within timeoutMs */
+  check(): Promise<boolean>;
+  used: boolean;
+}
+
+/** The node answered neither the attempt's first request nor the liveness check that followed. */
+export class NodeGoneError extends ProvisionerError {
+  constructor(readonly identity: string, readonly step: RpcName, readonly waitedMs: number) {
+    super(`${identity} is gone: no reply to ${step} and to rpcutil#ping within ${waitedMs} ms; it comes back with the next discovery or startup event`);
+  }
 }
 
 /** The node is being provisioned by another provisioner (its provisioning lock is held). */
@@ -91,6 +114,11 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
   };
   // Created only when a try failed: an Error captures a stack trace, which costs more than the
   // rest of a successful step.
+  // the attempt's first contact: a short first try, then the liveness check (LivenessProbe)
+  const probe = ctx.liveness !== undefined && !ctx.liveness.used ? ctx.liveness : undefined;
+  if (probe !== undefined) probe.used = true;
+  // not for a node-changing action (its lost reply is investigated instead) nor a one-try step
+  const probing = probe !== undefined && changing === undefined && tries > 1 ? probe : undefined;
   let last: Error | undefined;
   let made = 0;
   for (let attempt = 1; attempt <= tries; attempt++) {
@@ -99,8 +127,10 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
     if (ctx.pause.paused) throw new PausedError(name);
     const started = performance.now();
     let investigated = false;
+    const probeThisTry = probing !== undefined && attempt === 1;
     try {
-      const reply = await ctx.client.rpc(ctx.identity, req.agent, req.action, req.data, rpcOptions);
+      const options = probeThisTry ? { ...rpcOptions, timeoutMs: Math.min(probing.timeoutMs, ctx.timeoutMs ?? Infinity) } : rpcOptions;
+      const reply = await ctx.client.rpc(ctx.identity, req.agent, req.action, req.data, options);
       ctx.metrics.rpcTime(name, (performance.now() - started) / 1000);
       return { replied: true, value: req.parse(reply.data) };
     } catch (err) {
@@ -108,6 +138,16 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
       if (err instanceof ProvisioningLockError) throw new LockedElsewhereError(ctx.identity, name);
       if (isAbort(err, ctx.signal)) throw abortError(ctx.signal, name);
       last = err instanceof Error ? err : new Error(String(err));
+      if (probeThisTry && err instanceof RpcTimeoutError) {
+        const checkStarted = performance.now();
+        if (!(await probing.check())) {
+          if (ctx.signal.aborted) throw abortError(ctx.signal, name);
+          throw new NodeGoneError(ctx.identity, name, Math.round(performance.now() - started));
+        }
+        // it answered: slow, not gone; the next tries get the full timeout at once
+        ctx.logger.info(`${ctx.identity} did not answer ${name} within ${probing.timeoutMs} ms but answered rpcutil#ping after ${Math.round(performance.now() - checkStarted)} ms; trying again with the full timeout`);
+        continue;
+      }
       const answered = req.answer?.(last);
       if (answered !== undefined) return { replied: true, value: answered };
       // asking a node again for an action it does not have cannot change its answer

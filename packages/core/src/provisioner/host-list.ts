@@ -28,6 +28,8 @@ export interface PastOutcome {
   readonly at: number;
   readonly attempts: number;
   readonly message: string | undefined;
+  /** how long the attempt took, in ms */
+  readonly durationMs: number;
 }
 
 export type OfferResult = 'added' | 'refreshed' | 'known';
@@ -96,12 +98,12 @@ export class HostList {
     if (this.isCurrent(entry)) this.#active.delete(entry.identity);
   }
 
-  record(entry: HostEntry, outcome: Outcome, message: string | undefined, now: number, configured = false): void {
+  record(entry: HostEntry, outcome: Outcome, message: string | undefined, now: number, configured = false, durationMs = 0): void {
     this.#attempts.set(entry.identity, entry.attempts);
     this.#configuredAt.delete(entry.identity);
     if (configured && outcome === 'failed') this.#configuredAt.set(entry.identity, now);
     this.#history.delete(entry.identity);
-    this.#history.set(entry.identity, { identity: entry.identity, outcome, at: now, attempts: entry.attempts, message });
+    this.#history.set(entry.identity, { identity: entry.identity, outcome, at: now, attempts: entry.attempts, message, durationMs });
     while (this.#history.size > this.#historyLimit) {
       const oldest = this.#history.keys().next().value as string;
       this.#history.delete(oldest);

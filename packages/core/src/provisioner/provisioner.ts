@@ -52,6 +52,8 @@ export interface HostStatus {
   step?: string;
   /** state `locked`: when this instance tries the node again */
   nextAttemptAt?: string;
+  /** how long the node's last finished attempt took, in ms */
+  lastAttemptMs?: number;
   attempts: number;
   source?: DiscoverySource;
   lastError?: string;
@@ -378,6 +380,7 @@ export class Provisioner {
     entry.state = 'provisioning';
     entry.attempts++;
     entry.updatedAt = Date.now();
+    const startedAt = entry.updatedAt;
     const abort = new AbortController();
     entry.abort = abort;
     const onStop = (): void => abort.abort(this.#stop.signal.reason);
@@ -407,10 +410,10 @@ export class Provisioner {
       entry.abort = undefined;
       this.#busy--;
     }
-    this.#finish(entry, result, logger);
+    this.#finish(entry, result, logger, startedAt);
   }
 
-  #finish(entry: HostEntry, result: HostResult, logger: Logger): void {
+  #finish(entry: HostEntry, result: HostResult, logger: Logger, startedAt: number): void {
     const now = Date.now();
     switch (result.outcome) {
       case 'provisioned':
@@ -419,12 +422,14 @@ export class Provisioner {
         this.metrics.provisioned();
         break;
       case 'skipped_locked':
+      case 'gone':
+        // counted by outcome only: neither is a failure of the node's provisioning
         break;
       default:
         this.metrics.provisionError();
     }
     this.metrics.outcome(result.outcome);
-    this.#hosts.record(entry, result.outcome, result.message, now, result.configured === true);
+    this.#hosts.record(entry, result.outcome, result.message, now, result.configured === true, now - startedAt);
     entry.step = undefined;
     entry.updatedAt = now;
     const current = this.#hosts.isCurrent(entry);
@@ -460,6 +465,9 @@ export class Provisioner {
         break;
       case 'upgraded':
         logger.info(`Upgraded ${entry.identity}, it will be provisioned when it comes back`);
+        break;
+      case 'gone':
+        logger.warn(`Dropped ${entry.identity} for now: ${result.message ?? 'it stopped answering'}`);
         break;
       case 'skipped_locked':
         if (entry.state === 'locked') logger.info(`Waiting for the provisioning lock of ${entry.identity}: another provisioner holds it; trying again at ${iso(entry.heldUntil ?? now)}`);
@@ -708,6 +716,7 @@ export class Provisioner {
           attempts: e.attempts,
           source: e.source,
           ...(past?.message !== undefined && past.outcome !== 'provisioned' ? { lastError: past.message } : {}),
+          ...(past !== undefined ? { lastAttemptMs: past.durationMs } : {}),
           discoveredAt: iso(e.discoveredAt),
           updatedAt: iso(e.updatedAt),
         };
@@ -720,6 +729,7 @@ export class Provisioner {
         state: p.outcome,
         attempts: p.attempts,
         ...(p.message !== undefined ? { lastError: p.message } : {}),
+        lastAttemptMs: p.durationMs,
         updatedAt: iso(p.at),
       }));
     }

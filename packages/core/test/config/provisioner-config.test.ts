@@ -72,6 +72,7 @@ describe('defaults', () => {
       coordinationGroup: 'provisioner',
       coordinationHeartbeatMs: 2000,
       coordinationLockRetryMs: 130_000,
+      livenessTimeoutMs: 2000,
       leaderElectionKey: 'provisioner',
       leaderElectionBucket: 'CHORIA_LEADER_ELECTION',
       streamsApiPrefix: 'choria.streams',

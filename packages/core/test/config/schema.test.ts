@@ -35,6 +35,7 @@ describe('provisioner schema', () => {
         'helper_timeout',
         'leader_election_bucket',
         'leader_election_key',
+        'liveness_timeout',
         'streams_api_prefix',
       ],
     );

@@ -70,6 +70,28 @@ describe('Host', () => {
     expect(JSON.parse(helped[0]?.inventory ?? '{}')).toEqual(INVENTORY);
   });
 
+  it('a node that misses the first short try but answers the ping is slow, not gone: the step goes on with its full timeout', async () => {
+    let inventories = 0;
+    const { sent, deps } = await setup((ctx) => {
+      if (ctx.request.action === 'inventory' && ++inventories === 1) return undefined; // the first request is lost
+      return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
+    });
+    const live = { ...deps, config: testConfig('liveness_timeout: 200ms\n') };
+    const started = Date.now();
+    expect(await new Host(live, job()).provision()).toEqual({ outcome: 'provisioned' });
+    expect(sent()).toEqual(['rpcutil#inventory', 'rpcutil#ping', 'rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
+    // no back-off after the ping answered
+    expect(Date.now() - started).toBeLessThan(1500);
+  });
+
+  it('a node that answers neither the short first try nor the ping is gone, after those two requests', async () => {
+    const { sent, deps } = await setup(() => undefined);
+    const live = { ...deps, config: testConfig('liveness_timeout: 200ms\n') };
+    const r = await new Host(live, job()).provision();
+    expect(r.outcome).toBe('gone');
+    expect(sent()).toEqual(['rpcutil#inventory', 'rpcutil#ping']);
+  });
+
   describe('active/active without features.jwt: the node lock is claimed before the helper', () => {
     const activeActive = (deps: HostDeps): HostDeps => ({ ...deps, config: testConfig('coordination: active_active\n') });
     const refuse = (ctx: RpcContext, msg: string): RpcReplyBody => ({ action: ctx.request.action, statuscode: 1, statusmsg: msg, data: {} });
