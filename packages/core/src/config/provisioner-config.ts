@@ -45,6 +45,10 @@ interface ValidatedYaml {
   leader_election_key: string;
   leader_election_bucket: string;
   liveness_timeout: string;
+  retry_backoff: string;
+  retry_backoff_max: string;
+  quarantine_after: number;
+  quarantine_release_on_startup: boolean;
   coordination?: CoordinationMode;
   coordination_group: string;
   coordination_heartbeat: string;
@@ -130,6 +134,10 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
     coordinationHeartbeatMs: durations.coordinationHeartbeat,
     coordinationLockRetryMs: durations.coordinationLockRetry,
     livenessTimeoutMs: durations.livenessTimeout,
+    retryBackoffMs: durations.retryBackoff,
+    retryBackoffMaxMs: durations.retryBackoffMax,
+    quarantineAfter: yaml.quarantine_after,
+    quarantineReleaseOnStartup: yaml.quarantine_release_on_startup,
     leaderElectionKey: yaml.leader_election_key,
     leaderElectionBucket: yaml.leader_election_bucket,
     streamsApiPrefix: yaml.streams_api_prefix,
@@ -192,6 +200,8 @@ interface Durations {
   coordinationHeartbeat: number;
   coordinationLockRetry: number;
   livenessTimeout: number;
+  retryBackoff: number;
+  retryBackoffMax: number;
 }
 
 function readDurations(
@@ -199,7 +209,7 @@ function readDurations(
   properties: Readonly<Record<string, PropertySchema>>,
   problems: ProblemCollector,
 ): Durations {
-  const read = (key: 'interval' | 'helper_timeout' | 'server_jwt_validity' | 'coordination_heartbeat' | 'coordination_lock_retry' | 'liveness_timeout'): number => {
+  const read = (key: 'interval' | 'helper_timeout' | 'server_jwt_validity' | 'coordination_heartbeat' | 'coordination_lock_retry' | 'liveness_timeout' | 'retry_backoff' | 'retry_backoff_max'): number => {
     const prop = properties[key];
     const text = yaml[key];
     if (prop?.format !== DURATION_FORMAT || problems.has(key)) return parseDuration(String(prop?.default ?? ''));
@@ -228,7 +238,7 @@ function readDurations(
       );
     }
   }
-  return { interval, helperTimeout, serverJwtValidity, coordinationHeartbeat: read('coordination_heartbeat'), coordinationLockRetry: read('coordination_lock_retry'), livenessTimeout: read('liveness_timeout') };
+  return { interval, helperTimeout, serverJwtValidity, coordinationHeartbeat: read('coordination_heartbeat'), coordinationLockRetry: read('coordination_lock_retry'), livenessTimeout: read('liveness_timeout'), retryBackoff: read('retry_backoff'), retryBackoffMax: read('retry_backoff_max') };
 }
 
 function checkFeatures(yaml: ValidatedYaml, problems: ProblemCollector): ProvisionerConfig['features'] {

@@ -257,6 +257,37 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-extension': true,
     description: 'Choria Streams key-value bucket used for leader election; the broker creates CHORIA_LEADER_ELECTION.',
   },
+  retry_backoff: {
+    type: 'string',
+    format: DURATION_FORMAT,
+    default: '0s',
+    'x-max-duration': MAX_TIMER_DURATION,
+    'x-extension': true,
+    description:
+      'After a failed attempt a node is not tried again for this long, doubling with every failure in a row up to retry_backoff_max (each wait jittered to 50-100 %). 0 retries at the next discovery or startup event, as upstream does; 1m is a good start.',
+  },
+  retry_backoff_max: {
+    type: 'string',
+    format: DURATION_FORMAT,
+    default: '30m',
+    'x-max-duration': MAX_TIMER_DURATION,
+    'x-extension': true,
+    description: 'The longest back-off of a failing node.',
+  },
+  quarantine_after: {
+    type: 'integer',
+    minimum: 0,
+    default: 0,
+    'x-extension': true,
+    description:
+      'After this many failed attempts in a row a node is quarantined: not tried again until it is released (or boots again, see quarantine_release_on_startup). 0 never quarantines, as upstream.',
+  },
+  quarantine_release_on_startup: {
+    type: 'boolean',
+    default: true,
+    'x-extension': true,
+    description: 'A startup event from a quarantined node (it was restarted) releases it, and ends any back-off.',
+  },
   liveness_timeout: {
     type: 'string',
     format: DURATION_FORMAT,

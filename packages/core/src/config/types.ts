@@ -54,6 +54,13 @@ export interface ProvisionerConfig {
   readonly coordinationLockRetryMs: number;
   /** extension: first-try wait and ping wait that tell a vanished node from a slow one; 0 = off */
   readonly livenessTimeoutMs: number;
+  /** extension: first back-off of a failing node (0: none, as upstream) and its cap */
+  readonly retryBackoffMs: number;
+  readonly retryBackoffMaxMs: number;
+  /** extension: failed attempts in a row before quarantine; 0: never */
+  readonly quarantineAfter: number;
+  /** extension: a startup event releases a quarantined node */
+  readonly quarantineReleaseOnStartup: boolean;
   /** extension: election key, default "provisioner" */
   readonly leaderElectionKey: string;
   /** extension: election KV bucket, default "CHORIA_LEADER_ELECTION" */

@@ -35,6 +35,7 @@ interface MetricSet {
   coordinationMembers: Gauge<Labels<'site' | 'identity'>>;
   ownedNodes: Gauge<Labels<'site' | 'identity'>>;
   foreignNodes: Gauge<Labels<'site' | 'identity'>>;
+  quarantined: Gauge<Labels<'site'>>;
 }
 
 /** What `coordination_mode` reports: the configured mode, or lock_only when active/active could not form. */
@@ -159,6 +160,7 @@ function register(registry: Registry): MetricSet {
     coordinationMode: gauge(registry, 'choria_provisioner_coordination_mode', '1 for the coordination mode this instance runs in (none, leader_election, active_active, lock_only), else 0', ['site', 'identity', 'mode'] as const),
     coordinationMembers: gauge(registry, 'choria_provisioner_coordination_members', 'Live active/active members of the site this instance hears, itself included (1 in the other modes)', ['site', 'identity'] as const),
     ownedNodes: gauge(registry, 'choria_provisioner_owned_nodes', 'Nodes on this instance\'s list (queued, being provisioned, held, waiting for a lock)', ['site', 'identity'] as const),
+    quarantined: gauge(registry, 'choria_provisioner_quarantined_nodes', 'Nodes not tried again until released or restarted (quarantine_after failed attempts in a row)', s),
     foreignNodes: gauge(registry, 'choria_provisioner_foreign_nodes', 'Nodes this active/active instance has seen that another member owns (0 in the other modes)', ['site', 'identity'] as const),
   };
 }
@@ -250,6 +252,9 @@ export class ProvisionerMetrics implements HostMetrics {
   }
   setCoordinationMode(identity: string, mode: EffectiveCoordination): void {
     for (const m of COORDINATION_MODES) this.#m.coordinationMode.set({ site: this.site, identity, mode: m }, m === mode ? 1 : 0);
+  }
+  setQuarantined(n: number): void {
+    this.#m.quarantined.set({ site: this.site }, n);
   }
   setCoordination(identity: string, owned: number, members: number, foreign: number): void {
     const l = { site: this.site, identity };

@@ -3,7 +3,8 @@
 import type { Outcome } from '../host/types.js';
 
 export type ActiveState = 'queued' | 'provisioning' | 'held' | 'locked';
-export type DiscoverySource = 'discovery' | 'event';
+/** how a node got on the list: discovery, a startup event, or an operator's retry */
+export type DiscoverySource = 'discovery' | 'event' | 'operator';
 
 export interface HostEntry {
   readonly identity: string;

@@ -15,6 +15,7 @@ import { createHelperRunner, type HelperFunction, type HelperRunner } from '../h
 import { createHostRunner } from '../host/host.js';
 import { LeaderElection } from './election/index.js';
 import { ForeignNodes, Membership, type MembershipView } from './coordination/index.js';
+import { Setbacks } from './setbacks.js';
 import type { EffectiveCoordination } from '../metrics/metrics.js';
 import type { CoordinationMode } from '../config/types.js';
 import { HostList, type DiscoverySource, type HostEntry } from './host-list.js';
@@ -48,12 +49,16 @@ export interface ProvisionerOptions {
 
 export interface HostStatus {
   identity: string;
-  state: 'queued' | 'provisioning' | 'held' | 'locked' | Outcome;
+  state: 'queued' | 'provisioning' | 'held' | 'locked' | 'quarantined' | Outcome;
   step?: string;
   /** state `locked`: when this instance tries the node again */
   nextAttemptAt?: string;
   /** how long the node's last finished attempt took, in ms */
   lastAttemptMs?: number;
+  /** failed attempts in a row (back-off and quarantine) */
+  failures?: number;
+  /** state quarantined: since when */
+  quarantinedAt?: string;
   attempts: number;
   source?: DiscoverySource;
   lastError?: string;
@@ -131,6 +136,7 @@ export class Provisioner {
   /** active_active: owned nodes whose lock another provisioner held, in retry order */
   readonly #lockWait: HostEntry[] = [];
   readonly #foreign: ForeignNodes;
+  readonly #setbacks: Setbacks;
   #membership: Membership | undefined;
   #finished = 0;
   readonly #stop = new AbortController();
@@ -157,6 +163,7 @@ export class Provisioner {
     this.#queue = new WorkQueue(opts.queueCapacity ?? 50_000);
     this.#holdMs = opts.holdMs ?? 60_000;
     this.#foreign = new ForeignNodes(opts.queueCapacity ?? 50_000);
+    this.#setbacks = new Setbacks({ backoffMs: opts.config.retryBackoffMs, backoffMaxMs: opts.config.retryBackoffMaxMs, quarantineAfter: opts.config.quarantineAfter });
     // every in-flight node listens for stop(): more than the default 10 is normal, not a leak
     setMaxListeners(0, this.#stop.signal);
   }
@@ -313,6 +320,8 @@ export class Provisioner {
   offer(identity: string, source: DiscoverySource, reportedVersion?: string): boolean {
     if (this.#state !== 'running') return false;
     const now = Date.now();
+    // a failing node waits out its back-off; a quarantined one waits for an operator or a reboot
+    if (this.#setbacks.holdsBack(identity, now) !== undefined) return false;
     const membership = this.#membership;
     if (membership !== undefined && !membership.owns(identity) && this.#hosts.get(identity) === undefined) {
       this.#foreign.note(identity, source, now, reportedVersion);
@@ -332,8 +341,8 @@ export class Provisioner {
       return false;
     }
     if (source === 'discovery') this.metrics.discovered();
-    else this.metrics.eventDiscovered();
-    this.logger.info(`Adding ${identity} to the provision list after ${source === 'discovery' ? 'discovering it' : 'receiving an event'}`);
+    else if (source === 'event') this.metrics.eventDiscovered();
+    this.logger.info(`Adding ${identity} to the provision list after ${source === 'discovery' ? 'discovering it' : source === 'event' ? 'receiving an event' : 'an operator asked'}`);
     this.#updateGauges();
     return true;
   }
@@ -342,6 +351,13 @@ export class Provisioner {
     if (ev.type === 'shutdown') return this.#leftProvisioning(ev.identity);
     if (ev.type !== 'startup') return;
     this.#hosts.forgetConfigured(ev.identity);
+    // the node booted again: whatever made it fail may be gone
+    if (this.config.quarantineReleaseOnStartup) {
+      if (this.#setbacks.get(ev.identity)?.quarantined !== undefined) this.logger.info(`Releasing ${ev.identity} from quarantine: it started again`);
+      this.#setbacks.clear(ev.identity);
+    } else {
+      this.#setbacks.clearBackoff(ev.identity);
+    }
     if (this.paused) {
       this.logger.debug(`Ignoring the startup event of ${ev.identity} while paused`);
       return;
@@ -433,7 +449,13 @@ export class Provisioner {
     entry.step = undefined;
     entry.updatedAt = now;
     const current = this.#hosts.isCurrent(entry);
+    if (result.outcome === 'failed') {
+      const setback = this.#setbacks.failed(entry.identity, result.message ?? 'failed', now);
+      if (setback.quarantined?.at === now) logger.warn(`Quarantined ${entry.identity} after ${setback.failures} failed attempts in a row: release it with the API or restart it`);
+      else if (setback.notBefore > now) logger.info(`Not trying ${entry.identity} again before ${iso(setback.notBefore)} (failure ${setback.failures} in a row)`);
+    }
     if (result.outcome === 'provisioned' || result.outcome === 'shutdown' || result.outcome === 'upgraded') {
+      this.#setbacks.clear(entry.identity);
       this.#finished++;
       this.#membership?.announceDone(entry.identity);
     }
@@ -675,6 +697,22 @@ export class Provisioner {
   /** The coordination gauges, once a second from the sweep: a dashboard needs no fresher figure, the hot path no more gauge writes. */
   #reportCounts(): void {
     this.metrics.setCoordination(this.choria.identity, this.#hosts.size, this.#membership?.members().length ?? 1, this.#foreign.size);
+    this.metrics.setQuarantined(this.#setbacks.quarantinedCount());
+  }
+
+  /** Ends a node's quarantine (and back-off); true when it was quarantined. It is tried with the next discovery or event. */
+  release(identity: string): boolean {
+    const was = this.#setbacks.get(identity)?.quarantined !== undefined;
+    this.#setbacks.clear(identity);
+    if (was) this.logger.info(`Released ${identity} from quarantine on request`);
+    this.#reportCounts();
+    return was;
+  }
+
+  /** Ends a node's quarantine and back-off and queues it now; false when it is already on the list (or the queue is full). */
+  retry(identity: string): boolean {
+    this.#setbacks.clear(identity);
+    return this.offer(identity, 'operator');
   }
 
   /**
@@ -722,14 +760,20 @@ export class Provisioner {
         };
       });
     }
+    const now = Date.now();
     for (const p of this.#hosts.history()) {
       if (seen.has(p.identity)) continue;
-      add(p.outcome, () => ({
+      const setback = this.#setbacks.get(p.identity);
+      const quarantined = setback?.quarantined;
+      add(quarantined !== undefined ? 'quarantined' : p.outcome, () => ({
         identity: p.identity,
-        state: p.outcome,
+        state: quarantined !== undefined ? 'quarantined' : p.outcome,
         attempts: p.attempts,
         ...(p.message !== undefined ? { lastError: p.message } : {}),
         lastAttemptMs: p.durationMs,
+        ...(setback !== undefined ? { failures: setback.failures } : {}),
+        ...(quarantined !== undefined ? { quarantinedAt: iso(quarantined.at) } : {}),
+        ...(quarantined === undefined && setback !== undefined && setback.notBefore > now ? { nextAttemptAt: iso(setback.notBefore) } : {}),
         updatedAt: iso(p.at),
       }));
     }

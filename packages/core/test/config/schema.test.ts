@@ -36,6 +36,10 @@ describe('provisioner schema', () => {
         'leader_election_bucket',
         'leader_election_key',
         'liveness_timeout',
+        'quarantine_after',
+        'quarantine_release_on_startup',
+        'retry_backoff',
+        'retry_backoff_max',
         'streams_api_prefix',
       ],
     );

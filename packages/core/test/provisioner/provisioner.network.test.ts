@@ -15,10 +15,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 });
 
-async function setup(runner: (job: HostJob) => Promise<HostResult>, opts: { holdMs?: number; workers?: number } = {}) {
+async function setup(runner: (job: HostJob) => Promise<HostResult>, opts: { holdMs?: number; workers?: number; yaml?: string } = {}) {
   const srv: RunningNatsServer = await startNatsServer({ jetstream: false });
   cleanups.push(() => srv.stop());
-  const config = testConfig(`workers: ${opts.workers ?? 2}\n`);
+  const config = testConfig(`workers: ${opts.workers ?? 2}\n${opts.yaml ?? ''}`);
   const registry = new Registry();
   const p = new Provisioner({
     config,
@@ -35,6 +35,51 @@ async function setup(runner: (job: HostJob) => Promise<HostResult>, opts: { hold
 }
 
 describe('Provisioner scheduling', () => {
+  it('backs a failing node off, quarantines it after quarantine_after failures, and lets it go on release, retry or reboot', async () => {
+    const jobs: string[] = [];
+    const { p, registry, url } = await setup(
+      async (job) => {
+        jobs.push(job.identity);
+        return { outcome: 'failed', message: `could not provision ${job.identity}: CSR refused` };
+      },
+      { yaml: 'retry_backoff: 400ms\nretry_backoff_max: 400ms\nquarantine_after: 2\n' },
+    );
+    const settled = (n: number) => until(`attempt ${n}`, () => jobs.length === n && p.status().busyWorkers === 0 && p.status().queue === 0);
+    expect(p.offer('n1', 'discovery')).toBe(true);
+    await settled(1);
+    // within the back-off (200-400 ms) a discovery does not bring it back
+    expect(p.offer('n1', 'discovery')).toBe(false);
+    expect(p.status().hosts[0]).toMatchObject({ identity: 'n1', state: 'failed', failures: 1, nextAttemptAt: expect.any(String) });
+    await until('the back-off to end', () => p.offer('n1', 'discovery'), 2000);
+    await settled(2);
+    // the second failure in a row: quarantined, until something lets it go
+    const q = p.status().hosts[0];
+    expect(q).toMatchObject({ identity: 'n1', state: 'quarantined', failures: 2, lastError: 'could not provision n1: CSR refused', quarantinedAt: expect.any(String) });
+    expect(p.status().hostCounts).toEqual({ quarantined: 1 });
+    await until('the gauge', async () => (await registry.metrics()).includes('choria_provisioner_quarantined_nodes{site="test"} 1'));
+    await new Promise((r) => setTimeout(r, 500));
+    expect(p.offer('n1', 'discovery')).toBe(false);
+    // released by an operator: tried with the next discovery
+    expect(p.release('n1')).toBe(true);
+    expect(p.release('n1')).toBe(false);
+    expect(p.offer('n1', 'discovery')).toBe(true);
+    await settled(3);
+    expect(p.offer('n1', 'discovery')).toBe(false); // backing off again (1 failure in a row)
+    expect(p.retry('n1')).toBe(true); // retry ends the back-off and queues it at once
+    await settled(4);
+    expect(p.status().hosts[0]).toMatchObject({ state: 'failed', failures: 1 });
+    await until('the back-off to end', () => p.offer('n1', 'discovery'), 2000);
+    await settled(5);
+    expect(p.status().hosts[0]?.state).toBe('quarantined');
+    // a startup event (the node was restarted) releases it and offers it
+    const nc = await connect({ servers: url });
+    cleanups.push(() => nc.close());
+    const ev = { protocol: 'io.choria.lifecycle.v1.startup', id: 'q1', identity: 'n1', component: 'provision_mode_server', timestamp: Math.floor(Date.now() / 1000) };
+    nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(JSON.stringify(ev)));
+    await settled(6);
+    expect(jobs).toHaveLength(6);
+  });
+
   it('tells the next attempt that an earlier one configured the node but could not restart it, until the node boots again', async () => {
     const jobs: HostJob[] = [];
     const results: HostResult[] = [
