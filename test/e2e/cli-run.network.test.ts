@@ -16,9 +16,9 @@ afterEach(async () => {
 
 const bin = join(repoRoot, 'packages', 'cli', 'dist', 'bin.js');
 
-function cli(args: string[]): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+function cli(args: string[], env: NodeJS.ProcessEnv = process.env): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   let out = '';
-  const child = spawn(process.execPath, [bin, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [bin, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env });
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -28,7 +28,7 @@ function cli(args: string[]): { child: ChildProcess; output: () => string; exite
   return { child, output: () => out, exited };
 }
 
-async function site(dir: string, name: string, monitor: number): Promise<{ srv: RunningNatsServer; fleet: SimulatedFleet; config: string }> {
+async function site(dir: string, name: string, monitor: number, extra: string[] = []): Promise<{ srv: RunningNatsServer; fleet: SimulatedFleet; config: string }> {
   const srv = await startNatsServer({ jetstream: false });
   cleanups.push(() => srv.stop());
   const fleet = await SimulatedFleet.start({ servers: [srv.url], count: 12, token: 's3cret', timeScale: 0.01, control: false, eventFormat: 'none', name });
@@ -48,6 +48,7 @@ async function site(dir: string, name: string, monitor: number): Promise<{ srv: 
       `helper: ${join(repoRoot, 'examples', 'helpers', 'plain-helper.mjs')} --quiet`,
       `monitor_port: ${monitor}`,
       `logfile: ${join(dir, `${name}.log`)}`,
+      ...extra,
       '',
     ].join('\n'),
   );
@@ -95,6 +96,40 @@ describe('choria-provisioner run (process)', () => {
       expect(r.totals.violations).toBe(0);
       expect(r.nodes.every((n) => n.configuredCount === 1 && n.restartCount === 1)).toBe(true);
     }
+  }, 90_000);
+
+  it('pause, resume, release and retry a running provisioner through its monitor port, with the token only', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cpts-run-'));
+    const monitor = await freePort();
+    const a = await site(dir, 'lon', monitor, ['monitor_api_token: t0ken-for-lon']);
+    const run = cli(['run', '--config', a.config, '--monitor-address', '127.0.0.1']);
+    await a.fleet.waitForAllProvisioned(60_000);
+    const url = `http://127.0.0.1:${monitor}`;
+    const noToken = { ...process.env, CHORIA_PROVISIONER_API_TOKEN: '' };
+    const refused = cli(['pause', '--url', url], noToken);
+    expect(await refused.exited).toBe(3);
+    expect(refused.output()).toContain('pause refused (401): a bearer token is required');
+    const withEnv = { ...process.env, CHORIA_PROVISIONER_API_TOKEN: 't0ken-for-lon' };
+    const pause = cli(['pause', '--url', url], withEnv);
+    expect(await pause.exited).toBe(0);
+    expect(pause.output()).toBe('site lon: paused\n');
+    const status = (await (await fetch(`${url}/status`)).json()) as { sites: { paused: boolean }[] };
+    expect(status.sites[0]?.paused).toBe(true);
+    const tokenFile = join(dir, 'token');
+    writeFileSync(tokenFile, 't0ken-for-lon\n', { mode: 0o600 });
+    const resume = cli(['resume', '--url', url, '--token-file', tokenFile], noToken);
+    expect(await resume.exited).toBe(0);
+    expect(resume.output()).toBe('site lon: resumed\n');
+    const release = cli(['release', 'node-1.example.net', '--url', url, '--site', 'lon'], withEnv);
+    expect(await release.exited).toBe(0);
+    expect(release.output()).toBe('site lon: node-1.example.net was not quarantined\n');
+    // just provisioned, so still held on the list
+    const retry = cli(['retry', 'node-1.example.net', '--url', url], withEnv);
+    expect(await retry.exited).toBe(0);
+    expect(retry.output()).toBe('site lon: node-1.example.net is already on the list, or the provisioner is paused or its queue full\n');
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+    expect(run.output()).not.toContain('t0ken-for-lon');
   }, 90_000);
 
   it('exits 3 when the monitor port is taken', async () => {

@@ -1,15 +1,24 @@
 // The choria-provisioner command line: a thin layer over the core library's public API.
-import yargs from 'yargs';
+import yargs, { type Argv } from 'yargs';
 import { VERSION } from '@choria-provisioner/core';
 import { EXIT, processIO, type CliIO } from './io.js';
 import { runCommand } from './commands/run.js';
 import { validateCommand } from './commands/validate.js';
 import { statusCommand } from './commands/status.js';
+import { TOKEN_ENV, controlCommand } from './commands/control.js';
 import type { ProcessGuard } from './process-guard.js';
 // the demo (and the simulator behind it) is loaded only for `demo`: `run` starts faster without it
 import { DEFAULT_WATCHDOG_S } from '@choria-provisioner/simulator/watchdog';
 
 class UsageError extends Error {}
+
+/** The options every control command shares. */
+function controlOptions<T>(y: Argv<T>) {
+  return y
+    .option('url', { type: 'string', default: 'http://127.0.0.1:8080', describe: 'Base URL of the monitor endpoint (monitor_port)' })
+    .option('site', { type: 'string', describe: 'Only this site (default: every site the token belongs to)' })
+    .option('token-file', { type: 'string', describe: `File holding the site's monitor_api_token (default: the ${TOKEN_ENV} environment variable)` });
+}
 
 /** `guard`: the process's last resorts after an uncaught error (bin.ts installs one). */
 export async function main(argv: string[], io: CliIO = processIO, guard?: ProcessGuard): Promise<number> {
@@ -61,6 +70,27 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
           .option('json', { type: 'boolean', default: false, describe: 'Print the raw JSON' }),
       async (args) => {
         code = await statusCommand({ url: args.url, json: args.json }, io);
+      },
+    )
+    .command(
+      ['pause', 'resume'],
+      'Pause or resume a running provisioner through its monitor port (needs monitor_api_token)',
+      (y) => controlOptions(y),
+      async (args) => {
+        const action = args._[0] === 'resume' ? 'resume' : 'pause';
+        code = await controlCommand({ url: args.url, action, ...(args.site !== undefined ? { site: args.site } : {}), ...(args['token-file'] !== undefined ? { tokenFile: args['token-file'] } : {}) }, io);
+      },
+    )
+    .command(
+      ['release <identity>', 'retry <identity>'],
+      'Release a quarantined node, or retry a node now, in a running provisioner (needs monitor_api_token)',
+      (y) => controlOptions(y).positional('identity', { type: 'string', demandOption: true, describe: 'The node' }),
+      async (args) => {
+        const action = args._[0] === 'retry' ? 'retry' : 'release';
+        code = await controlCommand(
+          { url: args.url, action, identity: String(args.identity), ...(args.site !== undefined ? { site: args.site } : {}), ...(args['token-file'] !== undefined ? { tokenFile: args['token-file'] } : {}) },
+          io,
+        );
       },
     )
     .command(

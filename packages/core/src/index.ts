@@ -18,6 +18,7 @@ export { createLogger, silentLogger, type Logger, type LoggerOptions } from './u
 // The scheduler of one site
 export { Provisioner, type CoordinationStatus, type HostStatus, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './provisioner/provisioner.js';
 export type { MembershipState, MembershipView, MemberView } from './provisioner/coordination/index.js';
+export { controlProvisioners, type ControlAction, type ControlAnswer, type ControlRequest } from './provisioner/control.js';
 export type { EffectiveCoordination } from './metrics/metrics.js';
 
 // One server's provisioning, without a scheduler

@@ -9,6 +9,7 @@ import {
   collectDefaultMetrics,
   createLogger,
   startMonitorServer,
+  controlProvisioners,
   type MonitorServer,
   type ProvisionerConfig,
   type ChoriaSettings,
@@ -93,6 +94,7 @@ export async function runCommand(opts: RunOptions, io: CliIO): Promise<number> {
           host: opts.monitorAddress,
           registry,
           status: () => ({ sites: provisioners.map((p) => p.status()) }),
+          control: (req) => controlProvisioners(provisioners, req),
           ready: () => {
             const sites = provisioners.map((p) => p.readiness());
             return { ready: sites.every((r) => r.ready), sites };

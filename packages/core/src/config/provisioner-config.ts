@@ -45,6 +45,7 @@ interface ValidatedYaml {
   leader_election_key: string;
   leader_election_bucket: string;
   liveness_timeout: string;
+  monitor_api_token: string;
   retry_backoff: string;
   retry_backoff_max: string;
   quarantine_after: number;
@@ -134,6 +135,7 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
     coordinationHeartbeatMs: durations.coordinationHeartbeat,
     coordinationLockRetryMs: durations.coordinationLockRetry,
     livenessTimeoutMs: durations.livenessTimeout,
+    monitorApiToken: yaml.monitor_api_token,
     retryBackoffMs: durations.retryBackoff,
     retryBackoffMaxMs: durations.retryBackoffMax,
     quarantineAfter: yaml.quarantine_after,

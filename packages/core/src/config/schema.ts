@@ -257,6 +257,14 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-extension': true,
     description: 'Choria Streams key-value bucket used for leader election; the broker creates CHORIA_LEADER_ELECTION.',
   },
+  monitor_api_token: {
+    type: 'string',
+    default: '',
+    'x-extension': true,
+    'x-secret': true,
+    description:
+      'Bearer token for the control requests of the monitor port (POST /pause, /resume, /nodes/<identity>/release, /nodes/<identity>/retry). Empty refuses them all. Never logged.',
+  },
   retry_backoff: {
     type: 'string',
     format: DURATION_FORMAT,

@@ -54,6 +54,8 @@ export interface ProvisionerConfig {
   readonly coordinationLockRetryMs: number;
   /** extension: first-try wait and ping wait that tell a vanished node from a slow one; 0 = off */
   readonly livenessTimeoutMs: number;
+  /** extension: bearer token of the monitor port's control requests; '' refuses them (never logged) */
+  readonly monitorApiToken: string;
   /** extension: first back-off of a failing node (0: none, as upstream) and its cap */
   readonly retryBackoffMs: number;
   readonly retryBackoffMaxMs: number;

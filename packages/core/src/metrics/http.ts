@@ -17,6 +17,22 @@ export interface MonitorServerOptions {
   ready?: () => { ready: boolean; sites: unknown };
   /** /healthz answers 503 when the event loop stalled longer than this since the previous check (default 10 s) */
   stallLimitMs?: number;
+  /** POST /pause, /resume, /nodes/<identity>/release, /nodes/<identity>/retry (see controlProvisioners) */
+  control?: (req: { action: 'pause' | 'resume' | 'release' | 'retry'; identity?: string; site?: string; token?: string }) => { status: number; body: unknown };
+}
+
+/** The control routes: POST path -> action and node. */
+function controlRoute(path: string): { action: 'pause' | 'resume' | 'release' | 'retry'; identity?: string } | undefined {
+  if (path === '/pause' || path === '/resume') return { action: path.slice(1) as 'pause' | 'resume' };
+  const m = /^\/nodes\/([^/]+)\/(release|retry)$/.exec(path);
+  if (m === null) return undefined;
+  let identity: string;
+  try {
+    identity = decodeURIComponent(m[1] as string);
+  } catch {
+    return undefined;
+  }
+  return { action: m[2] as 'release' | 'retry', identity };
 }
 
 /** The /healthz answer: the process answers, and how late its event loop ran since the last check. */
@@ -47,9 +63,25 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
   loopDelay.enable();
   const stallLimitMs = opts.stallLimitMs ?? DEFAULT_STALL_LIMIT_MS;
   const server: Server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
+    const url = new URL(req.url ?? '/', 'http://monitor');
+    const path = url.pathname;
+    if (req.method === 'POST') {
+      const route = controlRoute(path);
+      if (route === undefined || opts.control === undefined) {
+        json(res, 404, { error: 'not found: POST /pause, /resume, /nodes/<identity>/release or /nodes/<identity>/retry' });
+        return;
+      }
+      const auth = req.headers.authorization ?? '';
+      const token = /^Bearer\s+(.+)$/i.exec(auth)?.[1]?.trim();
+      const site = url.searchParams.get('site');
+      // the request body is not used; drain it so the connection can be reused
+      req.resume();
+      const answer = opts.control({ ...route, ...(site !== null ? { site } : {}), ...(token !== undefined ? { token } : {}) });
+      json(res, answer.status, answer.body);
+      return;
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      res.writeHead(405, { allow: 'GET, HEAD, POST' }).end();
       return;
     }
     if (path === '/metrics') {

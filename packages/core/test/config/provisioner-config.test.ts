@@ -73,6 +73,7 @@ describe('defaults', () => {
       coordinationHeartbeatMs: 2000,
       coordinationLockRetryMs: 130_000,
       livenessTimeoutMs: 2000,
+      monitorApiToken: '',
       retryBackoffMs: 0,
       retryBackoffMaxMs: 1_800_000,
       quarantineAfter: 0,

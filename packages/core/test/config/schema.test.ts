@@ -36,6 +36,7 @@ describe('provisioner schema', () => {
         'leader_election_bucket',
         'leader_election_key',
         'liveness_timeout',
+        'monitor_api_token',
         'quarantine_after',
         'quarantine_release_on_startup',
         'retry_backoff',

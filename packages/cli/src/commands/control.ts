@@ -1,0 +1,47 @@
+// `choria-provisioner pause|resume|release|retry`: the control requests of a running provisioner's
+// monitor port. The token comes from a file or the environment, never the command line (where
+// every local user could read it in the process list).
+import { readFileSync } from 'node:fs';
+import { EXIT, type CliIO } from '../io.js';
+
+export const TOKEN_ENV = 'CHORIA_PROVISIONER_API_TOKEN';
+
+export interface ControlOptions {
+  url: string;
+  action: 'pause' | 'resume' | 'release' | 'retry';
+  identity?: string;
+  site?: string;
+  tokenFile?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+function tokenOf(opts: ControlOptions): string {
+  if (opts.tokenFile !== undefined) return readFileSync(opts.tokenFile, 'utf8').trim();
+  return (opts.env ?? process.env)[TOKEN_ENV]?.trim() ?? '';
+}
+
+export async function controlCommand(opts: ControlOptions, io: CliIO): Promise<number> {
+  let token: string;
+  try {
+    token = tokenOf(opts);
+  } catch (err) {
+    io.err(`choria-provisioner: could not read the token file ${opts.tokenFile ?? ''}: ${err instanceof Error ? err.message : String(err)}`);
+    return EXIT.usage;
+  }
+  const path = opts.action === 'pause' || opts.action === 'resume' ? `/${opts.action}` : `/nodes/${encodeURIComponent(opts.identity ?? '')}/${opts.action}`;
+  const url = `${opts.url.replace(/\/+$/, '')}${path}${opts.site !== undefined ? `?site=${encodeURIComponent(opts.site)}` : ''}`;
+  let res: Response;
+  try {
+    res = await fetch(url, { method: 'POST', headers: token === '' ? {} : { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) });
+  } catch (err) {
+    io.err(`choria-provisioner: could not reach ${url}: ${err instanceof Error ? err.message : String(err)}`);
+    return EXIT.runtime;
+  }
+  const body = (await res.json().catch(() => ({}))) as { error?: string; sites?: { site: string; result: string }[] };
+  if (!res.ok) {
+    io.err(`choria-provisioner: ${opts.action} refused (${res.status}): ${body.error ?? res.statusText}`);
+    return EXIT.runtime;
+  }
+  for (const s of body.sites ?? []) io.out(`site ${s.site === '' ? '(none)' : s.site}: ${s.result}`);
+  return EXIT.ok;
+}

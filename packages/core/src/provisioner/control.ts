@@ -1,0 +1,69 @@
+// The mutating operations of the monitor port (POST /pause, /resume, /nodes/<id>/release,
+// /nodes/<id>/retry) for the provisioners of one process. Each site sets its own
+// `monitor_api_token`; a request acts on the sites whose token it presents (or on the one named by
+// ?site=), so one port can serve sites run by different teams. Without any token configured the
+// operations are refused: the port listens on every interface by default.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Provisioner } from './provisioner.js';
+
+export type ControlAction = 'pause' | 'resume' | 'release' | 'retry';
+
+export interface ControlRequest {
+  readonly action: ControlAction;
+  /** release and retry: the node */
+  readonly identity?: string;
+  /** ?site=: only this site */
+  readonly site?: string;
+  /** the bearer token presented, if any (never logged) */
+  readonly token?: string;
+}
+
+export interface ControlAnswer {
+  readonly status: 200 | 400 | 401 | 403 | 404;
+  readonly body: { error?: string; sites?: { site: string; result: string }[] };
+}
+
+// compared as digests, so the comparison neither leaks the length nor the position of a difference
+const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
+function sameToken(presented: string, configured: string): boolean {
+  return timingSafeEqual(digest(presented), digest(configured));
+}
+
+/** Carries out a control request against `provisioners`; the HTTP layer only maps the answer. */
+export function controlProvisioners(provisioners: readonly Provisioner[], req: ControlRequest): ControlAnswer {
+  const protectedSites = provisioners.filter((p) => p.config.monitorApiToken !== '');
+  if (protectedSites.length === 0) return { status: 403, body: { error: 'control requests are disabled: no site sets monitor_api_token' } };
+  if (req.token === undefined || req.token === '') return { status: 401, body: { error: 'a bearer token is required (Authorization: Bearer <monitor_api_token>)' } };
+  const presented = req.token;
+  let targets = protectedSites.filter((p) => sameToken(presented, p.config.monitorApiToken));
+  if (targets.length === 0) return { status: 401, body: { error: 'the token matches no site' } };
+  if (req.site !== undefined) {
+    targets = targets.filter((p) => p.config.site === req.site);
+    if (targets.length === 0) return { status: 404, body: { error: `no site ${JSON.stringify(req.site)} for this token` } };
+  }
+  if ((req.action === 'release' || req.action === 'retry') && (req.identity === undefined || req.identity === '')) {
+    return { status: 400, body: { error: `${req.action} needs a node: POST /nodes/<identity>/${req.action}` } };
+  }
+  const sites = targets.map((p) => ({ site: p.config.site, result: act(p, req) }));
+  return { status: 200, body: { sites } };
+}
+
+function act(p: Provisioner, req: ControlRequest): string {
+  const identity = req.identity ?? '';
+  switch (req.action) {
+    case 'pause':
+      if (p.paused) return 'already paused';
+      p.pause();
+      p.logger.warn('Paused on request through the monitor port');
+      return 'paused';
+    case 'resume':
+      if (!p.paused) return 'already running';
+      p.resume();
+      p.logger.warn('Resumed on request through the monitor port');
+      return 'resumed';
+    case 'release':
+      return p.release(identity) ? `released ${identity}` : `${identity} was not quarantined`;
+    case 'retry':
+      return p.retry(identity) ? `queued ${identity}` : `${identity} is already on the list, or the provisioner is paused or its queue full`;
+  }
+}
