@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedFleet } from '../../packages/simulator/src/index.js';
 import { freePort, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { repoRoot } from '@choria-provisioner/test-support/vectors';
+import { createTestPki } from '@choria-provisioner/test-support/tls';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -130,6 +131,22 @@ describe('choria-provisioner run (process)', () => {
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
     expect(run.output()).not.toContain('t0ken-for-lon');
+  }, 90_000);
+
+  it('serves the monitor port over HTTPS with monitor_tls_cert / monitor_tls_key; status reads it with the CA trusted', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cpts-run-'));
+    const monitor = await freePort();
+    const pki = await createTestPki([], join(dir));
+    const a = await site(dir, 'lon', monitor, [`monitor_tls_cert: ${pki.server.certFile}`, `monitor_tls_key: ${pki.server.keyFile}`]);
+    const run = cli(['run', '--config', a.config, '--monitor-address', '127.0.0.1']);
+    await a.fleet.waitForAllProvisioned(60_000);
+    const st = cli(['status', '--url', `https://127.0.0.1:${monitor}`], { ...process.env, NODE_EXTRA_CA_CERTS: pki.caFile });
+    expect(await st.exited, st.output()).toBe(0);
+    expect(st.output()).toMatch(/site lon: running/);
+    const untrusted = cli(['status', '--url', `https://127.0.0.1:${monitor}`], { ...process.env, NODE_EXTRA_CA_CERTS: '' });
+    expect(await untrusted.exited).toBe(3);
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
   }, 90_000);
 
   it('exits 3 when the monitor port is taken', async () => {

@@ -1,6 +1,6 @@
 // `choria-provisioner run`: one Provisioner per --config file in this process, sharing one metrics
 // registry (distinct `site` labels) and one monitor endpoint per distinct monitor_port.
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import {
   loadSite,
   ConfigError,
@@ -16,6 +16,22 @@ import {
 } from '@choria-provisioner/core';
 import { EXIT, type CliIO } from '../io.js';
 import { waitForStopSignal, type ProcessGuard } from '../process-guard.js';
+
+/** The TLS files the sites on one monitor port name: all the same, or none. */
+function monitorTls(configs: readonly ProvisionerConfig[]): { cert: string; key: string } | undefined {
+  const wanted = new Set(configs.map((c) => `${c.monitorTlsCert}\n${c.monitorTlsKey}`));
+  if (wanted.size > 1) throw new Error(`the sites on monitor port ${configs[0]?.monitorPort ?? ''} name different monitor_tls_cert / monitor_tls_key files (${configs.map((c) => c.source).join(', ')})`);
+  const c = configs[0];
+  if (c === undefined || c.monitorTlsCert === '') return undefined;
+  const read = (file: string, key: string): string => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new Error(`could not read ${key} ${file} (${c.source}): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+  };
+  return { cert: read(c.monitorTlsCert, 'monitor_tls_cert'), key: read(c.monitorTlsKey, 'monitor_tls_key') };
+}
 
 export interface RunOptions {
   configs: string[];
@@ -88,9 +104,11 @@ export async function runCommand(opts: RunOptions, io: CliIO): Promise<number> {
   const ports = [...new Set(sites.map((s) => s.config.monitorPort).filter((p) => p > 0))];
   try {
     for (const port of ports) {
+      const tls = monitorTls(sites.filter((s) => s.config.monitorPort === port).map((s) => s.config));
       monitors.push(
         await startMonitorServer({
           port,
+          ...(tls !== undefined ? { tls } : {}),
           host: opts.monitorAddress,
           registry,
           status: () => ({ sites: provisioners.map((p) => p.status()) }),

@@ -46,6 +46,8 @@ interface ValidatedYaml {
   leader_election_bucket: string;
   liveness_timeout: string;
   monitor_api_token: string;
+  monitor_tls_cert: string;
+  monitor_tls_key: string;
   retry_backoff: string;
   retry_backoff_max: string;
   quarantine_after: number;
@@ -100,6 +102,9 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
   const durations = readDurations(yaml, properties, problems);
   const features = checkFeatures(yaml, problems);
   const coordination = coordinationMode(yaml, problems);
+  if ((yaml.monitor_tls_cert === '') !== (yaml.monitor_tls_key === '')) {
+    problems.add('monitor_tls_cert and monitor_tls_key go together: set both for HTTPS on the monitor port, or neither', yaml.monitor_tls_cert === '' ? 'monitor_tls_cert' : 'monitor_tls_key');
+  }
   checkRequiredCombinations(yaml, features, opts, problems, warn);
 
   problems.throwIfAny();
@@ -136,6 +141,8 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
     coordinationLockRetryMs: durations.coordinationLockRetry,
     livenessTimeoutMs: durations.livenessTimeout,
     monitorApiToken: yaml.monitor_api_token,
+    monitorTlsCert: yaml.monitor_tls_cert,
+    monitorTlsKey: yaml.monitor_tls_key,
     retryBackoffMs: durations.retryBackoff,
     retryBackoffMaxMs: durations.retryBackoffMax,
     quarantineAfter: yaml.quarantine_after,

@@ -257,6 +257,18 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-extension': true,
     description: 'Choria Streams key-value bucket used for leader election; the broker creates CHORIA_LEADER_ELECTION.',
   },
+  monitor_tls_cert: {
+    type: 'string',
+    default: '',
+    'x-extension': true,
+    description: 'PEM certificate (chain) file: with monitor_tls_key, the monitor port serves HTTPS. Sites sharing a port must name the same files.',
+  },
+  monitor_tls_key: {
+    type: 'string',
+    default: '',
+    'x-extension': true,
+    description: 'PEM private key file of monitor_tls_cert.',
+  },
   monitor_api_token: {
     type: 'string',
     default: '',

@@ -54,6 +54,9 @@ export interface ProvisionerConfig {
   readonly coordinationLockRetryMs: number;
   /** extension: first-try wait and ping wait that tell a vanished node from a slow one; 0 = off */
   readonly livenessTimeoutMs: number;
+  /** extension: HTTPS on the monitor port with these PEM files ('' for both: plain HTTP) */
+  readonly monitorTlsCert: string;
+  readonly monitorTlsKey: string;
   /** extension: bearer token of the monitor port's control requests; '' refuses them (never logged) */
   readonly monitorApiToken: string;
   /** extension: first back-off of a failing node (0: none, as upstream) and its cap */

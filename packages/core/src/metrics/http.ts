@@ -1,6 +1,7 @@
 // The monitoring endpoint: /metrics (Prometheus text), /status (JSON), /healthz and /readyz on one
 // port. Several provisioner instances share one server and one registry.
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
@@ -17,6 +18,8 @@ export interface MonitorServerOptions {
   ready?: () => { ready: boolean; sites: unknown };
   /** /healthz answers 503 when the event loop stalled longer than this since the previous check (default 10 s) */
   stallLimitMs?: number;
+  /** serve HTTPS with this certificate chain and key (PEM text) instead of plain HTTP */
+  tls?: { cert: string; key: string };
   /** POST /pause, /resume, /nodes/<identity>/release, /nodes/<identity>/retry (see controlProvisioners) */
   control?: (req: { action: 'pause' | 'resume' | 'release' | 'retry'; identity?: string; site?: string; token?: string }) => { status: number; body: unknown };
 }
@@ -62,7 +65,7 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
   const loopDelay = monitorEventLoopDelay({ resolution: 20 });
   loopDelay.enable();
   const stallLimitMs = opts.stallLimitMs ?? DEFAULT_STALL_LIMIT_MS;
-  const server: Server = createServer((req, res) => {
+  const handler: RequestListener = (req, res) => {
     const url = new URL(req.url ?? '/', 'http://monitor');
     const path = url.pathname;
     if (req.method === 'POST') {
@@ -135,7 +138,13 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
     }
     res.writeHead(404, { 'content-type': 'text/plain' });
     res.end('not found: try /metrics, /status, /healthz or /readyz\n');
-  });
+  };
+  let server: Server;
+  try {
+    server = opts.tls === undefined ? createServer(handler) : createTlsServer({ cert: opts.tls.cert, key: opts.tls.key }, handler);
+  } catch (err) {
+    throw new Error(`could not set up TLS for monitoring on port ${opts.port}: ${errorText(err)}`, { cause: err });
+  }
   const host = opts.host ?? '0.0.0.0';
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
@@ -146,7 +155,7 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
   const port = (server.address() as AddressInfo).port;
   return {
     port,
-    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+    url: `${opts.tls === undefined ? 'http' : 'https'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
         loopDelay.disable();

@@ -74,6 +74,8 @@ describe('defaults', () => {
       coordinationLockRetryMs: 130_000,
       livenessTimeoutMs: 2000,
       monitorApiToken: '',
+      monitorTlsCert: '',
+      monitorTlsKey: '',
       retryBackoffMs: 0,
       retryBackoffMaxMs: 1_800_000,
       quarantineAfter: 0,
@@ -96,6 +98,11 @@ describe('defaults', () => {
     const aa = parse(`${BASE}site: lon.1 east\ncoordination: active_active\ncoordination_heartbeat: 500ms\ncoordination_lock_retry: 3m\n`).config;
     expect(aa).toMatchObject({ coordination: 'active_active', leaderElection: false, coordinationGroup: 'lon_1_east', coordinationHeartbeatMs: 500, coordinationLockRetryMs: 180_000 });
     expect(parse(`${BASE}coordination: active_active\ncoordination_group: fleet-a\n`).config.coordinationGroup).toBe('fleet-a');
+  });
+
+  it('wants monitor_tls_cert and monitor_tls_key together', () => {
+    expect(() => parse(`${BASE}monitor_tls_cert: /etc/p/monitor.pem\n`)).toThrow(/monitor_tls_cert and monitor_tls_key go together/);
+    expect(parse(`${BASE}monitor_tls_cert: /etc/p/monitor.pem\nmonitor_tls_key: /etc/p/monitor-key.pem\n`).config).toMatchObject({ monitorTlsCert: '/etc/p/monitor.pem', monitorTlsKey: '/etc/p/monitor-key.pem' });
   });
 
   it('refuses a contradictory or malformed coordination setting, naming the key', () => {

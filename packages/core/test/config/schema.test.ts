@@ -37,6 +37,8 @@ describe('provisioner schema', () => {
         'leader_election_key',
         'liveness_timeout',
         'monitor_api_token',
+        'monitor_tls_cert',
+        'monitor_tls_key',
         'quarantine_after',
         'quarantine_release_on_startup',
         'retry_backoff',

@@ -1,4 +1,7 @@
+import { request } from 'node:https';
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createTestPki } from '@choria-provisioner/test-support/tls';
 import { ProvisionerMetrics, Registry, UPSTREAM_METRIC_NAMES, startMonitorServer, type MonitorServer } from '../../src/metrics/index.js';
 
 describe('ProvisionerMetrics', () => {
@@ -90,6 +93,34 @@ describe('startMonitorServer', () => {
     expect(await no.json()).toEqual({ ready: false, sites: [{ site: 'lon', ready: false, reason: 'standby: another instance leads the election' }] });
     ready = true;
     expect((await fetch(`${srv.url}/readyz`)).status).toBe(200);
+  });
+
+  it('serves HTTPS with the configured certificate, and nothing over plain HTTP', async () => {
+    const pki = await createTestPki([]);
+    const registry = new Registry();
+    new ProvisionerMetrics(registry, 'tls').discoverCycle();
+    srv = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, tls: { cert: pki.server.certPem, key: readFileSync(pki.server.keyFile, 'utf8') } });
+    expect(srv.url).toBe(`https://127.0.0.1:${srv.port}`);
+    const body = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = request(`${srv!.url}/metrics`, { ca: readFileSync(pki.caFile) }, (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(body.status).toBe(200);
+    expect(body.text).toContain('choria_provisioner_discover_cycles{site="tls"} 1');
+    await expect(fetch(`http://127.0.0.1:${srv.port}/metrics`)).rejects.toThrow();
+    // an unknown CA is refused by the client
+    await expect(fetch(`${srv.url}/metrics`)).rejects.toThrow();
+  });
+
+  it('names a broken key pair in the error', async () => {
+    await expect(startMonitorServer({ port: 0, host: '127.0.0.1', registry: new Registry(), tls: { cert: 'not a cert', key: 'not a key' } })).rejects.toThrow(
+      /^could not set up TLS for monitoring on port 0: /,
+    );
   });
 
   it('fails clearly when the port is taken', async () => {
