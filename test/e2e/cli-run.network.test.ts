@@ -1,7 +1,7 @@
 // `choria-provisioner run` as a process: two sites from two config files against two brokers, the
 // process helper example, /metrics and /status, `status`, the PID file and a clean SIGTERM exit.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -148,6 +148,28 @@ describe('choria-provisioner run (process)', () => {
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
   }, 90_000);
+
+  it('run --dry-run runs the helper for every node and configures none', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cpts-run-'));
+    const monitor = await freePort();
+    const a = await site(dir, 'lon', monitor);
+    const run = cli(['run', '--config', a.config, '--monitor-address', '127.0.0.1', '--dry-run']);
+    const url = `http://127.0.0.1:${monitor}/status`;
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const st = (await fetch(url).then((r) => r.json(), () => undefined)) as { sites: { dryRun: boolean; hostCounts: Record<string, number> }[] } | undefined;
+      if (st?.sites[0]?.hostCounts['dry_run'] === 12) {
+        expect(st.sites[0].dryRun).toBe(true);
+        break;
+      }
+      if (Date.now() > deadline) throw new Error(`no dry run of all 12 nodes:\n${run.output()}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(a.fleet.report().nodes.every((n) => n.state === 'waiting' && n.configuredCount === 0 && n.restartCount === 0)).toBe(true);
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+    expect(readFileSync(join(dir, 'lon.log'), 'utf8')).toContain('dry run: nothing is sent that changes a node');
+  }, 60_000);
 
   it('exits 3 when the monitor port is taken', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cpts-run-'));

@@ -10,6 +10,41 @@ const h = new FleetHarness();
 afterEach(() => h.cleanup());
 
 describe('operations', () => {
+  it('a dry run fetches, checks and runs the helper for every node but leaves every node waiting and unchanged', async () => {
+    const s = await h.broker();
+    const fleet = await h.fleet(s.url, { count: 10, eventFormat: 'none' });
+    await fleet.waitForBooted(10_000);
+    const registry = new Registry();
+    const helped: string[] = [];
+    const p = h.provisioner(s.url, 'workers: 4\n', {
+      registry,
+      dryRun: true,
+      helper: (req) => {
+        helped.push(req.identity);
+        return { configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false', 'plugin.choria.middleware_hosts': 'nats://secret-broker.example.net:4222' } };
+      },
+    });
+    await p.start();
+    await until('every node dry-run', async () => (await metricValue(registry, 'choria_provisioner_outcomes', { outcome: 'dry_run' })) === 10, 20_000);
+    expect(helped.sort()).toEqual(fleet.identities().sort());
+    const r = fleet.report();
+    expect(r.totals.violations).toBe(0);
+    for (const n of r.nodes) {
+      expect(n.state, n.identity).toBe('waiting');
+      expect([n.configuredCount, n.restartCount, n.shutdownCount, n.updateCount]).toEqual([0, 0, 0, 0]);
+      expect(Object.keys(n.rpcCounts).sort()).toEqual(['discovery', 'rpcutil#inventory']);
+    }
+    const st = p.status();
+    expect(st.dryRun).toBe(true);
+    const first = st.hosts.find((x) => x.identity === 'node-1.example.net');
+    expect(first?.state).toBe('dry_run');
+    expect(first?.lastError).toBe(
+      'dry run: would send choria_provision#configure with 3 settings (identity, plugin.choria.middleware_hosts, plugin.choria.server.provision), then choria_provision#restart',
+    );
+    expect(JSON.stringify(st)).not.toContain('secret-broker');
+    expect(await metricValue(registry, 'choria_provisioner_provision_errors')).toBe(0);
+  }, 60_000);
+
   it('quarantines a node whose CSR is always refused and releases it through the API', async () => {
     const s = await h.broker();
     const fleet = await h.fleet(s.url, { count: 6, eventFormat: 'none' });

@@ -35,7 +35,8 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
           .option('config', { type: 'string', array: true, demandOption: true, describe: 'Provisioner YAML file; repeat for several sites' })
           .option('choria-config', { type: 'string', describe: 'Choria client config (default: the usual Choria client lookup); a config file\'s choria_config key wins' })
           .option('pid', { type: 'string', describe: 'Write the process id to this file; removed on clean exit' })
-          .option('monitor-address', { type: 'string', default: '0.0.0.0', describe: 'Address the metrics/status endpoint listens on' }),
+          .option('monitor-address', { type: 'string', default: '0.0.0.0', describe: 'Address the metrics/status endpoint listens on' })
+          .option('dry-run', { type: 'boolean', default: false, describe: 'Discover, fetch, check and run the helper for every node, but send nothing that changes a node (configure, restart, shutdown, release_update)' }),
       async (args) => {
         code = await runCommand(
           {
@@ -44,6 +45,7 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
             pidFile: args.pid,
             debug: args.debug,
             monitorAddress: args['monitor-address'],
+            dryRun: args['dry-run'],
             ...(guard !== undefined ? { guard } : {}),
           },
           io,

@@ -35,6 +35,8 @@ function monitorTls(configs: readonly ProvisionerConfig[]): { cert: string; key:
 
 export interface RunOptions {
   configs: string[];
+  /** every fetch, check and helper run, nothing that changes a node */
+  dryRun?: boolean;
   choriaConfig: string | undefined;
   pidFile: string | undefined;
   debug: boolean;
@@ -93,6 +95,7 @@ export async function runCommand(opts: RunOptions, io: CliIO): Promise<number> {
         choria: s.choria,
         registry,
         logger: createLogger({ logfile: s.config.logfile, loglevel: s.config.loglevel, debug: opts.debug, site: s.config.site }),
+        ...(opts.dryRun === true ? { dryRun: true } : {}),
       }),
   );
 

@@ -53,6 +53,8 @@ export interface HostDeps {
   readonly witness?: LifecycleWitness;
   /** how lost replies are investigated (tests against a sped-up fleet shorten them) */
   readonly lostReply?: LostReplyTimings;
+  /** `run --dry-run`: every fetch, check and the helper, but nothing that changes the node */
+  readonly dryRun?: boolean;
 }
 
 const ignoreReply = (): undefined => undefined;
@@ -179,7 +181,7 @@ export class Host {
     }
     this.#log.info(`Provisioning ${this.identity}`);
     try {
-      if (this.#job.configuredAt !== undefined) {
+      if (this.#job.configuredAt !== undefined && this.#deps.dryRun !== true) {
         this.#log.info(`${this.identity} was configured by an earlier attempt that could not restart it: restarting it`);
         this.#configured = true;
         if (await this.#restartConfigured()) return { outcome: 'provisioned', message: 'restarted with the configuration of an earlier attempt' };
@@ -191,6 +193,7 @@ export class Host {
       if (cfg.features.pki) await this.#fetchCsr();
       const reply = await this.#runHelper();
       if (reply.defer === true) throw new DeferredError(`configuration defered: ${reply.msg ?? ''}`);
+      if (this.#deps.dryRun === true) return this.#wouldSend(reply);
       if (reply.shutdown === true) return await this.#shutdown(reply);
       // Upstream order: mint the server JWT, encrypt the key, upgrade, then configure.
       const serverJwt = cfg.features.ed25519 ? this.#mintServerJwt(reply) : '';
@@ -341,6 +344,31 @@ export class Host {
     const lost = done.replied ? [] : ['the shutdown reply was lost, but the node left provisioning mode'];
     const message = [reply.msg ?? '', ...lost].filter((m) => m !== '').join('; ');
     return { outcome: 'shutdown', ...(message !== '' ? { message } : {}) };
+  }
+
+  /**
+   * The dry run's end: the checks that precede sending (server token, key encryption, a non-empty
+   * configuration) are made, and what would have been sent is described by names and counts only:
+   * configuration values, keys and tokens may be secrets.
+   */
+  #wouldSend(reply: HelperReply): HostResult {
+    if (reply.shutdown === true) return { outcome: 'dry_run', message: 'dry run: would shut the node down (choria_provision#shutdown)' };
+    const cfg = this.#deps.config;
+    const parts: string[] = [];
+    if (cfg.features.ed25519) {
+      this.#mintServerJwt(reply);
+      parts.push('a server JWT');
+    }
+    if (this.#encryptKey(reply).key !== '') parts.push('an encrypted private key');
+    const configuration = reply.configuration ?? {};
+    if (Object.keys(configuration).length === 0) throw new Error(`could not configure ${this.identity}: the helper returned an empty configuration`);
+    if (reply.certificate !== undefined && reply.certificate !== '') parts.push('a certificate');
+    if (reply.ca !== undefined && reply.ca !== '') parts.push('a CA');
+    const policies = Object.keys(reply.action_policies ?? {}).length + Object.keys(reply.opa_policies ?? {}).length;
+    if (policies > 0) parts.push(`${policies} policies`);
+    const settings = `${Object.keys(configuration).length} settings (${Object.keys(configuration).sort().join(', ')})`;
+    const upgrade = this.#wantsUpgrade(reply) ? `choria_provision#release_update to ${reply.upgrade ?? ''}, then ` : '';
+    return { outcome: 'dry_run', message: `dry run: would send ${upgrade}choria_provision#configure with ${[settings, ...parts].join(', ')}, then choria_provision#restart` };
   }
 
   #wantsUpgrade(reply: HelperReply): boolean {

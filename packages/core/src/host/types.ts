@@ -15,9 +15,9 @@ export type RpcName =
   | 'choria_provision#release_update';
 
 /** Outcome of one provisioning attempt (beyond upstream: product.md §5.9 #4). */
-export type Outcome = 'provisioned' | 'deferred' | 'shutdown' | 'upgraded' | 'failed' | 'skipped_locked' | 'stale' | 'gone';
+export type Outcome = 'provisioned' | 'deferred' | 'shutdown' | 'upgraded' | 'failed' | 'skipped_locked' | 'stale' | 'gone' | 'dry_run';
 
-export const OUTCOMES: readonly Outcome[] = ['provisioned', 'deferred', 'shutdown', 'upgraded', 'failed', 'skipped_locked', 'stale', 'gone'];
+export const OUTCOMES: readonly Outcome[] = ['provisioned', 'deferred', 'shutdown', 'upgraded', 'failed', 'skipped_locked', 'stale', 'gone', 'dry_run'];
 
 /** What watching a node after a lost reply found (host/lost-reply.ts). */
 export type LostReplyFinding = 'acted' | 'not_acted' | 'gone' | 'unsure';

@@ -42,6 +42,8 @@ export interface ProvisionerOptions {
   readonly client?: ChoriaClient;
   /** maximum random wait before the first election campaign, default 5 s (upstream) */
   readonly electionSplayMs?: number;
+  /** `run --dry-run`: fetch, check and run the helper for every node, change none (HostDeps.dryRun) */
+  readonly dryRun?: boolean;
   /** how long stop() waits for in-flight work, default 10 s */
   readonly stopTimeoutMs?: number;
   readonly version?: string;
@@ -74,6 +76,8 @@ export interface ProvisionerStatus {
   leaderElection: boolean;
   leader?: boolean;
   paused: boolean;
+  /** `run --dry-run`: nothing that changes a node is sent */
+  dryRun: boolean;
   coordination: CoordinationStatus;
   queue: number;
   queueCapacity: number;
@@ -193,7 +197,7 @@ export class Provisioner {
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new Error(`provisioner for site "${this.config.site}" was already started`);
     this.#state = 'starting';
-    this.logger.info(`Starting choria-provisioner ${this.version} for site "${this.config.site}" with ${this.config.workers} workers`);
+    this.logger.info(`Starting choria-provisioner ${this.version} for site "${this.config.site}" with ${this.config.workers} workers${this.#opts.dryRun === true ? ' (dry run: nothing is sent that changes a node)' : ''}`);
     if (this.config.leaderElection) this.pause();
 
     this.#helper = this.#makeHelper();
@@ -207,7 +211,7 @@ export class Provisioner {
     this.#client = client;
     this.#runner =
       this.#opts.hostRunner ??
-      createHostRunner({ config: this.config, client, helper: this.#helper, metrics: this.metrics, pause: this.pauseFlag });
+      createHostRunner({ config: this.config, client, helper: this.#helper, metrics: this.metrics, pause: this.pauseFlag, ...(this.#opts.dryRun === true ? { dryRun: true } : {}) });
 
     try {
       await client.publishStartupEvent({ component: 'provisioner', version: this.version });
@@ -439,7 +443,8 @@ export class Provisioner {
         break;
       case 'skipped_locked':
       case 'gone':
-        // counted by outcome only: neither is a failure of the node's provisioning
+      case 'dry_run':
+        // counted by outcome only: none is a failure of the node's provisioning
         break;
       default:
         this.metrics.provisionError();
@@ -490,6 +495,9 @@ export class Provisioner {
         break;
       case 'gone':
         logger.warn(`Dropped ${entry.identity} for now: ${result.message ?? 'it stopped answering'}`);
+        break;
+      case 'dry_run':
+        logger.info(`${entry.identity}: ${result.message ?? 'dry run'}`);
         break;
       case 'skipped_locked':
         if (entry.state === 'locked') logger.info(`Waiting for the provisioning lock of ${entry.identity}: another provisioner holds it; trying again at ${iso(entry.heldUntil ?? now)}`);
@@ -786,6 +794,7 @@ export class Provisioner {
       leaderElection: this.config.leaderElection,
       ...(leader !== undefined ? { leader } : {}),
       paused: this.paused,
+      dryRun: this.#opts.dryRun === true,
       coordination: {
         mode: this.config.coordination,
         effective: this.#effectiveCoordination(),
