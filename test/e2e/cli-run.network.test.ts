@@ -22,7 +22,8 @@ function cli(args: string[], env: NodeJS.ProcessEnv = process.env): { child: Chi
   const child = spawn(process.execPath, [bin, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env });
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': stdout may still hold data when the process has exited
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   cleanups.push(async () => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
@@ -169,6 +170,36 @@ describe('choria-provisioner run (process)', () => {
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
     expect(readFileSync(join(dir, 'lon.log'), 'utf8')).toContain('dry run: nothing is sent that changes a node');
+  }, 60_000);
+
+  it('helper test: asks a simulated node, runs the helper, changes nothing; --save and --request replay it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cpts-run-'));
+    const a = await site(dir, 'lon', 0);
+    const saved = join(dir, 'request.json');
+    const live = cli(['helper', 'test', '--config', a.config, '--identity', 'node-1.example.net', '--save', saved]);
+    const liveCode = await live.exited;
+    const out = live.output();
+    expect(liveCode, out).toBe(0);
+    expect(out).toMatch(/^request:\n\{\n {2}"identity": "node-1.example.net"/);
+    expect(out).toContain('reply:\n{');
+    expect(out).toMatch(/result: OK: dry run: would send choria_provision#configure with \d+ settings \(.*identity.*\), then choria_provision#restart/);
+    const node = a.fleet.report({ identities: ['node-1.example.net'] }).nodes[0];
+    expect([node?.state, node?.configuredCount, node?.restartCount]).toEqual(['waiting', 0, 0]);
+    expect(JSON.parse(readFileSync(saved, 'utf8'))).toMatchObject({ identity: 'node-1.example.net', inventory: expect.any(String) });
+
+    const replay = cli(['helper', 'test', '--config', a.config, '--request', saved, '--json']);
+    expect(await replay.exited, replay.output()).toBe(0);
+    const report = JSON.parse(replay.output()) as { ok: boolean; request: { identity: string }; reply: { configuration: Record<string, string> } };
+    expect(report.ok).toBe(true);
+    expect(report.request.identity).toBe('node-1.example.net');
+    expect(report.reply.configuration['identity']).toBe('node-1.example.net');
+
+    // a node that is not there: the attempt stops before the helper, and says why
+    const absent = cli(['helper', 'test', '--config', a.config, '--identity', 'absent.example.net']);
+    expect(await absent.exited).toBe(3);
+    expect(absent.output()).toMatch(/result: FAILED: absent\.example\.net is gone/);
+    const both = cli(['helper', 'test', '--config', a.config, '--identity', 'x', '--request', saved]);
+    expect(await both.exited).toBe(2);
   }, 60_000);
 
   it('exits 3 when the monitor port is taken', async () => {

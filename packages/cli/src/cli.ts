@@ -6,6 +6,7 @@ import { runCommand } from './commands/run.js';
 import { validateCommand } from './commands/validate.js';
 import { statusCommand } from './commands/status.js';
 import { TOKEN_ENV, controlCommand } from './commands/control.js';
+import { helperTestCommand } from './commands/helper-test.js';
 import type { ProcessGuard } from './process-guard.js';
 // the demo (and the simulator behind it) is loaded only for `demo`: `run` starts faster without it
 import { DEFAULT_WATCHDOG_S } from '@choria-provisioner/simulator/watchdog';
@@ -73,6 +74,28 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
       async (args) => {
         code = await statusCommand({ url: args.url, json: args.json }, io);
       },
+    )
+    .command('helper', 'Helper tooling', (y) =>
+      y
+        .command(
+          'test',
+          'Run the configured helper for one node exactly as `run` would, changing nothing on the node',
+          (t) =>
+            t
+              .option('config', { type: 'string', demandOption: true, describe: 'Provisioner YAML file' })
+              .option('choria-config', { type: 'string', describe: 'Choria client config (as for run)' })
+              .option('identity', { type: 'string', describe: 'Build the request live from this node (every fetch and check, nothing sent that changes it)' })
+              .option('request', { type: 'string', describe: 'Use a saved request file instead of asking a node' })
+              .option('save', { type: 'string', describe: 'Write the request to this file for --request replays' })
+              .option('json', { type: 'boolean', default: false, describe: 'Print the report as JSON' }),
+          async (args) => {
+            code = await helperTestCommand(
+              { config: args.config, choriaConfig: args['choria-config'], identity: args.identity, request: args.request, save: args.save, json: args.json },
+              io,
+            );
+          },
+        )
+        .demandCommand(1, 'helper needs a subcommand: test'),
     )
     .command(
       ['pause', 'resume'],

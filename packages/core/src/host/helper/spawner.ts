@@ -118,6 +118,9 @@ export class HelperSpawner {
     this.#child = undefined;
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    // an idle spawner is unref'd; waiting for its exit must keep the process alive, or a caller
+    // awaiting close() with nothing else pending sees its process end mid-await (exit code 0)
+    child.ref();
     if (child.connected) child.disconnect();
     else child.kill('SIGKILL');
     await exited;

@@ -222,3 +222,22 @@ describe('ProcessHelper', () => {
     );
   });
 });
+
+describe('ProcessHelper.close() in a process with nothing else to do', () => {
+  it('keeps the process alive until the helper spawner has exited (the built library, in a child process)', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const { fileURLToPath } = await import('node:url');
+    const internal = fileURLToPath(new URL('../../../dist/internal.js', import.meta.url));
+    // after one helper run the spawner is idle and unref'd: awaiting close() must still finish
+    const script = [
+      `const { createHelperRunner } = await import(${JSON.stringify(internal)});`,
+      `const h = createHelperRunner({ command: 'cat', timeoutMs: 5000 });`,
+      `await h.run({ identity: 'n1', csr: null, ed25519_pubkey: null, inventory: '{}', jwt: null }, { identity: 'n1' }).catch(() => undefined);`,
+      `await h.close();`,
+      `process.stdout.write('closed\\n');`,
+    ].join('\n');
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('closed\n');
+  });
+});
