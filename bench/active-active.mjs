@@ -105,7 +105,6 @@ export async function activeActiveScenario(s) {
     await Promise.race([Promise.all(exited), new Promise((r) => setTimeout(r, 15_000))]);
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     await sim.stop();
-    if (process.env.BENCH_KEEP === undefined) rmSync(dir, { recursive: true, force: true });
-    else console.error(`kept ${dir}`);
+    rmSync(dir, { recursive: true, force: true });
   }
 }
