@@ -268,9 +268,9 @@ describe('examples/grafana/choria-provisioner.json', () => {
   it('has the upstream panels plus outcomes, queue, waiting nodes, helper latency, lost replies, leadership, event-loop lag and instances', () => {
     const titles = queryPanels.map((p) => p.title);
     for (const upstream of panels) expect(titles).toContain(upstream.title);
-    expect(titles).toEqual(expect.arrayContaining(['Outcomes / Hour', 'Queue', 'Nodes Waiting', 'Helper Latency', 'Lost Replies', 'Leader', 'Event Loop Lag', 'Owned Nodes per Instance', 'Coordination Mode and Members']));
+    expect(titles).toEqual(expect.arrayContaining(['Outcomes / Hour', 'Queue', 'Nodes Waiting', 'Helper Latency', 'Lost Replies', 'Leader', 'Event Loop Lag', 'Owned Nodes per Instance', 'Coordination Mode and Members', 'Quarantined and Gone Nodes']));
     const metrics = new Set(neededSeries(queryPanels).map((n) => n.metric));
-    for (const m of ['choria_provisioner_outcomes', 'choria_provisioner_queue_full', 'choria_provisioner_waiting_nodes', 'choria_provisioner_helper_duration_seconds_bucket', 'choria_election_leader', 'nodejs_eventloop_lag_p99_seconds', 'choria_provisioner_owned_nodes', 'choria_provisioner_coordination_mode', 'choria_provisioner_coordination_members']) expect(metrics).toContain(m);
+    for (const m of ['choria_provisioner_outcomes', 'choria_provisioner_queue_full', 'choria_provisioner_waiting_nodes', 'choria_provisioner_helper_duration_seconds_bucket', 'choria_election_leader', 'nodejs_eventloop_lag_p99_seconds', 'choria_provisioner_owned_nodes', 'choria_provisioner_coordination_mode', 'choria_provisioner_coordination_members', 'choria_provisioner_quarantined_nodes']) expect(metrics).toContain(m);
   });
 
   it('queries only series that /metrics of a running provisioner serves, with the labels the queries use', async () => {
