@@ -8,7 +8,7 @@ import type { ChoriaSettings, ProvisionerConfig } from '../config/types.js';
 import { PauseFlag } from '../util/pause.js';
 import { silentLogger } from '../util/logger.js';
 import { errorText } from '../util/values.js';
-import { createHelperRunner, type HelperFunction } from './helper/index.js';
+import { helperRunnerFor, type HelperFunction } from './helper/index.js';
 import { replyWarnings } from './helper/reply-checks.js';
 import type { HelperReply, HelperRequest, HelperResult, HelperRunner } from './helper/types.js';
 import { Host } from './host.js';
@@ -88,11 +88,8 @@ class RecordingHelper implements HelperRunner {
 export async function testHelper(input: HelperTestInput): Promise<HelperTestReport> {
   const cfg = input.config;
   const logger = input.logger ?? silentLogger();
-  const inner =
-    input.helper !== undefined
-      ? createHelperRunner({ fn: input.helper, timeoutMs: cfg.helperTimeoutMs })
-      : createHelperRunner({ command: cfg.helper, mode: cfg.helperMode, poolSize: 1, poolDepth: 1, timeoutMs: cfg.helperTimeoutMs });
-  const helper = new RecordingHelper(inner);
+  // as `run` builds it; a pool starts its processes on demand, so one request starts one
+  const helper = new RecordingHelper(helperRunnerFor(cfg, input.helper));
   const report = (outcome: string, ok: boolean): HelperTestReport => ({
     request: helper.request,
     reply: helper.result?.reply,

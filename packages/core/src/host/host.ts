@@ -202,11 +202,7 @@ export class Host {
         const upgraded = await this.#upgrade(reply);
         if (upgraded) return { outcome: 'upgraded', message: `updating to version ${reply.upgrade ?? ''}` };
       }
-      // Fail fast instead of sending it five times for the node to refuse (product.md §5.9 #7).
-      const configuration = reply.configuration ?? {};
-      if (Object.keys(configuration).length === 0) {
-        throw new Error(`could not configure ${this.identity}: the helper returned an empty configuration`);
-      }
+      const configuration = this.#configurationOf(reply);
       const configured = await this.#configure(reply, configuration, serverJwt, key);
       this.#configured = true;
       if (configured === 'unsure') {
@@ -360,8 +356,7 @@ export class Host {
       parts.push('a server JWT');
     }
     if (this.#encryptKey(reply).key !== '') parts.push('an encrypted private key');
-    const configuration = reply.configuration ?? {};
-    if (Object.keys(configuration).length === 0) throw new Error(`could not configure ${this.identity}: the helper returned an empty configuration`);
+    const configuration = this.#configurationOf(reply);
     if (reply.certificate !== undefined && reply.certificate !== '') parts.push('a certificate');
     if (reply.ca !== undefined && reply.ca !== '') parts.push('a CA');
     const policies = Object.keys(reply.action_policies ?? {}).length + Object.keys(reply.opa_policies ?? {}).length;
@@ -369,6 +364,13 @@ export class Host {
     const settings = `${Object.keys(configuration).length} settings (${Object.keys(configuration).sort().join(', ')})`;
     const upgrade = this.#wantsUpgrade(reply) ? `choria_provision#release_update to ${reply.upgrade ?? ''}, then ` : '';
     return { outcome: 'dry_run', message: `dry run: would send ${upgrade}choria_provision#configure with ${[settings, ...parts].join(', ')}, then choria_provision#restart` };
+  }
+
+  /** The helper's configuration; an empty one fails fast instead of being sent five times for the node to refuse (product.md §5.9 #7). */
+  #configurationOf(reply: HelperReply): Readonly<Record<string, string>> {
+    const configuration = reply.configuration ?? {};
+    if (Object.keys(configuration).length === 0) throw new Error(`could not configure ${this.identity}: the helper returned an empty configuration`);
+    return configuration;
   }
 
   #wantsUpgrade(reply: HelperReply): boolean {

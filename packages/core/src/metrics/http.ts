@@ -21,11 +21,24 @@ export interface MonitorServerOptions {
   /** serve HTTPS with this certificate chain and key (PEM text) instead of plain HTTP */
   tls?: { cert: string; key: string };
   /** POST /pause, /resume, /nodes/<identity>/release, /nodes/<identity>/retry (see controlProvisioners) */
-  control?: (req: { action: 'pause' | 'resume' | 'release' | 'retry'; identity?: string; site?: string; token?: string }) => { status: number; body: unknown };
+  control?: (req: ControlRequest) => { status: number; body: unknown };
+}
+
+export type ControlAction = 'pause' | 'resume' | 'release' | 'retry';
+
+/** A control request as the monitor port received it. */
+export interface ControlRequest {
+  readonly action: ControlAction;
+  /** release and retry: the node */
+  readonly identity?: string;
+  /** ?site=: only this site */
+  readonly site?: string;
+  /** the bearer token presented, if any (never logged) */
+  readonly token?: string;
 }
 
 /** The control routes: POST path -> action and node. */
-function controlRoute(path: string): { action: 'pause' | 'resume' | 'release' | 'retry'; identity?: string } | undefined {
+function controlRoute(path: string): { action: ControlAction; identity?: string } | undefined {
   if (path === '/pause' || path === '/resume') return { action: path.slice(1) as 'pause' | 'resume' };
   const m = /^\/nodes\/([^/]+)\/(release|retry)$/.exec(path);
   if (m === null) return undefined;
@@ -49,9 +62,11 @@ export interface HealthReport {
 
 const DEFAULT_STALL_LIMIT_MS = 10_000;
 
+/** Answers `body` as indented JSON; throws (before anything is written) when it cannot be rendered. */
 function json(res: ServerResponse, code: number, body: unknown): void {
+  const text = `${JSON.stringify(body, null, 2)}\n`;
   res.writeHead(code, { 'content-type': 'application/json' });
-  res.end(`${JSON.stringify(body, null, 2)}\n`);
+  res.end(text);
 }
 
 export interface MonitorServer {
@@ -124,16 +139,12 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
       return;
     }
     if (path === '/status' && opts.status !== undefined) {
-      let body: string;
       try {
-        body = JSON.stringify(opts.status(), null, 2);
+        json(res, 200, opts.status());
       } catch (err) {
         res.writeHead(500, { 'content-type': 'text/plain' });
         res.end(`could not render status: ${errorText(err)}\n`);
-        return;
       }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(body + '\n');
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' });

@@ -4,19 +4,10 @@
 // ?site=), so one port can serve sites run by different teams. Without any token configured the
 // operations are refused: the port listens on every interface by default.
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { ControlRequest } from '../metrics/http.js';
 import type { Provisioner } from './provisioner.js';
 
-export type ControlAction = 'pause' | 'resume' | 'release' | 'retry';
-
-export interface ControlRequest {
-  readonly action: ControlAction;
-  /** release and retry: the node */
-  readonly identity?: string;
-  /** ?site=: only this site */
-  readonly site?: string;
-  /** the bearer token presented, if any (never logged) */
-  readonly token?: string;
-}
+export type { ControlAction, ControlRequest } from '../metrics/http.js';
 
 export interface ControlAnswer {
   readonly status: 200 | 400 | 401 | 403 | 404;

@@ -11,7 +11,7 @@ import { ProvisionerMetrics } from '../metrics/metrics.js';
 import type { HostResult, HostRunner, Outcome } from '../host/types.js';
 import { PauseFlag } from '../util/pause.js';
 import { silentLogger } from '../util/logger.js';
-import { createHelperRunner, type HelperFunction, type HelperRunner } from '../host/helper/index.js';
+import { helperRunnerFor, type HelperFunction, type HelperRunner } from '../host/helper/index.js';
 import { createHostRunner } from '../host/host.js';
 import { LeaderElection } from './election/index.js';
 import { ForeignNodes, Membership, type MembershipView } from './coordination/index.js';
@@ -515,26 +515,32 @@ export class Provisioner {
     // a node still waiting is seen again by every discovery; one not seen for two intervals left
     if (this.#foreign.forgetOlderThan(now - 2 * this.config.intervalMs) > 0) changed = true;
     this.#reportCounts();
-    while (this.#held.length > 0) {
-      const e = this.#held[0] as HostEntry;
-      if ((e.heldUntil ?? 0) > now) break;
-      this.#held.shift();
-      if (this.#hosts.isCurrent(e) && e.state === 'held') {
-        this.#hosts.remove(e);
-        changed = true;
-      }
+    for (const e of this.#due(this.#held, 'held', now)) {
+      this.#hosts.remove(e);
+      changed = true;
     }
     if (changed) this.#updateGauges();
+  }
+
+  /**
+   * Takes the entries whose wait (`heldUntil`) is over off the front of `list` (kept in due order)
+   * and returns those still current and still in `state`; the others were replaced or moved on.
+   */
+  #due(list: HostEntry[], state: 'held' | 'locked', now: number): HostEntry[] {
+    const due: HostEntry[] = [];
+    while (list.length > 0) {
+      const e = list[0] as HostEntry;
+      if ((e.heldUntil ?? 0) > now) break;
+      list.shift();
+      if (this.#hosts.isCurrent(e) && e.state === state) due.push(e);
+    }
+    return due;
   }
 
   /** Owned nodes whose lock wait is over go back into the queue; others go to their owner. */
   #retryLocked(now: number): boolean {
     let changed = false;
-    while (this.#lockWait.length > 0) {
-      const e = this.#lockWait[0] as HostEntry;
-      if ((e.heldUntil ?? 0) > now) break;
-      this.#lockWait.shift();
-      if (!this.#hosts.isCurrent(e) || e.state !== 'locked') continue;
+    for (const e of this.#due(this.#lockWait, 'locked', now)) {
       changed = true;
       if (this.#membership !== undefined && !this.#membership.owns(e.identity)) {
         this.#handOver(e);
@@ -669,17 +675,7 @@ export class Provisioner {
 
   #makeHelper(): HelperRunner {
     const h = this.#opts.helper;
-    if (h !== undefined) return isHelperRunner(h) ? h : createHelperRunner({ fn: h, timeoutMs: this.config.helperTimeoutMs });
-    if (this.config.helperMode === 'pool') {
-      return createHelperRunner({
-        command: this.config.helper,
-        mode: 'pool',
-        poolSize: this.config.helperPoolSize,
-        poolDepth: this.config.helperPoolDepth,
-        timeoutMs: this.config.helperTimeoutMs,
-      });
-    }
-    return createHelperRunner({ command: this.config.helper, timeoutMs: this.config.helperTimeoutMs });
+    return h !== undefined && isHelperRunner(h) ? h : helperRunnerFor(this.config, h);
   }
 
   /** The client retries an unreachable broker by itself (logging each try) until stop() aborts it. */

@@ -34,6 +34,8 @@ export class Setbacks {
   readonly #byNode = new Map<string, Setback>();
   readonly #policy: SetbackPolicy;
   readonly #capacity: number;
+  /** how many of #byNode are quarantined (read every second for the gauge) */
+  #quarantined = 0;
 
   constructor(policy: SetbackPolicy, capacity = 100_000) {
     this.#policy = policy;
@@ -57,15 +59,19 @@ export class Setbacks {
     const s = this.#byNode.get(identity) ?? { failures: 0, notBefore: 0, quarantined: undefined };
     s.failures++;
     s.notBefore = now + backoffAfter(s.failures, this.#policy);
-    if (this.#policy.quarantineAfter > 0 && s.failures >= this.#policy.quarantineAfter) s.quarantined = { reason, at: now };
+    if (this.#policy.quarantineAfter > 0 && s.failures >= this.#policy.quarantineAfter) {
+      if (s.quarantined === undefined) this.#quarantined++;
+      s.quarantined = { reason, at: now };
+    }
     this.#byNode.delete(identity);
     this.#byNode.set(identity, s);
-    while (this.#byNode.size > this.#capacity) this.#byNode.delete(this.#byNode.keys().next().value as string);
+    while (this.#byNode.size > this.#capacity) this.clear(this.#byNode.keys().next().value as string);
     return s;
   }
 
   /** A success, an operator's release or retry, or (policy permitting) a reboot: a clean slate. */
   clear(identity: string): boolean {
+    if (this.#byNode.get(identity)?.quarantined !== undefined) this.#quarantined--;
     return this.#byNode.delete(identity);
   }
 
@@ -76,8 +82,6 @@ export class Setbacks {
   }
 
   quarantinedCount(): number {
-    let n = 0;
-    for (const s of this.#byNode.values()) if (s.quarantined !== undefined) n++;
-    return n;
+    return this.#quarantined;
   }
 }

@@ -3,6 +3,7 @@
 import { FunctionHelper } from './function-helper.js';
 import { PoolHelper } from './pool-helper.js';
 import { ProcessHelper } from './process-helper.js';
+import type { ProvisionerConfig } from '../../config/types.js';
 import type { HelperFunction, HelperRunner } from './types.js';
 
 export type {
@@ -49,6 +50,18 @@ export type HelperRunnerSpec =
   | { readonly fn: HelperFunction; readonly timeoutMs?: number; readonly name?: string };
 
 /** Builds the runner for a spec; throws HelperCommandError for an unusable command line. */
+/**
+ * The helper runner a site's configuration describes (`helper`, `helper_mode`, pool size and
+ * depth, `helper_timeout`), or `fn` in its place: what `run` and `helper test` both use.
+ */
+export function helperRunnerFor(config: ProvisionerConfig, fn?: HelperFunction): HelperRunner {
+  if (fn !== undefined) return createHelperRunner({ fn, timeoutMs: config.helperTimeoutMs });
+  if (config.helperMode === 'pool') {
+    return createHelperRunner({ command: config.helper, mode: 'pool', poolSize: config.helperPoolSize, poolDepth: config.helperPoolDepth, timeoutMs: config.helperTimeoutMs });
+  }
+  return createHelperRunner({ command: config.helper, timeoutMs: config.helperTimeoutMs });
+}
+
 export function createHelperRunner(spec: HelperRunnerSpec): HelperRunner {
   if ('fn' in spec) return new FunctionHelper(spec.fn, { timeoutMs: spec.timeoutMs, name: spec.name });
   const common = { command: spec.command, timeoutMs: spec.timeoutMs, cwd: spec.cwd, env: spec.env };

@@ -317,8 +317,8 @@ export class Membership {
     if (this.ready) this.#changed();
   }
 
+  /** Tells the owner (and, once ready, whoever waits for it); #recompute keeps #members current. */
   #changed(): void {
-    this.#members = [this.instance, ...this.#peers.keys()].sort();
     if (this.ready) for (const w of this.#readyWaiters.splice(0)) w();
     this.#opts.onChange();
   }
