@@ -9,7 +9,7 @@
 //          allow at all on this machine.
 // Neither verifies a token or runs a helper: the product/naive ratio is what the product's
 // pipeline, checks and helper cost, product/limit what is left of the machine's capacity.
-import { createHash, createPrivateKey, randomBytes, sign } from 'node:crypto';
+import { createHash, randomBytes, sign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { clearTimeout, setTimeout } from 'node:timers';
@@ -28,6 +28,7 @@ import {
   v1Codec,
   v2Codec,
 } from '@choria-provisioner/core/internal';
+import { keyFromSeed } from './lib/keys.mjs';
 
 const TOKEN = 's3cret';
 const REPLY_TIMEOUT_MS = 30_000;
@@ -154,8 +155,7 @@ export async function runNaive(url, flow, workers, keys) {
   const sender = 'bench-naive.example.net';
   // protocol v2 (ed25519 flow): requests signed with the provisioner's seed, its client JWT as caller
   const clientJwt = v2 ? readFileSync(keys.clientJwtFile, 'utf8').trim() : '';
-  const seed = v2 ? Buffer.from(readFileSync(keys.provSeedFile, 'utf8').trim(), 'hex') : undefined;
-  const privateKey = seed && createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]), format: 'der', type: 'pkcs8' });
+  const privateKey = v2 ? keyFromSeed(Buffer.from(readFileSync(keys.provSeedFile, 'utf8').trim(), 'hex')) : undefined;
   const callerId = v2 ? JSON.parse(Buffer.from(clientJwt.split('.')[1], 'base64url').toString()).callerid : 'choria=bench-naive';
   const mint = v2 ? serverTokenMinter(keys) : undefined;
   const replyPrefix = `provisioning.reply.${createHash('md5').update(callerId).digest('hex')}`;

@@ -9,7 +9,8 @@ import { ksuid } from '@choria-provisioner/core';
 
 const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 
-function keyFromSeed(seed) {
+/** An Ed25519 private key from its 32-byte seed. */
+export function keyFromSeed(seed) {
   return createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: 'der', type: 'pkcs8' });
 }
 

@@ -13,6 +13,11 @@ import { DEFAULT_WATCHDOG_S } from '@choria-provisioner/simulator/watchdog';
 
 class UsageError extends Error {}
 
+/** Where a control command goes and with which token, from the options it shares. */
+function controlTarget(args: { url: string; site?: string | undefined; 'token-file'?: string | undefined }): { url: string; site?: string; tokenFile?: string } {
+  return { url: args.url, ...(args.site !== undefined ? { site: args.site } : {}), ...(args['token-file'] !== undefined ? { tokenFile: args['token-file'] } : {}) };
+}
+
 /** The options every control command shares. */
 function controlOptions<T>(y: Argv<T>) {
   return y
@@ -102,8 +107,7 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
       'Pause or resume a running provisioner through its monitor port (needs monitor_api_token)',
       (y) => controlOptions(y),
       async (args) => {
-        const action = args._[0] === 'resume' ? 'resume' : 'pause';
-        code = await controlCommand({ url: args.url, action, ...(args.site !== undefined ? { site: args.site } : {}), ...(args['token-file'] !== undefined ? { tokenFile: args['token-file'] } : {}) }, io);
+        code = await controlCommand({ ...controlTarget(args), action: args._[0] === 'resume' ? 'resume' : 'pause' }, io);
       },
     )
     .command(
@@ -111,11 +115,7 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
       'Release a quarantined node, or retry a node now, in a running provisioner (needs monitor_api_token)',
       (y) => controlOptions(y).positional('identity', { type: 'string', demandOption: true, describe: 'The node' }),
       async (args) => {
-        const action = args._[0] === 'retry' ? 'retry' : 'release';
-        code = await controlCommand(
-          { url: args.url, action, identity: String(args.identity), ...(args.site !== undefined ? { site: args.site } : {}), ...(args['token-file'] !== undefined ? { tokenFile: args['token-file'] } : {}) },
-          io,
-        );
+        code = await controlCommand({ ...controlTarget(args), action: args._[0] === 'retry' ? 'retry' : 'release', identity: String(args.identity) }, io);
       },
     )
     .command(

@@ -3,6 +3,7 @@
 // every local user could read it in the process list).
 import { readFileSync } from 'node:fs';
 import { EXIT, type CliIO } from '../io.js';
+import { monitorUrl } from './monitor-url.js';
 
 export const TOKEN_ENV = 'CHORIA_PROVISIONER_API_TOKEN';
 
@@ -29,7 +30,7 @@ export async function controlCommand(opts: ControlOptions, io: CliIO): Promise<n
     return EXIT.usage;
   }
   const path = opts.action === 'pause' || opts.action === 'resume' ? `/${opts.action}` : `/nodes/${encodeURIComponent(opts.identity ?? '')}/${opts.action}`;
-  const url = `${opts.url.replace(/\/+$/, '')}${path}${opts.site !== undefined ? `?site=${encodeURIComponent(opts.site)}` : ''}`;
+  const url = monitorUrl(opts.url, `${path}${opts.site !== undefined ? `?site=${encodeURIComponent(opts.site)}` : ''}`);
   let res: Response;
   try {
     res = await fetch(url, { method: 'POST', headers: token === '' ? {} : { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) });

@@ -1,5 +1,6 @@
 // `choria-provisioner status`: fetches /status from a running provisioner and prints it as tables.
 import { EXIT, type CliIO } from '../io.js';
+import { monitorUrl } from './monitor-url.js';
 
 interface HostStatus {
   identity: string;
@@ -85,7 +86,7 @@ export function formatStatus(body: unknown): string {
 }
 
 export async function statusCommand(opts: { url: string; json: boolean }, io: CliIO): Promise<number> {
-  const url = `${opts.url.replace(/\/+$/, '')}/status`;
+  const url = monitorUrl(opts.url, '/status');
   let body: unknown;
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
