@@ -9,14 +9,14 @@ export { loadSite, loadSiteChoria, parseSite, type LoadSiteOptions, type Site, t
 export { loadProvisionerConfig, parseProvisionerConfig, type LoadOptions } from './config/provisioner-config.js';
 export { applyProvisionerOverrides, checkChoriaSettings, loadChoriaConfig, parseChoriaConfig, type ChoriaLoadOptions } from './config/choria-config.js';
 export { ConfigError, type ConfigProblem } from './config/errors.js';
-export type { ChoriaSettings, CoordinationMode, FeatureFlags, LogLevel, ProvisionerConfig, SecurityProvider } from './config/types.js';
+export type { ChoriaSettings, CoordinationMode, FeatureFlags, HistoryStoreKind, LogLevel, ProvisionerConfig, SecurityProvider } from './config/types.js';
 export { DurationError, formatDuration, parseDuration } from './util/duration.js';
 
 // Logging
 export { createLogger, silentLogger, type Logger, type LoggerOptions } from './util/logger.js';
 
 // The scheduler of one site
-export { Provisioner, type CoordinationStatus, type HostStatus, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './provisioner/provisioner.js';
+export { Provisioner, type CoordinationStatus, type HistoryStatus, type HostStatus, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './provisioner/provisioner.js';
 export type { MembershipState, MembershipView, MemberView } from './provisioner/coordination/index.js';
 export { controlProvisioners, type ControlAction, type ControlAnswer, type ControlRequest } from './provisioner/control.js';
 export type { EffectiveCoordination } from './metrics/metrics.js';

@@ -10,6 +10,18 @@ interface HostStatus {
   lastError?: string;
   discoveredAt?: string;
   updatedAt?: string;
+  /** the provisioner that made the last attempt (the shared history) */
+  instance?: string;
+}
+
+interface HistoryStatus {
+  store: string;
+  bucket?: string;
+  ttlMs?: number;
+  reason?: string;
+  readOnly?: boolean;
+  nodes: number;
+  pendingWrites: number;
 }
 
 interface MemberStatus {
@@ -32,6 +44,7 @@ interface SiteStatus {
   site: string;
   leader?: boolean;
   coordination?: CoordinationStatus;
+  history?: HistoryStatus;
   paused: boolean;
   queue: number;
   busyWorkers: number;
@@ -59,6 +72,16 @@ function roleOf(c: CoordinationStatus | undefined): string {
   return m === undefined ? ', active/active' : `, active/active member of "${m.group}" (${m.state}, ${m.members.length} members, ${c.foreignNodes ?? 0} nodes seen owned elsewhere)`;
 }
 
+function historyLine(h: HistoryStatus | undefined): string | undefined {
+  if (h === undefined) return undefined;
+  const pending = h.pendingWrites > 0 ? `, ${h.pendingWrites} not yet written` : '';
+  if (h.store === 'kv') {
+    const ttl = h.ttlMs === undefined || h.ttlMs === 0 ? 'no age limit' : `kept ${Math.round(h.ttlMs / 3_600_000)} h`;
+    return `history: bucket ${h.bucket ?? '?'} (shared, ${ttl}${h.readOnly === true ? ', read only' : ''}), ${h.nodes} nodes${pending}`;
+  }
+  return `history: this process only, ${h.nodes} nodes${h.reason !== undefined ? ` (${h.reason})` : ''}`;
+}
+
 export function formatStatus(body: unknown): string {
   const sites = (typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['sites'] : undefined) ?? [];
   if (!Array.isArray(sites)) throw new Error('status reply has no "sites" list');
@@ -69,6 +92,8 @@ export function formatStatus(body: unknown): string {
       `site ${s.site === '' ? '(none)' : s.site}: ${s.paused ? 'paused' : 'running'}${s.leader === undefined ? '' : s.leader ? ', leader' : ', standby'}${roleOf(s.coordination)}, ` +
         `queue ${s.queue}, busy workers ${s.busyWorkers}/${s.workers}, hosts ${s.hosts.length}`,
     );
+    const history = historyLine(s.history);
+    if (history !== undefined) out.push(history);
     const members = s.coordination?.membership?.members ?? [];
     if (members.length > 0) {
       const rows = [['MEMBER', 'OWNED', 'FINISHED', 'LAST HEARD']];
@@ -76,8 +101,8 @@ export function formatStatus(body: unknown): string {
       out.push(formatTable(rows));
     }
     if (s.hosts.length > 0) {
-      const rows = [['IDENTITY', 'STATE', 'STEP', 'ATTEMPTS', 'UPDATED', 'LAST ERROR']];
-      for (const h of s.hosts) rows.push([h.identity, h.state, h.step ?? '', String(h.attempts), h.updatedAt ?? '', h.lastError ?? '']);
+      const rows = [['IDENTITY', 'STATE', 'STEP', 'ATTEMPTS', 'BY', 'UPDATED', 'LAST ERROR']];
+      for (const h of s.hosts) rows.push([h.identity, h.state, h.step ?? '', String(h.attempts), h.instance ?? '', h.updatedAt ?? '', h.lastError ?? '']);
       out.push(formatTable(rows));
     }
     out.push('');

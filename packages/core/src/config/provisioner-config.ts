@@ -5,7 +5,7 @@ import { ConfigError, ProblemCollector, readConfigText } from './errors.js';
 import { isPlainObject, matchKeys } from './key-matching.js';
 import { DEFAULT_CERT_DENY_LIST, DURATION_FORMAT, provisionerConfigSchema, type PropertySchema } from './schema.js';
 import { validateWithSchema } from './schema-validation.js';
-import type { CoordinationMode, LogLevel, ProvisionerConfig } from './types.js';
+import type { CoordinationMode, HistoryStoreKind, LogLevel, ProvisionerConfig } from './types.js';
 import { readYamlMapping } from './yaml-text.js';
 
 export interface LoadOptions {
@@ -52,6 +52,10 @@ interface ValidatedYaml {
   retry_backoff_max: string;
   quarantine_after: number;
   quarantine_release_on_startup: boolean;
+  history_store: HistoryStoreKind;
+  history_bucket: string;
+  history_ttl: string;
+  history_api_prefix: string;
   coordination?: CoordinationMode;
   coordination_group: string;
   coordination_heartbeat: string;
@@ -147,6 +151,10 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
     retryBackoffMaxMs: durations.retryBackoffMax,
     quarantineAfter: yaml.quarantine_after,
     quarantineReleaseOnStartup: yaml.quarantine_release_on_startup,
+    historyStore: yaml.history_store,
+    historyBucket: yaml.history_bucket,
+    historyTtlMs: durations.historyTtl,
+    historyApiPrefix: yaml.history_api_prefix,
     leaderElectionKey: yaml.leader_election_key,
     leaderElectionBucket: yaml.leader_election_bucket,
     streamsApiPrefix: yaml.streams_api_prefix,
@@ -211,6 +219,7 @@ interface Durations {
   livenessTimeout: number;
   retryBackoff: number;
   retryBackoffMax: number;
+  historyTtl: number;
 }
 
 function readDurations(
@@ -218,7 +227,7 @@ function readDurations(
   properties: Readonly<Record<string, PropertySchema>>,
   problems: ProblemCollector,
 ): Durations {
-  const read = (key: 'interval' | 'helper_timeout' | 'server_jwt_validity' | 'coordination_heartbeat' | 'coordination_lock_retry' | 'liveness_timeout' | 'retry_backoff' | 'retry_backoff_max'): number => {
+  const read = (key: 'interval' | 'helper_timeout' | 'server_jwt_validity' | 'coordination_heartbeat' | 'coordination_lock_retry' | 'liveness_timeout' | 'retry_backoff' | 'retry_backoff_max' | 'history_ttl'): number => {
     const prop = properties[key];
     const text = yaml[key];
     if (prop?.format !== DURATION_FORMAT || problems.has(key)) return parseDuration(String(prop?.default ?? ''));
@@ -247,7 +256,7 @@ function readDurations(
       );
     }
   }
-  return { interval, helperTimeout, serverJwtValidity, coordinationHeartbeat: read('coordination_heartbeat'), coordinationLockRetry: read('coordination_lock_retry'), livenessTimeout: read('liveness_timeout'), retryBackoff: read('retry_backoff'), retryBackoffMax: read('retry_backoff_max') };
+  return { interval, helperTimeout, serverJwtValidity, coordinationHeartbeat: read('coordination_heartbeat'), coordinationLockRetry: read('coordination_lock_retry'), livenessTimeout: read('liveness_timeout'), retryBackoff: read('retry_backoff'), retryBackoffMax: read('retry_backoff_max'), historyTtl: read('history_ttl') };
 }
 
 function checkFeatures(yaml: ValidatedYaml, problems: ProblemCollector): ProvisionerConfig['features'] {

@@ -66,6 +66,13 @@ export interface ProvisionerConfig {
   readonly quarantineAfter: number;
   /** extension: a startup event releases a quarantined node */
   readonly quarantineReleaseOnStartup: boolean;
+  /** extension: where the per-node history lives (kv: a shared JetStream bucket, memory as the fallback) */
+  readonly historyStore: HistoryStoreKind;
+  readonly historyBucket: string;
+  /** extension: how long a node's history outlives its last change */
+  readonly historyTtlMs: number;
+  /** extension: JetStream API prefix of the history bucket, default "$JS.API" */
+  readonly historyApiPrefix: string;
   /** extension: election key, default "provisioner" */
   readonly leaderElectionKey: string;
   /** extension: election KV bucket, default "CHORIA_LEADER_ELECTION" */
@@ -81,6 +88,8 @@ export interface ProvisionerConfig {
 
 /** How the instances of one site share the fleet. */
 export type CoordinationMode = 'none' | 'leader_election' | 'active_active';
+/** `history_store`: kv (a shared JetStream bucket, memory when it cannot be reached) or memory */
+export type HistoryStoreKind = 'kv' | 'memory';
 
 export type SecurityProvider = 'file' | 'puppet' | 'choria';
 

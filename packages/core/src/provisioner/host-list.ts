@@ -1,6 +1,6 @@
-// The provisioner's knowledge of nodes: the active list keyed by identity (queued, being provisioned,
-// or held after success), plus a bounded memory of recent outcomes for the status view.
-import type { Outcome } from '../host/types.js';
+// The provisioner's active list keyed by identity: nodes queued, being provisioned, held after
+// success or waiting for another provisioner's lock. What happened to a node before is its
+// history (history/node-history.ts).
 
 export type ActiveState = 'queued' | 'provisioning' | 'held' | 'locked';
 /** how a node got on the list: discovery, a startup event, or an operator's retry */
@@ -23,30 +23,11 @@ export interface HostEntry {
   reportedVersion: string | undefined;
 }
 
-export interface PastOutcome {
-  readonly identity: string;
-  readonly outcome: Outcome;
-  readonly at: number;
-  readonly attempts: number;
-  readonly message: string | undefined;
-  /** how long the attempt took, in ms */
-  readonly durationMs: number;
-}
-
 export type OfferResult = 'added' | 'refreshed' | 'known';
 
 export class HostList {
   readonly #active = new Map<string, HostEntry>();
-  readonly #history = new Map<string, PastOutcome>();
-  readonly #attempts = new Map<string, number>();
-  /** nodes configured by an attempt that then failed, and when (HostJob.configuredAt) */
-  readonly #configuredAt = new Map<string, number>();
-  readonly #historyLimit: number;
   #generation = 0;
-
-  constructor(historyLimit = 10_000) {
-    this.#historyLimit = historyLimit;
-  }
 
   get size(): number {
     return this.#active.size;
@@ -61,8 +42,9 @@ export class HostList {
    * interval but compared the wrong timestamps, so it never did (product.md §5.4 quirk 3). Here a
    * still-queued entry older than `refreshAfterMs` gets a fresh discovery time, which is what that
    * intent protects: a long queue no longer makes waiting nodes "stale" while they are being seen.
+   * `pastAttempts`: the node's attempts so far (its history), which a new entry counts on from.
    */
-  offer(identity: string, source: DiscoverySource, now: number, refreshAfterMs: number, reportedVersion?: string): { result: OfferResult; entry: HostEntry } {
+  offer(identity: string, source: DiscoverySource, now: number, refreshAfterMs: number, pastAttempts = 0, reportedVersion?: string): { result: OfferResult; entry: HostEntry } {
     const existing = this.#active.get(identity);
     if (existing !== undefined) {
       if (reportedVersion !== undefined) existing.reportedVersion = reportedVersion;
@@ -80,7 +62,7 @@ export class HostList {
       source,
       state: 'queued',
       step: undefined,
-      attempts: this.#attempts.get(identity) ?? 0,
+      attempts: pastAttempts,
       updatedAt: now,
       heldUntil: undefined,
       abort: undefined,
@@ -99,30 +81,6 @@ export class HostList {
     if (this.isCurrent(entry)) this.#active.delete(entry.identity);
   }
 
-  record(entry: HostEntry, outcome: Outcome, message: string | undefined, now: number, configured = false, durationMs = 0): void {
-    this.#attempts.set(entry.identity, entry.attempts);
-    this.#configuredAt.delete(entry.identity);
-    if (configured && outcome === 'failed') this.#configuredAt.set(entry.identity, now);
-    this.#history.delete(entry.identity);
-    this.#history.set(entry.identity, { identity: entry.identity, outcome, at: now, attempts: entry.attempts, message, durationMs });
-    while (this.#history.size > this.#historyLimit) {
-      const oldest = this.#history.keys().next().value as string;
-      this.#history.delete(oldest);
-      this.#attempts.delete(oldest);
-      this.#configuredAt.delete(oldest);
-    }
-  }
-
-  /** When an earlier attempt configured `identity` without restarting it, if that is still known. */
-  configuredAt(identity: string): number | undefined {
-    return this.#configuredAt.get(identity);
-  }
-
-  /** The node booted again: whatever it was configured with before is no longer a given. */
-  forgetConfigured(identity: string): void {
-    this.#configuredAt.delete(identity);
-  }
-
   /** Forgets every active entry (leadership lost); returns the in-flight ones so they can be aborted. */
   clear(): HostEntry[] {
     const all = [...this.#active.values()];
@@ -132,13 +90,5 @@ export class HostList {
 
   active(): IterableIterator<HostEntry> {
     return this.#active.values();
-  }
-
-  history(): IterableIterator<PastOutcome> {
-    return this.#history.values();
-  }
-
-  pastOutcome(identity: string): PastOutcome | undefined {
-    return this.#history.get(identity);
   }
 }

@@ -15,13 +15,14 @@ import { helperRunnerFor, type HelperFunction, type HelperRunner } from '../host
 import { createHostRunner } from '../host/host.js';
 import { LeaderElection } from './election/index.js';
 import { ForeignNodes, Membership, type MembershipView } from './coordination/index.js';
-import { Setbacks } from './setbacks.js';
+import { HistoryBucket, NodeHistory, type NodeRecord } from './history/index.js';
 import type { EffectiveCoordination } from '../metrics/metrics.js';
 import type { CoordinationMode } from '../config/types.js';
 import { HostList, type DiscoverySource, type HostEntry } from './host-list.js';
 import { QueueClosedError, QueueFullError, WorkQueue } from './work-queue.js';
 import { VERSION } from '../util/version.js';
 import { errorText } from '../util/values.js';
+import { formatMs } from '../util/duration.js';
 
 export interface ProvisionerOptions {
   readonly config: ProvisionerConfig;
@@ -62,6 +63,12 @@ export interface HostStatus {
   /** state quarantined: since when */
   quarantinedAt?: string;
   attempts: number;
+  /** when a provisioner of the site first found the node (from the history) */
+  firstSeen?: string;
+  /** the provisioner instance (Choria identity) that made the last attempt */
+  instance?: string;
+  /** the last time a provisioner of the site provisioned, shut down or upgraded it */
+  provisionedAt?: string;
   source?: DiscoverySource;
   lastError?: string;
   discoveredAt?: string;
@@ -79,6 +86,7 @@ export interface ProvisionerStatus {
   /** `run --dry-run`: nothing that changes a node is sent */
   dryRun: boolean;
   coordination: CoordinationStatus;
+  history: HistoryStatus;
   queue: number;
   queueCapacity: number;
   busyWorkers: number;
@@ -102,6 +110,23 @@ export interface CoordinationStatus {
   foreignNodes?: number;
 }
 
+/** Where the per-node history lives and how much of it this instance holds. */
+export interface HistoryStatus {
+  /** kv: the shared bucket; memory: this process only */
+  store: 'kv' | 'memory';
+  /** store kv: the bucket, and its max age in ms (0: none) */
+  bucket?: string;
+  ttlMs?: number;
+  /** store memory although history_store is kv: why */
+  reason?: string;
+  /** `run --dry-run`: the bucket is read, never written */
+  readOnly?: boolean;
+  /** nodes with a record in this instance's memory */
+  nodes: number;
+  /** records changed here and not yet in the bucket */
+  pendingWrites: number;
+}
+
 /** One site's answer to /readyz. */
 export interface SiteReadiness {
   site: string;
@@ -110,6 +135,17 @@ export interface SiteReadiness {
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** What a node's history adds to its status line. */
+function pastFields(r: NodeRecord): Pick<HostStatus, 'lastError' | 'lastAttemptMs' | 'firstSeen' | 'instance' | 'provisionedAt'> {
+  return {
+    ...(r.error !== undefined ? { lastError: r.error } : {}),
+    lastAttemptMs: r.durationMs,
+    firstSeen: iso(r.firstSeen),
+    instance: r.instance,
+    ...(r.provisionedAt !== undefined ? { provisionedAt: iso(r.provisionedAt) } : {}),
+  };
+}
 
 /** Fisher-Yates, in place: lock-only instances that try nodes in the same order would collide on every one. */
 function shuffle<T>(items: T[]): T[] {
@@ -140,7 +176,10 @@ export class Provisioner {
   /** active_active: owned nodes whose lock another provisioner held, in retry order */
   readonly #lockWait: HostEntry[] = [];
   readonly #foreign: ForeignNodes;
-  readonly #setbacks: Setbacks;
+  readonly #history: NodeHistory;
+  #bucket: HistoryBucket | undefined;
+  /** why the history is in memory although history_store is kv */
+  #historyFallback: string | undefined;
   #membership: Membership | undefined;
   #finished = 0;
   readonly #stop = new AbortController();
@@ -167,7 +206,13 @@ export class Provisioner {
     this.#queue = new WorkQueue(opts.queueCapacity ?? 50_000);
     this.#holdMs = opts.holdMs ?? 60_000;
     this.#foreign = new ForeignNodes(opts.queueCapacity ?? 50_000);
-    this.#setbacks = new Setbacks({ backoffMs: opts.config.retryBackoffMs, backoffMaxMs: opts.config.retryBackoffMaxMs, quarantineAfter: opts.config.quarantineAfter });
+    this.#history = new NodeHistory({
+      policy: { backoffMs: opts.config.retryBackoffMs, backoffMaxMs: opts.config.retryBackoffMaxMs, quarantineAfter: opts.config.quarantineAfter },
+      instance: opts.choria.identity,
+      ttlMs: opts.config.historyTtlMs,
+      onWriteError: (err) => this.logger.warn(`Could not write the node history to bucket ${opts.config.historyBucket}, keeping changes until it can: ${errorText(err)}`),
+      onWritten: () => this.logger.info(`Writing the node history to bucket ${opts.config.historyBucket} again`),
+    });
     // every in-flight node listens for stop(): more than the default 10 is normal, not a leak
     setMaxListeners(0, this.#stop.signal);
   }
@@ -219,6 +264,10 @@ export class Provisioner {
       this.logger.warn(`Could not publish the provisioner startup event: ${errorText(err)}`);
     }
 
+    // before any node is offered: a restarted instance holds back what the site quarantined
+    await this.#openHistory(client);
+    if (this.#stop.signal.aborted) return;
+
     if (this.config.leaderElection) this.#startElection(client);
     if (this.config.coordination === 'active_active') this.#startMembership(client);
     this.#reportCoordination();
@@ -236,6 +285,7 @@ export class Provisioner {
     for (let i = 0; i < this.config.workers; i++) this.#workers.push(this.#work(i));
     this.#timers.push(setInterval(() => void this.discover(), this.config.intervalMs));
     this.#timers.push(setInterval(() => this.#sweepHeld(), 1_000));
+    this.#timers.push(setInterval(() => this.#history.flush(), 5_000));
     this.#state = 'running';
     this.#updateGauges();
     // active/active: while the members are still getting to know each other, what the first
@@ -270,6 +320,9 @@ export class Provisioner {
       }),
     ]);
     clearTimeout(timer);
+    // the last attempts' records, so the next process (or another instance) knows them
+    await this.#history.settle(2_000);
+    this.#bucket?.close();
     await this.#helper?.close().catch(() => undefined);
     if (this.#opts.client === undefined) await this.#client?.close().catch(() => undefined);
     this.#state = 'stopped';
@@ -325,13 +378,13 @@ export class Provisioner {
     if (this.#state !== 'running') return false;
     const now = Date.now();
     // a failing node waits out its back-off; a quarantined one waits for an operator or a reboot
-    if (this.#setbacks.holdsBack(identity, now) !== undefined) return false;
+    if (this.#history.holdsBack(identity, now) !== undefined) return false;
     const membership = this.#membership;
     if (membership !== undefined && !membership.owns(identity) && this.#hosts.get(identity) === undefined) {
       this.#foreign.note(identity, source, now, reportedVersion);
       return false;
     }
-    const { result, entry } = this.#hosts.offer(identity, source, now, this.config.intervalMs, reportedVersion);
+    const { result, entry } = this.#hosts.offer(identity, source, now, this.config.intervalMs, this.#history.get(identity)?.attempts ?? 0, reportedVersion);
     if (result !== 'added') return false;
     try {
       this.#queue.push(entry);
@@ -354,14 +407,9 @@ export class Provisioner {
   #onEvent(ev: LifecycleEvent): void {
     if (ev.type === 'shutdown') return this.#leftProvisioning(ev.identity);
     if (ev.type !== 'startup') return;
-    this.#hosts.forgetConfigured(ev.identity);
-    // the node booted again: whatever made it fail may be gone
-    if (this.config.quarantineReleaseOnStartup) {
-      if (this.#setbacks.get(ev.identity)?.quarantined !== undefined) this.logger.info(`Releasing ${ev.identity} from quarantine: it started again`);
-      this.#setbacks.clear(ev.identity);
-    } else {
-      this.#setbacks.clearBackoff(ev.identity);
-    }
+    // the node booted again: whatever made it fail may be gone, and what it was configured with before is no longer a given
+    const released = this.#history.release(ev.identity, Date.now(), { rebooted: true, keepQuarantine: !this.config.quarantineReleaseOnStartup });
+    if (released) this.logger.info(`Releasing ${ev.identity} from quarantine: it started again`);
     if (this.paused) {
       this.logger.debug(`Ignoring the startup event of ${ev.identity} while paused`);
       return;
@@ -410,7 +458,7 @@ export class Provisioner {
     const logger = this.logger.child({ host: entry.identity, worker });
     let result: HostResult;
     try {
-      const configuredAt = this.#hosts.configuredAt(entry.identity);
+      const configuredAt = this.#history.get(entry.identity)?.configuredAt;
       result = await runner({
         identity: entry.identity,
         discoveredAt: entry.discoveredAt,
@@ -450,17 +498,20 @@ export class Provisioner {
         this.metrics.provisionError();
     }
     this.metrics.outcome(result.outcome);
-    this.#hosts.record(entry, result.outcome, result.message, now, result.configured === true, now - startedAt);
+    const record = this.#history.attempted(entry.identity, {
+      outcome: result.outcome,
+      message: result.message,
+      at: now,
+      durationMs: now - startedAt,
+      configured: result.configured === true,
+      discoveredAt: entry.discoveredAt,
+    });
+    if (record.quarantinedAt === now) logger.warn(`Quarantined ${entry.identity} after ${record.failures} failed attempts in a row: release it with the API or restart it`);
+    else if (result.outcome === 'failed' && record.notBefore !== undefined) logger.info(`Not trying ${entry.identity} again before ${iso(record.notBefore)} (failure ${record.failures} in a row)`);
     entry.step = undefined;
     entry.updatedAt = now;
     const current = this.#hosts.isCurrent(entry);
-    if (result.outcome === 'failed') {
-      const setback = this.#setbacks.failed(entry.identity, result.message ?? 'failed', now);
-      if (setback.quarantined?.at === now) logger.warn(`Quarantined ${entry.identity} after ${setback.failures} failed attempts in a row: release it with the API or restart it`);
-      else if (setback.notBefore > now) logger.info(`Not trying ${entry.identity} again before ${iso(setback.notBefore)} (failure ${setback.failures} in a row)`);
-    }
     if (result.outcome === 'provisioned' || result.outcome === 'shutdown' || result.outcome === 'upgraded') {
-      this.#setbacks.clear(entry.identity);
       this.#finished++;
       this.#membership?.announceDone(entry.identity);
     }
@@ -514,6 +565,7 @@ export class Provisioner {
     let changed = this.#retryLocked(now);
     // a node still waiting is seen again by every discovery; one not seen for two intervals left
     if (this.#foreign.forgetOlderThan(now - 2 * this.config.intervalMs) > 0) changed = true;
+    this.#history.expire(now);
     this.#reportCounts();
     for (const e of this.#due(this.#held, 'held', now)) {
       this.#hosts.remove(e);
@@ -673,6 +725,85 @@ export class Provisioner {
     this.#election.start();
   }
 
+  /**
+   * history_store kv: loads the site's records from the bucket (creating it when missing) and keeps
+   * following it; a dry run reads it and never writes. Without a reachable bucket the history is in
+   * memory, said once, and the bucket is tried again every minute.
+   */
+  async #openHistory(client: ChoriaClient): Promise<void> {
+    if (this.config.historyStore === 'memory') {
+      this.logger.info('Keeping the node history in memory (history_store: memory): it is not shared with other instances and ends with this process');
+      return;
+    }
+    const reason = await this.#bindHistory(client);
+    if (reason === undefined) return;
+    this.#historyFallback = reason;
+    this.logger.warn(`Keeping the node history in memory only: ${reason}. It is not shared with other instances and ends with this process; trying the bucket again every minute (docs/operations.md#node-history)`);
+    const retry = setInterval(() => {
+      if (this.#stop.signal.aborted) return;
+      void this.#bindHistory(client).then((again) => {
+        if (again !== undefined) return;
+        clearInterval(retry);
+        this.#historyFallback = undefined;
+        this.logger.warn(`The node history bucket ${this.config.historyBucket} is reachable now: keeping the history there`);
+      });
+    }, 60_000);
+    this.#timers.push(retry);
+  }
+
+  /** Opens and follows the bucket; returns why not when it cannot. */
+  async #bindHistory(client: ChoriaClient): Promise<string | undefined> {
+    let bucket: HistoryBucket;
+    try {
+      bucket = await HistoryBucket.open({ nc: client.nats, bucket: this.config.historyBucket, ttlMs: this.config.historyTtlMs, apiPrefix: this.config.historyApiPrefix, site: this.config.site });
+    } catch (err) {
+      return errorText(err);
+    }
+    const bucketName = this.config.historyBucket;
+    const loading = bucket.watch({
+      onRecord: (r) => this.#history.merge(r),
+      onInvalid: (key, why) => this.logger.warn(`Ignoring key ${key} of the history bucket ${bucketName}: ${why}`),
+      onRewatch: (err) => this.logger.warn(`Following the history bucket ${bucketName} again after: ${errorText(err)}`),
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const loaded = await Promise.race([
+      loading.then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), 30_000))),
+    ]).catch((err: unknown) => errorText(err));
+    clearTimeout(timer);
+    if (typeof loaded === 'string') {
+      bucket.close();
+      return `could not read the history bucket ${bucketName}: ${loaded}`;
+    }
+    if (this.#stop.signal.aborted) {
+      bucket.close();
+      return undefined;
+    }
+    this.#bucket = bucket;
+    const dryRun = this.#opts.dryRun === true;
+    if (!dryRun) this.#history.attach(bucket);
+    const ttl = bucket.info.ttlMs > 0 ? `kept ${formatMs(bucket.info.ttlMs)} after each change` : 'kept without an age limit';
+    this.logger.info(
+      `Keeping the node history in the bucket ${bucketName} (${bucket.info.created ? 'created now, ' : ''}${this.#history.size} nodes known, ${ttl}${dryRun ? '; read only for the dry run' : ''})${loaded ? '' : '; still loading after 30 s'}`,
+    );
+    if (bucket.info.ttlMs > 0 && bucket.info.ttlMs !== this.config.historyTtlMs) {
+      this.logger.warn(`The history bucket ${bucketName} keeps records for ${formatMs(bucket.info.ttlMs)}, not history_ttl ${formatMs(this.config.historyTtlMs)}: an existing bucket is used as it is`);
+    }
+    return undefined;
+  }
+
+  #historyStatus(): HistoryStatus {
+    const bucket = this.#bucket;
+    return {
+      store: bucket !== undefined ? 'kv' : 'memory',
+      ...(bucket !== undefined ? { bucket: bucket.info.bucket, ttlMs: bucket.info.ttlMs } : {}),
+      ...(this.#historyFallback !== undefined ? { reason: this.#historyFallback } : {}),
+      ...(bucket !== undefined && this.#opts.dryRun === true ? { readOnly: true } : {}),
+      nodes: this.#history.size,
+      pendingWrites: this.#history.pendingWrites,
+    };
+  }
+
   #makeHelper(): HelperRunner {
     const h = this.#opts.helper;
     return h !== undefined && isHelperRunner(h) ? h : helperRunnerFor(this.config, h);
@@ -701,13 +832,12 @@ export class Provisioner {
   /** The coordination gauges, once a second from the sweep: a dashboard needs no fresher figure, the hot path no more gauge writes. */
   #reportCounts(): void {
     this.metrics.setCoordination(this.choria.identity, this.#hosts.size, this.#membership?.members().length ?? 1, this.#foreign.size);
-    this.metrics.setQuarantined(this.#setbacks.quarantinedCount());
+    this.metrics.setQuarantined(this.#history.quarantinedCount());
   }
 
   /** Ends a node's quarantine (and back-off); true when it was quarantined. It is tried with the next discovery or event. */
   release(identity: string): boolean {
-    const was = this.#setbacks.get(identity)?.quarantined !== undefined;
-    this.#setbacks.clear(identity);
+    const was = this.#history.release(identity, Date.now());
     if (was) this.logger.info(`Released ${identity} from quarantine on request`);
     this.#reportCounts();
     return was;
@@ -715,7 +845,7 @@ export class Provisioner {
 
   /** Ends a node's quarantine and back-off and queues it now; false when it is already on the list (or the queue is full). */
   retry(identity: string): boolean {
-    this.#setbacks.clear(identity);
+    this.#history.release(identity, Date.now());
     return this.offer(identity, 'operator');
   }
 
@@ -746,10 +876,11 @@ export class Provisioner {
       if (hosts.length < limit) hosts.push(describe());
       else truncated = true;
     };
+    const now = Date.now();
     for (const e of this.#hosts.active()) {
       seen.add(e.identity);
       add(e.state, () => {
-        const past = this.#hosts.pastOutcome(e.identity);
+        const past = this.#history.get(e.identity);
         return {
           identity: e.identity,
           state: e.state,
@@ -757,28 +888,24 @@ export class Provisioner {
           ...(e.state === 'locked' && e.heldUntil !== undefined ? { nextAttemptAt: iso(e.heldUntil) } : {}),
           attempts: e.attempts,
           source: e.source,
-          ...(past?.message !== undefined && past.outcome !== 'provisioned' ? { lastError: past.message } : {}),
-          ...(past !== undefined ? { lastAttemptMs: past.durationMs } : {}),
+          ...(past !== undefined ? pastFields(past) : {}),
           discoveredAt: iso(e.discoveredAt),
           updatedAt: iso(e.updatedAt),
         };
       });
     }
-    const now = Date.now();
-    for (const p of this.#hosts.history()) {
-      if (seen.has(p.identity)) continue;
-      const setback = this.#setbacks.get(p.identity);
-      const quarantined = setback?.quarantined;
-      add(quarantined !== undefined ? 'quarantined' : p.outcome, () => ({
-        identity: p.identity,
-        state: quarantined !== undefined ? 'quarantined' : p.outcome,
-        attempts: p.attempts,
-        ...(p.message !== undefined ? { lastError: p.message } : {}),
-        lastAttemptMs: p.durationMs,
-        ...(setback !== undefined ? { failures: setback.failures } : {}),
-        ...(quarantined !== undefined ? { quarantinedAt: iso(quarantined.at) } : {}),
-        ...(quarantined === undefined && setback !== undefined && setback.notBefore > now ? { nextAttemptAt: iso(setback.notBefore) } : {}),
-        updatedAt: iso(p.at),
+    for (const r of this.#history.records()) {
+      if (seen.has(r.identity)) continue;
+      const state = r.quarantinedAt !== undefined ? 'quarantined' : r.outcome;
+      add(state, () => ({
+        identity: r.identity,
+        state,
+        attempts: r.attempts,
+        ...pastFields(r),
+        ...(r.failures > 0 ? { failures: r.failures } : {}),
+        ...(r.quarantinedAt !== undefined ? { quarantinedAt: iso(r.quarantinedAt) } : {}),
+        ...(r.quarantinedAt === undefined && r.notBefore !== undefined && r.notBefore > now ? { nextAttemptAt: iso(r.notBefore) } : {}),
+        updatedAt: iso(r.updatedAt),
       }));
     }
     const leader = this.#election?.isLeader;
@@ -797,6 +924,7 @@ export class Provisioner {
         instance: this.choria.identity,
         ...(this.#membership !== undefined ? { membership: this.#membership.view(), foreignNodes: this.#foreign.size } : {}),
       },
+      history: this.#historyStatus(),
       queue: this.#queue.length,
       queueCapacity: this.#queue.capacity,
       busyWorkers: this.#busy,

@@ -52,6 +52,10 @@ describe('defaults', () => {
       loglevel: 'info',
       helper: '/usr/bin/helper',
       helperTimeoutMs: 10_000,
+      historyApiPrefix: '$JS.API',
+      historyBucket: 'CHORIA_PROVISIONER_HISTORY',
+      historyStore: 'kv',
+      historyTtlMs: 604_800_000,
       helperMode: 'process',
       // one per CPU core (3 here), at most one per worker
       helperPoolSize: 3,
@@ -113,6 +117,20 @@ describe('defaults', () => {
     expect(() => parse(`${BASE}coordination_group: a.b\n`)).toThrow(/coordination_group.*letters, digits, - and _/);
     expect(() => parse(`${BASE}coordination_heartbeat: 10ms\n`)).toThrow(/coordination_heartbeat "10ms" is below the minimum of 100ms/);
     expect(() => parse(`${BASE}coordination_lock_retry: soon\n`)).toThrow(/coordination_lock_retry/);
+  });
+
+  it('reads the node history settings and refuses bad ones, naming the key', () => {
+    expect(parse(`${BASE}history_store: memory\nhistory_bucket: FLEET_HISTORY\nhistory_ttl: 720h\nhistory_api_prefix: js.site1\n`).config).toMatchObject({
+      historyStore: 'memory',
+      historyBucket: 'FLEET_HISTORY',
+      historyTtlMs: 720 * 3_600_000,
+      historyApiPrefix: 'js.site1',
+    });
+    expect(() => parse(`${BASE}history_store: redis\n`)).toThrow(/history_store/);
+    expect(() => parse(`${BASE}history_bucket: a.b\n`)).toThrow(/history_bucket.*letters, digits, - and _/);
+    expect(() => parse(`${BASE}history_ttl: 30s\n`)).toThrow(/history_ttl "30s" is below the minimum of 1m/);
+    expect(() => parse(`${BASE}history_ttl: 9000h\n`)).toThrow(/history_ttl "9000h" is above the maximum of 8760h/);
+    expect(() => parse(`${BASE}history_api_prefix: js.*\n`)).toThrow(/history_api_prefix.*NATS subject prefix/);
   });
 
   it('returns a deeply frozen object', () => {

@@ -34,17 +34,10 @@ describe('HostList', () => {
     expect(second.generation).toBeGreaterThan(first.generation);
   });
 
-  it('remembers outcomes and attempts, bounded', () => {
-    const l = new HostList(2);
-    for (const id of ['a', 'b', 'c']) {
-      const e = l.offer(id, 'discovery', 1, 60_000).entry;
-      e.attempts = 3;
-      l.record(e, 'failed', `boom ${id}`, 5);
-      l.remove(e);
-    }
-    expect([...l.history()].map((h) => h.identity)).toEqual(['b', 'c']);
-    expect(l.pastOutcome('c')).toMatchObject({ outcome: 'failed', message: 'boom c', attempts: 3 });
-    expect(l.offer('c', 'discovery', 9, 60_000).entry.attempts).toBe(3);
+  it("counts a new entry's attempts on from the node's past ones", () => {
+    const l = new HostList();
+    expect(l.offer('c', 'discovery', 9, 60_000, 3).entry.attempts).toBe(3);
+    expect(l.offer('d', 'discovery', 9, 60_000).entry.attempts).toBe(0);
   });
 
   it('clear() returns every active entry so in-flight work can be aborted', () => {

@@ -1,0 +1,172 @@
+// The shared copy of the node history: a JetStream key-value bucket, one key a node of a site
+// (keys.ts), one value a key, aged out `history_ttl` after its last write. Created here when it
+// does not exist, with discard-old and a byte limit so a fleet beyond every estimate drops its
+// least recently changed nodes instead of refusing new writes; an existing bucket is used as it is
+// (an operator may have made it with other replicas or limits).
+import { DiscardPolicy, ErrorCode, NatsError, RetentionPolicy, StorageType, nanos, type KV, type KvEntry, type NatsConnection, type QueuedIterator } from 'nats';
+import { ProvisionerError } from '../../util/errors.js';
+import { errorText } from '../../util/values.js';
+import { historyKey, identityOfKey, siteFilter } from './keys.js';
+import { decodeRecord, encodeRecord, type NodeRecord } from './record.js';
+import type { HistoryBacking } from './node-history.js';
+
+/** The byte limit of a bucket created here: 100,000 records of up to 1.3 KiB (BENCHMARKS.md#history). */
+export const HISTORY_BUCKET_MAX_BYTES = 128 * 1024 * 1024;
+/** A value limit well above the largest record (identity ≤ 255 bytes, error ≤ 400 characters). */
+export const HISTORY_MAX_VALUE_BYTES = 4096;
+
+export class HistoryUnavailableError extends ProvisionerError {}
+
+export interface HistoryBucketOptions {
+  readonly nc: NatsConnection;
+  readonly bucket: string;
+  readonly ttlMs: number;
+  readonly apiPrefix: string;
+  readonly site: string;
+  /** JetStream request limit, default 5 s */
+  readonly timeoutMs?: number;
+}
+
+export interface HistoryBucketInfo {
+  readonly bucket: string;
+  /** the bucket's own max age (0: none), which may differ from history_ttl for a bucket made elsewhere */
+  readonly ttlMs: number;
+  readonly created: boolean;
+}
+
+export interface WatchHandlers {
+  readonly onRecord: (record: NodeRecord) => void;
+  readonly onInvalid: (key: string, reason: string) => void;
+  /** the watch ended with an error and is being started again */
+  readonly onRewatch?: (err: unknown) => void;
+}
+
+/** Why JetStream said no, in an operator's words. */
+function unavailableReason(err: unknown, apiPrefix: string): string {
+  if (err instanceof NatsError && err.code === ErrorCode.NoResponders) {
+    return `no JetStream answers under ${apiPrefix} for this connection's account (JetStream off, or not given to the account)`;
+  }
+  if (err instanceof NatsError && err.code === ErrorCode.Timeout) return `JetStream did not answer under ${apiPrefix} in time`;
+  return errorText(err);
+}
+
+export class HistoryBucket implements HistoryBacking {
+  readonly info: HistoryBucketInfo;
+  readonly #kv: KV;
+  readonly #site: string;
+  #watch: QueuedIterator<KvEntry> | undefined;
+  #closed = false;
+  #revision = 0;
+
+  private constructor(kv: KV, site: string, info: HistoryBucketInfo) {
+    this.#kv = kv;
+    this.#site = site;
+    this.info = info;
+  }
+
+  /** Binds to the bucket, creating it first when it is missing; throws HistoryUnavailableError saying why not. */
+  static async open(opts: HistoryBucketOptions): Promise<HistoryBucket> {
+    const timeout = opts.timeoutMs ?? 5_000;
+    const stream = `KV_${opts.bucket}`;
+    try {
+      const jsm = await opts.nc.jetstreamManager({ apiPrefix: opts.apiPrefix, timeout });
+      let created = false;
+      let maxAgeNs: number;
+      try {
+        maxAgeNs = (await jsm.streams.info(stream)).config.max_age;
+      } catch (err) {
+        if (!(err instanceof Error) || err.message !== 'stream not found') throw err;
+        const config = await jsm.streams.add({
+          name: stream,
+          subjects: [`$KV.${opts.bucket}.>`],
+          retention: RetentionPolicy.Limits,
+          storage: StorageType.File,
+          discard: DiscardPolicy.Old,
+          max_msgs_per_subject: 1,
+          max_age: nanos(opts.ttlMs),
+          max_bytes: HISTORY_BUCKET_MAX_BYTES,
+          max_msg_size: HISTORY_MAX_VALUE_BYTES,
+          num_replicas: 1,
+          allow_rollup_hdrs: true,
+          deny_delete: true,
+          allow_direct: true,
+          duplicate_window: nanos(Math.min(opts.ttlMs, 120_000)),
+        });
+        maxAgeNs = config.config.max_age;
+        created = true;
+      }
+      const kv = await opts.nc.jetstream({ apiPrefix: opts.apiPrefix, timeout }).views.kv(opts.bucket, { bindOnly: true });
+      return new HistoryBucket(kv, opts.site, { bucket: opts.bucket, ttlMs: Math.round(maxAgeNs / 1e6), created });
+    } catch (err) {
+      throw new HistoryUnavailableError(`could not open the history bucket ${opts.bucket}: ${unavailableReason(err, opts.apiPrefix)}`, { cause: err });
+    }
+  }
+
+  async write(record: NodeRecord): Promise<void> {
+    await this.#kv.put(historyKey(this.#site, record.identity), encodeRecord(record));
+  }
+
+  /**
+   * Delivers every stored record of the site, then every change, until close(); resolves once the
+   * stored ones are delivered (rejects when the watch cannot start). A watch that ends with an
+   * error (a broker restart) starts again after the last revision seen.
+   */
+  async watch(handlers: WatchHandlers): Promise<void> {
+    let loaded!: () => void;
+    const initial = new Promise<void>((resolve) => (loaded = resolve));
+    let iterator = await this.#startWatch(loaded);
+    void (async () => {
+      for (;;) {
+        try {
+          for await (const entry of iterator) this.#deliver(entry, handlers);
+          if (this.#closed) return;
+        } catch (err) {
+          if (this.#closed) return;
+          handlers.onRewatch?.(err);
+        }
+        for (;;) {
+          await new Promise((r) => setTimeout(r, 2_000).unref());
+          if (this.#closed) return;
+          try {
+            iterator = await this.#startWatch(() => undefined);
+            break;
+          } catch (err) {
+            handlers.onRewatch?.(err);
+          }
+        }
+      }
+    })();
+    await initial;
+  }
+
+  async #startWatch(initialized: () => void): Promise<QueuedIterator<KvEntry>> {
+    const iterator = await this.#kv.watch({
+      key: siteFilter(this.#site),
+      ignoreDeletes: true,
+      initializedFn: initialized,
+      ...(this.#revision > 0 ? { resumeFromRevision: this.#revision + 1 } : {}),
+    });
+    this.#watch = iterator;
+    return iterator;
+  }
+
+  #deliver(entry: KvEntry, handlers: WatchHandlers): void {
+    this.#revision = Math.max(this.#revision, entry.revision);
+    if (entry.operation !== 'PUT') return;
+    const identity = identityOfKey(this.#site, entry.key);
+    if (identity === undefined) return handlers.onInvalid(entry.key, 'the key names no node of this site');
+    let record: NodeRecord;
+    try {
+      record = decodeRecord(entry.value);
+    } catch (err) {
+      return handlers.onInvalid(entry.key, errorText(err));
+    }
+    if (record.identity !== identity) return handlers.onInvalid(entry.key, `the record names ${JSON.stringify(record.identity)}`);
+    handlers.onRecord(record);
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#watch?.stop();
+  }
+}

@@ -1,0 +1,249 @@
+// The site's per-node history as this instance knows it: one record a node, in memory, bounded in
+// count and age, written through to a shared copy (a key-value bucket, see bucket.ts) when there is
+// one. The shared copy's changes come back through merge(): the newer record (updatedAt) wins, so
+// an instance's own writes echoing back, or arriving out of order, change nothing.
+//
+// The back-off and quarantine state lives in the records too, so every instance of a site (and the
+// next process after a restart) holds a failing node back the same way.
+import type { Outcome } from '../../host/types.js';
+import { backoffAfter, quarantines, type SetbackPolicy } from './backoff-policy.js';
+import { boundedError, type NodeRecord } from './record.js';
+
+/** Where records are written so other instances and later processes see them. */
+export interface HistoryBacking {
+  write(record: NodeRecord): Promise<void>;
+}
+
+export interface NodeHistoryOptions {
+  readonly policy: SetbackPolicy;
+  /** the Choria identity recorded as the instance of this process's attempts */
+  readonly instance: string;
+  /** a record unchanged for this long is forgotten (the bucket's max age does the same there) */
+  readonly ttlMs: number;
+  /** most records kept in memory; beyond it the least recently changed is forgotten */
+  readonly capacity?: number;
+  /** most writes in flight at once; the rest wait for flush() */
+  readonly maxWritesInFlight?: number;
+  /** a write failed (the record stays pending and is written again by the next flush) */
+  readonly onWriteError?: (err: unknown) => void;
+  /** a write succeeded (after failures: the shared copy is back) */
+  readonly onWritten?: () => void;
+}
+
+export interface AttemptReport {
+  readonly outcome: Outcome;
+  readonly message: string | undefined;
+  /** when the attempt ended */
+  readonly at: number;
+  readonly durationMs: number;
+  /** the attempt configured the node (a failed one may have left it configured but not restarted) */
+  readonly configured: boolean;
+  /** when this round found the node: the first seen time of a node without a record */
+  readonly discoveredAt: number;
+}
+
+export type HoldBack = 'quarantined' | 'backoff';
+
+export const DEFAULT_HISTORY_CAPACITY = 100_000;
+
+const SUCCESS: ReadonlySet<Outcome> = new Set(['provisioned', 'shutdown', 'upgraded']);
+
+export class NodeHistory {
+  /** in order of last change, oldest first (capacity and age evict from the front) */
+  readonly #records = new Map<string, NodeRecord>();
+  readonly #opts: NodeHistoryOptions;
+  readonly #capacity: number;
+  readonly #maxInFlight: number;
+  #backing: HistoryBacking | undefined;
+  /** records changed since their last successful write */
+  readonly #pending = new Set<string>();
+  readonly #writing = new Set<string>();
+  #failing = false;
+  #quarantined = 0;
+
+  constructor(opts: NodeHistoryOptions) {
+    this.#opts = opts;
+    this.#capacity = opts.capacity ?? DEFAULT_HISTORY_CAPACITY;
+    this.#maxInFlight = opts.maxWritesInFlight ?? 256;
+  }
+
+  get size(): number {
+    return this.#records.size;
+  }
+
+  /** records not yet in the shared copy (all changes while there is none) */
+  get pendingWrites(): number {
+    return this.#pending.size + this.#writing.size;
+  }
+
+  get(identity: string): NodeRecord | undefined {
+    return this.#records.get(identity);
+  }
+
+  records(): IterableIterator<NodeRecord> {
+    return this.#records.values();
+  }
+
+  quarantinedCount(): number {
+    return this.#quarantined;
+  }
+
+  /** Why `identity` may not be attempted now, if it may not. */
+  holdsBack(identity: string, now: number): HoldBack | undefined {
+    const r = this.#records.get(identity);
+    if (r === undefined) return undefined;
+    if (r.quarantinedAt !== undefined) return 'quarantined';
+    return r.notBefore !== undefined && r.notBefore > now ? 'backoff' : undefined;
+  }
+
+  /** Records an ended attempt and what it means for the next one. */
+  attempted(identity: string, report: AttemptReport): NodeRecord {
+    const before = this.#records.get(identity);
+    const policy = this.#opts.policy;
+    const failed = report.outcome === 'failed';
+    const succeeded = SUCCESS.has(report.outcome);
+    const failures = failed ? (before?.failures ?? 0) + 1 : succeeded ? 0 : (before?.failures ?? 0);
+    const backoff = failed ? backoffAfter(failures, policy) : 0;
+    const quarantined = failed && quarantines(failures, policy);
+    const record: NodeRecord = {
+      identity,
+      firstSeen: before?.firstSeen ?? report.discoveredAt,
+      attempts: (before?.attempts ?? 0) + 1,
+      failures,
+      outcome: report.outcome,
+      error: report.outcome === 'provisioned' ? undefined : boundedError(report.message),
+      instance: this.#opts.instance,
+      attemptAt: report.at,
+      durationMs: Math.max(0, Math.round(report.durationMs)),
+      provisionedAt: succeeded ? report.at : before?.provisionedAt,
+      // a non-failure (deferred, gone, ...) leaves a running back-off as it was
+      notBefore: failed ? (backoff > 0 ? report.at + backoff : undefined) : succeeded ? undefined : before?.notBefore,
+      quarantinedAt: quarantined ? (before?.quarantinedAt ?? report.at) : succeeded ? undefined : before?.quarantinedAt,
+      configuredAt: report.configured && failed ? report.at : undefined,
+      updatedAt: this.#laterThan(before, report.at),
+    };
+    this.#put(record);
+    this.#write(identity);
+    return record;
+  }
+
+  /**
+   * Ends a node's back-off, and its quarantine unless `keepQuarantine`; forgets that it was left
+   * configured when `rebooted`. Returns true when it was quarantined and is not any more. Writes
+   * only when something changed, so every instance hearing one startup event does not rewrite it.
+   */
+  release(identity: string, now: number, opts: { keepQuarantine?: boolean; rebooted?: boolean } = {}): boolean {
+    const r = this.#records.get(identity);
+    if (r === undefined) return false;
+    const endQuarantine = r.quarantinedAt !== undefined && opts.keepQuarantine !== true;
+    const keepsQuarantine = r.quarantinedAt !== undefined && !endQuarantine;
+    const next: NodeRecord = {
+      ...r,
+      failures: keepsQuarantine ? r.failures : 0,
+      notBefore: keepsQuarantine ? r.notBefore : undefined,
+      quarantinedAt: endQuarantine ? undefined : r.quarantinedAt,
+      configuredAt: opts.rebooted === true ? undefined : r.configuredAt,
+    };
+    if (next.failures === r.failures && next.notBefore === r.notBefore && next.quarantinedAt === r.quarantinedAt && next.configuredAt === r.configuredAt) return false;
+    this.#put({ ...next, updatedAt: this.#laterThan(r, now) });
+    this.#write(identity);
+    return endQuarantine;
+  }
+
+  /** A version from the shared copy: kept when it is newer than ours. Returns true when it was. */
+  merge(record: NodeRecord): boolean {
+    const mine = this.#records.get(record.identity);
+    if (mine !== undefined && mine.updatedAt >= record.updatedAt) return false;
+    this.#put(record);
+    return true;
+  }
+
+  /** Forgets records unchanged for the TTL (oldest first, so this stops at the first young one). */
+  expire(now: number): number {
+    const oldest = now - this.#opts.ttlMs;
+    let n = 0;
+    for (const r of this.#records.values()) {
+      if (r.updatedAt > oldest) break;
+      this.#forget(r.identity);
+      n++;
+    }
+    return n;
+  }
+
+  /** Starts writing through to `backing`, beginning with everything changed before it was there. */
+  attach(backing: HistoryBacking | undefined): void {
+    this.#backing = backing;
+    if (backing !== undefined) this.flush();
+  }
+
+  /** Writes pending records again (after failed writes, or a burst beyond the in-flight limit). */
+  flush(): void {
+    if (this.#backing === undefined) return;
+    for (const identity of this.#pending) {
+      if (this.#writing.size >= this.#maxInFlight) return;
+      if (!this.#writing.has(identity)) this.#write(identity);
+    }
+  }
+
+  /** Resolves once nothing is in flight (or after `timeoutMs`): stop() lets the last writes land. */
+  async settle(timeoutMs: number): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (this.#writing.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  /** A change is later than the version it replaces, even on a clock that stepped back. */
+  #laterThan(before: NodeRecord | undefined, now: number): number {
+    return before !== undefined && before.updatedAt >= now ? before.updatedAt + 1 : now;
+  }
+
+  #put(record: NodeRecord): void {
+    const before = this.#records.get(record.identity);
+    if (before !== undefined) {
+      if (before.quarantinedAt !== undefined) this.#quarantined--;
+      this.#records.delete(record.identity);
+    }
+    this.#records.set(record.identity, record);
+    if (record.quarantinedAt !== undefined) this.#quarantined++;
+    while (this.#records.size > this.#capacity) this.#forget(this.#records.keys().next().value as string);
+  }
+
+  #forget(identity: string): void {
+    const r = this.#records.get(identity);
+    if (r === undefined) return;
+    if (r.quarantinedAt !== undefined) this.#quarantined--;
+    this.#records.delete(identity);
+    this.#pending.delete(identity);
+  }
+
+  /** One write per record at a time: a change during a write is written after it. */
+  #write(identity: string): void {
+    this.#pending.add(identity);
+    const backing = this.#backing;
+    if (backing === undefined || this.#writing.has(identity) || this.#writing.size >= this.#maxInFlight) return;
+    const record = this.#records.get(identity);
+    if (record === undefined) {
+      this.#pending.delete(identity);
+      return;
+    }
+    this.#pending.delete(identity);
+    this.#writing.add(identity);
+    backing.write(record).then(
+      () => {
+        this.#writing.delete(identity);
+        if (this.#failing) {
+          this.#failing = false;
+          this.#opts.onWritten?.();
+        }
+        if (this.#pending.has(identity)) this.#write(identity);
+      },
+      (err: unknown) => {
+        this.#writing.delete(identity);
+        if (this.#records.has(identity)) this.#pending.add(identity);
+        if (!this.#failing) {
+          this.#failing = true;
+          this.#opts.onWriteError?.(err);
+        }
+      },
+    );
+  }
+}

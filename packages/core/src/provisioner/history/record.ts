@@ -1,0 +1,121 @@
+// One node's history as the instances of a site share it: what happened to it, by whom and when,
+// and what that means for its next attempt (back-off, quarantine). Stored as JSON with ISO times,
+// so an operator can read a key with `nats kv get`; carried in memory as an immutable record with
+// epoch milliseconds. Every stored value is parsed here before it is believed.
+import { OUTCOMES, type Outcome } from '../../host/types.js';
+import { ProvisionerError } from '../../util/errors.js';
+
+export const RECORD_FORMAT = 'choria-provisioner:node:1';
+
+/** Longer error texts are cut to this many characters: a record stays well under the bucket's value limit. */
+export const MAX_ERROR_CHARS = 400;
+
+export interface NodeRecord {
+  readonly identity: string;
+  /** when a provisioner of the site first found the node (its first attempt's discovery time) */
+  readonly firstSeen: number;
+  /** attempts that ended, over the record's lifetime */
+  readonly attempts: number;
+  /** failed attempts in a row (back-off and quarantine) */
+  readonly failures: number;
+  readonly outcome: Outcome;
+  /** the last attempt's message, unless it provisioned the node */
+  readonly error: string | undefined;
+  /** the Choria identity of the provisioner that made the last attempt */
+  readonly instance: string;
+  /** when the last attempt ended, and how long it took */
+  readonly attemptAt: number;
+  readonly durationMs: number;
+  readonly provisionedAt: number | undefined;
+  /** not tried again before this time; undefined: no back-off */
+  readonly notBefore: number | undefined;
+  /** quarantined since; undefined: not quarantined */
+  readonly quarantinedAt: number | undefined;
+  /** the last attempt configured the node but did not restart it (HostJob.configuredAt) */
+  readonly configuredAt: number | undefined;
+  /** the record's last change: the newer of two versions wins */
+  readonly updatedAt: number;
+}
+
+export class HistoryRecordError extends ProvisionerError {}
+
+const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
+
+/** The stored form; undefined fields are left out. */
+export function encodeRecord(r: NodeRecord): Uint8Array {
+  const stored = {
+    format: RECORD_FORMAT,
+    identity: r.identity,
+    firstSeen: iso(r.firstSeen),
+    attempts: r.attempts,
+    failures: r.failures,
+    outcome: r.outcome,
+    error: r.error,
+    instance: r.instance,
+    attemptAt: iso(r.attemptAt),
+    durationMs: r.durationMs,
+    provisionedAt: iso(r.provisionedAt),
+    notBefore: iso(r.notBefore),
+    quarantinedAt: iso(r.quarantinedAt),
+    configuredAt: iso(r.configuredAt),
+    updatedAt: iso(r.updatedAt),
+  };
+  return new TextEncoder().encode(JSON.stringify(stored));
+}
+
+/** Cuts an error text to MAX_ERROR_CHARS (marking the cut). */
+export function boundedError(text: string | undefined): string | undefined {
+  if (text === undefined || text.length <= MAX_ERROR_CHARS) return text;
+  return `${text.slice(0, MAX_ERROR_CHARS - 1)}…`;
+}
+
+const OUTCOME_SET: ReadonlySet<string> = new Set(OUTCOMES);
+
+/** Parses a stored value; throws HistoryRecordError naming the first problem. */
+export function decodeRecord(bytes: Uint8Array): NodeRecord {
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder().decode(bytes));
+  } catch (err) {
+    throw new HistoryRecordError(`not JSON: ${(err as Error).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new HistoryRecordError('not a JSON object');
+  const o = value as Record<string, unknown>;
+  if (o['format'] !== RECORD_FORMAT) throw new HistoryRecordError(`format ${JSON.stringify(o['format'])} is not ${RECORD_FORMAT}`);
+  const text = (key: string, required: boolean): string | undefined => {
+    const v = o[key];
+    if (v === undefined && !required) return undefined;
+    if (typeof v !== 'string' || (required && v === '')) throw new HistoryRecordError(`${key} must be a${required ? ' non-empty' : ''} string`);
+    return v;
+  };
+  const count = (key: string): number => {
+    const v = o[key];
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new HistoryRecordError(`${key} must be a whole number of at least 0`);
+    return v;
+  };
+  const time = (key: string, required: boolean): number | undefined => {
+    const v = text(key, required);
+    if (v === undefined) return undefined;
+    const ms = Date.parse(v);
+    if (Number.isNaN(ms)) throw new HistoryRecordError(`${key} ${JSON.stringify(v)} is not a time`);
+    return ms;
+  };
+  const outcome = text('outcome', true) as string;
+  if (!OUTCOME_SET.has(outcome)) throw new HistoryRecordError(`outcome ${JSON.stringify(outcome)} is not one of ${OUTCOMES.join(', ')}`);
+  return {
+    identity: text('identity', true) as string,
+    firstSeen: time('firstSeen', true) as number,
+    attempts: count('attempts'),
+    failures: count('failures'),
+    outcome: outcome as Outcome,
+    error: boundedError(text('error', false)),
+    instance: text('instance', true) as string,
+    attemptAt: time('attemptAt', true) as number,
+    durationMs: count('durationMs'),
+    provisionedAt: time('provisionedAt', false),
+    notBefore: time('notBefore', false),
+    quarantinedAt: time('quarantinedAt', false),
+    configuredAt: time('configuredAt', false),
+    updatedAt: time('updatedAt', true) as number,
+  };
+}

@@ -1,0 +1,126 @@
+import { connect, type NatsConnection } from 'nats';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { until } from '@choria-provisioner/test-support/wait';
+import { HistoryBucket, HistoryUnavailableError, NodeHistory, HISTORY_BUCKET_MAX_BYTES, encodeRecord, historyKey, type NodeRecord } from '../../../src/provisioner/history/index.js';
+
+const HOUR = 3_600_000;
+
+function record(identity: string, updatedAt: number, extra: Partial<NodeRecord> = {}): NodeRecord {
+  return {
+    identity,
+    firstSeen: updatedAt - 10,
+    attempts: 1,
+    failures: 1,
+    outcome: 'failed',
+    error: 'boom',
+    instance: 'prov1',
+    attemptAt: updatedAt,
+    durationMs: 5,
+    provisionedAt: undefined,
+    notBefore: undefined,
+    quarantinedAt: undefined,
+    configuredAt: undefined,
+    updatedAt,
+    ...extra,
+  };
+}
+
+describe('HistoryBucket against nats-server', () => {
+  const servers: RunningNatsServer[] = [];
+  const conns: NatsConnection[] = [];
+  const buckets: HistoryBucket[] = [];
+
+  afterEach(async () => {
+    for (const b of buckets.splice(0)) b.close();
+    for (const c of conns.splice(0)) await c.close().catch(() => undefined);
+    for (const s of servers.splice(0)) await s.stop();
+  });
+
+  async function server(opts: Parameters<typeof startNatsServer>[0] = {}): Promise<RunningNatsServer> {
+    const s = await startNatsServer(opts);
+    servers.push(s);
+    return s;
+  }
+  async function conn(s: RunningNatsServer, extra: { user?: string; pass?: string } = {}): Promise<NatsConnection> {
+    const nc = await connect({ servers: s.url, maxReconnectAttempts: -1, reconnectTimeWait: 100, ...extra });
+    conns.push(nc);
+    return nc;
+  }
+  async function open(nc: NatsConnection, site = 'dc1', ttlMs = 2 * HOUR): Promise<HistoryBucket> {
+    const b = await HistoryBucket.open({ nc, bucket: 'HIST', ttlMs, apiPrefix: '$JS.API', site });
+    buckets.push(b);
+    return b;
+  }
+
+  it('creates a bounded bucket once, then uses the existing one as it is', async () => {
+    const s = await server();
+    const nc = await conn(s);
+    const first = await open(nc, 'dc1', 2 * HOUR);
+    expect(first.info).toEqual({ bucket: 'HIST', ttlMs: 2 * HOUR, created: true });
+    const info = await (await nc.jetstreamManager()).streams.info('KV_HIST');
+    expect(info.config).toMatchObject({ max_msgs_per_subject: 1, max_bytes: HISTORY_BUCKET_MAX_BYTES, discard: 'old', storage: 'file', subjects: ['$KV.HIST.>'] });
+    const second = await open(nc, 'dc1', 5 * HOUR);
+    expect(second.info).toEqual({ bucket: 'HIST', ttlMs: 2 * HOUR, created: false });
+  });
+
+  it("loads a site's stored records, follows changes, skips other sites and reports garbage", async () => {
+    const s = await server();
+    const writer = await open(await conn(s));
+    await writer.write(record('web1.example.net', 1000));
+    await writer.write(record('odd name', 1000));
+    const other = await open(await conn(s), 'dc2');
+    await other.write(record('web1.example.net', 1000, { instance: 'other-site' }));
+    const js = (await conn(s)).jetstream();
+    const kv = await js.views.kv('HIST', { bindOnly: true });
+    await kv.put(historyKey('dc1', 'garbage'), new TextEncoder().encode('not json'));
+    await kv.put(historyKey('dc1', 'liar'), encodeRecord(record('someone-else', 1)));
+
+    const seen: NodeRecord[] = [];
+    const invalid: string[] = [];
+    const reader = await open(await conn(s));
+    await reader.watch({ onRecord: (r) => seen.push(r), onInvalid: (key, why) => invalid.push(`${key}: ${why}`) });
+    // resolved once the stored ones are in
+    expect(seen.map((r) => r.identity).sort()).toEqual(['odd name', 'web1.example.net']);
+    expect(seen.every((r) => r.instance === 'prov1')).toBe(true);
+    expect(invalid).toEqual([expect.stringMatching(/^dc1\.garbage: not JSON/), expect.stringMatching(/^dc1\.liar: the record names "someone-else"/)]);
+    await writer.write(record('web2.example.net', 2000, { outcome: 'provisioned' }));
+    await until('the change to arrive', () => seen.some((r) => r.identity === 'web2.example.net'));
+  });
+
+  it('says why when the account has no JetStream', async () => {
+    const plain = await server({ jetstream: false });
+    await expect(HistoryBucket.open({ nc: await conn(plain), bucket: 'HIST', ttlMs: HOUR, apiPrefix: '$JS.API', site: 'dc1' })).rejects.toThrow(
+      new HistoryUnavailableError('could not open the history bucket HIST: no JetStream answers under $JS.API for this connection\'s account (JetStream off, or not given to the account)'),
+    );
+    // JetStream on, but not for the provisioner's account (as a Choria Broker's provisioning account)
+    const accounts = await server({
+      config: 'accounts: { JS: { jetstream: enabled, users: [{ user: js, password: js }] }, PROV: { users: [{ user: prov, password: prov }] } }\n',
+    });
+    await expect(HistoryBucket.open({ nc: await conn(accounts, { user: 'prov', pass: 'prov' }), bucket: 'HIST', ttlMs: HOUR, apiPrefix: '$JS.API', site: 'dc1' })).rejects.toThrow(/no JetStream answers under \$JS\.API/);
+  });
+
+  it('keeps following through a broker restart, and NodeHistory writes what failed meanwhile', async () => {
+    const s = await server();
+    const seen: NodeRecord[] = [];
+    const rewatched: string[] = [];
+    const reader = await open(await conn(s));
+    await reader.watch({ onRecord: (r) => seen.push(r), onInvalid: () => undefined, onRewatch: (err) => rewatched.push(String(err)) });
+    const errors: unknown[] = [];
+    let backAgain = 0;
+    const h = new NodeHistory({ policy: { backoffMs: 0, backoffMaxMs: 0, quarantineAfter: 0 }, instance: 'prov1', ttlMs: HOUR, onWriteError: (e) => errors.push(e), onWritten: () => backAgain++ });
+    h.attach(await open(await conn(s)));
+    h.attempted('before', { outcome: 'failed', message: 'x', at: Date.now(), durationMs: 1, configured: false, discoveredAt: Date.now() });
+    await until('the first record to be followed', () => seen.some((r) => r.identity === 'before'));
+
+    await s.restart();
+    h.attempted('during', { outcome: 'failed', message: 'x', at: Date.now(), durationMs: 1, configured: false, discoveredAt: Date.now() });
+    await until('the write to fail or land', () => h.pendingWrites === 0 || errors.length > 0, 15_000);
+    await until('the record written after the restart to be followed', async () => {
+      h.flush();
+      return seen.some((r) => r.identity === 'during');
+    }, 30_000, { stepMs: 250 });
+    expect(h.pendingWrites).toBe(0);
+    if (errors.length > 0) expect(backAgain).toBe(1);
+  }, 60_000);
+});

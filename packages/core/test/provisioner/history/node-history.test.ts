@@ -1,0 +1,203 @@
+import { describe, expect, it } from 'vitest';
+import { NodeHistory, backoffAfter, decodeRecord, encodeRecord, historyKey, identityOfKey, siteFilter, MAX_ERROR_CHARS, type AttemptReport, type HistoryBacking, type NodeRecord } from '../../../src/provisioner/history/index.js';
+
+const DAY = 86_400_000;
+
+function history(opts: { backoffMs?: number; quarantineAfter?: number; capacity?: number; ttlMs?: number; maxWritesInFlight?: number } = {}): NodeHistory {
+  return new NodeHistory({
+    policy: { backoffMs: opts.backoffMs ?? 1000, backoffMaxMs: 10_000, quarantineAfter: opts.quarantineAfter ?? 0, random: () => 1 - 1e-12 },
+    instance: 'prov1.example.net',
+    ttlMs: opts.ttlMs ?? DAY,
+    ...(opts.capacity !== undefined ? { capacity: opts.capacity } : {}),
+    ...(opts.maxWritesInFlight !== undefined ? { maxWritesInFlight: opts.maxWritesInFlight } : {}),
+  });
+}
+
+const failed = (at: number, message = 'boom'): AttemptReport => ({ outcome: 'failed', message, at, durationMs: 12, configured: false, discoveredAt: at - 5 });
+const provisioned = (at: number): AttemptReport => ({ outcome: 'provisioned', message: undefined, at, durationMs: 30, configured: true, discoveredAt: at - 5 });
+
+/** A backing whose writes are settled by the test. */
+class ManualBacking implements HistoryBacking {
+  readonly written: NodeRecord[] = [];
+  readonly waiting: { record: NodeRecord; resolve: () => void; reject: (e: Error) => void }[] = [];
+  write(record: NodeRecord): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const done = (): void => {
+        this.written.push(record);
+        resolve();
+      };
+      this.waiting.push({ record, resolve: done, reject });
+    });
+  }
+  settleAll(ok = true): void {
+    for (const w of this.waiting.splice(0)) (ok ? w.resolve() : w.reject(new Error('broker gone')));
+  }
+}
+const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+describe('back-off policy', () => {
+  it('doubles the back-off from the base to the cap, jittered to 50-100 %', () => {
+    const low = { backoffMs: 60_000, backoffMaxMs: 1_800_000, quarantineAfter: 0, random: () => 0 };
+    const high = { ...low, random: () => 1 - 1e-12 };
+    expect([1, 2, 3, 4, 5, 6, 7].map((n) => backoffAfter(n, high))).toEqual([60_000, 120_000, 240_000, 480_000, 960_000, 1_800_000, 1_800_000]);
+    expect(backoffAfter(1, low)).toBe(30_000);
+    expect(backoffAfter(40, high)).toBe(1_800_000); // no overflow
+    expect(backoffAfter(3, { ...high, backoffMs: 0 })).toBe(0); // off, as upstream
+  });
+});
+
+describe('NodeHistory', () => {
+  it('holds a failing node back until its back-off ends, and a quarantined one until it is released', () => {
+    const h = history({ quarantineAfter: 3 });
+    h.attempted('n1', failed(0));
+    expect(h.holdsBack('n1', 999)).toBe('backoff');
+    expect(h.holdsBack('n1', 1000)).toBeUndefined();
+    h.attempted('n1', failed(1000));
+    expect(h.holdsBack('n1', 2999)).toBe('backoff');
+    const q = h.attempted('n1', failed(3000, 'CSR refused'));
+    expect(q).toMatchObject({ failures: 3, attempts: 3, quarantinedAt: 3000, error: 'CSR refused', instance: 'prov1.example.net', firstSeen: -5 });
+    expect(h.holdsBack('n1', 10_000_000)).toBe('quarantined');
+    expect(h.quarantinedCount()).toBe(1);
+    // a reboot without release-on-startup keeps the quarantine
+    expect(h.release('n1', 4000, { keepQuarantine: true, rebooted: true })).toBe(false);
+    expect(h.holdsBack('n1', 10_000_000)).toBe('quarantined');
+    expect(h.release('n1', 5000)).toBe(true);
+    expect(h.holdsBack('n1', 0)).toBeUndefined();
+    expect(h.quarantinedCount()).toBe(0);
+    expect(h.get('n1')).toMatchObject({ failures: 0, attempts: 3, outcome: 'failed' });
+  });
+
+  it('counts attempts across outcomes, resets failures on success and keeps a back-off through a non-failure', () => {
+    const h = history();
+    h.attempted('n1', failed(100));
+    const gone = h.attempted('n1', { outcome: 'gone', message: 'no reply', at: 200, durationMs: 2000, configured: false, discoveredAt: 150 });
+    expect(gone).toMatchObject({ attempts: 2, failures: 1, notBefore: 1100, firstSeen: 95 });
+    const ok = h.attempted('n1', provisioned(5000));
+    expect(ok).toMatchObject({ attempts: 3, failures: 0, notBefore: undefined, provisionedAt: 5000, error: undefined, configuredAt: undefined });
+    // a failed attempt that configured the node remembers when (the next attempt's configuredAt)
+    expect(h.attempted('n1', { ...failed(6000), configured: true }).configuredAt).toBe(6000);
+    h.release('n1', 7000, { rebooted: true });
+    expect(h.get('n1')?.configuredAt).toBeUndefined();
+  });
+
+  it('never quarantines with quarantine_after 0 and forgets the least recently changed beyond its capacity', () => {
+    const h = history({ backoffMs: 0, capacity: 2 });
+    for (let i = 0; i < 50; i++) h.attempted('n1', failed(i));
+    expect(h.holdsBack('n1', 50)).toBeUndefined();
+    expect(h.get('n1')?.failures).toBe(50);
+    h.attempted('n2', failed(60));
+    h.attempted('n3', failed(61));
+    expect(h.get('n1')).toBeUndefined();
+    expect(h.size).toBe(2);
+  });
+
+  it('forgets records unchanged for the TTL', () => {
+    const h = history({ ttlMs: 1000 });
+    h.attempted('old', failed(0));
+    h.attempted('new', failed(900));
+    expect(h.expire(1500)).toBe(1);
+    expect([...h.records()].map((r) => r.identity)).toEqual(['new']);
+  });
+
+  it('keeps the newer of its own and the shared version, so echoes and late arrivals change nothing', () => {
+    const h = history();
+    const mine = h.attempted('n1', failed(1000));
+    expect(h.merge({ ...mine, outcome: 'deferred', updatedAt: 999 })).toBe(false);
+    expect(h.merge(mine)).toBe(false);
+    const theirs: NodeRecord = { ...mine, outcome: 'provisioned', instance: 'prov2', failures: 0, notBefore: undefined, updatedAt: 2000 };
+    expect(h.merge(theirs)).toBe(true);
+    expect(h.get('n1')).toEqual(theirs);
+    expect(h.holdsBack('n1', 1500)).toBeUndefined();
+    // a change here is later than what it replaces even when this clock is behind
+    expect(h.attempted('n1', failed(1500)).updatedAt).toBe(2001);
+    expect(h.merge({ ...theirs, quarantinedAt: 2500, updatedAt: 3000 })).toBe(true);
+    expect(h.quarantinedCount()).toBe(1);
+  });
+
+  it('writes each change through, one write a node at a time, and keeps failed writes for the next flush', async () => {
+    const h = history();
+    h.attempted('n1', failed(1)); // before a backing: pending
+    expect(h.pendingWrites).toBe(1);
+    const b = new ManualBacking();
+    h.attach(b);
+    expect(b.waiting.map((w) => w.record.attempts)).toEqual([1]);
+    h.attempted('n1', failed(2)); // while the first write is in flight: written after it
+    expect(b.waiting).toHaveLength(1);
+    b.settleAll();
+    await tick();
+    expect(b.waiting.map((w) => w.record.attempts)).toEqual([2]);
+    b.settleAll(false);
+    await tick();
+    expect(h.pendingWrites).toBe(1);
+    h.flush();
+    b.settleAll();
+    await tick();
+    expect(b.written.map((r) => r.attempts)).toEqual([1, 2]);
+    expect(h.pendingWrites).toBe(0);
+    // a release that changes nothing is not written
+    h.release('n1', 10);
+    h.release('n1', 11);
+    expect(b.waiting).toHaveLength(1);
+  });
+
+  it('bounds the writes in flight; flush() sends the rest', async () => {
+    const h = history({ maxWritesInFlight: 2 });
+    const b = new ManualBacking();
+    h.attach(b);
+    for (let i = 0; i < 5; i++) h.attempted(`n${i}`, failed(i));
+    expect(b.waiting).toHaveLength(2);
+    b.settleAll();
+    await tick();
+    h.flush();
+    expect(b.waiting).toHaveLength(2);
+    b.settleAll();
+    await tick();
+    h.flush();
+    b.settleAll();
+    await tick();
+    expect(b.written.map((r) => r.identity).sort()).toEqual(['n0', 'n1', 'n2', 'n3', 'n4']);
+  });
+});
+
+describe('history records and keys', () => {
+  it('round-trips a record through its stored form and cuts long errors', () => {
+    const h = history({ quarantineAfter: 1 });
+    const r = h.attempted('web1.example.net', failed(Date.UTC(2026, 11, 2), 'x'.repeat(5000)));
+    expect(r.error).toHaveLength(MAX_ERROR_CHARS);
+    const stored = encodeRecord(r);
+    expect(stored.byteLength).toBeLessThan(1024);
+    expect(JSON.parse(new TextDecoder().decode(stored))).toMatchObject({ format: 'choria-provisioner:node:1', quarantinedAt: '2026-12-02T00:00:00.000Z' });
+    expect(decodeRecord(stored)).toEqual(r);
+  });
+
+  it('refuses a stored value that is not a record, naming the problem', () => {
+    const enc = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(v));
+    const good = JSON.parse(new TextDecoder().decode(encodeRecord(history().attempted('n1', failed(5))))) as Record<string, unknown>;
+    expect(() => decodeRecord(new TextEncoder().encode('{'))).toThrow(/not JSON/);
+    expect(() => decodeRecord(enc([]))).toThrow(/not a JSON object/);
+    expect(() => decodeRecord(enc({ ...good, format: 'x' }))).toThrow(/format "x"/);
+    expect(() => decodeRecord(enc({ ...good, outcome: 'exploded' }))).toThrow(/outcome "exploded" is not one of/);
+    expect(() => decodeRecord(enc({ ...good, attempts: -1 }))).toThrow(/attempts must be a whole number/);
+    expect(() => decodeRecord(enc({ ...good, attemptAt: 'yesterday' }))).toThrow(/attemptAt "yesterday" is not a time/);
+    expect(() => decodeRecord(enc({ ...good, identity: '' }))).toThrow(/identity must be a non-empty string/);
+  });
+
+  it('maps every site and identity to a key and back, encoding what a key cannot hold', () => {
+    for (const [site, identity] of [
+      ['dc1', 'web1.example.net'],
+      ['', 'n1'],
+      ['dc 1', 'web1.example.net'],
+      ['dc1', '.odd..name.'],
+      ['dc1', 'ünïcode host'],
+      ['dc1', '=looks-encoded'],
+    ] as const) {
+      const key = historyKey(site, identity);
+      expect(key).toMatch(/^[-\w=]+(?:\.[-\w=]+)+$/);
+      expect(identityOfKey(site, key)).toBe(identity);
+      expect(key.startsWith(siteFilter(site).slice(0, -1))).toBe(true);
+    }
+    expect(historyKey('dc1', 'web1.example.net')).toBe('dc1.web1.example.net');
+    expect(identityOfKey('dc2', historyKey('dc1', 'n1'))).toBeUndefined();
+    expect(identityOfKey('dc1', 'dc1.bad..key')).toBeUndefined();
+  });
+});
