@@ -30,7 +30,10 @@ class ManualBacking implements HistoryBacking {
     });
   }
   settleAll(ok = true): void {
-    for (const w of this.waiting.splice(0)) (ok ? w.resolve() : w.reject(new Error('broker gone')));
+    for (const w of this.waiting.splice(0)) {
+      if (ok) w.resolve();
+      else w.reject(new Error('broker gone'));
+    }
   }
 }
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
