@@ -38,6 +38,8 @@ function instanceConfig(dir, s, name, runs) {
       helper_pool_size: 1,
       helper_pool_depth: s.workers,
       coordination_heartbeat: s.heartbeat,
+      // what this scenario measures is the sharing; the history's cost is the history/* scenarios'
+      history_store: 'memory',
       logfile: join(dir, `${name}.log`),
     }),
   );

@@ -54,6 +54,8 @@ const KNOBS = {
   discoveryCount: 10_000,
   queueCount: 50_000,
   activeActiveCount: 600, // 600 x 200 ms / 4 workers: ~30 s for one instance
+  historyFlowCount: 10_000,
+  historyScaleCount: 100_000, // the fleet size the history's bounds are stated for
   compareWorkers: 50, // the naive client and the limit driver run as many nodes at a time as the product
   poolDepth: Number(process.env.BENCH_POOL_DEPTH ?? 16), // requests in flight per pool helper process in the comparison
 };
@@ -127,6 +129,16 @@ function scenarios() {
       spec: { kind: 'active-active', instances, count: KNOBS.activeActiveCount, workers: 4, delayMs: 200, heartbeat: '250ms', nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale },
     });
   }
+  // The node history: the same plain flow with the history in memory and in the broker's bucket,
+  // side by side; then the bucket and memory figures of a large fleet's records
+  for (const history of ['memory', 'kv']) {
+    list.push({
+      id: `history/${history}/${KNOBS.historyFlowCount}`,
+      passes: passes(2),
+      spec: { kind: 'provision', flow: 'plain', helper: 'pool', poolSize: KNOBS.poolSize, poolDepth: KNOBS.poolDepth, history, count: KNOBS.historyFlowCount, workers: KNOBS.compareWorkers, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale },
+    });
+  }
+  list.push({ id: `history-scale/${KNOBS.historyScaleCount}`, passes: 1, gc: true, spec: { kind: 'history-scale', count: KNOBS.historyScaleCount } });
   list.push({ id: `queue/${KNOBS.queueCount}`, passes: 1, spec: { kind: 'queue', flow: 'plain', count: KNOBS.queueCount, workers: KNOBS.functionWorkers }, gc: true });
   return list.filter((s) => only.length === 0 || only.some((o) => s.id === o || s.id.startsWith(`${o}/`) || s.id.startsWith(o)));
 }
@@ -240,6 +252,9 @@ function summaryLine(r) {
   }
   if (r.kind === 'bare-start') return r.results.map((x) => `${x.method}, ${x.concurrency} at a time: ${fmt.int(x.startsPerMin)} starts/min, background ${x.backgroundCores.toFixed(2)} cores`).join('; ');
   if (r.kind === 'discovery') return r.runs.map((x) => `${x.found} in ${fmt.ms(x.ms)}`).join(', ');
+  if (r.kind === 'history-scale') {
+    return `${fmt.int(r.count)} records: written at ${fmt.int(r.write.perSecond)}/s (${r.write.cpuUsPerRecord.toFixed(0)} us CPU each), bucket ${fmt.mb(r.bucketBytes / 1048576)} (${r.bytesPerRecord.toFixed(0)} B each), after rewriting all ${fmt.mb(r.bucketBytesAfterRewrite / 1048576)}, loaded by a new instance in ${fmt.s(r.loadMs)}, ${r.heapBytesPerRecord.toFixed(0)} B heap each`;
+  }
   if (r.kind === 'active-active') return `${r.instances} instance(s): ${r.provisioned}/${r.count} nodes in ${fmt.s(r.ms)}, ${r.helperRunsPerNode.toFixed(3)} helper runs per node, max ${r.maxConfiguredPerCycle} configure per node, ${r.lockRefusals} lock refusals`;
   if (r.kind === 'queue') return `${r.offered} offered, ${r.queued} queued: RSS ${fmt.mb(r.rssBeforeMb)} -> ${fmt.mb(r.rssAfterMb)}`;
   return JSON.stringify(r);
@@ -445,6 +460,28 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
       '>= 2.7x, <= 1.05 runs per node, each node once',
       median(ratios) >= 2.7 && runsPerNode <= 1.05 && once,
     );
+  }
+  const memoryFlow = results.get(`history/memory/${KNOBS.historyFlowCount}`) ?? [];
+  const kvFlow = results.get(`history/kv/${KNOBS.historyFlowCount}`) ?? [];
+  if (memoryFlow.length > 0 && kvFlow.length > 0) {
+    const ratios = kvFlow.map((r, i) => r.nodesPerMin / (memoryFlow[i]?.nodesPerMin ?? NaN)).filter(Number.isFinite);
+    const cpu = (rs) => median(rs.map((r) => ((r.cpuS + r.natsCpuS) * 1000) / r.count));
+    target(
+      `plain flow at ${fmt.int(KNOBS.historyFlowCount)}, history in the bucket vs in memory`,
+      `${fmt.int(median(kvFlow.map((r) => r.nodesPerMin)))} vs ${fmt.int(median(memoryFlow.map((r) => r.nodesPerMin)))} nodes/min, ${median(ratios).toFixed(2)}x (per pass: ${ratios.map((x) => x.toFixed(2)).join(', ')}); provisioner + nats CPU ${cpu(kvFlow).toFixed(2)} vs ${cpu(memoryFlow).toFixed(2)} ms per node`,
+      'context (no target)',
+      true,
+    );
+  }
+  const scale = (results.get(`history-scale/${KNOBS.historyScaleCount}`) ?? [])[0];
+  if (scale !== undefined) {
+    target(
+      `history of ${fmt.int(scale.count)} nodes: bucket size after writing every record twice`,
+      `${fmt.mb(scale.bucketBytes / 1048576)} after one write each, ${fmt.mb(scale.bucketBytesAfterRewrite / 1048576)} (${scale.bucketMessagesAfterRewrite} values) after two`,
+      'one value per node, no growth',
+      scale.bucketMessagesAfterRewrite === scale.count && scale.bucketBytesAfterRewrite <= scale.bucketBytes * 1.05,
+    );
+    target(`history of ${fmt.int(scale.count)} nodes: memory of an instance that loaded them`, `${fmt.mb(scale.heapMb)} heap (${scale.heapBytesPerRecord.toFixed(0)} B per node), loaded in ${fmt.s(scale.loadMs)}`, 'bounded (context)', scale.loadedRecords === scale.count);
   }
   lines.push('');
   lines.push(`Finished in ${(elapsedMs / 1000).toFixed(0)} s.`);

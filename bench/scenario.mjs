@@ -22,6 +22,7 @@ import {
   silentLogger,
 } from '@choria-provisioner/core';
 import { activeActiveScenario } from './active-active.mjs';
+import { historyScaleScenario } from './history.mjs';
 import { buildRequests, runLimit, runNaive } from './drivers.mjs';
 import { startSimulator } from './lib/simulator.mjs';
 import { cpuSecondsOf, liveChildrenCpuSeconds, machineBusySeconds, memoryFromProc, percentile, reapedChildrenCpuSeconds } from './lib/stats.mjs';
@@ -55,6 +56,10 @@ function provisionerYaml(s) {
     `workers: ${s.workers}`,
     'interval: 1m',
     `loglevel: ${s.loglevel ?? 'info'}`,
+    // memory unless the scenario measures the bucket: every other figure stays comparable with runs before it
+    `history_store: ${s.history ?? 'memory'}`,
+    // a fresh bucket a pass: a second pass must not start by loading the first one's records
+    ...(s.history === 'kv' ? [`history_bucket: BENCH_${process.pid}`] : []),
   ];
   if (s.helper !== 'function') {
     lines.push(`helper: ${JSON.stringify(HELPERS[s.helper])}`);
@@ -333,7 +338,7 @@ async function queueScenario(s) {
   };
 }
 
-const kinds = { provision: provisionScenario, naive: driverScenario, limit: driverScenario, discovery: discoveryScenario, queue: queueScenario, 'active-active': activeActiveScenario };
+const kinds = { provision: provisionScenario, naive: driverScenario, limit: driverScenario, discovery: discoveryScenario, queue: queueScenario, 'active-active': activeActiveScenario, 'history-scale': historyScaleScenario };
 
 kinds[spec.kind](spec).then(
   (result) => {

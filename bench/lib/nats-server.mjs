@@ -1,5 +1,5 @@
-// A private nats-server for the benchmark: a free loopback port (never 4222), no JetStream, a temp
-// config dir; stopped by its PID.
+// A private nats-server for the benchmark: a free loopback port (never 4222), JetStream in a temp
+// store dir (the history/* scenarios; the others keep the node history in memory), stopped by its PID.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect as tcpConnect } from 'node:net';
@@ -49,7 +49,7 @@ export async function startNatsServer() {
   const dir = mkdtempSync(join(tmpdir(), 'cpts-bench-nats-'));
   const conf = join(dir, 'server.conf');
   // max_pending: a 10,000-node discovery reply burst must not mark the provisioner a slow consumer
-  writeFileSync(conf, `listen: "127.0.0.1:${port}"\nmax_payload: 1048576\nmax_pending: 268435456\n`);
+  writeFileSync(conf, `listen: "127.0.0.1:${port}"\nmax_payload: 1048576\nmax_pending: 268435456\njetstream { store_dir: ${JSON.stringify(join(dir, 'js'))} }\n`);
   const bin = process.env.NATS_SERVER_BIN ?? 'nats-server';
   let child;
   let stderr = '';

@@ -63,3 +63,4 @@ export type { LostReplyTimings } from './host/lost-reply.js';
 export { LifecycleWitness } from './host/lifecycle-witness.js';
 export { OUTCOMES } from './host/types.js';
 export { LeaderElection, type LeaderElectionOptions } from './provisioner/election/index.js';
+export { NodeHistory, HistoryBucket, encodeRecord, decodeRecord, type NodeRecord } from './provisioner/history/index.js';

@@ -22,7 +22,7 @@ export interface NodeHistoryOptions {
   readonly ttlMs: number;
   /** most records kept in memory; beyond it the least recently changed is forgotten */
   readonly capacity?: number;
-  /** most writes in flight at once; the rest wait for flush() */
+  /** most writes in flight at once; the rest start as earlier ones finish */
   readonly maxWritesInFlight?: number;
   /** a write failed (the record stays pending and is written again by the next flush) */
   readonly onWriteError?: (err: unknown) => void;
@@ -176,7 +176,7 @@ export class NodeHistory {
     if (backing !== undefined) this.flush();
   }
 
-  /** Writes pending records again (after failed writes, or a burst beyond the in-flight limit). */
+  /** Writes pending records (again after failed writes; a successful write starts the next by itself). */
   flush(): void {
     if (this.#backing === undefined) return;
     for (const identity of this.#pending) {
@@ -234,7 +234,9 @@ export class NodeHistory {
           this.#failing = false;
           this.#opts.onWritten?.();
         }
+        // the next waiting change: of this node, or of the first one waiting
         if (this.#pending.has(identity)) this.#write(identity);
+        else this.flush();
       },
       (err: unknown) => {
         this.#writing.delete(identity);
