@@ -103,6 +103,10 @@ export function natsConnectionOptions(
     // retry forever also when the broker briefly refuses credentials (e.g. while it restarts)
     ignoreAuthErrorAbort: true,
     timeout: opts.connectTimeoutMs ?? 10_000,
+    // nats.js otherwise builds two Errors (with stack traces) for every request, "just in case":
+    // about 30 us each of the history's JetStream writes (BENCHMARKS.md#node-history); our own
+    // errors say what timed out
+    noAsyncTraces: true,
     ...(opts.reconnectDelay !== undefined ? { reconnectDelayHandler: opts.reconnectDelay } : {}),
   };
   const tls = tlsOptions(settings);

@@ -45,6 +45,8 @@ export interface ProvisionerOptions {
   readonly electionSplayMs?: number;
   /** `run --dry-run`: fetch, check and run the helper for every node, change none (HostDeps.dryRun) */
   readonly dryRun?: boolean;
+  /** how often an unreachable history bucket (history_store kv) is tried again, default 60 s */
+  readonly historyRetryMs?: number;
   /** how long stop() waits for in-flight work, default 10 s */
   readonly stopTimeoutMs?: number;
   readonly version?: string;
@@ -738,7 +740,8 @@ export class Provisioner {
     const reason = await this.#bindHistory(client);
     if (reason === undefined) return;
     this.#historyFallback = reason;
-    this.logger.warn(`Keeping the node history in memory only: ${reason}. It is not shared with other instances and ends with this process; trying the bucket again every minute (docs/operations.md#node-history)`);
+    const retryMs = this.#opts.historyRetryMs ?? 60_000;
+    this.logger.warn(`Keeping the node history in memory only: ${reason}. It is not shared with other instances and ends with this process; trying the bucket again every ${formatMs(retryMs)} (docs/operations.md#node-history)`);
     const retry = setInterval(() => {
       if (this.#stop.signal.aborted) return;
       void this.#bindHistory(client).then((again) => {
@@ -747,7 +750,7 @@ export class Provisioner {
         this.#historyFallback = undefined;
         this.logger.warn(`The node history bucket ${this.config.historyBucket} is reachable now: keeping the history there`);
       });
-    }, 60_000);
+    }, retryMs);
     this.#timers.push(retry);
   }
 
