@@ -16,9 +16,11 @@ export { DurationError, formatDuration, parseDuration } from './util/duration.js
 export { createLogger, silentLogger, type Logger, type LoggerOptions } from './util/logger.js';
 
 // The scheduler of one site
-export { Provisioner, type CoordinationStatus, type HistoryStatus, type HostStatus, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './provisioner/provisioner.js';
+export { Provisioner, type CoordinationStatus, type HistoryStatus, type HostStatus, type NodePage, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './provisioner/provisioner.js';
 export type { MembershipState, MembershipView, MemberView } from './provisioner/coordination/index.js';
 export { controlProvisioners, type ControlAction, type ControlAnswer, type ControlRequest } from './provisioner/control.js';
+export { monitorRoutes, type MonitorRoutes } from './provisioner/monitor-routes.js';
+export type { ThroughputSeries } from './provisioner/throughput.js';
 export type { EffectiveCoordination } from './metrics/metrics.js';
 
 // One server's provisioning, without a scheduler
@@ -72,7 +74,7 @@ export type { ProtocolVersion } from './choria/protocol/types.js';
 export { loadSigningKey, loadVerificationKey, type SigningKey, type VerificationKey } from './host/security/index.js';
 export { ksuid } from './util/ids.js';
 
-// Metrics and the monitor endpoint (/metrics, /status)
+// Metrics and the monitor endpoint (/, /metrics, /status, /nodes)
 export { ProvisionerMetrics, Registry, UPSTREAM_METRIC_NAMES } from './metrics/metrics.js';
-export { startMonitorServer, type HealthReport, type MonitorServer, type MonitorServerOptions } from './metrics/http.js';
+export { startMonitorServer, NODE_SORT_KEYS, type HealthReport, type MonitorServer, type MonitorServerOptions, type NodeQuery, type NodeSortKey, type StatusQuery } from './metrics/http.js';
 export { collectDefaultMetrics } from 'prom-client';

@@ -9,7 +9,7 @@ import {
   collectDefaultMetrics,
   createLogger,
   startMonitorServer,
-  controlProvisioners,
+  monitorRoutes,
   type MonitorServer,
   type ProvisionerConfig,
   type ChoriaSettings,
@@ -114,12 +114,7 @@ export async function runCommand(opts: RunOptions, io: CliIO): Promise<number> {
           ...(tls !== undefined ? { tls } : {}),
           host: opts.monitorAddress,
           registry,
-          status: () => ({ sites: provisioners.map((p) => p.status()) }),
-          control: (req) => controlProvisioners(provisioners, req),
-          ready: () => {
-            const sites = provisioners.map((p) => p.readiness());
-            return { ready: sites.every((r) => r.ready), sites };
-          },
+          ...monitorRoutes(provisioners),
         }),
       );
     }

@@ -15,6 +15,7 @@ import {
   createLogger,
   silentLogger,
   startMonitorServer,
+  monitorRoutes,
   type HelperRunner,
   type Logger,
   type MonitorServer,
@@ -235,12 +236,12 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
       },
     });
 
-    const monitor: MonitorServer = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, status: () => ({ sites: [provisioner.status()] }) });
+    const monitor: MonitorServer = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, ...monitorRoutes([provisioner]) });
     cleanups.push({ what: 'the monitor endpoint', run: () => monitor.close() });
     const metricsUrl = `${monitor.url}/metrics`;
     const statusUrl = `${monitor.url}/status`;
     io.out(`  provisioner provisioner.demo, helper ${[keys.helperScript, ...keys.helperArgs].join(' ')} (pool of ${config.helperPoolSize})`);
-    io.out(`  metrics ${metricsUrl}  status ${statusUrl}  (while the demo runs)`);
+    io.out(`  status page ${monitor.url}/  metrics ${metricsUrl}  status ${statusUrl}  (while the demo runs)`);
 
     await Promise.race([provisioner.start(), interrupted]);
 

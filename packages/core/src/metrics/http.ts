@@ -1,19 +1,23 @@
-// The monitoring endpoint: /metrics (Prometheus text), /status (JSON), /healthz and /readyz on one
-// port. Several provisioner instances share one server and one registry.
+// The monitoring endpoint: the status page (/), /metrics (Prometheus text), /status and /nodes
+// (JSON), /healthz and /readyz on one port. Several provisioner instances share one server and one
+// registry.
 import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
 import { errorText } from '../util/values.js';
+import { STATUS_PAGE_CSP, STATUS_PAGE_HTML } from './status-page.js';
 
 export interface MonitorServerOptions {
   port: number;
   /** default "0.0.0.0" like upstream; tests use 127.0.0.1 */
   host?: string;
   registry: Registry;
-  /** JSON served at /status */
-  status?: () => unknown;
+  /** JSON served at /status (`?limit=N`: describe at most N nodes a site) */
+  status?: (query: StatusQuery) => unknown;
+  /** /nodes: one page of one site's nodes (the status page's table); with `status` it enables the page at / */
+  nodes?: (query: NodeQuery) => { status: number; body: unknown };
   /** /readyz: 200 when `ready`, else 503; `sites` is served as the reason */
   ready?: () => { ready: boolean; sites: unknown };
   /** /healthz answers 503 when the event loop stalled longer than this since the previous check (default 10 s) */
@@ -35,6 +39,69 @@ export interface ControlRequest {
   readonly site?: string;
   /** the bearer token presented, if any (never logged) */
   readonly token?: string;
+}
+
+/** What /status was asked for. */
+export interface StatusQuery {
+  /** describe at most this many nodes a site (every node is still counted) */
+  readonly limit?: number;
+}
+
+export const NODE_SORT_KEYS = ['identity', 'state', 'step', 'attempts', 'lastError', 'nextAttemptAt', 'updatedAt'] as const;
+export type NodeSortKey = (typeof NODE_SORT_KEYS)[number];
+
+/** What /nodes was asked for: a filtered, searched, sorted page of one site's nodes. */
+export interface NodeQuery {
+  /** the site (default: the first) */
+  readonly site?: string;
+  /** only nodes in this state */
+  readonly state?: string;
+  /** only nodes whose identity contains this (case-insensitive) */
+  readonly search?: string;
+  readonly sort: NodeSortKey;
+  readonly order: 'asc' | 'desc';
+  readonly offset: number;
+  /** 1 to 500 */
+  readonly limit: number;
+}
+
+export const MAX_NODE_PAGE = 500;
+
+class QueryError extends Error {}
+
+function intParam(params: URLSearchParams, name: string, fallback: number, min: number, max: number): number {
+  const text = params.get(name);
+  if (text === null || text === '') return fallback;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < min || n > max) throw new QueryError(`${name} ${JSON.stringify(text)} must be a whole number from ${min} to ${max}`);
+  return n;
+}
+
+function textParam(params: URLSearchParams, name: string, maxLength: number): string | undefined {
+  const text = params.get(name);
+  if (text === null || text === '') return undefined;
+  if (text.length > maxLength) throw new QueryError(`${name} is longer than ${maxLength} characters`);
+  return text;
+}
+
+/** Parses the /nodes query; throws QueryError naming the bad parameter. */
+export function parseNodeQuery(params: URLSearchParams): NodeQuery {
+  const sort = params.get('sort') ?? 'identity';
+  if (!(NODE_SORT_KEYS as readonly string[]).includes(sort)) throw new QueryError(`sort ${JSON.stringify(sort)} must be one of ${NODE_SORT_KEYS.join(', ')}`);
+  const order = params.get('order') ?? 'asc';
+  if (order !== 'asc' && order !== 'desc') throw new QueryError(`order ${JSON.stringify(order)} must be asc or desc`);
+  const site = params.get('site');
+  const state = textParam(params, 'state', 64);
+  const search = textParam(params, 'search', 256);
+  return {
+    ...(site !== null ? { site } : {}),
+    ...(state !== undefined ? { state } : {}),
+    ...(search !== undefined ? { search } : {}),
+    sort: sort as NodeSortKey,
+    order,
+    offset: intParam(params, 'offset', 0, 0, 10_000_000),
+    limit: intParam(params, 'limit', 100, 1, MAX_NODE_PAGE),
+  };
 }
 
 /** The control routes: POST path -> action and node. */
@@ -139,16 +206,51 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
       return;
     }
     if (path === '/status' && opts.status !== undefined) {
+      let query: StatusQuery;
       try {
-        json(res, 200, opts.status());
+        const limit = url.searchParams.has('limit') ? intParam(url.searchParams, 'limit', 1000, 0, 1_000_000) : undefined;
+        query = limit !== undefined ? { limit } : {};
+      } catch (err) {
+        json(res, 400, { error: errorText(err) });
+        return;
+      }
+      try {
+        json(res, 200, opts.status(query));
       } catch (err) {
         res.writeHead(500, { 'content-type': 'text/plain' });
         res.end(`could not render status: ${errorText(err)}\n`);
       }
       return;
     }
+    if (path === '/nodes' && opts.nodes !== undefined) {
+      let query: NodeQuery;
+      try {
+        query = parseNodeQuery(url.searchParams);
+      } catch (err) {
+        json(res, 400, { error: errorText(err) });
+        return;
+      }
+      try {
+        const answer = opts.nodes(query);
+        json(res, answer.status, answer.body);
+      } catch (err) {
+        json(res, 500, { error: `could not list the nodes: ${errorText(err)}` });
+      }
+      return;
+    }
+    if (path === '/' && opts.status !== undefined && opts.nodes !== undefined) {
+      res.writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        'content-security-policy': STATUS_PAGE_CSP,
+        'x-content-type-options': 'nosniff',
+        'referrer-policy': 'no-referrer',
+        'cache-control': 'no-store',
+      });
+      res.end(req.method === 'HEAD' ? undefined : STATUS_PAGE_HTML);
+      return;
+    }
     res.writeHead(404, { 'content-type': 'text/plain' });
-    res.end('not found: try /metrics, /status, /healthz or /readyz\n');
+    res.end(`not found: try ${opts.nodes !== undefined ? '/ (the status page), ' : ''}/metrics, /status, ${opts.nodes !== undefined ? '/nodes, ' : ''}/healthz or /readyz\n`);
   };
   let server: Server;
   try {

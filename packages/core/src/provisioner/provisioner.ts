@@ -19,6 +19,8 @@ import { HistoryBucket, NodeHistory, type NodeRecord } from './history/index.js'
 import type { EffectiveCoordination } from '../metrics/metrics.js';
 import type { CoordinationMode } from '../config/types.js';
 import { HostList, type DiscoverySource, type HostEntry } from './host-list.js';
+import { RecentThroughput, type ThroughputSeries } from './throughput.js';
+import type { NodeQuery, NodeSortKey, StatusQuery } from '../metrics/http.js';
 import { QueueClosedError, QueueFullError, WorkQueue } from './work-queue.js';
 import { VERSION } from '../util/version.js';
 import { errorText } from '../util/values.js';
@@ -96,6 +98,26 @@ export interface ProvisionerStatus {
   hostCounts: Record<string, number>;
   hosts: HostStatus[];
   hostsTruncated: boolean;
+  /** nodes this instance finished (provisioned, shut down, upgraded) and failed attempts, per slot over the last 10 minutes */
+  recent: ThroughputSeries;
+}
+
+/** One page of a site's nodes (/nodes, the status page's table). */
+export interface NodePage {
+  site: string;
+  /** nodes that match the query */
+  total: number;
+  offset: number;
+  limit: number;
+  nodes: HostStatus[];
+}
+
+/** A node as status() and nodes() walk them: on the active list, or known from the history only. */
+interface KnownNode {
+  readonly identity: string;
+  readonly state: HostStatus['state'];
+  readonly entry: HostEntry | undefined;
+  readonly record: NodeRecord | undefined;
 }
 
 /** How this instance shares the fleet with the other instances of its site. */
@@ -149,6 +171,36 @@ function pastFields(r: NodeRecord): Pick<HostStatus, 'lastError' | 'lastAttemptM
   };
 }
 
+/** When a node of the history (not on the list) may be tried again: its back-off's end, if it is still to come. */
+function nextAttempt(n: KnownNode, now: number): number | undefined {
+  if (n.entry !== undefined) return n.entry.state === 'locked' ? n.entry.heldUntil : undefined;
+  const r = n.record;
+  return r !== undefined && r.quarantinedAt === undefined && r.notBefore !== undefined && r.notBefore > now ? r.notBefore : undefined;
+}
+
+type SortValue = string | number;
+const compare = (a: SortValue, b: SortValue): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The value /nodes sorts by; nodes without one (no error, no next attempt) sort last. */
+function sortKey(key: NodeSortKey, now: number): (n: KnownNode) => SortValue {
+  switch (key) {
+    case 'identity':
+      return (n) => n.identity;
+    case 'state':
+      return (n) => n.state;
+    case 'step':
+      return (n) => n.entry?.step ?? '\uffff';
+    case 'attempts':
+      return (n) => n.entry?.attempts ?? n.record?.attempts ?? 0;
+    case 'lastError':
+      return (n) => n.record?.error ?? '\uffff';
+    case 'nextAttemptAt':
+      return (n) => nextAttempt(n, now) ?? Number.MAX_SAFE_INTEGER;
+    case 'updatedAt':
+      return (n) => n.entry?.updatedAt ?? n.record?.updatedAt ?? 0;
+  }
+}
+
 /** Fisher-Yates, in place: lock-only instances that try nodes in the same order would collide on every one. */
 function shuffle<T>(items: T[]): T[] {
   for (let i = items.length - 1; i > 0; i--) {
@@ -184,6 +236,7 @@ export class Provisioner {
   #historyFallback: string | undefined;
   #membership: Membership | undefined;
   #finished = 0;
+  readonly #throughput = new RecentThroughput();
   readonly #stop = new AbortController();
   #client: ChoriaClient | undefined;
   #helper: HelperRunner | undefined;
@@ -513,7 +566,9 @@ export class Provisioner {
     entry.step = undefined;
     entry.updatedAt = now;
     const current = this.#hosts.isCurrent(entry);
+    if (result.outcome === 'failed') this.#throughput.note(false, now);
     if (result.outcome === 'provisioned' || result.outcome === 'shutdown' || result.outcome === 'upgraded') {
+      this.#throughput.note(true, now);
       this.#finished++;
       this.#membership?.announceDone(entry.identity);
     }
@@ -865,51 +920,86 @@ export class Provisioner {
     return { site, ready: true, reason: this.#effectiveCoordination() === 'lock_only' ? 'ready (active/active lock-only)' : 'ready' };
   }
 
-  /** A snapshot for the /status endpoint and `choria-provisioner status`. */
-  status(opts: { limit?: number } = {}): ProvisionerStatus {
-    const limit = opts.limit ?? 1000;
-    const hosts: HostStatus[] = [];
-    const counts: Record<string, number> = {};
+  /** Every node this instance knows: the active list first, in the order added; then the history's others, least recently changed first. */
+  *#known(): Generator<KnownNode> {
     const seen = new Set<string>();
-    let truncated = false;
-    // Every host is counted; only the first `limit` are described (formatting 50,000 of them for
-    // a status poll with limit 0 took longer than the poll interval).
-    const add = (state: string, describe: () => HostStatus): void => {
-      counts[state] = (counts[state] ?? 0) + 1;
-      if (hosts.length < limit) hosts.push(describe());
-      else truncated = true;
-    };
-    const now = Date.now();
     for (const e of this.#hosts.active()) {
       seen.add(e.identity);
-      add(e.state, () => {
-        const past = this.#history.get(e.identity);
-        return {
-          identity: e.identity,
-          state: e.state,
-          ...(e.step !== undefined ? { step: e.step } : {}),
-          ...(e.state === 'locked' && e.heldUntil !== undefined ? { nextAttemptAt: iso(e.heldUntil) } : {}),
-          attempts: e.attempts,
-          source: e.source,
-          ...(past !== undefined ? pastFields(past) : {}),
-          discoveredAt: iso(e.discoveredAt),
-          updatedAt: iso(e.updatedAt),
-        };
-      });
+      yield { identity: e.identity, state: e.state, entry: e, record: this.#history.get(e.identity) };
     }
     for (const r of this.#history.records()) {
       if (seen.has(r.identity)) continue;
-      const state = r.quarantinedAt !== undefined ? 'quarantined' : r.outcome;
-      add(state, () => ({
-        identity: r.identity,
-        state,
-        attempts: r.attempts,
-        ...pastFields(r),
-        ...(r.failures > 0 ? { failures: r.failures } : {}),
-        ...(r.quarantinedAt !== undefined ? { quarantinedAt: iso(r.quarantinedAt) } : {}),
-        ...(r.quarantinedAt === undefined && r.notBefore !== undefined && r.notBefore > now ? { nextAttemptAt: iso(r.notBefore) } : {}),
-        updatedAt: iso(r.updatedAt),
-      }));
+      yield { identity: r.identity, state: r.quarantinedAt !== undefined ? 'quarantined' : r.outcome, entry: undefined, record: r };
+    }
+  }
+
+  #describe(n: KnownNode, now: number): HostStatus {
+    const { entry: e, record: r } = n;
+    if (e !== undefined) {
+      return {
+        identity: e.identity,
+        state: e.state,
+        ...(e.step !== undefined ? { step: e.step } : {}),
+        ...(e.state === 'locked' && e.heldUntil !== undefined ? { nextAttemptAt: iso(e.heldUntil) } : {}),
+        attempts: e.attempts,
+        source: e.source,
+        ...(r !== undefined ? pastFields(r) : {}),
+        discoveredAt: iso(e.discoveredAt),
+        updatedAt: iso(e.updatedAt),
+      };
+    }
+    const rec = r as NodeRecord;
+    return {
+      identity: rec.identity,
+      state: n.state,
+      attempts: rec.attempts,
+      ...pastFields(rec),
+      ...(rec.failures > 0 ? { failures: rec.failures } : {}),
+      ...(rec.quarantinedAt !== undefined ? { quarantinedAt: iso(rec.quarantinedAt) } : {}),
+      ...(nextAttempt(n, now) !== undefined ? { nextAttemptAt: iso(nextAttempt(n, now) as number) } : {}),
+      updatedAt: iso(rec.updatedAt),
+    };
+  }
+
+  /**
+   * One page of this site's nodes, filtered by state and identity, sorted (ties by identity):
+   * only the page is described, so paging through 100,000 nodes stays cheap.
+   */
+  nodes(query: Omit<NodeQuery, 'site'>): NodePage {
+    const now = Date.now();
+    const search = query.search?.toLowerCase();
+    const matching: KnownNode[] = [];
+    for (const n of this.#known()) {
+      if (query.state !== undefined && n.state !== query.state) continue;
+      if (search !== undefined && !n.identity.toLowerCase().includes(search)) continue;
+      matching.push(n);
+    }
+    const key = sortKey(query.sort, now);
+    const sign = query.order === 'desc' ? -1 : 1;
+    const keyed = matching.map((n) => ({ n, k: key(n) }));
+    keyed.sort((a, b) => sign * (compare(a.k, b.k) || compare(a.n.identity, b.n.identity)));
+    return {
+      site: this.config.site,
+      total: keyed.length,
+      offset: query.offset,
+      limit: query.limit,
+      nodes: keyed.slice(query.offset, query.offset + query.limit).map(({ n }) => this.#describe(n, now)),
+    };
+  }
+
+  /** A snapshot for the /status endpoint and `choria-provisioner status`. */
+  status(opts: StatusQuery = {}): ProvisionerStatus {
+    const limit = opts.limit ?? 1000;
+    const hosts: HostStatus[] = [];
+    const counts: Record<string, number> = {};
+    let truncated = false;
+    const now = Date.now();
+    // Every host is counted; only the first `limit` are described (formatting 50,000 of them for
+    // a status poll with limit 0 took longer than the poll interval).
+    for (const n of this.#known()) {
+      counts[n.state] = (counts[n.state] ?? 0) + 1;
+      if (hosts.length < limit) hosts.push(this.#describe(n, now));
+      else truncated = true;
     }
     const leader = this.#election?.isLeader;
     return {
@@ -935,6 +1025,7 @@ export class Provisioner {
       hostCounts: counts,
       hosts,
       hostsTruncated: truncated,
+      recent: this.#throughput.series(now),
     };
   }
 }

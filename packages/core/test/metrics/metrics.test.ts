@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { request } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -57,6 +58,56 @@ describe('startMonitorServer', () => {
     const s = await fetch(`${srv.url}/status`);
     expect(await s.json()).toEqual({ ok: true });
     expect((await fetch(`${srv.url}/nope`)).status).toBe(404);
+  });
+
+  it('serves the status page at / with a policy that runs only its own script, and parses /status and /nodes queries', async () => {
+    const seen: unknown[] = [];
+    srv = await startMonitorServer({
+      port: 0,
+      host: '127.0.0.1',
+      registry: new Registry(),
+      status: (q) => (seen.push(q), { sites: [] }),
+      nodes: (q) => (seen.push(q), { status: 200, body: { nodes: [] } }),
+    });
+    const page = await fetch(`${srv.url}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const csp = page.headers.get('content-security-policy') ?? '';
+    expect(csp).toMatch(/default-src 'none'; script-src 'sha256-[A-Za-z0-9+/=]+'; style-src 'sha256-[A-Za-z0-9+/=]+'; connect-src 'self'/);
+    const html = await page.text();
+    const script = /<script>([\s\S]*)<\/script>/.exec(html)?.[1] ?? '';
+    expect(csp).toContain(`'sha256-${createHash('sha256').update(script).digest('base64')}'`);
+    // the page builds its DOM with textContent only: nothing a node said is ever parsed as HTML
+    expect(script).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(/);
+    expect(html).not.toMatch(/<script src|<link /);
+
+    await fetch(`${srv.url}/status?limit=0`);
+    await fetch(`${srv.url}/nodes?site=lon&state=failed&search=web&sort=attempts&order=desc&offset=100&limit=50`);
+    await fetch(`${srv.url}/nodes`);
+    expect(seen).toEqual([
+      { limit: 0 },
+      { site: 'lon', state: 'failed', search: 'web', sort: 'attempts', order: 'desc', offset: 100, limit: 50 },
+      { sort: 'identity', order: 'asc', offset: 0, limit: 100 },
+    ]);
+    const bad = async (query: string): Promise<string> => {
+      const r = await fetch(`${srv?.url ?? ''}${query}`);
+      expect(r.status, query).toBe(400);
+      return ((await r.json()) as { error: string }).error;
+    };
+    expect(await bad('/nodes?sort=colour')).toBe('sort "colour" must be one of identity, state, step, attempts, lastError, nextAttemptAt, updatedAt');
+    expect(await bad('/nodes?order=up')).toBe('order "up" must be asc or desc');
+    expect(await bad('/nodes?limit=501')).toBe('limit "501" must be a whole number from 1 to 500');
+    expect(await bad('/nodes?offset=-1')).toBe('offset "-1" must be a whole number from 0 to 10000000');
+    expect(await bad(`/nodes?search=${'x'.repeat(300)}`)).toBe('search is longer than 256 characters');
+    expect(await bad('/status?limit=lots')).toBe('limit "lots" must be a whole number from 0 to 1000000');
+    expect(seen).toHaveLength(3);
+  });
+
+  it('serves no page without a nodes route (an embedder that serves only /status)', async () => {
+    srv = await startMonitorServer({ port: 0, host: '127.0.0.1', registry: new Registry(), status: () => ({}) });
+    const r = await fetch(`${srv.url}/`);
+    expect(r.status).toBe(404);
+    expect(await r.text()).toBe('not found: try /metrics, /status, /healthz or /readyz\n');
   });
 
   it('/healthz answers while the event loop runs, 503 after a stall longer than the limit, then recovers', async () => {

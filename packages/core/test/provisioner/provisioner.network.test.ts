@@ -168,6 +168,31 @@ describe('Provisioner scheduling', () => {
     expect(text).toContain('choria_provisioner_outcomes{site="test",outcome="deferred"} 1');
   });
 
+  it('pages, filters, searches and sorts its nodes for /nodes, describing only the page, and counts finished nodes per slot', async () => {
+    const { p } = await setup(async (job) => (job.identity.startsWith('bad') ? { outcome: 'failed', message: `no CMDB record for ${job.identity}` } : { outcome: 'provisioned' }), { workers: 4 });
+    const ids = ['web-03', 'web-01', 'bad-2', 'web-02', 'bad-1', 'db-01'];
+    for (const id of ids) p.offer(id, 'discovery');
+    await until('every attempt', () => p.status().busyWorkers === 0 && p.status().queue === 0 && p.status().hosts.every((h) => h.state === 'held' || h.state === 'failed'));
+    const page = (q: Partial<Parameters<Provisioner['nodes']>[0]>) => p.nodes({ sort: 'identity', order: 'asc', offset: 0, limit: 100, ...q });
+    expect(page({}).nodes.map((n) => n.identity)).toEqual(['bad-1', 'bad-2', 'db-01', 'web-01', 'web-02', 'web-03']);
+    expect(page({ order: 'desc', limit: 2 })).toMatchObject({ site: 'test', total: 6, offset: 0, limit: 2, nodes: [{ identity: 'web-03' }, { identity: 'web-02' }] });
+    expect(page({ offset: 4, limit: 10 }).nodes.map((n) => n.identity)).toEqual(['web-02', 'web-03']);
+    const failed = page({ state: 'failed' });
+    expect(failed.total).toBe(2);
+    expect(failed.nodes[0]).toMatchObject({ identity: 'bad-1', state: 'failed', lastError: 'no CMDB record for bad-1', attempts: 1 });
+    expect(page({ search: 'WEB-0' }).nodes.map((n) => n.identity)).toEqual(['web-01', 'web-02', 'web-03']);
+    expect(page({ search: 'nothing' })).toMatchObject({ total: 0, nodes: [] });
+    // by state: failed before held, ties by identity
+    expect(page({ sort: 'state' }).nodes.map((n) => `${n.state}:${n.identity}`).slice(0, 3)).toEqual(['failed:bad-1', 'failed:bad-2', 'held:db-01']);
+    // nodes without an error sort after those with one
+    expect(page({ sort: 'lastError' }).nodes.map((n) => n.identity).slice(0, 2)).toEqual(['bad-1', 'bad-2']);
+    const recent = p.status({ limit: 0 }).recent;
+    expect(recent.slotMs).toBe(10_000);
+    expect(recent.provisioned.reduce((a, n) => a + n, 0)).toBe(4);
+    expect(recent.failed.reduce((a, n) => a + n, 0)).toBe(2);
+    expect(p.status({ limit: 0 }).hosts).toEqual([]);
+  });
+
   it('while paused ignores discovery and drops queued work; resumes cleanly', async () => {
     let release: (() => void) | undefined;
     const runs: string[] = [];

@@ -1,0 +1,28 @@
+// What the monitor port serves for the provisioners of one process: /status (every site), /nodes
+// (one page of one site's nodes, for the status page), /readyz and the control requests. The CLI,
+// the demo and an embedding application pass the same routes to startMonitorServer.
+import type { MonitorServerOptions, NodeQuery } from '../metrics/http.js';
+import { controlProvisioners } from './control.js';
+import type { Provisioner } from './provisioner.js';
+
+export type MonitorRoutes = Required<Pick<MonitorServerOptions, 'status' | 'nodes' | 'control' | 'ready'>>;
+
+/** The routes of `provisioners`, each a site (the first one is the status page's default). */
+export function monitorRoutes(provisioners: readonly Provisioner[]): MonitorRoutes {
+  return {
+    status: (query) => ({ sites: provisioners.map((p) => p.status(query)) }),
+    nodes: (query: NodeQuery) => {
+      const p = query.site === undefined ? provisioners[0] : provisioners.find((x) => x.config.site === query.site);
+      if (p === undefined) {
+        const known = provisioners.map((x) => JSON.stringify(x.config.site)).join(', ');
+        return { status: 404, body: { error: `no site ${JSON.stringify(query.site ?? '')} here; the sites are ${known === '' ? 'none' : known}` } };
+      }
+      return { status: 200, body: p.nodes(query) };
+    },
+    control: (req) => controlProvisioners(provisioners, req),
+    ready: () => {
+      const sites = provisioners.map((p) => p.readiness());
+      return { ready: sites.every((r) => r.ready), sites };
+    },
+  };
+}

@@ -1,0 +1,162 @@
+// The status page at / in a real browser (Debian's chromium driven by puppeteer-core) against a
+// provisioner provisioning a simulated fleet of 10,000 nodes: the page keeps polling while the
+// fleet is provisioned, its counts match /status, a failing node shows its error (as text), and
+// the state filter, the identity search, sorting and paging work. With STATUS_PAGE_SCREENSHOT=FILE
+// it also saves a screenshot taken while the fleet is being provisioned (docs/status.md's).
+import { existsSync } from 'node:fs';
+import { Registry } from 'prom-client';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { monitorRoutes, startMonitorServer, type MonitorServer, type Provisioner } from '../../packages/core/src/index.js';
+import { FleetHarness, discoverWhenIdle } from '@choria-provisioner/test-support/fleet';
+import type { SimulatedFleet } from '@choria-provisioner/simulator';
+import { until } from '@choria-provisioner/test-support/wait';
+
+const CHROMIUM = process.env['CHROMIUM_BIN'] ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => existsSync(p));
+const NODES = 10_000;
+const FAILING = 'node-7.example.net';
+const FAILURE = 'the CMDB has no <b>record</b> of node-7';
+
+interface SiteCounts {
+  [state: string]: number;
+}
+
+if (CHROMIUM === undefined) {
+  console.warn('status page browser test SKIPPED: no Chromium at /usr/bin/chromium (install the Debian package chromium, as .ci/run does, or set CHROMIUM_BIN)');
+}
+
+describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', () => {
+  const h = new FleetHarness();
+  let fleet: SimulatedFleet;
+  let p: Provisioner;
+  let monitor: MonitorServer;
+  let browser: Browser;
+  let page: Page;
+
+  const status = async (): Promise<{ hostCounts: SiteCounts; queue: number }> => {
+    const body = (await (await fetch(`${monitor.url}/status?limit=0`)).json()) as { sites: { hostCounts: SiteCounts; queue: number }[] };
+    return body.sites[0] as { hostCounts: SiteCounts; queue: number };
+  };
+  /** the counts the page shows, by state */
+  const pageCounts = (): Promise<SiteCounts> =>
+    page.$$eval('[data-site="test"] [data-count]', (buttons) =>
+      Object.fromEntries(buttons.map((b) => [b.getAttribute('data-count') ?? '', Number((b.querySelector('b')?.textContent ?? '').replace(/,/g, ''))])),
+    );
+  const polls = async (): Promise<number> => Number(await page.$eval('body', (b) => b.dataset['polls'] ?? '0'));
+  const range = (): Promise<string> => page.$eval('#range', (e) => e.textContent ?? '');
+  const rows = (): Promise<{ identity: string; state: string; error: string; errorHtml: string }[]> =>
+    page.$$eval('#node-rows tr', (trs) =>
+      trs.map((tr) => ({
+        identity: tr.getAttribute('data-identity') ?? '',
+        state: tr.querySelector('[data-field="state"]')?.textContent ?? '',
+        error: tr.querySelector('[data-field="lastError"]')?.textContent ?? '',
+        errorHtml: tr.querySelector('[data-field="lastError"]')?.innerHTML ?? '',
+      })),
+    );
+
+  beforeAll(async () => {
+    const s = await h.broker();
+    fleet = await h.fleet(s.url, { count: NODES, timeScale: 0.001 });
+    await fleet.waitForBooted(60_000);
+    const registry = new Registry();
+    p = h.provisioner(s.url, 'workers: 64\nmonitor_api_token: page-t0ken\n', {
+      registry,
+      holdMs: 600_000,
+      helper: (req) => {
+        if (req.identity === FAILING) throw new Error(FAILURE);
+        return { configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' } };
+      },
+    });
+    monitor = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, ...monitorRoutes([p]) });
+    h.onCleanup(() => monitor.close());
+    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    h.onCleanup(() => browser.close());
+    page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 900 });
+    const problems: string[] = [];
+    page.on('pageerror', (err) => problems.push(String(err)));
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(m.text());
+    });
+    h.onCleanup(async () => expect(problems).toEqual([]));
+    await page.goto(`${monitor.url}/`, { waitUntil: 'load' });
+  }, 120_000);
+
+  afterAll(() => h.cleanup(), 60_000);
+
+  it('keeps polling while 10,000 nodes are provisioned, and then shows exactly what /status says', async () => {
+    await until('the first poll', async () => (await polls()) >= 1, 10_000);
+    await p.start();
+    let screenshot = process.env['STATUS_PAGE_SCREENSHOT'];
+    const seen: number[] = [];
+    await until(
+      `every node provisioned but ${FAILING}`,
+      async () => {
+        seen.push(await polls());
+        const c = fleet.countByState();
+        if (screenshot !== undefined && (c.provisioned ?? 0) > NODES / 3) {
+          await page.screenshot({ path: screenshot, fullPage: false });
+          screenshot = undefined;
+        }
+        return (c.provisioned ?? 0) === NODES - 1;
+      },
+      120_000,
+      { tick: () => discoverWhenIdle(p), stepMs: 500 },
+    );
+    // the page went on polling (every 2 s) the whole time
+    const during = (seen.at(-1) ?? 0) - (seen[0] ?? 0);
+    expect(during).toBeGreaterThanOrEqual(Math.floor(seen.length / 4) - 1);
+    await until('the failing node tried and the queue empty', async () => (await status()).queue === 0 && (await status()).hostCounts['failed'] === 1, 30_000, { tick: () => discoverWhenIdle(p) });
+    const want = (await status()).hostCounts;
+    const sorted = (c: SiteCounts): string => JSON.stringify(Object.entries(c).sort());
+    await until('the page to show the same counts as /status', async () => sorted(await pageCounts()) === sorted(want), 10_000, { stepMs: 250 });
+    expect(want).toEqual({ failed: 1, held: NODES - 1 });
+    expect(await page.$eval('[data-site="test"] [data-field="workers"]', (e) => e.textContent)).toMatch(/^\d+ \/ 64$/);
+    expect(await page.$eval('[data-site="test"] [data-field="run-state"]', (e) => e.textContent)).toBe('running');
+    expect(await page.$$eval('[data-site="test"] svg.chart rect', (r) => r.length)).toBeGreaterThan(0);
+    expect(await range()).toBe(`1–100 of ${NODES.toLocaleString('en')}`);
+  }, 240_000);
+
+  it('finds the failing node by identity and shows its error as text', async () => {
+    await page.type('#search', FAILING);
+    await until('the search result', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
+    const [row] = await rows();
+    expect(row).toMatchObject({ identity: FAILING, state: 'failed' });
+    expect(row?.error).toContain(FAILURE);
+    expect(row?.errorHtml).not.toContain('<b>');
+    // (a string: the test's TypeScript has no DOM types)
+    await page.evaluate("const s = document.getElementById('search'); s.value = ''; s.dispatchEvent(new Event('input', { bubbles: true }));");
+    await until('every node again', async () => (await range()) === `1–100 of ${NODES.toLocaleString('en')}`, 5_000, { stepMs: 100 });
+  });
+
+  it('filters by state from the counts and the state menu', async () => {
+    await page.click('[data-site="test"] [data-count="failed"]');
+    await until('only the failed node', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
+    expect((await rows()).map((r) => r.state)).toEqual(['failed']);
+    await page.select('#state', 'held');
+    await until('the held nodes', async () => (await range()) === `1–100 of ${(NODES - 1).toLocaleString('en')}`, 5_000, { stepMs: 100 });
+    expect(new Set((await rows()).map((r) => r.state))).toEqual(new Set(['held']));
+    await page.select('#state', '');
+    await until('every state', async () => (await range()) === `1–100 of ${NODES.toLocaleString('en')}`, 5_000, { stepMs: 100 });
+  });
+
+  it('sorts by a column and pages through 10,000 nodes', async () => {
+    const identities = fleet.identities().sort();
+    await until('ascending by identity', async () => (await rows())[0]?.identity === identities[0], 5_000, { stepMs: 100 });
+    await page.click('th[data-sort="identity"]');
+    await until('descending by identity', async () => (await rows())[0]?.identity === identities.at(-1), 5_000, { stepMs: 100 });
+    expect(await page.$eval('th[data-sort="identity"]', (e) => e.getAttribute('aria-sort'))).toBe('descending');
+    await page.click('#next');
+    await until('the second page', async () => (await range()) === `101–200 of ${NODES.toLocaleString('en')}`, 5_000, { stepMs: 100 });
+    expect((await rows())[0]?.identity).toBe(identities.at(-101));
+    await page.click('th[data-sort="state"]');
+    await until('the failed node first (by state)', async () => (await rows())[0]?.identity === FAILING, 5_000, { stepMs: 100 });
+  });
+
+  it('reads well on a phone', async () => {
+    await page.setViewport({ width: 390, height: 844, isMobile: true });
+    await until('a poll at phone size', async () => (await polls()) > 0, 5_000);
+    const overflow = Number(await page.evaluate('document.documentElement.scrollWidth - window.innerWidth'));
+    expect(overflow).toBeLessThanOrEqual(0); // the table scrolls inside its box, the page does not
+  });
+});
