@@ -5,7 +5,7 @@
 // usage: npm run build && node scripts/status-page-screenshot.mjs [OUT.png]
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { URL, fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -32,7 +32,8 @@ try {
   await page.setViewport({ width: 1200, height: 820 });
   await page.goto(pageUrl, { waitUntil: 'load' });
   // a few polls in: the chart has bars and some nodes are done, many still waiting
-  await page.waitForFunction(() => Number(document.body.dataset.polls ?? '0') >= 3, { timeout: 30_000 });
+  // (a string: it runs in the page)
+  await page.waitForFunction("Number(document.body.dataset.polls ?? '0') >= 3", { timeout: 30_000 });
   await page.screenshot({ path: out });
   console.log(`saved ${out} from ${pageUrl}`);
 } finally {
