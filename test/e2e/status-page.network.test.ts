@@ -115,6 +115,8 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     expect(await page.$eval('[data-site="test"] [data-field="run-state"]', (e) => e.textContent)).toBe('running');
     expect(await page.$$eval('[data-site="test"] svg.chart rect', (r) => r.length)).toBeGreaterThan(0);
     expect(await range()).toBe(`1–100 of ${NODES.toLocaleString('en')}`);
+    // the site's API token is configured, and shown nowhere
+    expect(await page.content()).not.toContain('page-t0ken');
   }, 240_000);
 
   it('finds the failing node by identity and shows its error as text', async () => {
