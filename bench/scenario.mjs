@@ -25,7 +25,7 @@ import { activeActiveScenario } from './active-active.mjs';
 import { historyScaleScenario } from './history.mjs';
 import { buildRequests, runLimit, runNaive } from './drivers.mjs';
 import { startSimulator } from './lib/simulator.mjs';
-import { cpuSecondsOf, liveChildrenCpuSeconds, machineBusySeconds, memoryFromProc, percentile, reapedChildrenCpuSeconds } from './lib/stats.mjs';
+import { cpuSecondsOf, liveChildrenCpuSeconds, machineBusySeconds, median, memoryFromProc, percentile, reapedChildrenCpuSeconds } from './lib/stats.mjs';
 import { NodeTimes, timingLogger } from './lib/timing-logger.mjs';
 
 const spec = JSON.parse(process.argv[2] ?? '{}');
@@ -338,7 +338,51 @@ async function queueScenario(s) {
   };
 }
 
-const kinds = { provision: provisionScenario, naive: driverScenario, limit: driverScenario, discovery: discoveryScenario, queue: queueScenario, 'active-active': activeActiveScenario, 'history-scale': historyScaleScenario };
+/**
+ * What the status page costs the provisioner with `count` nodes on the list: /status with the
+ * counts only, and /nodes pages (sorted by identity, by last change, filtered and searched), each
+ * timed over repeats. Nobody answers: the workers' attempts wait until stop().
+ */
+async function nodesPageScenario(s) {
+  const { config, choria } = siteFor(s, provisionerYaml({ ...s, helper: 'function' }), { requireHelper: false });
+  const p = new Provisioner({
+    config,
+    choria,
+    logger: silentLogger(),
+    registry: new Registry(),
+    queueCapacity: s.count,
+    helper: inProcessHelper(s.flow),
+    hostRunner: (job) => new Promise((resolve) => job.signal.addEventListener('abort', () => resolve({ outcome: 'stale', message: 'stopped' }), { once: true })),
+  });
+  await p.start();
+  for (let i = 1; i <= s.count; i++) p.offer(`node-${i}.example.net`, 'discovery');
+  await new Promise((r) => setTimeout(r, 300));
+  const time = (f) => {
+    const ms = [];
+    for (let i = 0; i < s.repeat; i++) {
+      const t0 = performance.now();
+      f();
+      ms.push(performance.now() - t0);
+    }
+    return median(ms);
+  };
+  const page = (q) => () => p.nodes({ sort: 'identity', order: 'asc', offset: 0, limit: 100, ...q });
+  const result = {
+    kind: 'nodes-page',
+    count: s.count,
+    listed: p.status({ limit: 0 }).hostCounts,
+    statusCountsMs: time(() => p.status({ limit: 0 })),
+    byIdentityMs: time(page({})),
+    byUpdatedDescLastPageMs: time(page({ sort: 'updatedAt', order: 'desc', offset: s.count - 100 })),
+    filteredMs: time(page({ state: 'queued' })),
+    searchedMs: time(page({ search: 'node-99' })),
+    pageBytes: JSON.stringify(page({})()).length,
+  };
+  await p.stop();
+  return result;
+}
+
+const kinds = { provision: provisionScenario, naive: driverScenario, limit: driverScenario, discovery: discoveryScenario, queue: queueScenario, 'active-active': activeActiveScenario, 'history-scale': historyScaleScenario, 'nodes-page': nodesPageScenario };
 
 kinds[spec.kind](spec).then(
   (result) => {
