@@ -16,7 +16,8 @@ export { DurationError, formatDuration, parseDuration } from './util/duration.js
 export { createLogger, silentLogger, type Logger, type LoggerOptions } from './util/logger.js';
 
 // The scheduler of one site
-export { Provisioner, type CoordinationStatus, type HistoryStatus, type HostStatus, type NodePage, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './provisioner/provisioner.js';
+export { Provisioner, type CoordinationStatus, type HostStatus, type NodePage, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './provisioner/provisioner.js';
+export type { HistoryStatus } from './provisioner/history/index.js';
 export type { MembershipState, MembershipView, MemberView } from './provisioner/coordination/index.js';
 export { controlProvisioners, type ControlAction, type ControlAnswer, type ControlRequest } from './provisioner/control.js';
 export { monitorRoutes, type MonitorRoutes } from './provisioner/monitor-routes.js';

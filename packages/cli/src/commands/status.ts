@@ -1,4 +1,5 @@
 // `choria-provisioner status`: fetches /status from a running provisioner and prints it as tables.
+import type { HistoryStatus } from '@choria-provisioner/core';
 import { EXIT, type CliIO } from '../io.js';
 import { monitorUrl } from './monitor-url.js';
 
@@ -12,16 +13,6 @@ interface HostStatus {
   updatedAt?: string;
   /** the provisioner that made the last attempt (the shared history) */
   instance?: string;
-}
-
-interface HistoryStatus {
-  store: string;
-  bucket?: string;
-  ttlMs?: number;
-  reason?: string;
-  readOnly?: boolean;
-  nodes: number;
-  pendingWrites: number;
 }
 
 interface MemberStatus {

@@ -8,23 +8,25 @@ import type { ChoriaSettings, ProvisionerConfig } from '../config/types.js';
 import { ChoriaClient } from '../choria/client.js';
 import type { LifecycleEvent } from '../choria/lifecycle.js';
 import { ProvisionerMetrics } from '../metrics/metrics.js';
-import type { HostResult, HostRunner, Outcome } from '../host/types.js';
+import type { HostResult, HostRunner } from '../host/types.js';
 import { PauseFlag } from '../util/pause.js';
 import { silentLogger } from '../util/logger.js';
 import { helperRunnerFor, type HelperFunction, type HelperRunner } from '../host/helper/index.js';
 import { createHostRunner } from '../host/host.js';
 import { LeaderElection } from './election/index.js';
 import { ForeignNodes, Membership, type MembershipView } from './coordination/index.js';
-import { HistoryBucket, NodeHistory, type NodeRecord } from './history/index.js';
+import { HistorySync, NodeHistory, type HistoryStatus } from './history/index.js';
 import type { EffectiveCoordination } from '../metrics/metrics.js';
 import type { CoordinationMode } from '../config/types.js';
 import { HostList, type DiscoverySource, type HostEntry } from './host-list.js';
 import { RecentThroughput, type ThroughputSeries } from './throughput.js';
-import type { NodeQuery, NodeSortKey, StatusQuery } from '../metrics/http.js';
+import type { NodeQuery, StatusQuery } from '../metrics/http.js';
+import { describeNode, pageOf, type HostStatus, type KnownNode, type NodePage } from './node-listing.js';
+
+export type { HostStatus, NodePage } from './node-listing.js';
 import { QueueClosedError, QueueFullError, WorkQueue } from './work-queue.js';
 import { VERSION } from '../util/version.js';
 import { errorText } from '../util/values.js';
-import { formatMs } from '../util/duration.js';
 
 export interface ProvisionerOptions {
   readonly config: ProvisionerConfig;
@@ -54,31 +56,6 @@ export interface ProvisionerOptions {
   readonly version?: string;
 }
 
-export interface HostStatus {
-  identity: string;
-  state: 'queued' | 'provisioning' | 'held' | 'locked' | 'quarantined' | Outcome;
-  step?: string;
-  /** state `locked`: when this instance tries the node again */
-  nextAttemptAt?: string;
-  /** how long the node's last finished attempt took, in ms */
-  lastAttemptMs?: number;
-  /** failed attempts in a row (back-off and quarantine) */
-  failures?: number;
-  /** state quarantined: since when */
-  quarantinedAt?: string;
-  attempts: number;
-  /** when a provisioner of the site first found the node (from the history) */
-  firstSeen?: string;
-  /** the provisioner instance (Choria identity) that made the last attempt */
-  instance?: string;
-  /** the last time a provisioner of the site provisioned, shut down or upgraded it */
-  provisionedAt?: string;
-  source?: DiscoverySource;
-  lastError?: string;
-  discoveredAt?: string;
-  updatedAt: string;
-}
-
 export interface ProvisionerStatus {
   site: string;
   identity: string;
@@ -102,24 +79,6 @@ export interface ProvisionerStatus {
   recent: ThroughputSeries;
 }
 
-/** One page of a site's nodes (/nodes, the status page's table). */
-export interface NodePage {
-  site: string;
-  /** nodes that match the query */
-  total: number;
-  offset: number;
-  limit: number;
-  nodes: HostStatus[];
-}
-
-/** A node as status() and nodes() walk them: on the active list, or known from the history only. */
-interface KnownNode {
-  readonly identity: string;
-  readonly state: HostStatus['state'];
-  readonly entry: HostEntry | undefined;
-  readonly record: NodeRecord | undefined;
-}
-
 /** How this instance shares the fleet with the other instances of its site. */
 export interface CoordinationStatus {
   /** the configured mode */
@@ -134,23 +93,6 @@ export interface CoordinationStatus {
   foreignNodes?: number;
 }
 
-/** Where the per-node history lives and how much of it this instance holds. */
-export interface HistoryStatus {
-  /** kv: the shared bucket; memory: this process only */
-  store: 'kv' | 'memory';
-  /** store kv: the bucket, and its max age in ms (0: none) */
-  bucket?: string;
-  ttlMs?: number;
-  /** store memory although history_store is kv: why */
-  reason?: string;
-  /** `run --dry-run`: the bucket is read, never written */
-  readOnly?: boolean;
-  /** nodes with a record in this instance's memory */
-  nodes: number;
-  /** records changed here and not yet in the bucket */
-  pendingWrites: number;
-}
-
 /** One site's answer to /readyz. */
 export interface SiteReadiness {
   site: string;
@@ -159,47 +101,6 @@ export interface SiteReadiness {
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
-
-/** What a node's history adds to its status line. */
-function pastFields(r: NodeRecord): Pick<HostStatus, 'lastError' | 'lastAttemptMs' | 'firstSeen' | 'instance' | 'provisionedAt'> {
-  return {
-    ...(r.error !== undefined ? { lastError: r.error } : {}),
-    lastAttemptMs: r.durationMs,
-    firstSeen: iso(r.firstSeen),
-    instance: r.instance,
-    ...(r.provisionedAt !== undefined ? { provisionedAt: iso(r.provisionedAt) } : {}),
-  };
-}
-
-/** When a node of the history (not on the list) may be tried again: its back-off's end, if it is still to come. */
-function nextAttempt(n: KnownNode, now: number): number | undefined {
-  if (n.entry !== undefined) return n.entry.state === 'locked' ? n.entry.heldUntil : undefined;
-  const r = n.record;
-  return r !== undefined && r.quarantinedAt === undefined && r.notBefore !== undefined && r.notBefore > now ? r.notBefore : undefined;
-}
-
-type SortValue = string | number;
-const compare = (a: SortValue, b: SortValue): number => (a < b ? -1 : a > b ? 1 : 0);
-
-/** The value /nodes sorts by; nodes without one (no error, no next attempt) sort last. */
-function sortKey(key: NodeSortKey, now: number): (n: KnownNode) => SortValue {
-  switch (key) {
-    case 'identity':
-      return (n) => n.identity;
-    case 'state':
-      return (n) => n.state;
-    case 'step':
-      return (n) => n.entry?.step ?? '\uffff';
-    case 'attempts':
-      return (n) => n.entry?.attempts ?? n.record?.attempts ?? 0;
-    case 'lastError':
-      return (n) => n.record?.error ?? '\uffff';
-    case 'nextAttemptAt':
-      return (n) => nextAttempt(n, now) ?? Number.MAX_SAFE_INTEGER;
-    case 'updatedAt':
-      return (n) => n.entry?.updatedAt ?? n.record?.updatedAt ?? 0;
-  }
-}
 
 /** Fisher-Yates, in place: lock-only instances that try nodes in the same order would collide on every one. */
 function shuffle<T>(items: T[]): T[] {
@@ -231,9 +132,7 @@ export class Provisioner {
   readonly #lockWait: HostEntry[] = [];
   readonly #foreign: ForeignNodes;
   readonly #history: NodeHistory;
-  #bucket: HistoryBucket | undefined;
-  /** why the history is in memory although history_store is kv */
-  #historyFallback: string | undefined;
+  readonly #historySync: HistorySync;
   #membership: Membership | undefined;
   #finished = 0;
   readonly #throughput = new RecentThroughput();
@@ -268,6 +167,7 @@ export class Provisioner {
       onWriteError: (err) => this.logger.warn(`Could not write the node history to bucket ${opts.config.historyBucket}, keeping changes until it can: ${errorText(err)}`),
       onWritten: () => this.logger.info(`Writing the node history to bucket ${opts.config.historyBucket} again`),
     });
+    this.#historySync = new HistorySync({ history: this.#history, config: opts.config, logger: this.logger, readOnly: opts.dryRun === true, ...(opts.historyRetryMs !== undefined ? { retryMs: opts.historyRetryMs } : {}) });
     // every in-flight node listens for stop(): more than the default 10 is normal, not a leak
     setMaxListeners(0, this.#stop.signal);
   }
@@ -320,7 +220,7 @@ export class Provisioner {
     }
 
     // before any node is offered: a restarted instance holds back what the site quarantined
-    await this.#openHistory(client);
+    await this.#historySync.start(client.nats);
     if (this.#stop.signal.aborted) return;
 
     if (this.config.leaderElection) this.#startElection(client);
@@ -340,7 +240,6 @@ export class Provisioner {
     for (let i = 0; i < this.config.workers; i++) this.#workers.push(this.#work(i));
     this.#timers.push(setInterval(() => void this.discover(), this.config.intervalMs));
     this.#timers.push(setInterval(() => this.#sweepHeld(), 1_000));
-    this.#timers.push(setInterval(() => this.#history.flush(), 5_000));
     this.#state = 'running';
     this.#updateGauges();
     // active/active: while the members are still getting to know each other, what the first
@@ -376,8 +275,7 @@ export class Provisioner {
     ]);
     clearTimeout(timer);
     // the last attempts' records, so the next process (or another instance) knows them
-    await this.#history.settle(2_000);
-    this.#bucket?.close();
+    await this.#historySync.stop();
     await this.#helper?.close().catch(() => undefined);
     if (this.#opts.client === undefined) await this.#client?.close().catch(() => undefined);
     this.#state = 'stopped';
@@ -782,86 +680,6 @@ export class Provisioner {
     this.#election.start();
   }
 
-  /**
-   * history_store kv: loads the site's records from the bucket (creating it when missing) and keeps
-   * following it; a dry run reads it and never writes. Without a reachable bucket the history is in
-   * memory, said once, and the bucket is tried again every minute.
-   */
-  async #openHistory(client: ChoriaClient): Promise<void> {
-    if (this.config.historyStore === 'memory') {
-      this.logger.info('Keeping the node history in memory (history_store: memory): it is not shared with other instances and ends with this process');
-      return;
-    }
-    const reason = await this.#bindHistory(client);
-    if (reason === undefined) return;
-    this.#historyFallback = reason;
-    const retryMs = this.#opts.historyRetryMs ?? 60_000;
-    this.logger.warn(`Keeping the node history in memory only: ${reason}. It is not shared with other instances and ends with this process; trying the bucket again every ${formatMs(retryMs)} (docs/operations.md#node-history)`);
-    const retry = setInterval(() => {
-      if (this.#stop.signal.aborted) return;
-      void this.#bindHistory(client).then((again) => {
-        if (again !== undefined) return;
-        clearInterval(retry);
-        this.#historyFallback = undefined;
-        this.logger.warn(`The node history bucket ${this.config.historyBucket} is reachable now: keeping the history there`);
-      });
-    }, retryMs);
-    this.#timers.push(retry);
-  }
-
-  /** Opens and follows the bucket; returns why not when it cannot. */
-  async #bindHistory(client: ChoriaClient): Promise<string | undefined> {
-    let bucket: HistoryBucket;
-    try {
-      bucket = await HistoryBucket.open({ nc: client.nats, bucket: this.config.historyBucket, ttlMs: this.config.historyTtlMs, apiPrefix: this.config.historyApiPrefix, site: this.config.site });
-    } catch (err) {
-      return errorText(err);
-    }
-    const bucketName = this.config.historyBucket;
-    const loading = bucket.watch({
-      onRecord: (r) => this.#history.merge(r),
-      onInvalid: (key, why) => this.logger.warn(`Ignoring key ${key} of the history bucket ${bucketName}: ${why}`),
-      onRewatch: (err) => this.logger.warn(`Following the history bucket ${bucketName} again after: ${errorText(err)}`),
-    });
-    let timer: NodeJS.Timeout | undefined;
-    const loaded = await Promise.race([
-      loading.then(() => true),
-      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), 30_000))),
-    ]).catch((err: unknown) => errorText(err));
-    clearTimeout(timer);
-    if (typeof loaded === 'string') {
-      bucket.close();
-      return `could not read the history bucket ${bucketName}: ${loaded}`;
-    }
-    if (this.#stop.signal.aborted) {
-      bucket.close();
-      return undefined;
-    }
-    this.#bucket = bucket;
-    const dryRun = this.#opts.dryRun === true;
-    if (!dryRun) this.#history.attach(bucket);
-    const ttl = bucket.info.ttlMs > 0 ? `kept ${formatMs(bucket.info.ttlMs)} after each change` : 'kept without an age limit';
-    this.logger.info(
-      `Keeping the node history in the bucket ${bucketName} (${bucket.info.created ? 'created now, ' : ''}${this.#history.size} nodes known, ${ttl}${dryRun ? '; read only for the dry run' : ''})${loaded ? '' : '; still loading after 30 s'}`,
-    );
-    if (bucket.info.ttlMs > 0 && bucket.info.ttlMs !== this.config.historyTtlMs) {
-      this.logger.warn(`The history bucket ${bucketName} keeps records for ${formatMs(bucket.info.ttlMs)}, not history_ttl ${formatMs(this.config.historyTtlMs)}: an existing bucket is used as it is`);
-    }
-    return undefined;
-  }
-
-  #historyStatus(): HistoryStatus {
-    const bucket = this.#bucket;
-    return {
-      store: bucket !== undefined ? 'kv' : 'memory',
-      ...(bucket !== undefined ? { bucket: bucket.info.bucket, ttlMs: bucket.info.ttlMs } : {}),
-      ...(this.#historyFallback !== undefined ? { reason: this.#historyFallback } : {}),
-      ...(bucket !== undefined && this.#opts.dryRun === true ? { readOnly: true } : {}),
-      nodes: this.#history.size,
-      pendingWrites: this.#history.pendingWrites,
-    };
-  }
-
   #makeHelper(): HelperRunner {
     const h = this.#opts.helper;
     return h !== undefined && isHelperRunner(h) ? h : helperRunnerFor(this.config, h);
@@ -933,58 +751,12 @@ export class Provisioner {
     }
   }
 
-  #describe(n: KnownNode, now: number): HostStatus {
-    const { entry: e, record: r } = n;
-    if (e !== undefined) {
-      return {
-        identity: e.identity,
-        state: e.state,
-        ...(e.step !== undefined ? { step: e.step } : {}),
-        ...(e.state === 'locked' && e.heldUntil !== undefined ? { nextAttemptAt: iso(e.heldUntil) } : {}),
-        attempts: e.attempts,
-        source: e.source,
-        ...(r !== undefined ? pastFields(r) : {}),
-        discoveredAt: iso(e.discoveredAt),
-        updatedAt: iso(e.updatedAt),
-      };
-    }
-    const rec = r as NodeRecord;
-    return {
-      identity: rec.identity,
-      state: n.state,
-      attempts: rec.attempts,
-      ...pastFields(rec),
-      ...(rec.failures > 0 ? { failures: rec.failures } : {}),
-      ...(rec.quarantinedAt !== undefined ? { quarantinedAt: iso(rec.quarantinedAt) } : {}),
-      ...(nextAttempt(n, now) !== undefined ? { nextAttemptAt: iso(nextAttempt(n, now) as number) } : {}),
-      updatedAt: iso(rec.updatedAt),
-    };
-  }
-
   /**
    * One page of this site's nodes, filtered by state and identity, sorted (ties by identity):
    * only the page is described, so paging through 100,000 nodes stays cheap.
    */
   nodes(query: Omit<NodeQuery, 'site'>): NodePage {
-    const now = Date.now();
-    const search = query.search?.toLowerCase();
-    const matching: KnownNode[] = [];
-    for (const n of this.#known()) {
-      if (query.state !== undefined && n.state !== query.state) continue;
-      if (search !== undefined && !n.identity.toLowerCase().includes(search)) continue;
-      matching.push(n);
-    }
-    const key = sortKey(query.sort, now);
-    const sign = query.order === 'desc' ? -1 : 1;
-    const keyed = matching.map((n) => ({ n, k: key(n) }));
-    keyed.sort((a, b) => sign * (compare(a.k, b.k) || compare(a.n.identity, b.n.identity)));
-    return {
-      site: this.config.site,
-      total: keyed.length,
-      offset: query.offset,
-      limit: query.limit,
-      nodes: keyed.slice(query.offset, query.offset + query.limit).map(({ n }) => this.#describe(n, now)),
-    };
+    return pageOf(this.#known(), query, this.config.site, Date.now());
   }
 
   /** A snapshot for the /status endpoint and `choria-provisioner status`. */
@@ -998,7 +770,7 @@ export class Provisioner {
     // a status poll with limit 0 took longer than the poll interval).
     for (const n of this.#known()) {
       counts[n.state] = (counts[n.state] ?? 0) + 1;
-      if (hosts.length < limit) hosts.push(this.#describe(n, now));
+      if (hosts.length < limit) hosts.push(describeNode(n, now));
       else truncated = true;
     }
     const leader = this.#election?.isLeader;
@@ -1017,7 +789,7 @@ export class Provisioner {
         instance: this.choria.identity,
         ...(this.#membership !== undefined ? { membership: this.#membership.view(), foreignNodes: this.#foreign.size } : {}),
       },
-      history: this.#historyStatus(),
+      history: this.#historySync.status(),
       queue: this.#queue.length,
       queueCapacity: this.#queue.capacity,
       busyWorkers: this.#busy,
