@@ -149,13 +149,20 @@ function siteCard(s) {
 function renderSites(sites) {
   sitesCache = sites;
   $('sites').replaceChildren(...sites.map(siteCard));
-  const select = $('site');
   if (view.site === undefined || !sites.some((s) => s.site === view.site)) view.site = sites.length > 0 ? sites[0].site : undefined;
-  select.replaceChildren(...sites.map((s) => el('option', { value: s.site, selected: s.site === view.site }, s.site === '' ? '(none)' : s.site)));
   const current = sites.find((s) => s.site === view.site);
   const states = current ? Object.keys(current.hostCounts).sort() : [];
   if (view.state !== '' && !states.includes(view.state)) states.push(view.state);
-  $('state').replaceChildren(el('option', { value: '' }, 'every state'), ...states.map((st) => el('option', { value: st, selected: st === view.state }, st + (current && current.hostCounts[st] !== undefined ? ' (' + num(current.hostCounts[st]) + ')' : ''))));
+  // the menus are rebuilt only when their choices change: not under the user's hand every poll
+  replaceOptions($('site'), sites.map((s) => [s.site, s.site === '' ? '(none)' : s.site]), view.site);
+  replaceOptions($('state'), [['', 'every state'], ...states.map((st) => [st, st])], view.state);
+}
+
+function replaceOptions(select, choices, selected) {
+  const key = JSON.stringify([choices, selected]);
+  if (select.dataset.choices === key) return;
+  select.dataset.choices = key;
+  select.replaceChildren(...choices.map(([value, label]) => el('option', { value, selected: value === selected }, label)));
 }
 
 function renderNodes(page) {
