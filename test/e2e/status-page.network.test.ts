@@ -155,6 +155,37 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     await until('the failed node first (by state)', async () => (await rows())[0]?.identity === FAILING, 5_000, { stepMs: 100 });
   });
 
+  it('pauses, resumes and retries through the page with the API token, and refuses without it', async () => {
+    const notice = (): Promise<string> => page.$eval('#notice', (e) => e.textContent ?? '');
+    const node7 = async (): Promise<number> => {
+      const body = (await (await fetch(`${monitor.url}/nodes?search=${FAILING}`)).json()) as { nodes: { attempts: number }[] };
+      return body.nodes[0]?.attempts ?? -1;
+    };
+    await page.type('#search', FAILING);
+    await until('the failing node alone', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
+    const before = await node7();
+    await page.click('#node-rows [data-action="retry"]');
+    await until('the refusal', async () => (await notice()).startsWith('enter the API token'), 5_000, { stepMs: 100 });
+    await page.type('#token', 'wrong-token');
+    await page.$eval('#token', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
+    await page.click('#node-rows [data-action="retry"]');
+    await until('the wrong token refused', async () => (await notice()) === 'the token matches no site', 5_000, { stepMs: 100 });
+    await page.evaluate("const t = document.getElementById('token'); t.value = ''; t.dispatchEvent(new Event('change'));");
+    await page.type('#token', 'page-t0ken');
+    await page.$eval('#token', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
+    await page.click('#node-rows [data-action="retry"]');
+    await until('the retry queued', async () => (await notice()) === `test: queued ${FAILING}`, 5_000, { stepMs: 100 });
+    await until('node-7 tried again', async () => (await node7()) === before + 1, 15_000, { stepMs: 100 });
+    await page.click('[data-site="test"] [data-action="pause"]');
+    await until('paused', async () => (await page.$eval('[data-site="test"] [data-field="run-state"]', (e) => e.textContent)) === 'paused', 5_000, { stepMs: 100 });
+    expect(p.paused).toBe(true);
+    await page.click('[data-site="test"] [data-action="resume"]');
+    await until('running again', async () => (await page.$eval('[data-site="test"] [data-field="run-state"]', (e) => e.textContent)) === 'running', 5_000, { stepMs: 100 });
+    expect(p.paused).toBe(false);
+    // typed into a password field and kept in the tab's session storage: never part of the page
+    expect(await page.content()).not.toContain('page-t0ken');
+  });
+
   it('reads well on a phone', async () => {
     await page.setViewport({ width: 390, height: 844, isMobile: true });
     await until('a poll at phone size', async () => (await polls()) > 0, 5_000);

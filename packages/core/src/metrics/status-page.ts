@@ -14,6 +14,11 @@ header { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: baseline;
 header h1 { font-size: 1.1rem; margin: 0; }
 .muted { color: var(--muted); }
 #error { color: var(--bad); font-weight: 600; }
+#notice { font-weight: 600; }
+#notice.bad { color: var(--bad); }
+.auth { margin-left: auto; display: flex; gap: .35rem; align-items: center; }
+.auth input { width: 12rem; }
+button.act { font: inherit; font-size: .8rem; padding: .05rem .5rem; margin-right: .25rem; cursor: pointer; }
 main, section { padding: .75rem 1rem; }
 #sites { display: grid; gap: .75rem; grid-template-columns: repeat(auto-fill, minmax(min(100%, 26rem), 1fr)); }
 .site { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: .75rem 1rem; }
@@ -57,6 +62,9 @@ const SCRIPT = `
 const POLL_MS = 2000;
 const PAGE_SIZE = 100;
 const view = { site: undefined, state: '', search: '', sort: 'identity', order: 'asc', offset: 0 };
+// the token is kept for this tab only (sessionStorage) and sent only as a bearer header to this origin
+const TOKEN_KEY = 'choria-provisioner-api-token';
+const ACTIVE = ['queued', 'provisioning', 'held', 'locked'];
 const $ = (id) => document.getElementById(id);
 let sitesCache = [];
 let timer;
@@ -128,6 +136,9 @@ function siteCard(s) {
   const r = role(s);
   if (r) badges.append(el('span', { class: 'badge ' + r[1], 'data-field': 'role' }, r[0]));
   if (s.dryRun) badges.append(el('span', { class: 'badge warn', 'data-field': 'dry-run' }, 'dry run'));
+  const toggle = el('button', { type: 'button', class: 'act', 'data-action': s.paused ? 'resume' : 'pause' }, s.paused ? 'resume' : 'pause');
+  toggle.addEventListener('click', () => act((s.paused ? 'resume' : 'pause') + siteParam(s.site)));
+  badges.append(toggle);
   if (s.history) badges.append(el('span', { class: 'badge' + (s.history.store === 'kv' ? '' : ' warn'), 'data-field': 'history', title: s.history.reason || '' }, s.history.store === 'kv' ? 'history: ' + s.history.bucket : 'history: this process only'));
   const stat = (label, value, field) => el('div', {}, el('dt', {}, label), el('dd', { 'data-field': field }, value));
   const stats = el('dl', { class: 'stats' },
@@ -165,6 +176,18 @@ function replaceOptions(select, choices, selected) {
   select.replaceChildren(...choices.map(([value, label]) => el('option', { value, selected: value === selected }, label)));
 }
 
+function nodeActions(n) {
+  const buttons = [];
+  const add = (action, label) => {
+    const b = el('button', { type: 'button', class: 'act', 'data-action': action }, label);
+    b.addEventListener('click', () => act('nodes/' + encodeURIComponent(n.identity) + '/' + action + siteParam(view.site)));
+    buttons.push(b);
+  };
+  if (n.state === 'quarantined') add('release', 'release');
+  if (!ACTIVE.includes(n.state)) add('retry', 'retry now');
+  return buttons;
+}
+
 function renderNodes(page) {
   const rows = page.nodes.map((n) => el('tr', { 'data-identity': n.identity },
     el('td', { class: 'identity' }, n.identity),
@@ -173,7 +196,8 @@ function renderNodes(page) {
     el('td', {}, String(n.attempts)),
     el('td', { class: 'error', 'data-field': 'lastError' }, n.lastError || ''),
     el('td', { title: n.nextAttemptAt || '' }, ago(n.nextAttemptAt)),
-    el('td', { title: n.updatedAt || '' }, ago(n.updatedAt))));
+    el('td', { title: n.updatedAt || '' }, ago(n.updatedAt)),
+    el('td', {}, ...nodeActions(n))));
   $('node-rows').replaceChildren(...rows);
   const first = page.total === 0 ? 0 : page.offset + 1;
   $('range').textContent = num(first) + '–' + num(page.offset + page.nodes.length) + ' of ' + num(page.total);
@@ -181,6 +205,31 @@ function renderNodes(page) {
   $('next').disabled = page.offset + page.nodes.length >= page.total;
   for (const th of document.querySelectorAll('th[data-sort]')) th.setAttribute('aria-sort', th.dataset.sort === view.sort ? (view.order === 'asc' ? 'ascending' : 'descending') : 'none');
 }
+
+function notice(text, bad) {
+  const n = $('notice');
+  n.textContent = text;
+  n.className = bad ? 'bad' : '';
+}
+
+/** A control request (POST) with the token; says what came of it and polls again. */
+async function act(path) {
+  const token = sessionStorage.getItem(TOKEN_KEY) || '';
+  if (token === '') {
+    notice("enter the API token (the site's monitor_api_token) first", true);
+    return;
+  }
+  try {
+    const res = await fetch(path, { method: 'POST', cache: 'no-store', headers: { authorization: 'Bearer ' + token } });
+    const body = await res.json().catch(() => ({}));
+    if (res.ok) notice((body.sites || []).map((s) => (s.site === '' ? '(none)' : s.site) + ': ' + s.result).join('; '), false);
+    else notice(body.error || path.split('?')[0] + ' answered ' + res.status, true);
+  } catch (err) {
+    notice('could not reach the provisioner: ' + err.message, true);
+  }
+  poll();
+}
+const siteParam = (site) => '?site=' + encodeURIComponent(site);
 
 async function getJson(path) {
   const res = await fetch(path, { cache: 'no-store', headers: { accept: 'application/json' } });
@@ -220,6 +269,12 @@ async function poll() {
   timer = setTimeout(poll, POLL_MS);
 }
 
+$('token').value = sessionStorage.getItem(TOKEN_KEY) || '';
+$('token').addEventListener('change', (e) => {
+  const t = e.target.value.trim();
+  if (t === '') sessionStorage.removeItem(TOKEN_KEY);
+  else sessionStorage.setItem(TOKEN_KEY, t);
+});
 let searchTimer;
 $('search').addEventListener('input', (e) => {
   clearTimeout(searchTimer);
@@ -244,6 +299,8 @@ const BODY = `<header>
   <h1>choria-provisioner</h1>
   <span id="updated" class="muted">loading…</span>
   <span id="error" role="alert"></span>
+  <span id="notice" role="status"></span>
+  <label class="auth" title="the site's monitor_api_token: needed to pause, resume, release and retry; kept in this tab only">API token <input id="token" type="password" autocomplete="off" placeholder="for pause, retry, release"></label>
 </header>
 <main id="sites" aria-label="sites"></main>
 <section id="nodes">
@@ -263,6 +320,7 @@ const BODY = `<header>
         <th data-sort="lastError" scope="col">Last error</th>
         <th data-sort="nextAttemptAt" scope="col">Next attempt</th>
         <th data-sort="updatedAt" scope="col">Updated</th>
+        <th scope="col">Actions</th>
       </tr></thead>
       <tbody id="node-rows"></tbody>
     </table>

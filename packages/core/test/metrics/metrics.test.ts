@@ -80,6 +80,8 @@ describe('startMonitorServer', () => {
     // the page builds its DOM with textContent only: nothing a node said is ever parsed as HTML
     expect(script).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(/);
     expect(html).not.toMatch(/<script src|<link /);
+    // the inline script parses (a quoting slip in the template would only show in a browser)
+    expect(() => new Function(script)).not.toThrow();
 
     await fetch(`${srv.url}/status?limit=0`);
     await fetch(`${srv.url}/nodes?site=lon&state=failed&search=web&sort=attempts&order=desc&offset=100&limit=50`);
