@@ -66,6 +66,11 @@ describe('choria-provisioner validate', () => {
     expect(io.stdout).toContain('interval:           300s');
     expect(io.stdout).toContain('brokers:            nats://127.0.0.1:4222');
     expect(io.stdout).toContain('protocol v1');
+    expect(io.stdout).toContain('node history:       bucket CHORIA_PROVISIONER_HISTORY (168 h, memory when unreachable)');
+    const mem = writeConfig('m.yaml', good('history_store: memory\n').replace('HELPER', helper));
+    const io2 = capture();
+    expect(await main(['validate', '--config', mem, '--choria-config', choriaCfg], io2)).toBe(0);
+    expect(io2.stdout).toContain('node history:       this process only (history_store: memory)');
   });
 
   it('uses the choria_config key of the file before --choria-config', async () => {

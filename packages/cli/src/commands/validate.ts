@@ -46,6 +46,7 @@ function describeConfig(c: ProvisionerConfig): string[] {
     `  features:           ${features.length > 0 ? features.join(', ') : '(none)'}`,
     `  lifecycle events:   choria.lifecycle.event.startup.${c.lifecycleComponent}`,
     `  coordination:       ${describeCoordination(c)}`,
+    `  node history:       ${c.historyStore === 'kv' ? `bucket ${c.historyBucket} (${c.historyTtlMs / 3_600_000} h, memory when unreachable)` : 'this process only (history_store: memory)'}`,
     `  monitor port:       ${c.monitorPort > 0 ? c.monitorPort : 'off'}`,
     `  log:                ${c.logfile ?? 'stdout'} at ${c.loglevel}`,
   ];
