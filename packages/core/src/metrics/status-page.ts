@@ -148,7 +148,7 @@ function siteCard(s) {
   const counts = el('ul', { class: 'counts', 'aria-label': 'nodes per state' });
   for (const [state, n] of Object.entries(s.hostCounts).sort()) {
     const b = el('button', { type: 'button', 'data-count': state, title: 'show the ' + state + ' nodes' }, el('b', {}, num(n)), state);
-    b.addEventListener('click', () => { view.site = s.site; view.state = state; view.offset = 0; refreshNodes(); });
+    b.addEventListener('click', () => { view.site = s.site; view.state = state; view.offset = 0; reload(); });
     counts.append(el('li', {}, b));
   }
   return el('article', { class: 'site', 'data-site': s.site },
@@ -237,22 +237,23 @@ async function getJson(path) {
   return res.json();
 }
 
-async function refreshNodes() {
-  if (view.site === undefined) return;
-  const q = new URLSearchParams({ site: view.site, sort: view.sort, order: view.order, offset: String(view.offset), limit: String(PAGE_SIZE) });
-  if (view.state !== '') q.set('state', view.state);
-  if (view.search !== '') q.set('search', view.search);
-  const wanted = q.toString();
-  const page = await getJson('nodes?' + wanted);
-  // a slower answer to an older question must not overwrite a newer one
-  if (wanted === currentQuery()) renderNodes(page);
-}
-function currentQuery() {
+/** The /nodes query of what the table shows now. */
+function nodesQuery() {
   const q = new URLSearchParams({ site: view.site, sort: view.sort, order: view.order, offset: String(view.offset), limit: String(PAGE_SIZE) });
   if (view.state !== '') q.set('state', view.state);
   if (view.search !== '') q.set('search', view.search);
   return q.toString();
 }
+
+async function refreshNodes() {
+  if (view.site === undefined) return;
+  const wanted = nodesQuery();
+  const page = await getJson('nodes?' + wanted);
+  // a slower answer to an older question must not overwrite a newer one
+  if (wanted === nodesQuery()) renderNodes(page);
+}
+/** After the user changed the view: errors show at the next poll. */
+const reload = () => refreshNodes().catch(() => undefined);
 
 async function poll() {
   clearTimeout(timer);
@@ -278,18 +279,18 @@ $('token').addEventListener('change', (e) => {
 let searchTimer;
 $('search').addEventListener('input', (e) => {
   clearTimeout(searchTimer);
-  searchTimer = setTimeout(() => { view.search = e.target.value.trim(); view.offset = 0; refreshNodes().catch(() => undefined); }, 250);
+  searchTimer = setTimeout(() => { view.search = e.target.value.trim(); view.offset = 0; reload(); }, 250);
 });
-$('state').addEventListener('change', (e) => { view.state = e.target.value; view.offset = 0; refreshNodes().catch(() => undefined); });
-$('site').addEventListener('change', (e) => { view.site = e.target.value; view.state = ''; view.offset = 0; renderSites(sitesCache); refreshNodes().catch(() => undefined); });
-$('prev').addEventListener('click', () => { view.offset = Math.max(0, view.offset - PAGE_SIZE); refreshNodes().catch(() => undefined); });
-$('next').addEventListener('click', () => { view.offset += PAGE_SIZE; refreshNodes().catch(() => undefined); });
+$('state').addEventListener('change', (e) => { view.state = e.target.value; view.offset = 0; reload(); });
+$('site').addEventListener('change', (e) => { view.site = e.target.value; view.state = ''; view.offset = 0; renderSites(sitesCache); reload(); });
+$('prev').addEventListener('click', () => { view.offset = Math.max(0, view.offset - PAGE_SIZE); reload(); });
+$('next').addEventListener('click', () => { view.offset += PAGE_SIZE; reload(); });
 for (const th of document.querySelectorAll('th[data-sort]')) {
   th.addEventListener('click', () => {
     if (view.sort === th.dataset.sort) view.order = view.order === 'asc' ? 'desc' : 'asc';
     else { view.sort = th.dataset.sort; view.order = 'asc'; }
     view.offset = 0;
-    refreshNodes().catch(() => undefined);
+    reload();
   });
 }
 poll();

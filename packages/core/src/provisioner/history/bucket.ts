@@ -95,7 +95,8 @@ export class HistoryBucket implements HistoryBacking {
         maxAgeNs = config.config.max_age;
         created = true;
       }
-      const kv = await opts.nc.jetstream({ apiPrefix: opts.apiPrefix, timeout }).views.kv(opts.bucket, { bindOnly: true });
+      // the manager above has probed the API already: binding need not ask again
+      const kv = await opts.nc.jetstream({ apiPrefix: opts.apiPrefix, timeout, checkAPI: false }).views.kv(opts.bucket, { bindOnly: true });
       return new HistoryBucket(kv, opts.site, { bucket: opts.bucket, ttlMs: Math.round(maxAgeNs / 1e6), created });
     } catch (err) {
       throw new HistoryUnavailableError(`could not open the history bucket ${opts.bucket}: ${unavailableReason(err, opts.apiPrefix)}`, { cause: err });
