@@ -112,13 +112,13 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
     ...(ctx.timeoutMs !== undefined ? { timeoutMs: ctx.timeoutMs } : {}),
     ...(changing !== undefined ? { reconnectGraceMs: ctx.lostReply?.reconnectGraceMs ?? DEFAULT_RECONNECT_GRACE_MS } : {}),
   };
-  // Created only when a try failed: an Error captures a stack trace, which costs more than the
-  // rest of a successful step.
   // the attempt's first contact: a short first try, then the liveness check (LivenessProbe)
   const probe = ctx.liveness !== undefined && !ctx.liveness.used ? ctx.liveness : undefined;
   if (probe !== undefined) probe.used = true;
   // not for a node-changing action (its lost reply is investigated instead) nor a one-try step
   const probing = probe !== undefined && changing === undefined && tries > 1 ? probe : undefined;
+  // Created only when a try failed: an Error captures a stack trace, which costs more than the
+  // rest of a successful step.
   let last: Error | undefined;
   let made = 0;
   for (let attempt = 1; attempt <= tries; attempt++) {
