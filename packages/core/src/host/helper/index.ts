@@ -49,7 +49,6 @@ export type HelperRunnerSpec =
     }
   | { readonly fn: HelperFunction; readonly timeoutMs?: number; readonly name?: string };
 
-/** Builds the runner for a spec; throws HelperCommandError for an unusable command line. */
 /**
  * The helper runner a site's configuration describes (`helper`, `helper_mode`, pool size and
  * depth, `helper_timeout`), or `fn` in its place: what `run` and `helper test` both use.
@@ -62,6 +61,7 @@ export function helperRunnerFor(config: ProvisionerConfig, fn?: HelperFunction):
   return createHelperRunner({ command: config.helper, timeoutMs: config.helperTimeoutMs });
 }
 
+/** Builds the runner for a spec; throws HelperCommandError for an unusable command line. */
 export function createHelperRunner(spec: HelperRunnerSpec): HelperRunner {
   if ('fn' in spec) return new FunctionHelper(spec.fn, { timeoutMs: spec.timeoutMs, name: spec.name });
   const common = { command: spec.command, timeoutMs: spec.timeoutMs, cwd: spec.cwd, env: spec.env };
