@@ -29,7 +29,7 @@ export { Host, createHostRunner, type HostDeps } from './host/host.js';
 export { testHelper, parseSavedRequest, type HelperTestInput, type HelperTestReport } from './host/helper-test.js';
 export { LockedElsewhereError, StepFailedError } from './host/rpc-step.js';
 export { NODE_FEATURE_RELEASES, NodeReleaseError, type NodeFeature } from './host/node-release.js';
-export { OUTCOMES, type HostJob, type HostMetrics, type HostResult, type HostRunner, type LostReplyFinding, type Outcome, type RpcName } from './host/types.js';
+export { OUTCOMES, OUTCOME_RULES, type OutcomeMeaning, type HostJob, type HostMetrics, type HostResult, type HostRunner, type LostReplyFinding, type Outcome, type RpcName } from './host/types.js';
 export type { LostReplyTimings } from './host/lost-reply.js';
 export { PauseFlag, PausedError } from './util/pause.js';
 

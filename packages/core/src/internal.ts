@@ -61,6 +61,6 @@ export { Provisioner, type ProvisionerOptions, type ProvisionerStatus, type Host
 export type { HostJob, HostResult, HostRunner, HostMetrics, Outcome, RpcName, LostReplyFinding } from './host/types.js';
 export type { LostReplyTimings } from './host/lost-reply.js';
 export { LifecycleWitness } from './host/lifecycle-witness.js';
-export { OUTCOMES } from './host/types.js';
+export { OUTCOMES, OUTCOME_RULES, outcomeMeaning } from './host/types.js';
 export { LeaderElection, type LeaderElectionOptions } from './provisioner/election/index.js';
 export { NodeHistory, HistoryBucket, encodeRecord, decodeRecord, type NodeRecord } from './provisioner/history/index.js';

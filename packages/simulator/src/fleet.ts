@@ -196,6 +196,7 @@ export class SimulatedFleet {
           provisioningJwt: this.provisioningJwtTexts[protocol],
           allowUpdate: o.allowUpdate,
           version: typeof o.version === 'function' ? o.version(i, identity) : o.version,
+          configFile: typeof o.configFile === 'function' ? o.configFile(i, identity) : o.configFile,
           facts: typeof o.facts === 'function' ? o.facts(i, identity) : o.facts,
           silent: silent.has(i),
           vanishAfterLockedRpc: vanish.has(i),

@@ -13,7 +13,7 @@ import {
   type LifecycleEventType,
 } from './events.js';
 import type { SimulatorLogger } from './logger.js';
-import type { ReplyHook } from './options.js';
+import type { ConfigFileKind, ReplyHook } from './options.js';
 import { Rng } from './random.js';
 import { ViolationLog, type ViolationKind } from './violations.js';
 import { collectiveAccepted, decodeRequest, ttlAccepted } from './wire/decode.js';
@@ -46,6 +46,8 @@ export interface NodeSettings {
   provisioningJwt: string | undefined;
   allowUpdate: boolean;
   version: string;
+  /** the configuration file the node boots with in provisioning mode */
+  configFile: ConfigFileKind;
   facts: Record<string, unknown>;
   silent: boolean;
   vanishAfterLockedRpc: boolean;
@@ -135,6 +137,7 @@ export class SimulatedNode implements ProvisionHost {
       ecdh: undefined,
       ed25519PublicHex: undefined,
       configuration: undefined,
+      bootConfigFile: settings.configFile,
       hasServerJwt: false,
       serverJwtClaims: undefined,
       hasCertificate: false,

@@ -22,6 +22,17 @@ export interface FleetJwtOptions {
   chs?: boolean;
 }
 
+/**
+ * The configuration file a node boots with in provisioning mode: `provisioning`, a file that
+ * enables provisioning (a server set up by hand or by configuration management), or `missing`,
+ * no file at all (a server installed from the package whose provisioning JWT was made with
+ * `--default`: it runs with defaults until configure writes the file). go-choria's restart action
+ * refuses both before configure, with different texts.
+ */
+export type ConfigFileKind = 'provisioning' | 'missing';
+/** One kind for every node, or one per node. */
+export type ConfigFileOption = ConfigFileKind | ((index: number, identity: string) => ConfigFileKind);
+
 export type FactsOption = Record<string, unknown> | ((index: number, identity: string) => Record<string, unknown>);
 /** One version for every node, or one per node (a fleet of mixed releases). */
 export type VersionOption = string | ((index: number, identity: string) => string);
@@ -55,6 +66,8 @@ export interface FleetOptions {
   version?: VersionOption;
   /** nodes allow in-place updates (also implied by jwt.update) */
   upgradable?: boolean;
+  /** the configuration file the nodes boot with (default `provisioning`) */
+  configFile?: ConfigFileOption;
   /** facts reported by inventory (default `{}`) */
   facts?: FactsOption;
   /** lifecycle event format (default `cloudevents`, like real servers) */
@@ -126,6 +139,7 @@ export interface ResolvedFleetOptions {
   serverJwtVerification: ServerJwtVerification | undefined;
   version: VersionOption;
   allowUpdate: boolean;
+  configFile: ConfigFileOption;
   facts: FactsOption;
   eventFormat: EventFormat;
   bootSpreadMs: number;
@@ -197,6 +211,8 @@ export function resolveFleetOptions(o: FleetOptions): ResolvedFleetOptions {
     bad('jwt.seedHex', "must be 64 hex characters when jwt.signer is 'ed25519'");
   }
   if (!['rsa', 'ed25519', 'none'].includes(jwt.signer)) bad('jwt.signer', `${String(jwt.signer)} is not rsa, ed25519 or none`);
+  const configFile = o.configFile ?? 'provisioning';
+  if (typeof configFile === 'string' && !['provisioning', 'missing'].includes(configFile)) bad('configFile', `${String(configFile)} is not provisioning or missing`);
   const eventFormat = o.eventFormat ?? 'cloudevents';
   if (!['cloudevents', 'choria', 'none'].includes(eventFormat)) bad('eventFormat', `${String(eventFormat)} is not cloudevents, choria or none`);
   const silent = nonNegative('silentNodes', o.silentNodes, 0);
@@ -224,6 +240,7 @@ export function resolveFleetOptions(o: FleetOptions): ResolvedFleetOptions {
     serverJwtVerification: o.serverJwtVerification,
     version: o.version ?? '0.29.4',
     allowUpdate: (o.upgradable ?? false) || (jwt.update ?? false),
+    configFile,
     facts: o.facts ?? {},
     eventFormat,
     bootSpreadMs: nonNegative('bootSpreadMs', o.bootSpreadMs, 0),

@@ -26,7 +26,7 @@ import { EXIT, type CliIO } from '../io.js';
 import { makeDemoKeys, type DemoMode } from './keys.js';
 import { NATS_INSTALL_HINT, findNatsServer, startDemoNats, type DemoNatsServer } from './nats.js';
 import { ProgressReporter, type ProgressSnapshot, type TerminalSink } from './progress.js';
-import { formatSummary, verdict, type DemoResult } from './summary.js';
+import { failedAttempts, formatSummary, verdict, type DemoResult } from './summary.js';
 
 export interface DemoSettings {
   readonly mode: DemoMode;
@@ -276,7 +276,8 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
         queued: n('queued'),
         provisioning: n('provisioning'),
         done: fleet.countByState().provisioned,
-        failed: n('failed') + n('deferred') + n('stale'),
+        // the nodes whose last attempt failed or was deferred wait for a retry
+        failed: failedAttempts(c) + n('deferred'),
         elapsedMs: (doneAt ?? Date.now()) - startedAt,
       };
     };

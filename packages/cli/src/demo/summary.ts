@@ -1,4 +1,10 @@
 // The demo's verdict and final table, as pure functions of what the run measured.
+import { OUTCOME_RULES, type Outcome } from '@choria-provisioner/core';
+
+/** Attempts whose outcome counts as a failure (the core's outcome table decides which). */
+export function failedAttempts(outcomes: Readonly<Record<string, number>>): number {
+  return (Object.keys(OUTCOME_RULES) as Outcome[]).filter((o) => OUTCOME_RULES[o].meaning === 'failure').reduce((n, o) => n + (outcomes[o] ?? 0), 0);
+}
 
 export interface DemoResult {
   readonly mode: string;
@@ -64,12 +70,12 @@ export function verdict(r: DemoResult): { ok: boolean; reasons: string[] } {
 export function formatSummary(r: DemoResult): string {
   const p50 = percentile(r.helperMs, 50);
   const p99 = percentile(r.helperMs, 99);
-  const failedAttempts = (r.outcomes['failed'] ?? 0) + (r.outcomes['stale'] ?? 0);
+  const failed = failedAttempts(r.outcomes);
   const rows: [string, string][] = [
     ['mode', r.mode],
     ['nodes', String(r.nodes)],
     ['provisioned', String(r.provisioned)],
-    ['failed attempts', `${failedAttempts}${failedAttempts > 0 ? ' (retried)' : ''}`],
+    ['failed attempts', `${failed}${failed > 0 ? ' (retried)' : ''}`],
     ['deferred attempts', String(r.outcomes['deferred'] ?? 0)],
     ['violations', r.violations === 0 ? '0' : `${r.violations}: ${formatCounts(r.violationsByKind)}`],
     ['elapsed', `${(r.elapsedMs / 1000).toFixed(1)} s`],

@@ -8,16 +8,16 @@ import type { ProvisionerConfig } from '../config/types.js';
 import type { HostJob, HostMetrics, HostResult, HostRunner } from './types.js';
 import { formatDuration } from '../util/duration.js';
 import { newRequestId } from '../util/ids.js';
-import { PausedError, type PauseFlag } from '../util/pause.js';
+import { PauseFlag, PausedError } from '../util/pause.js';
 import { rpmVersionCompare } from '../util/rpmvercmp.js';
-import { replyWarnings } from './helper/reply-checks.js';
+import { assertAcceptedByNode, replyWarnings } from './helper/reply-checks.js';
 import type { HelperCsr, HelperEd25519PubKey, HelperJwtClaims, HelperReply, HelperRequest, HelperRunner } from './helper/types.js';
 import { parseCsrReply, parseEd25519Reply, parseInventoryReply, parseJwtReply, type Ed25519Reply, type Inventory } from './node-replies.js';
 import { NodeReleaseError, nodeHasFeature } from './node-release.js';
 import { LifecycleWitness } from './lifecycle-witness.js';
 import type { LostReplyTimings } from './lost-reply.js';
 import { RpcAbortError, RpcAbortedError, RpcStatusError, RpcTimeoutError, RpcUnknownActionError } from '../choria/errors.js';
-import { LockedElsewhereError, NodeGoneError, StepFailedError, abortError, rpcStep, type StepContext, type StepResult } from './rpc-step.js';
+import { CancelledError, LockedElsewhereError, NodeGoneError, StepFailedError, abortError, rpcStep, type StepContext, type StepResult } from './rpc-step.js';
 import {
   claimsForHelper,
   encryptKeyForNode,
@@ -55,7 +55,15 @@ export interface HostDeps {
   readonly lostReply?: LostReplyTimings;
   /** `run --dry-run`: every fetch, check and the helper, but nothing that changes the node */
   readonly dryRun?: boolean;
+  /**
+   * how long configure and restart may go on after the attempt was cancelled (stop, lost
+   * leadership), so a node is not left configured but not restarted; default 8 s, inside the
+   * provisioner's 10 s stop wait
+   */
+  readonly commitGraceMs?: number;
 }
+
+const DEFAULT_COMMIT_GRACE_MS = 8_000;
 
 const ignoreReply = (): undefined => undefined;
 
@@ -181,10 +189,8 @@ export class Host {
     }
     this.#log.info(`Provisioning ${this.identity}`);
     try {
-      if (this.#job.configuredAt !== undefined && this.#deps.dryRun !== true) {
-        this.#log.info(`${this.identity} was configured by an earlier attempt that could not restart it: restarting it`);
-        this.#configured = true;
-        if (await this.#restartConfigured()) return { outcome: 'provisioned', message: 'restarted with the configuration of an earlier attempt' };
+      if (this.#job.configuredAt !== undefined && this.#deps.dryRun !== true && (await this.#restartRemembered())) {
+        return { outcome: 'provisioned', message: 'restarted with the configuration of an earlier attempt' };
       }
       if (cfg.coordination === 'active_active' && !cfg.features.jwt) await this.#claimLock();
       if (cfg.features.jwt) await this.#fetchJwt();
@@ -193,6 +199,7 @@ export class Host {
       if (cfg.features.pki) await this.#fetchCsr();
       const reply = await this.#runHelper();
       if (reply.defer === true) throw new DeferredError(`configuration defered: ${reply.msg ?? ''}`);
+      if (reply.shutdown !== true) assertAcceptedByNode(reply, this.identity);
       if (this.#deps.dryRun === true) return this.#wouldSend(reply);
       if (reply.shutdown === true) return await this.#shutdown(reply);
       // Upstream order: mint the server JWT, encrypt the key, upgrade, then configure.
@@ -203,18 +210,78 @@ export class Host {
         if (upgraded) return { outcome: 'upgraded', message: `updating to version ${reply.upgrade ?? ''}` };
       }
       const configuration = this.#configurationOf(reply);
-      const configured = await this.#configure(reply, configuration, serverJwt, key);
-      this.#configured = true;
-      if (configured === 'unsure') {
-        if (await this.#restartConfigured()) return { outcome: 'provisioned', message: 'the configure reply was lost, but the restart showed it was applied' };
-        await this.#configure(reply, configuration, serverJwt, key);
-        this.#configured = true;
-      }
-      const replied = await this.#restart();
-      return replied ? { outcome: 'provisioned' } : { outcome: 'provisioned', message: 'the restart reply was lost, but the node left provisioning mode' };
+      return await this.#committed((ctx) => this.#configureAndRestart(ctx, reply, configuration, serverJwt, key));
     } catch (err) {
       return this.#failure(err);
     }
+  }
+
+  /**
+   * configure, then restart. The two belong together: a node configured but not restarted stays
+   * in provisioning mode with its new configuration until something restarts it.
+   */
+  async #configureAndRestart(
+    ctx: StepContext,
+    reply: HelperReply,
+    configuration: Readonly<Record<string, string>>,
+    serverJwt: string,
+    key: { key: string; ecdhPublic: string },
+  ): Promise<HostResult> {
+    const configured = await this.#configure(ctx, reply, configuration, serverJwt, key);
+    this.#configured = true;
+    if (configured === 'unsure') {
+      if (await this.#restartConfigured(ctx)) return { outcome: 'provisioned', message: 'the configure reply was lost, but the restart showed it was applied' };
+      await this.#configure(ctx, reply, configuration, serverJwt, key);
+      this.#configured = true;
+    }
+    const replied = await this.#restart(ctx);
+    return replied ? { outcome: 'provisioned' } : { outcome: 'provisioned', message: 'the restart reply was lost, but the node left provisioning mode' };
+  }
+
+  /**
+   * Runs `work` as one unit that a pause does not interrupt and a cancellation (stop, lost
+   * leadership) interrupts only `commitGraceMs` after it came: once configure may have been
+   * applied, leaving before the restart would leave the node configured in provisioning mode.
+   * Checked before it starts: an attempt cancelled or paused by then sends nothing more.
+   */
+  async #committed<T>(work: (ctx: StepContext) => Promise<T>): Promise<T> {
+    const job = this.#job.signal;
+    if (job.aborted) throw abortError(job, 'choria_provision#configure');
+    if (this.#deps.pause.paused) throw new PausedError('choria_provision#configure');
+    const graceMs = this.#deps.commitGraceMs ?? DEFAULT_COMMIT_GRACE_MS;
+    const unit = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const onCancel = (): void => {
+      this.#log.info(`${this.identity}: finishing configure and restart (at most ${graceMs} ms) before stopping: ${errorText(job.reason)}`);
+      timer = setTimeout(() => unit.abort(job.reason), graceMs);
+    };
+    job.addEventListener('abort', onCancel, { once: true });
+    try {
+      return await work({ ...this.#ctx, signal: unit.signal, pause: new PauseFlag(false) });
+    } finally {
+      job.removeEventListener('abort', onCancel);
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * The earlier attempt configured the node but did not see it restart: restart it first. The
+   * memory is trusted for this one restart only: refused, the node is not configured (whatever
+   * go-choria said); failed any other way, the next attempt starts from scratch.
+   */
+  async #restartRemembered(): Promise<boolean> {
+    this.#log.info(`${this.identity} was configured by an earlier attempt that could not restart it: restarting it`);
+    this.#configured = true;
+    try {
+      return await this.#restartConfigured(this.#ctx);
+    } catch (err) {
+      if (!this.#cancelled(err)) this.#configured = false;
+      throw err;
+    }
+  }
+
+  #cancelled(err: unknown): boolean {
+    return err instanceof CancelledError || err instanceof PausedError || this.#job.signal.aborted;
   }
 
   #failure(err: unknown): HostResult {
@@ -222,7 +289,9 @@ export class Host {
     if (err instanceof LockedElsewhereError) return { outcome: 'skipped_locked', message: err.message, error: err };
     if (err instanceof NodeGoneError) return { outcome: 'gone', message: err.message, error: err };
     const error = err instanceof Error ? err : new Error(String(err));
-    return { outcome: 'failed', message: error.message, error, ...(this.#configured ? { configured: true } : {}) };
+    const configured = this.#configured ? { configured: true } : {};
+    if (this.#cancelled(err)) return { outcome: 'cancelled', message: error.message, error, ...configured };
+    return { outcome: 'failed', message: error.message, error, ...configured };
   }
 
   #step(name: string): void {
@@ -443,6 +512,7 @@ export class Host {
 
   /** 'unsure': the reply was lost with the broker and nothing shows whether it was applied. */
   async #configure(
+    ctx: StepContext,
     reply: HelperReply,
     configuration: Readonly<Record<string, string>>,
     serverJwt: string,
@@ -462,7 +532,7 @@ export class Host {
       opa_policies: { ...(reply.opa_policies ?? {}) },
       server_jwt: serverJwt,
     };
-    const done = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'configure', data, parse: ignoreReply });
+    const done = await rpcStep(ctx, { agent: 'choria_provision', action: 'configure', data, parse: ignoreReply });
     if (done.replied) return 'configured';
     if (done.finding === 'acted') this.#log.info(`The configure reply from ${this.identity} was lost, but its provisioned event shows it was configured`);
     return done.finding === 'acted' ? 'configured' : 'unsure';
@@ -470,20 +540,21 @@ export class Host {
 
   /**
    * A restart for a node that may already be configured (its configure reply was lost with the
-   * broker, or an earlier attempt configured it but could not restart it). It succeeds only when
-   * the node has its configuration (a node still configured for provisioning refuses it), so
-   * configure is never sent twice to a node that already has it. False when it was refused.
+   * broker, or an earlier attempt configured it but could not restart it). go-choria restarts
+   * only a node whose configuration file exists, parses and no longer enables provisioning; it
+   * aborts (status 1) otherwise, with one of several texts. Any abort here therefore means "not
+   * configured": the caller configures the node, so configure is never sent twice to a node that
+   * has its configuration, and a refused restart is never sent again. False when it was refused.
    */
-  async #restartConfigured(): Promise<boolean> {
+  async #restartConfigured(ctx: StepContext): Promise<boolean> {
     this.#step('restart');
-    const refused = (err: Error): boolean => err instanceof RpcAbortedError && /enables provisioning/.test(err.reply.statusmsg);
     try {
-      await this.#sendRestart(refused);
+      await this.#sendRestart(ctx);
       return true;
     } catch (err) {
-      if (err instanceof StepFailedError && refused(err.last)) {
+      if (err instanceof StepFailedError && err.last instanceof RpcAbortedError) {
         this.#configured = false;
-        this.#log.info(`${this.identity} refused the restart: it does not have its configuration, configuring it`);
+        this.#log.info(`${this.identity} refused the restart (${err.last.reply.statusmsg}): it does not have its configuration, configuring it`);
         return false;
       }
       throw err;
@@ -491,14 +562,14 @@ export class Host {
   }
 
   /** True when the node answered; false when its reply was lost but it left provisioning mode. */
-  async #restart(): Promise<boolean> {
+  async #restart(ctx: StepContext): Promise<boolean> {
     this.#step('restart');
-    return (await this.#sendRestart()).replied;
+    return (await this.#sendRestart(ctx)).replied;
   }
 
-  /** The restart step itself (splay 1, as upstream); `final`: replies that end it at once. */
-  #sendRestart(final?: (err: Error) => boolean): Promise<StepResult<undefined>> {
+  /** The restart step itself (splay 1, as upstream). */
+  #sendRestart(ctx: StepContext): Promise<StepResult<undefined>> {
     const data = { splay: 1, token: this.#deps.config.token };
-    return rpcStep(this.#ctx, { agent: 'choria_provision', action: 'restart', data, parse: ignoreReply, ...(final !== undefined ? { final } : {}) });
+    return rpcStep(ctx, { agent: 'choria_provision', action: 'restart', data, parse: ignoreReply });
   }
 }

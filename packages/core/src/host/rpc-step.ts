@@ -4,7 +4,7 @@
 // re-sent before the node was observed (lost-reply.ts).
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
-import { ProvisioningLockError, RpcAbortError, RpcReplyLostError, RpcTimeoutError, RpcUnknownActionError } from '../choria/errors.js';
+import { ProvisioningLockError, RpcAbortError, RpcAbortedError, RpcReplyLostError, RpcTimeoutError, RpcUnknownActionError } from '../choria/errors.js';
 import type { HostMetrics, LostReplyFinding, RpcName } from './types.js';
 import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import { PausedError, type PauseFlag } from '../util/pause.js';
@@ -85,8 +85,6 @@ export interface StepRequest<T> {
   readonly action: string;
   readonly data: Record<string, unknown>;
   readonly parse: (data: unknown) => T;
-  /** errors that end the step at once instead of being tried again (a refusal that answers a question) */
-  readonly final?: (err: Error) => boolean;
   /** a refusal that is an answer, not a failure: its value ends the step like a reply (no error counted) */
   readonly answer?: (err: Error) => T | undefined;
 }
@@ -150,8 +148,10 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
       }
       const answered = req.answer?.(last);
       if (answered !== undefined) return { replied: true, value: answered };
-      // asking a node again for an action it does not have cannot change its answer
-      if (last instanceof RpcUnknownActionError || req.final?.(last) === true) break;
+      // Asking again cannot change the answer: a node without the action, or one whose action
+      // aborted (go-choria's status 1: it looked at the request and refused it, or failed part
+      // way, and the same request meets the same state again).
+      if (last instanceof RpcUnknownActionError || last instanceof RpcAbortedError) break;
       if (changing !== undefined && isLostReply(err)) {
         const finding = await investigate(ctx, name, changing, started, last);
         if (finding === 'acted' || finding === 'unsure') return { replied: false, finding };
@@ -209,8 +209,14 @@ async function investigate(ctx: StepContext, name: RpcName, action: ChangingActi
   return finding;
 }
 
-export function abortError(signal: AbortSignal, what: string): Error {
+/**
+ * The attempt was cancelled from outside (the provisioner stops, pauses or lost its leadership):
+ * it says nothing about the node, so it is not a failure.
+ */
+export class CancelledError extends ProvisionerError {}
+
+export function abortError(signal: AbortSignal, what: string): CancelledError {
   const reason: unknown = signal.reason;
   const why = reason instanceof Error ? reason.message : reason === undefined ? 'aborted' : String(reason);
-  return new Error(`${what} was cancelled: ${why}`);
+  return new CancelledError(`${what} was cancelled: ${why}`);
 }

@@ -14,10 +14,49 @@ export type RpcName =
   | 'choria_provision#shutdown'
   | 'choria_provision#release_update';
 
-/** Outcome of one provisioning attempt (beyond upstream: product.md §5.9 #4). */
-export type Outcome = 'provisioned' | 'deferred' | 'shutdown' | 'upgraded' | 'failed' | 'skipped_locked' | 'stale' | 'gone' | 'dry_run';
+/** Outcome of one provisioning attempt (upstream knows only success and error). */
+export type Outcome = 'provisioned' | 'deferred' | 'shutdown' | 'upgraded' | 'failed' | 'skipped_locked' | 'stale' | 'gone' | 'dry_run' | 'cancelled';
 
-export const OUTCOMES: readonly Outcome[] = ['provisioned', 'deferred', 'shutdown', 'upgraded', 'failed', 'skipped_locked', 'stale', 'gone', 'dry_run'];
+/**
+ * What an outcome says about the node:
+ * - `success`: the provisioner is done with it (configured and restarting, shut down, or updating
+ *   and coming back in provisioning mode on its own);
+ * - `failure`: the node or the helper did something wrong; this is what counts towards back-off,
+ *   quarantine and the failure figures;
+ * - `neutral`: neither. The attempt ended without judging the node: the helper asked to wait, the
+ *   node was busy elsewhere or vanished, the attempt was a dry run, or it was cancelled because
+ *   this instance stopped, paused or lost its leadership (that says nothing about the node).
+ */
+export type OutcomeMeaning = 'success' | 'failure' | 'neutral';
+
+export interface OutcomeRule {
+  readonly meaning: OutcomeMeaning;
+  /**
+   * counted by `choria_provisioner_provision_errors`: the Go provisioner returns an error for a
+   * defer and a stale skip too, and dashboards built on that metric expect the same count
+   */
+  readonly provisionError: boolean;
+}
+
+/** The one place that decides what each outcome means; metrics, throughput, history, status and the demo read it. */
+export const OUTCOME_RULES: Readonly<Record<Outcome, OutcomeRule>> = {
+  provisioned: { meaning: 'success', provisionError: false },
+  shutdown: { meaning: 'success', provisionError: false },
+  upgraded: { meaning: 'success', provisionError: false },
+  failed: { meaning: 'failure', provisionError: true },
+  deferred: { meaning: 'neutral', provisionError: true },
+  stale: { meaning: 'neutral', provisionError: true },
+  skipped_locked: { meaning: 'neutral', provisionError: false },
+  gone: { meaning: 'neutral', provisionError: false },
+  dry_run: { meaning: 'neutral', provisionError: false },
+  cancelled: { meaning: 'neutral', provisionError: false },
+};
+
+export const OUTCOMES: readonly Outcome[] = Object.keys(OUTCOME_RULES) as Outcome[];
+
+export function outcomeMeaning(outcome: Outcome): OutcomeMeaning {
+  return OUTCOME_RULES[outcome].meaning;
+}
 
 /** What watching a node after a lost reply found (host/lost-reply.ts). */
 export type LostReplyFinding = 'acted' | 'not_acted' | 'gone' | 'unsure';

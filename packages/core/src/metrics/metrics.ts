@@ -3,7 +3,7 @@
 // instances differ only by their `site` label value, so one /metrics page serves several sites.
 import { Counter, Gauge, Histogram, Registry, Summary, type LabelValues, type MetricObjectWithValues, type MetricValueWithName } from 'prom-client';
 
-import { OUTCOMES, type HostMetrics, type LostReplyFinding, type Outcome, type RpcName } from '../host/types.js';
+import { OUTCOMES, OUTCOME_RULES, type HostMetrics, type LostReplyFinding, type Outcome, type RpcName } from '../host/types.js';
 
 type Labels<T extends string> = T;
 
@@ -219,6 +219,13 @@ export class ProvisionerMetrics implements HostMetrics {
   }
   outcome(outcome: Outcome): void {
     this.#m.outcomes.inc({ site: this.site, outcome });
+  }
+  /** One attempt ended: its outcome, and the upstream success and error counters as the outcome table says. */
+  attemptEnded(outcome: Outcome): void {
+    const rule = OUTCOME_RULES[outcome];
+    if (rule.meaning === 'success') this.provisioned();
+    if (rule.provisionError) this.provisionError();
+    this.outcome(outcome);
   }
   eventError(): void {
     this.#m.eventErrors.inc({ site: this.site });

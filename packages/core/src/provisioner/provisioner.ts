@@ -8,7 +8,7 @@ import type { ChoriaSettings, ProvisionerConfig } from '../config/types.js';
 import { ChoriaClient } from '../choria/client.js';
 import type { LifecycleEvent } from '../choria/lifecycle.js';
 import { ProvisionerMetrics } from '../metrics/metrics.js';
-import type { HostResult, HostRunner } from '../host/types.js';
+import { outcomeMeaning, type HostResult, type HostRunner } from '../host/types.js';
 import { PauseFlag } from '../util/pause.js';
 import { silentLogger } from '../util/logger.js';
 import { helperRunnerFor, type HelperFunction, type HelperRunner } from '../host/helper/index.js';
@@ -425,7 +425,9 @@ export class Provisioner {
         },
       });
     } catch (err) {
-      result = { outcome: 'failed', message: errorText(err), error: err instanceof Error ? err : new Error(String(err)) };
+      // a custom runner that throws once its attempt was cancelled: a cancellation, not a failure
+      const outcome = abort.signal.aborted ? 'cancelled' : 'failed';
+      result = { outcome, message: errorText(err), error: err instanceof Error ? err : new Error(String(err)) };
     } finally {
       this.#stop.signal.removeEventListener('abort', onStop);
       entry.abort = undefined;
@@ -436,21 +438,8 @@ export class Provisioner {
 
   #finish(entry: HostEntry, result: HostResult, logger: Logger, startedAt: number): void {
     const now = Date.now();
-    switch (result.outcome) {
-      case 'provisioned':
-      case 'shutdown':
-      case 'upgraded':
-        this.metrics.provisioned();
-        break;
-      case 'skipped_locked':
-      case 'gone':
-      case 'dry_run':
-        // counted by outcome only: none is a failure of the node's provisioning
-        break;
-      default:
-        this.metrics.provisionError();
-    }
-    this.metrics.outcome(result.outcome);
+    const meaning = outcomeMeaning(result.outcome);
+    this.metrics.attemptEnded(result.outcome);
     const record = this.#history.attempted(entry.identity, {
       outcome: result.outcome,
       message: result.message,
@@ -460,13 +449,12 @@ export class Provisioner {
       discoveredAt: entry.discoveredAt,
     });
     if (record.quarantinedAt === now) logger.warn(`Quarantined ${entry.identity} after ${record.failures} failed attempts in a row: release it with the API or restart it`);
-    else if (result.outcome === 'failed' && record.notBefore !== undefined) logger.info(`Not trying ${entry.identity} again before ${iso(record.notBefore)} (failure ${record.failures} in a row)`);
+    else if (meaning === 'failure' && record.notBefore !== undefined) logger.info(`Not trying ${entry.identity} again before ${iso(record.notBefore)} (failure ${record.failures} in a row)`);
     entry.step = undefined;
     entry.updatedAt = now;
     const current = this.#hosts.isCurrent(entry);
-    if (result.outcome === 'failed') this.#throughput.note(false, now);
-    if (result.outcome === 'provisioned' || result.outcome === 'shutdown' || result.outcome === 'upgraded') {
-      this.#throughput.note(true, now);
+    this.#throughput.note(meaning, now);
+    if (meaning === 'success') {
       this.#finished++;
       this.#membership?.announceDone(entry.identity);
     }
@@ -504,6 +492,9 @@ export class Provisioner {
         break;
       case 'dry_run':
         logger.info(`${entry.identity}: ${result.message ?? 'dry run'}`);
+        break;
+      case 'cancelled':
+        logger.info(`Stopped provisioning ${entry.identity} for now (not a failure): ${result.message ?? 'cancelled'}`);
         break;
       case 'skipped_locked':
         if (entry.state === 'locked') logger.info(`Waiting for the provisioning lock of ${entry.identity}: another provisioner holds it; trying again at ${iso(entry.heldUntil ?? now)}`);

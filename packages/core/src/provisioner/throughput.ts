@@ -1,5 +1,6 @@
 // What a site finished over the last minutes, in fixed slots, for the status page's chart: a ring
 // of counters, so noting an outcome is two array writes and the memory never grows.
+import type { OutcomeMeaning } from '../host/types.js';
 
 export interface ThroughputSeries {
   /** the length of one slot in ms */
@@ -23,10 +24,11 @@ export class RecentThroughput {
     this.#newest = Math.floor(now / slotMs);
   }
 
-  /** a node provisioned, shut down or upgraded (`ok`), or an attempt failed */
-  note(ok: boolean, now = Date.now()): void {
+  /** an attempt ended: a success (provisioned, shut down, upgraded) or a failure counts, a neutral outcome does not */
+  note(meaning: OutcomeMeaning, now = Date.now()): void {
+    if (meaning === 'neutral') return;
     const i = this.#advance(now);
-    if (ok) this.#provisioned[i] = (this.#provisioned[i] ?? 0) + 1;
+    if (meaning === 'success') this.#provisioned[i] = (this.#provisioned[i] ?? 0) + 1;
     else this.#failed[i] = (this.#failed[i] ?? 0) + 1;
   }
 

@@ -160,4 +160,121 @@ describe('Host', () => {
     expect(result).toEqual({ outcome: 'provisioned' });
     expect(sent()).toEqual(['choria_provision#restart', 'rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
   });
+
+  describe('a restart go-choria refuses means "not configured", whatever its text', () => {
+    const refusals = [
+      'Configuration /etc/choria/server.conf could not be parsed, restart cannot continue: open /etc/choria/server.conf: no such file or directory',
+      'Configuration /etc/choria/server.conf enables provisioning, restart cannot continue',
+      'a refusal worded some other way',
+    ];
+    for (const text of refusals) {
+      it(`remembered configuration, restart refused with "${text.slice(0, 40)}...": configured, then restarted; the refused restart is not sent again`, async () => {
+        let refused = false;
+        const { sent, deps } = await setup((ctx) => {
+          if (ctx.request.action === 'restart' && !refused) {
+            refused = true;
+            return { action: 'restart', statuscode: 1, statusmsg: text, data: {} };
+          }
+          return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
+        });
+        expect(await new Host(deps, job({ configuredAt: Date.now() - 1000 })).provision()).toEqual({ outcome: 'provisioned' });
+        expect(sent()).toEqual(['choria_provision#restart', 'rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
+      });
+    }
+
+    it('the memory of an earlier configure does not outlive one failed restart', async () => {
+      const { sent, deps } = await setup((ctx) => (ctx.request.action === 'restart' ? undefined : ok(ctx)));
+      const result = await new Host({ ...deps, backoff: () => 10 }, job({ configuredAt: Date.now() - 1000 })).provision();
+      expect(result.outcome).toBe('failed');
+      expect(result.configured).toBeUndefined();
+      expect(sent().every((s) => s === 'choria_provision#restart')).toBe(true);
+    });
+
+    it('a restart refused right after configure is not sent a second time in the attempt', async () => {
+      const { sent, deps } = await setup((ctx) => {
+        if (ctx.request.action === 'restart') return { action: 'restart', statuscode: 1, statusmsg: 'Configuration /etc/choria/server.conf enables provisioning, restart cannot continue', data: {} };
+        return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
+      });
+      const result = await new Host(deps, job()).provision();
+      expect(result.outcome).toBe('failed');
+      expect(sent()).toEqual(['rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
+    });
+  });
+
+  describe('a cancelled attempt is not a failure, and never splits configure from restart', () => {
+    it('cancelled during the helper: outcome cancelled, nothing more is sent', async () => {
+      const abort = new AbortController();
+      const { sent, deps } = await setup((ctx) => (ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx)));
+      const helper = createHelperRunner({
+        fn: () => {
+          abort.abort(new Error('the provisioner is stopping'));
+          return { configuration: { 'plugin.choria.server.provision': 'false' } };
+        },
+      });
+      const result = await new Host({ ...deps, helper }, job({ signal: abort.signal })).provision();
+      expect(result.outcome).toBe('cancelled');
+      expect(result.message).toMatch(/cancelled: the provisioner is stopping/);
+      expect(sent()).toEqual(['rpcutil#inventory']);
+    });
+
+    it('paused while configure is in flight: the restart is still sent and the node provisioned', async () => {
+      const pause = new PauseFlag(false);
+      const { sent, deps } = await setup((ctx) => {
+        if (ctx.request.action === 'configure') pause.pause();
+        return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
+      });
+      expect(await new Host({ ...deps, pause }, job()).provision()).toEqual({ outcome: 'provisioned' });
+      expect(sent()).toEqual(['rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
+    });
+
+    it('stopped while configure is in flight: configure and restart finish within the grace', async () => {
+      const abort = new AbortController();
+      const { sent, deps } = await setup((ctx) => {
+        if (ctx.request.action === 'configure') abort.abort(new Error('the provisioner is stopping'));
+        return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
+      });
+      expect(await new Host(deps, job({ signal: abort.signal })).provision()).toEqual({ outcome: 'provisioned' });
+      expect(sent()).toEqual(['rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
+    });
+
+    it('the grace is bounded: a restart that never answers is cancelled after it, as configured', async () => {
+      const abort = new AbortController();
+      const { deps } = await setup((ctx) => {
+        if (ctx.request.action === 'configure') abort.abort(new Error('the provisioner is stopping'));
+        if (ctx.request.action === 'restart') return undefined;
+        return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
+      });
+      const started = Date.now();
+      const result = await new Host({ ...deps, rpcTimeoutMs: 5_000, commitGraceMs: 300 }, job({ signal: abort.signal })).provision();
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(result.outcome).toBe('cancelled');
+      expect(result.configured).toBe(true);
+    });
+
+    it('paused before configure: nothing is sent that changes the node', async () => {
+      const pause = new PauseFlag(false);
+      const { sent, deps } = await setup((ctx) => (ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx)));
+      const helper = createHelperRunner({
+        fn: () => {
+          pause.pause();
+          return { configuration: { 'plugin.choria.server.provision': 'false' } };
+        },
+      });
+      const result = await new Host({ ...deps, pause, helper }, job()).provision();
+      expect(result.outcome).toBe('cancelled');
+      expect(sent()).toEqual(['rpcutil#inventory']);
+    });
+  });
+
+  it('a helper reply with a policy name go-choria refuses is refused before any RPC that changes the node', async () => {
+    const { sent, deps } = await setup((ctx) => (ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx)));
+    const helper = createHelperRunner({ fn: () => ({ configuration: { 'plugin.choria.server.provision': 'false' }, action_policies: { rpcutil: 'policy default deny' } }) });
+    const result = await new Host({ ...deps, helper }, job()).provision();
+    expect(result.outcome).toBe('failed');
+    expect(result.message).toMatch(/action_policies key "rpcutil" does not end in "\.policy"/);
+    expect(sent()).toEqual(['rpcutil#inventory']);
+    // the dry run (and so `helper test`) refuses it the same way
+    const dry = await new Host({ ...deps, helper, dryRun: true }, job()).provision();
+    expect(dry.outcome).toBe('failed');
+  });
 });

@@ -279,6 +279,11 @@ export class ChoriaProvisionAgent {
     const input = this.inputs(action, data);
     if (!input.ok) return input.reply;
     const args = input.args;
+    // go-choria reads the configuration file again and refuses unless it exists, parses and no
+    // longer enables provisioning: a node that was never configured refuses either way.
+    if (this.host.state.configuration === undefined && this.host.state.bootConfigFile === 'missing') {
+      return this.refuse(action, `Configuration ${CONFIG_FILE} could not be parsed, restart cannot continue: open ${CONFIG_FILE}: no such file or directory`, 'restart-refused');
+    }
     const configuration = this.host.state.configuration ?? INITIAL_CONFIGURATION;
     if (configTrue(configuration['plugin.choria.server.provision'])) {
       return this.refuse(action, `Configuration ${CONFIG_FILE} enables provisioning, restart cannot continue`, 'restart-refused');

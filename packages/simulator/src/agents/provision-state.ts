@@ -1,5 +1,6 @@
 // What one emulated server remembers between requests (and what the report shows).
 import type { OkpPair } from '../crypto/keys.js';
+import type { ConfigFileKind } from '../options.js';
 
 /** Why a node is about to leave its current process life. */
 export type ExitKind = 'restart' | 'update' | 'shutdown' | 'crash';
@@ -16,8 +17,10 @@ export interface ProvisionState {
   ecdh: OkpPair | undefined;
   /** public key of the last gen25519 (persists across restarts, like server.seed on disk) */
   ed25519PublicHex: string | undefined;
-  /** configuration written by configure; undefined means the original provisioning-mode file */
+  /** configuration written by configure; undefined: what the node booted with (bootConfigFile) */
   configuration: Record<string, string> | undefined;
+  /** the configuration file before configure wrote one: provisioning-mode settings, or none */
+  bootConfigFile: ConfigFileKind;
   hasServerJwt: boolean;
   serverJwtClaims: Record<string, unknown> | undefined;
   hasCertificate: boolean;

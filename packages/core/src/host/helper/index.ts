@@ -22,7 +22,7 @@ export type {
 export { HelperCommandError, HelperError, HelperReplyError, type HelperErrorKind } from './errors.js';
 export { encodeHelperRequest } from './request.js';
 export { describeValue, parseHelperReply, validateHelperReply } from './reply.js';
-export { assertConfigurable, RELATIVE_EXP_LIMIT, replyWarnings, type ReplyWarningOptions } from './reply-checks.js';
+export { assertAcceptedByNode, assertConfigurable, RELATIVE_EXP_LIMIT, replyWarnings, type ReplyWarningOptions } from './reply-checks.js';
 export { parseHelperCommand } from './spawn.js';
 export {
   DEFAULT_HELPER_TIMEOUT_MS,

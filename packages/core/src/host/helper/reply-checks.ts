@@ -1,6 +1,8 @@
 // Checks on a valid reply that catch the classic helper mistakes before anything is sent to the
-// node (product.md §2.3, §2.5, §5.9 #6/#7): they are warnings, except an empty configuration,
-// which upstream retried five times over RPC and which we refuse up front.
+// node. Most are warnings. What the node's configure action would refuse is an error instead, found
+// before any RPC: an empty configuration (upstream sent it five times for the node to refuse each
+// time), and policy file names go-choria does not accept (it writes the new configuration first,
+// then refuses the policies, leaving a node that comes up provisioned without them at its next boot).
 import { HelperReplyError } from './errors.js';
 import type { HelperReply } from './types.js';
 
@@ -50,20 +52,6 @@ export function replyWarnings(reply: HelperReply, opts: ReplyWarningOptions = {}
     }
   }
 
-  for (const name of Object.keys(reply.action_policies ?? {})) {
-    if (!name.endsWith('.policy')) {
-      warnings.push(
-        `action_policies key ${JSON.stringify(name)} does not end in ".policy"; the node writes the file but action policies are only read from <agent>.policy`,
-      );
-    }
-  }
-  for (const name of Object.keys(reply.opa_policies ?? {})) {
-    if (!name.endsWith('.rego')) {
-      warnings.push(
-        `opa_policies key ${JSON.stringify(name)} does not end in ".rego"; the node writes the file but Open Policy Agent policies are only read from <agent>.rego or default.rego`,
-      );
-    }
-  }
   return warnings;
 }
 
@@ -79,5 +67,30 @@ export function assertConfigurable(reply: HelperReply, identity?: string): void 
       'invalid-reply',
       `configuration is empty, so there is nothing to configure on ${node}; the reply must at least set ${PROVISION_KEY} to "false" (or set "defer": true to retry later)`,
     );
+  }
+}
+
+/** The file name endings go-choria's configure action accepts for each kind of policy. */
+const POLICY_ENDINGS = [
+  { key: 'action_policies', ending: '.policy', kind: 'Action Policies' },
+  { key: 'opa_policies', ending: '.rego', kind: 'Open Policy Agent policies' },
+] as const;
+
+/**
+ * Throws when the node's configure action would refuse the reply part way: a policy file name
+ * without the ending go-choria requires. go-choria writes the new server.conf before it looks at
+ * the policies, so such a reply would leave the node half configured. Call it before any RPC.
+ */
+export function assertAcceptedByNode(reply: HelperReply, identity?: string): void {
+  const node = identity === undefined ? 'the node' : identity;
+  for (const { key, ending, kind } of POLICY_ENDINGS) {
+    for (const name of Object.keys(reply[key] ?? {})) {
+      if (!name.endsWith(ending)) {
+        throw new HelperReplyError(
+          'invalid-reply',
+          `${key} key ${JSON.stringify(name)} does not end in "${ending}": go-choria refuses ${kind} with any other name (after writing the new configuration), so nothing was sent to ${node}`,
+        );
+      }
+    }
   }
 }

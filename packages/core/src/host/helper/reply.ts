@@ -13,7 +13,7 @@ import { HelperReplyError } from './errors.js';
 import type { HelperReply, HelperServerClaims, HelperServerPermissions } from './types.js';
 import { errorText, isPlainObject as isObject } from '../../util/values.js';
 
-export { assertConfigurable, replyWarnings } from './reply-checks.js';
+export { assertAcceptedByNode, assertConfigurable, replyWarnings } from './reply-checks.js';
 
 const STRING_MAP_KEYS = ['configuration', 'action_policies', 'opa_policies'] as const;
 const STRING_KEYS = ['msg', 'key', 'certificate', 'ca', 'ssldir', 'upgrade'] as const;

@@ -5,7 +5,7 @@
 //
 // The back-off and quarantine state lives in the records too, so every instance of a site (and the
 // next process after a restart) holds a failing node back the same way.
-import type { Outcome } from '../../host/types.js';
+import { outcomeMeaning, type Outcome } from '../../host/types.js';
 import { backoffAfter, quarantines, type SetbackPolicy } from './backoff-policy.js';
 import { boundedError, type NodeRecord } from './record.js';
 
@@ -45,8 +45,6 @@ export interface AttemptReport {
 export type HoldBack = 'quarantined' | 'backoff';
 
 export const DEFAULT_HISTORY_CAPACITY = 100_000;
-
-const SUCCESS: ReadonlySet<Outcome> = new Set(['provisioned', 'shutdown', 'upgraded']);
 
 export class NodeHistory {
   /** in order of last change, oldest first (capacity and age evict from the front) */
@@ -100,8 +98,9 @@ export class NodeHistory {
   attempted(identity: string, report: AttemptReport): NodeRecord {
     const before = this.#records.get(identity);
     const policy = this.#opts.policy;
-    const failed = report.outcome === 'failed';
-    const succeeded = SUCCESS.has(report.outcome);
+    const meaning = outcomeMeaning(report.outcome);
+    const failed = meaning === 'failure';
+    const succeeded = meaning === 'success';
     const failures = failed ? (before?.failures ?? 0) + 1 : succeeded ? 0 : (before?.failures ?? 0);
     const backoff = failed ? backoffAfter(failures, policy) : 0;
     const quarantined = failed && quarantines(failures, policy);
@@ -116,10 +115,11 @@ export class NodeHistory {
       attemptAt: report.at,
       durationMs: Math.max(0, Math.round(report.durationMs)),
       provisionedAt: succeeded ? report.at : before?.provisionedAt,
-      // a non-failure (deferred, gone, ...) leaves a running back-off as it was
+      // a neutral attempt (deferred, gone, cancelled, ...) leaves a running back-off as it was
       notBefore: failed ? (backoff > 0 ? report.at + backoff : undefined) : succeeded ? undefined : before?.notBefore,
       quarantinedAt: quarantined ? (before?.quarantinedAt ?? report.at) : succeeded ? undefined : before?.quarantinedAt,
-      configuredAt: report.configured && failed ? report.at : undefined,
+      // an attempt that configured the node and did not see it restart: the next one restarts it first
+      configuredAt: report.configured && !succeeded ? report.at : undefined,
       updatedAt: this.#laterThan(before, report.at),
     };
     this.#put(record);

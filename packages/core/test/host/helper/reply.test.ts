@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HelperReplyError } from '../../../src/host/helper/errors.js';
-import { assertConfigurable, parseHelperReply, replyWarnings } from '../../../src/host/helper/reply.js';
+import { assertAcceptedByNode, assertConfigurable, parseHelperReply, replyWarnings } from '../../../src/host/helper/reply.js';
 
 function replyError(text: string): HelperReplyError {
   try {
@@ -170,14 +170,25 @@ describe('replyWarnings', () => {
     expect(replyWarnings({ server_claims: { exp: now + 7200 } }, { nowSeconds: now })).toEqual([]);
   });
 
-  it('warns about policy file names without .policy / .rego', () => {
-    const warnings = replyWarnings({
-      action_policies: { rpcutil: 'policy default deny', 'ok.policy': 'x' },
-      opa_policies: { 'default.rego': 'x', 'rpcutil.policy': 'y' },
-    });
-    expect(warnings).toHaveLength(2);
-    expect(warnings[0]).toContain('action_policies key "rpcutil" does not end in ".policy"');
-    expect(warnings[1]).toContain('opa_policies key "rpcutil.policy" does not end in ".rego"');
+  it('says nothing of policy file names: a name go-choria refuses is an error (assertAcceptedByNode)', () => {
+    expect(replyWarnings({ configuration: { 'plugin.choria.server.provision': 'false' }, action_policies: { rpcutil: 'x' } })).toEqual([]);
+  });
+});
+
+describe('assertAcceptedByNode', () => {
+  it('refuses an action policy name without .policy, naming the key and the node', () => {
+    const reply = { configuration: { a: 'b' }, action_policies: { rpcutil: 'policy default deny', 'ok.policy': 'x' } };
+    expect(() => assertAcceptedByNode(reply, 'web1')).toThrow(HelperReplyError);
+    expect(() => assertAcceptedByNode(reply, 'web1')).toThrow(/action_policies key "rpcutil" does not end in "\.policy".*nothing was sent to web1/);
+  });
+
+  it('refuses an OPA policy name without .rego', () => {
+    expect(() => assertAcceptedByNode({ opa_policies: { 'default.rego': 'x', 'rpcutil.policy': 'y' } })).toThrow(/opa_policies key "rpcutil\.policy" does not end in "\.rego"/);
+  });
+
+  it('passes well-named policies and replies without any', () => {
+    expect(() => assertAcceptedByNode({ action_policies: { 'rpcutil.policy': 'x' }, opa_policies: { 'default.rego': 'y' } })).not.toThrow();
+    expect(() => assertAcceptedByNode({ configuration: { a: 'b' } })).not.toThrow();
   });
 });
 
