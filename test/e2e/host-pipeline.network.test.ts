@@ -317,6 +317,33 @@ describe('Host pipeline against the simulator', () => {
     expect(f.report().nodes[0]?.rpcCounts['choria_provision#configure'] ?? 0).toBe(0);
   });
 
+  it('a policy file name go-choria refuses is refused before any RPC: the node is left untouched, still in provisioning mode', async () => {
+    const reply = (req: HelperRequest) => ({ configuration: plainConfig(req), action_policies: { 'rpcutil.policy': 'policy default deny', choria_util: 'policy default allow' } });
+    const { fleet: f, provision } = await setup(testConfig(''), {}, reply, 1);
+    const r = await provision(f.identities()[0] as string);
+    expect(r.outcome).toBe('failed');
+    expect(r.message).toMatch(/action_policies key "choria_util" does not end in "\.policy"/);
+    const node = f.report().nodes[0];
+    expect(node).toMatchObject({ state: 'waiting', configuredCount: 0, violationCount: 0 });
+    expect(node?.configuration).toBeUndefined();
+    expect(node?.rpcCounts['choria_provision#configure'] ?? 0).toBe(0);
+  });
+
+  it('the simulator, like go-choria, writes the configuration before it refuses a misnamed policy', async () => {
+    // what the refusal above prevents: sent anyway, the node keeps the new file and no policies
+    const { fleet: f } = await setup(testConfig(''), {}, () => ({ defer: true }), 1);
+    const node = f.nodes[0];
+    expect(node).toBeDefined();
+    const c = await testClient(testSettings(srv.url, testConfig('')));
+    try {
+      const data = { token: 's3cret', config: JSON.stringify({ 'plugin.choria.server.provision': 'false' }), action_policies: { rpcutil: 'x' } };
+      await expect(c.rpc(node?.identity ?? '', 'choria_provision', 'configure', data)).rejects.toThrow(/Could not save Action Policies: expected "rpcutil" to have .policy extension/);
+    } finally {
+      await c.close();
+    }
+    expect(f.report().nodes[0]?.configuration).toEqual({ 'plugin.choria.server.provision': 'false' });
+  });
+
   it('a node locked by another provisioner is skipped, not retried', async () => {
     const config = testConfig('features:\n  jwt: true\njwt_verify_cert: "00"\n');
     const { fleet: f, provision } = await setup(config, {}, (req) => ({ configuration: plainConfig(req) }), 1);

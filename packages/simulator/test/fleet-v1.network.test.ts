@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { readVector } from '@choria-provisioner/test-support/vectors';
 import { SimulatedFleet } from '../src/fleet.js';
+import { resolveFleetOptions } from '../src/options.js';
 import type { FleetReport } from '../src/report.js';
 import { collectEvents, eventData, makeServerJwt, rsaSignerPem, rsaSignerPublicPem, serverJwtSigner, type SeenEvent } from './support/fixtures.js';
 import { encryptLegacyPem } from './support/legacy-pem.js';
@@ -269,5 +270,40 @@ describe('v1 simulated fleet', () => {
     expect(full.nodes[0]).toMatchObject({ identity: n1, protocol: 'v1', state: 'provisioned' });
     const page = JSON.parse(Buffer.from((await nc.request('choria.simulator.v1test.report', '{"offset":1,"limit":2}', { timeout: 2000 })).data).toString()) as FleetReport;
     expect(page.nodes.map((n) => n.identity)).toEqual([n2, n3]);
+  });
+});
+
+describe('the configuration file a node boots with decides how go-choria refuses an early restart', () => {
+  it('provisioning-mode file: "enables provisioning"; no file: "could not be parsed ... no such file"; after configure both restart', async () => {
+    const f = await SimulatedFleet.start({
+      servers: [server.url],
+      name: 'cfgtest',
+      count: 2,
+      identityPattern: 'cf{i}.example.net',
+      token: TOKEN,
+      timeScale: 0.01,
+      configFile: (i) => (i === 0 ? 'provisioning' : 'missing'),
+      control: false,
+    });
+    try {
+      await f.waitForBooted(5000);
+      const early = async (identity: string) => (await rpc(identity, 'restart', { splay: 1, token: TOKEN })).reply;
+      expect(await early('cf1.example.net')).toMatchObject({ statuscode: 1, statusmsg: 'Configuration /etc/choria/server.conf enables provisioning, restart cannot continue' });
+      expect(await early('cf2.example.net')).toMatchObject({
+        statuscode: 1,
+        statusmsg: 'Configuration /etc/choria/server.conf could not be parsed, restart cannot continue: open /etc/choria/server.conf: no such file or directory',
+      });
+      for (const identity of ['cf1.example.net', 'cf2.example.net']) {
+        expect((await rpc(identity, 'configure', { token: TOKEN, config: '{"plugin.choria.server.provision":"false"}' })).reply?.statuscode).toBe(0);
+        expect((await early(identity))?.statuscode, identity).toBe(0);
+      }
+      expect(f.report().totals.violationsByKind['restart-refused']).toBe(2);
+    } finally {
+      await f.stop();
+    }
+  });
+
+  it('refuses an unknown configFile kind', () => {
+    expect(() => resolveFleetOptions({ servers: ['nats://127.0.0.1:1'], count: 1, configFile: 'absent' as 'missing' })).toThrow(/configFile: absent is not provisioning or missing/);
   });
 });
