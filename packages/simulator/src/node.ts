@@ -105,6 +105,10 @@ export class SimulatedNode implements ProvisionHost {
   readonly violations: ViolationLog;
   readonly stats: NodeStats = { received: 0, repliesLost: 0, replies: 0, dropped: 0, filteredOut: 0, deadlineExceeded: 0, rpcCounts: new Map() };
   lifecycle: NodeLifecycleState = 'booting';
+  /** when the node entered provisioning mode in its current provisioning cycle */
+  private waitingSinceMs: number | undefined;
+  /** the longest the node ever waited in provisioning mode before it was provisioned or shut down */
+  longestWaitMs = 0;
 
   private readonly agent: ChoriaProvisionAgent;
   /** process-life timers (restart, update, shutdown): cancelled when the node vanishes */
@@ -190,7 +194,21 @@ export class SimulatedNode implements ProvisionHost {
       this.link.attach(this);
     }
     this.lifecycle = this.settings.silent ? 'silent' : 'waiting';
+    if (this.lifecycle === 'waiting') this.waitingSinceMs ??= this.nowMs();
     this.publishEvent('startup');
+  }
+
+  /**
+   * How long the node has been in provisioning mode without being provisioned (0 when it is
+   * not): a restart into the same provisioning mode (an update) does not start the wait again.
+   */
+  waitingForMs(now = this.nowMs()): number {
+    return this.waitingSinceMs === undefined || !this.listening ? 0 : now - this.waitingSinceMs;
+  }
+
+  private endWait(): void {
+    if (this.waitingSinceMs !== undefined) this.longestWaitMs = Math.max(this.longestWaitMs, this.nowMs() - this.waitingSinceMs);
+    this.waitingSinceMs = undefined;
   }
 
   stop(): void {
@@ -249,6 +267,7 @@ export class SimulatedNode implements ProvisionHost {
           this.state.ecdh = undefined;
           this.state.pendingExit = undefined;
           this.lifecycle = 'provisioned';
+          this.endWait();
           this.publishEvent('startup');
           if (this.runtime.reenterAfterMs > 0) this.later(this.runtime.reenterAfterMs * (0.5 + this.rng.next()), () => this.reenter());
         });
@@ -263,6 +282,7 @@ export class SimulatedNode implements ProvisionHost {
         this.state.shutdownCount++;
         this.later(scaled, () => {
           this.lifecycle = 'shutdown';
+          this.endWait();
           this.publishEvent('shutdown');
           this.leaveSubjects();
         });

@@ -18,6 +18,10 @@ export interface NodeReport {
   restartCount: number;
   shutdownCount: number;
   updateCount: number;
+  /** how long the node has been waiting in provisioning mode (0: not waiting) */
+  waitingForMs: number;
+  /** the longest it waited in provisioning mode in any finished cycle */
+  longestWaitMs: number;
   /** requests dispatched to an agent, keyed `agent#action` (`discovery` for discovery) */
   rpcCounts: Record<string, number>;
   configuration?: Record<string, string>;
@@ -49,6 +53,10 @@ export interface FleetTotals {
   cycles: number;
   /** the most configure actions any node carried out in one provisioning cycle */
   maxConfiguredPerCycle: number;
+  /** the longest any node has been waiting in provisioning mode right now: a stuck node shows here */
+  longestWaitingMs: number;
+  /** the longest any node waited in provisioning mode, now or in a finished cycle */
+  longestWaitMs: number;
 }
 
 export interface FleetSummary {
@@ -77,6 +85,8 @@ export function nodeReport(node: SimulatedNode): NodeReport {
     restartCount: s.restartCount,
     shutdownCount: s.shutdownCount,
     updateCount: s.updateCount,
+    waitingForMs: node.waitingForMs(),
+    longestWaitMs: node.longestWaitMs,
     rpcCounts: Object.fromEntries(node.stats.rpcCounts),
     hasCertificate: s.hasCertificate,
     hasPrivateKey: s.hasPrivateKey,
@@ -109,7 +119,13 @@ export function fleetTotals(nodes: readonly SimulatedNode[], fleetLog: Violation
   let deadlineExceeded = 0;
   let cycles = 0;
   let maxConfiguredPerCycle = 0;
+  let longestWaitingMs = 0;
+  let longestWaitMs = 0;
+  const now = Date.now();
   for (const n of nodes) {
+    const waiting = n.waitingForMs(now);
+    longestWaitingMs = Math.max(longestWaitingMs, waiting);
+    longestWaitMs = Math.max(longestWaitMs, waiting, n.longestWaitMs);
     byState[n.lifecycle]++;
     violations += n.violations.total;
     for (const [k, c] of n.violations.counts) byKind.set(k, (byKind.get(k) ?? 0) + c);
@@ -135,5 +151,7 @@ export function fleetTotals(nodes: readonly SimulatedNode[], fleetLog: Violation
     deadlineExceeded,
     cycles,
     maxConfiguredPerCycle,
+    longestWaitingMs,
+    longestWaitMs,
   };
 }

@@ -287,6 +287,8 @@ describe('the configuration file a node boots with decides how go-choria refuses
     });
     try {
       await f.waitForBooted(5000);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(f.report().totals.longestWaitingMs).toBeGreaterThan(0);
       const early = async (identity: string) => (await rpc(identity, 'restart', { splay: 1, token: TOKEN })).reply;
       expect(await early('cf1.example.net')).toMatchObject({ statuscode: 1, statusmsg: 'Configuration /etc/choria/server.conf enables provisioning, restart cannot continue' });
       expect(await early('cf2.example.net')).toMatchObject({
@@ -298,6 +300,12 @@ describe('the configuration file a node boots with decides how go-choria refuses
         expect((await early(identity))?.statuscode, identity).toBe(0);
       }
       expect(f.report().totals.violationsByKind['restart-refused']).toBe(2);
+      // how long nodes wait in provisioning mode: a stuck node shows in longestWaitingMs
+      await f.waitForState('provisioned', 2, 5000);
+      const r = f.report();
+      expect(r.nodes.every((n) => n.waitingForMs === 0 && n.longestWaitMs > 0)).toBe(true);
+      expect(r.totals.longestWaitingMs).toBe(0);
+      expect(r.totals.longestWaitMs).toBe(Math.max(...r.nodes.map((n) => n.longestWaitMs)));
     } finally {
       await f.stop();
     }
