@@ -17,6 +17,8 @@ interface HostStatus {
 
 interface MemberStatus {
   instance: string;
+  /** identity#process; absent from provisioners that keyed members by identity alone */
+  member?: string;
   self: boolean;
   lastSeenMs: number;
   owned: number;
@@ -88,7 +90,9 @@ export function formatStatus(body: unknown): string {
     const members = s.coordination?.membership?.members ?? [];
     if (members.length > 0) {
       const rows = [['MEMBER', 'OWNED', 'FINISHED', 'LAST HEARD']];
-      for (const m of members) rows.push([`${m.instance}${m.self ? ' (this)' : ''}`, String(m.owned), String(m.provisioned), m.self ? '-' : `${(m.lastSeenMs / 1000).toFixed(1)}s ago`]);
+      // two processes sharing one identity are told apart by their process id
+      const shared = (m: MemberStatus): boolean => members.filter((x) => x.instance === m.instance).length > 1;
+      for (const m of members) rows.push([`${shared(m) ? (m.member ?? m.instance) : m.instance}${m.self ? ' (this)' : ''}`, String(m.owned), String(m.provisioned), m.self ? '-' : `${(m.lastSeenMs / 1000).toFixed(1)}s ago`]);
       out.push(formatTable(rows));
     }
     if (s.hosts.length > 0) {

@@ -8,6 +8,12 @@
 // When that does not happen within FORMING_HEARTBEATS (the broker denies the subjects, say), the
 // membership is "unavailable" and this instance owns every node: the node lock alone keeps
 // instances apart (lock-only active/active). Hearing itself later forms it after all.
+//
+// Members are processes, not identities: each is known by its identity and a random id drawn at
+// start (the heartbeat's incarnation). Sites often give every instance the same client
+// certificate, hence one identity; keyed by identity alone, two such instances would each see a
+// group of one and work the whole fleet. The node lock cannot tell them apart either (it is keyed
+// on the caller's identity), so for them the split is the only protection, and it holds.
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection, Subscription } from 'nats';
 import type { Logger } from 'winston';
@@ -25,7 +31,10 @@ const DONE_FLUSH_MS = 200;
 const DONE_BATCH_MAX = 500;
 
 export interface MemberView {
+  /** the member's Choria identity */
   readonly instance: string;
+  /** its process: the identity plus a random id drawn at start (what ownership is computed over) */
+  readonly member: string;
   readonly self: boolean;
   /** ms since its last heartbeat (0 for this instance) */
   readonly lastSeenMs: number;
@@ -65,9 +74,21 @@ interface Peer {
   seenAt: number;
 }
 
+/** How a member is named in the log: its identity, and its process for telling twins apart. */
+function label(hb: Heartbeat): string {
+  return `${hb.instance} (process ${hb.incarnation})`;
+}
+
+/** A member's key: its identity and its process's random id. */
+export function memberKey(instance: string, incarnation: string): string {
+  return `${instance}#${incarnation}`;
+}
+
 export class Membership {
   readonly group: string;
   readonly instance: string;
+  /** this process's key among the members (memberKey) */
+  readonly member: string;
   readonly #opts: MembershipOptions;
   readonly #subjects: CoordinationSubjects;
   readonly #incarnation = randomBytes(8).toString('hex');
@@ -88,9 +109,10 @@ export class Membership {
     this.#opts = opts;
     this.group = opts.group;
     this.instance = opts.instance;
+    this.member = memberKey(opts.instance, this.#incarnation);
     this.#subjects = coordinationSubjects(opts.group);
     this.#now = opts.now ?? Date.now;
-    this.#members = [opts.instance];
+    this.#members = [this.member];
   }
 
   get state(): MembershipState {
@@ -112,7 +134,7 @@ export class Membership {
     return new Promise((resolve) => this.#readyWaiters.push(resolve));
   }
 
-  /** The live members, sorted; always includes this instance. */
+  /** The live members' keys (memberKey), sorted; always includes this process. */
   members(): readonly string[] {
     return this.#members;
   }
@@ -121,11 +143,12 @@ export class Membership {
   owns(node: string): boolean {
     if (this.#state === 'unavailable') return true;
     if (!this.ready) return false;
-    return this.#members.length === 1 || rendezvousOwner(node, this.#members) === this.instance;
+    return this.#members.length === 1 || rendezvousOwner(node, this.#members) === this.member;
   }
 
+  /** The key (memberKey) of the member that owns `node`. */
   ownerOf(node: string): string {
-    return this.#state === 'unavailable' ? this.instance : rendezvousOwner(node, this.#members);
+    return this.#state === 'unavailable' ? this.member : rendezvousOwner(node, this.#members);
   }
 
   start(): void {
@@ -180,11 +203,12 @@ export class Membership {
   view(): MembershipView {
     const now = this.#now();
     const selfReport = this.#opts.report();
-    const members: MemberView[] = this.#members.map((instance) => {
-      if (instance === this.instance) return { instance, self: true, lastSeenMs: 0, ...selfReport, version: this.#opts.version };
-      const p = this.#peers.get(instance);
+    const members: MemberView[] = this.#members.map((member) => {
+      if (member === this.member) return { instance: this.instance, member, self: true, lastSeenMs: 0, ...selfReport, version: this.#opts.version };
+      const p = this.#peers.get(member);
       return {
-        instance,
+        instance: p?.heartbeat.instance ?? member,
+        member,
         self: false,
         lastSeenMs: p === undefined ? 0 : now - p.seenAt,
         owned: p?.heartbeat.owned ?? 0,
@@ -233,28 +257,28 @@ export class Membership {
       this.#opts.onInvalid?.(`heartbeat: ${errorText(err)}`);
       return;
     }
-    if (hb.instance === this.instance) {
-      if (hb.incarnation === this.#incarnation) {
-        if (this.#state !== 'formed') this.#formed();
-      } else if (!this.#warnedIncarnations.has(hb.incarnation)) {
-        this.#warnedIncarnations.add(hb.incarnation);
-        this.#opts.logger.error(
-          `Another process announces itself as ${this.instance} in active/active group "${this.group}": the node lock cannot tell the two apart, so they may provision one node twice; give every instance its own identity`,
-        );
-      }
+    if (hb.incarnation === this.#incarnation && hb.instance === this.instance) {
+      if (this.#state !== 'formed') this.#formed();
       return;
     }
+    const key = memberKey(hb.instance, hb.incarnation);
+    if (hb.instance === this.instance && !this.#warnedIncarnations.has(hb.incarnation)) {
+      this.#warnedIncarnations.add(hb.incarnation);
+      this.#opts.logger.error(
+        `Another process announces itself as ${this.instance} in active/active group "${this.group}": the two split the fleet like any two members, but the node lock cannot tell them apart, so nothing else keeps them off one node; give every instance its own identity`,
+      );
+    }
     if (hb.leaving) {
-      if (this.#peers.delete(hb.instance)) {
-        this.#opts.logger.info(`Active/active member ${hb.instance} left group "${this.group}"`);
+      if (this.#peers.delete(key)) {
+        this.#opts.logger.info(`Active/active member ${label(hb)} left group "${this.group}"`);
         this.#recompute();
       }
       return;
     }
-    const known = this.#peers.has(hb.instance);
-    this.#peers.set(hb.instance, { heartbeat: hb, seenAt: this.#now() });
+    const known = this.#peers.has(key);
+    this.#peers.set(key, { heartbeat: hb, seenAt: this.#now() });
     if (!known) {
-      this.#opts.logger.info(`Active/active member ${hb.instance} joined group "${this.group}"`);
+      this.#opts.logger.info(`Active/active member ${label(hb)} joined group "${this.group}"`);
       this.#recompute();
     }
   }
@@ -262,7 +286,9 @@ export class Membership {
   #onDone(data: Uint8Array): void {
     try {
       const notice = parseDone(data);
-      if (notice.instance !== this.instance) this.#opts.onDone(notice.nodes, notice.instance);
+      // our own notice comes back too; a sender that predates process ids is told apart by identity
+      const own = notice.incarnation !== undefined ? notice.incarnation === this.#incarnation && notice.instance === this.instance : notice.instance === this.instance;
+      if (!own) this.#opts.onDone(notice.nodes, notice.instance);
     } catch (err) {
       this.#opts.onInvalid?.(`done notice: ${errorText(err)}`);
     }
@@ -275,7 +301,7 @@ export class Membership {
     const nodes = this.#done;
     this.#done = [];
     try {
-      this.#opts.nc.publish(this.#subjects.done, encodeDone({ instance: this.instance, nodes }));
+      this.#opts.nc.publish(this.#subjects.done, encodeDone({ instance: this.instance, incarnation: this.#incarnation, nodes }));
     } catch (err) {
       this.#opts.logger.debug(`Could not publish ${nodes.length} finished nodes to the group: ${errorText(err)}`);
     }
@@ -284,10 +310,10 @@ export class Membership {
   #expire(): void {
     const now = this.#now();
     let gone = false;
-    for (const [instance, p] of this.#peers) {
+    for (const [member, p] of this.#peers) {
       if (now - p.seenAt > p.heartbeat.intervalMs * MEMBER_TIMEOUT_HEARTBEATS) {
-        this.#peers.delete(instance);
-        this.#opts.logger.warn(`Active/active member ${instance} of group "${this.group}" was not heard for ${now - p.seenAt} ms, taking over its share`);
+        this.#peers.delete(member);
+        this.#opts.logger.warn(`Active/active member ${label(p.heartbeat)} of group "${this.group}" was not heard for ${now - p.seenAt} ms, taking over its share`);
         gone = true;
       }
     }
@@ -313,7 +339,7 @@ export class Membership {
   }
 
   #recompute(): void {
-    this.#members = [this.instance, ...this.#peers.keys()].sort();
+    this.#members = [this.member, ...this.#peers.keys()].sort();
     if (this.ready) this.#changed();
   }
 

@@ -36,6 +36,8 @@ export interface Heartbeat {
 /** Nodes a member finished (provisioned, shut down or upgraded): the others forget them. */
 export interface DoneNotice {
   readonly instance: string;
+  /** the sender's process (Heartbeat.incarnation); absent from senders that predate it */
+  readonly incarnation?: string;
   readonly nodes: readonly string[];
 }
 
@@ -56,7 +58,7 @@ export function encodeHeartbeat(h: Heartbeat): string {
 }
 
 export function encodeDone(d: DoneNotice): string {
-  return JSON.stringify({ protocol: DONE_PROTOCOL, instance: d.instance, nodes: d.nodes });
+  return JSON.stringify({ protocol: DONE_PROTOCOL, instance: d.instance, ...(d.incarnation !== undefined ? { incarnation: d.incarnation } : {}), nodes: d.nodes });
 }
 
 function objectOf(data: Uint8Array, protocol: string): Record<string, unknown> {
@@ -105,5 +107,7 @@ export function parseDone(data: Uint8Array): DoneNotice {
   if (!Array.isArray(nodes) || !nodes.every((n): n is string => typeof n === 'string' && n !== '')) {
     throw new CoordinationMessageError('"nodes" must be an array of non-empty strings');
   }
-  return { instance: text(obj, 'instance'), nodes };
+  const incarnation = obj['incarnation'];
+  if (incarnation !== undefined && (typeof incarnation !== 'string' || incarnation === '')) throw new CoordinationMessageError('"incarnation" must be a non-empty string');
+  return { instance: text(obj, 'instance'), ...(incarnation !== undefined ? { incarnation } : {}), nodes };
 }

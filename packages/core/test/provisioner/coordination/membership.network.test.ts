@@ -70,7 +70,7 @@ describe('active/active membership', () => {
       ['prov-b.example.net', false, 7, 3],
       ['prov-c.example.net', false, 7, 3],
     ]);
-    expect(all[0]!.log.text()).toMatch(/Active\/active member prov-b.example.net joined group "lon"/);
+    expect(all[0]!.log.text()).toMatch(/Active\/active member prov-b.example.net \(process [0-9a-f]{16}\) joined group "lon"/);
   });
 
   it('owns nothing until settled, so a starting instance does not grab the whole fleet', async () => {
@@ -88,7 +88,7 @@ describe('active/active membership', () => {
     await until('formed', () => [a, b, c].every((t) => t!.m.ready && t!.m.members().length === 3));
     await b!.m.stop();
     await until('b gone at once', () => a!.m.members().length === 2 && c!.m.members().length === 2, 2 * HEARTBEAT_MS);
-    expect(a!.log.text()).toMatch(/member prov-b.example.net left group "lon"/);
+    expect(a!.log.text()).toMatch(/member prov-b.example.net \(process [0-9a-f]{16}\) left group "lon"/);
 
     // c dies without a word: its connection closes, so no leaving heartbeat can follow
     const died = Date.now();
@@ -98,7 +98,7 @@ describe('active/active membership', () => {
     expect(took).toBeGreaterThanOrEqual(MEMBER_TIMEOUT_HEARTBEATS * HEARTBEAT_MS - HEARTBEAT_MS);
     expect(took).toBeLessThan((MEMBER_TIMEOUT_HEARTBEATS + 3) * HEARTBEAT_MS);
     expect(ownedBy(a!)).toHaveLength(nodes.length);
-    expect(a!.log.text()).toMatch(/member prov-c.example.net of group "lon" was not heard for \d+ ms, taking over its share/);
+    expect(a!.log.text()).toMatch(/member prov-c.example.net \(process [0-9a-f]{16}\) of group "lon" was not heard for \d+ ms, taking over its share/);
   });
 
   it('passes finished nodes to the others in batches', async () => {
@@ -113,11 +113,25 @@ describe('active/active membership', () => {
     expect(a!.done).toEqual([]); // not told of its own
   });
 
-  it('warns when two processes use one identity', async () => {
+  it('two processes with one identity are two members that split the fleet, with a warning', async () => {
     const s = await server();
-    const a = await member(s.url, 'prov-a.example.net');
-    await member(s.url, 'prov-a.example.net');
-    await until('the duplicate is reported', () => /Another process announces itself as prov-a.example.net/.test(a.log.text()));
+    const [a, b] = await Promise.all([member(s.url, 'prov-a.example.net'), member(s.url, 'prov-a.example.net')]);
+    await until('the duplicate is reported', () => /Another process announces itself as prov-a.example.net/.test(a!.log.text()));
+    await until('two members each', () => a!.m.ready && b!.m.ready && a!.m.members().length === 2 && b!.m.members().length === 2);
+    expect(a!.m.members()).toEqual(b!.m.members());
+    expect(a!.m.member).not.toBe(b!.m.member);
+    // every node has exactly one owner, and both own a share
+    const mineA = ownedBy(a!);
+    const mineB = ownedBy(b!);
+    expect(mineA.length + mineB.length).toBe(nodes.length);
+    expect(mineA.filter((n) => mineB.includes(n))).toEqual([]);
+    expect(mineA.length).toBeGreaterThan(0);
+    expect(mineB.length).toBeGreaterThan(0);
+    // one's finished nodes reach the other, though they share an identity
+    a!.m.announceDone('twin-done.example.net');
+    await until('b heard it', () => b!.done.includes('twin-done.example.net'));
+    expect(a!.done).toEqual([]);
+    expect(b!.m.view().members.map((m) => m.instance)).toEqual(['prov-a.example.net', 'prov-a.example.net']);
   });
 
   it('goes lock-only, once and loudly, when the broker denies the subjects', async () => {
@@ -150,6 +164,6 @@ describe('active/active membership', () => {
     await until('both reported', () => invalid.length === 2);
     expect(invalid[0]).toMatch(/^heartbeat: not JSON/);
     expect(invalid[1]).toMatch(/^done notice: "nodes" must be an array/);
-    expect(a.m.members()).toEqual(['prov-a.example.net']);
+    expect(a.m.members()).toEqual([a.m.member]);
   });
 });

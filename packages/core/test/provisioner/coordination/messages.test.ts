@@ -16,6 +16,8 @@ describe('active/active messages', () => {
   it('round-trips a heartbeat and a done notice', () => {
     expect(parseHeartbeat(bytes(encodeHeartbeat(hb)))).toEqual(hb);
     expect(parseDone(bytes(encodeDone({ instance: 'prov-a.example.net', nodes: ['n1', 'n2'] })))).toEqual({ instance: 'prov-a.example.net', nodes: ['n1', 'n2'] });
+    // with the sender's process id: two processes of one identity tell their notices apart
+    expect(parseDone(bytes(encodeDone({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes: ['n1'] })))).toEqual({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes: ['n1'] });
   });
 
   it('uses subjects in the provisioning account that nodes may not publish to', () => {
