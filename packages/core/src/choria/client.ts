@@ -189,8 +189,10 @@ export class ChoriaClient {
 
   /**
    * Requests in flight when the broker connection dropped have lost their replies (the broker kept
-   * no state for them): fail them as soon as the connection is back so the caller's retry happens
-   * now instead of after the full RPC timeout.
+   * no state for them), and requests published while it was down are sent on the way back, when
+   * their targets may not have reconnected yet: nobody may hear them. Either way the reply is in
+   * doubt, so every request pending at the reconnect is failed (after its grace for a late reply)
+   * as soon as the connection is back: the caller checks now instead of after the full timeout.
    */
   async #watchReconnects(): Promise<void> {
     for await (const s of this.nats.status()) {
@@ -200,9 +202,10 @@ export class ChoriaClient {
       } else if (s.type === 'reconnect') {
         this.#linkChanges++;
         this.#linkUpSince = performance.now();
-        const cutoff = this.#droppedAt;
+        const dropped = this.#droppedAt;
         this.#droppedAt = undefined;
-        if (cutoff === undefined) continue;
+        if (dropped === undefined) continue;
+        const cutoff = performance.now();
         for (const p of [...this.#pending.values()]) {
           if (p.sentAt === undefined || p.sentAt > cutoff) continue;
           if (p.onReconnect !== undefined) p.onReconnect();

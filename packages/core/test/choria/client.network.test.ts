@@ -13,6 +13,7 @@ import {
   RpcAbortError,
   RpcInputError,
   RpcResponseCountError,
+  RpcReplyLostError,
   RpcTimeoutError,
 } from '../../src/choria/errors.js';
 import { encodeLifecycleEvent, newLifecycleEvent, type LifecycleEvent } from '../../src/choria/lifecycle.js';
@@ -341,6 +342,30 @@ describe('ChoriaClient across a broker restart', () => {
       await client.close();
       await responders.close();
       await server.stop();
+    }
+  });
+
+  it('a request published while the broker is down fails as soon as the connection is back, not after its timeout', async () => {
+    const first = await startNatsServer({ jetstream: false });
+    const statuses: string[] = [];
+    const client = await ChoriaClient.connect(choriaSettingsWith({ middlewareHosts: [first.url] }), { logger: captureLogger('info').logger, onStatus: (s) => statuses.push(s.type) });
+    let second: RunningNatsServer | undefined;
+    try {
+      await first.stop();
+      await until('the disconnect', () => statuses.includes('disconnect'), 10_000);
+      // buffered by the client while there is no broker: on the way back nobody may be listening
+      const started = Date.now();
+      const lost = client.rpc('ghost.example.net', 'rpcutil', 'inventory', {}, { timeoutMs: 30_000 }).then(
+        () => 'answered',
+        (err: unknown) => err,
+      );
+      second = await startNatsServer({ jetstream: false, port: first.port });
+      const err = await lost;
+      expect(err).toBeInstanceOf(RpcReplyLostError);
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      await client.close();
+      await second?.stop();
     }
   });
 });
