@@ -13,6 +13,55 @@ export interface NatsServerOptions {
   config?: string;
   /** fixed port (default: a free one) */
   port?: number;
+  /**
+   * the account layout of a Choria Broker (see choriaBrokerAccounts): JetStream only in the choria
+   * account, where unauthenticated connections land (as a client certificate without a user does);
+   * the provisioner and the provisioning-mode nodes log in to the provisioning account
+   */
+  choriaAccounts?: boolean;
+}
+
+/** Logins of a broker started with `choriaAccounts` (all in the provisioning account). */
+export const CHORIA_BROKER_LOGINS = {
+  /** the provisioner, as a Choria Broker's `plugin.choria.network.provisioning.client_password` admits it */
+  provisioner: { user: 'provisioner', password: 'provisioner-secret' },
+  /** provisioning-mode servers (a Choria Broker admits them by their provisioning token) */
+  node: { user: 'node', password: 'node-secret' },
+} as const;
+
+/**
+ * The accounts a Choria Broker sets up when provisioning is enabled, as nats-server configuration:
+ * - `choria`: Choria Streams (JetStream); it imports the provisioning account's lifecycle events
+ *   and exports to it only the leader election bucket's stream info and the `provisioner` key;
+ * - `provisioning`: no JetStream; it imports those two, the stream info under the
+ *   `choria.streams` API prefix and the key under both its own name and that prefix.
+ * Unauthenticated connections land in the choria account.
+ */
+export function choriaBrokerAccounts(): string {
+  const { provisioner, node } = CHORIA_BROKER_LOGINS;
+  return [
+    'accounts {',
+    '  choria {',
+    '    jetstream: enabled',
+    '    users: [ { user: "choria-default", password: "unused-default-login" } ]',
+    '    exports: [',
+    '      { service: "$JS.API.STREAM.INFO.KV_CHORIA_LEADER_ELECTION", response_type: singleton, accounts: [provisioning] }',
+    '      { service: "$KV.CHORIA_LEADER_ELECTION.provisioner", response_type: singleton, accounts: [provisioning] }',
+    '    ]',
+    '    imports: [ { stream: { account: provisioning, subject: "choria.lifecycle.>" } } ]',
+    '  }',
+    '  provisioning {',
+    `    users: [ { user: "${provisioner.user}", password: "${provisioner.password}" }, { user: "${node.user}", password: "${node.password}" } ]`,
+    '    exports: [ { stream: "choria.lifecycle.>", accounts: [choria] } ]',
+    '    imports: [',
+    '      { service: { account: choria, subject: "$JS.API.STREAM.INFO.KV_CHORIA_LEADER_ELECTION" }, to: "choria.streams.STREAM.INFO.KV_CHORIA_LEADER_ELECTION" }',
+    '      { service: { account: choria, subject: "$KV.CHORIA_LEADER_ELECTION.provisioner" } }',
+    '      { service: { account: choria, subject: "$KV.CHORIA_LEADER_ELECTION.provisioner" }, to: "choria.streams.$KV.CHORIA_LEADER_ELECTION.provisioner" }',
+    '    ]',
+    '  }',
+    '}',
+    'no_auth_user: "choria-default"',
+  ].join('\n');
 }
 
 export interface RunningNatsServer {
@@ -70,7 +119,8 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Run
   const js = opts.jetstream ?? true;
   const conf = [
     `listen: "127.0.0.1:${port}"`,
-    js ? `jetstream { store_dir: ${JSON.stringify(join(storeDir, 'js'))} }` : '',
+    js || opts.choriaAccounts === true ? `jetstream { store_dir: ${JSON.stringify(join(storeDir, 'js'))} }` : '',
+    opts.choriaAccounts === true ? choriaBrokerAccounts() : '',
     opts.config ?? '',
   ].join('\n');
   writeFileSync(confFile, conf);

@@ -15,7 +15,9 @@ import { helperRunnerFor, type HelperFunction, type HelperRunner } from '../host
 import { createHostRunner } from '../host/host.js';
 import { LeaderElection } from './election/index.js';
 import { ForeignNodes, Membership, type MembershipView } from './coordination/index.js';
-import { HistorySync, NodeHistory, type HistoryStatus } from './history/index.js';
+import { HistorySync, NodeHistory, type HistoryConnection, type HistoryStatus } from './history/index.js';
+import { connectChoria } from '../choria/connector.js';
+import { PROVISIONER_NATS_USER } from '../config/choria-config.js';
 import type { EffectiveCoordination } from '../metrics/metrics.js';
 import type { CoordinationMode } from '../config/types.js';
 import { HostList, type DiscoverySource, type HostEntry } from './host-list.js';
@@ -167,7 +169,14 @@ export class Provisioner {
       onWriteError: (err) => this.logger.warn(`Could not write the node history to bucket ${opts.config.historyBucket}, keeping changes until it can: ${errorText(err)}`),
       onWritten: () => this.logger.info(`Writing the node history to bucket ${opts.config.historyBucket} again`),
     });
-    this.#historySync = new HistorySync({ history: this.#history, config: opts.config, logger: this.logger, readOnly: opts.dryRun === true, ...(opts.historyRetryMs !== undefined ? { retryMs: opts.historyRetryMs } : {}) });
+    this.#historySync = new HistorySync({
+      history: this.#history,
+      config: opts.config,
+      logger: this.logger,
+      readOnly: opts.dryRun === true,
+      ...(opts.historyRetryMs !== undefined ? { retryMs: opts.historyRetryMs } : {}),
+      ...(opts.choria.natsUser === PROVISIONER_NATS_USER ? { secondary: this.#choriaAccountConnection() } : {}),
+    });
     // every in-flight node listens for stop(): more than the default 10 is normal, not a leak
     setMaxListeners(0, this.#stop.signal);
   }
@@ -674,6 +683,19 @@ export class Provisioner {
   #makeHelper(): HelperRunner {
     const h = this.#opts.helper;
     return h !== undefined && isHelperRunner(h) ? h : helperRunnerFor(this.config, h);
+  }
+
+  /**
+   * The provisioner logs in as the `provisioner` user, which a Choria Broker puts in its
+   * provisioning account (no JetStream there); the same settings without that login reach the
+   * choria account, where the node history can live (history-sync.ts).
+   */
+  #choriaAccountConnection(): HistoryConnection {
+    const settings = { ...this.choria, natsUser: undefined, natsPassword: undefined };
+    return {
+      account: 'choria',
+      connect: () => connectChoria(settings, { logger: this.logger, name: `choria-provisioner ${this.config.site} history`.trim(), maxConnectAttempts: 3, signal: this.#stop.signal }),
+    };
   }
 
   /** The client retries an unreachable broker by itself (logging each try) until stop() aborts it. */

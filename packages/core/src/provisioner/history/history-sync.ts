@@ -1,6 +1,12 @@
 // Keeps a site's NodeHistory in step with its bucket: opens it (history_store kv), loads and
 // follows it, writes through it (except in a dry run), and when it cannot be reached keeps the
 // history in memory, says so once and tries again every `retryMs`.
+//
+// Where the bucket can live: a Choria Broker gives the provisioning account (where the provisioner
+// logs in as the `provisioner` user) no JetStream at all, only the leader election's two subjects.
+// The same client certificate without that login lands in the choria account, which has Choria
+// Streams. So when the provisioner's own connection finds no JetStream and a second connection is
+// on offer (the provisioner logged in as `provisioner`), the history is kept over that one.
 import type { NatsConnection } from 'nats';
 import type { Logger } from 'winston';
 import type { ProvisionerConfig } from '../../config/types.js';
@@ -16,6 +22,9 @@ export interface HistoryStatus {
   /** store kv: the bucket, and its max age in ms (0: none) */
   bucket?: string;
   ttlMs?: number;
+  /** store kv: the broker account that holds the bucket: `provisioning` (the provisioner's own
+   * connection) or `choria` (a second connection, without the provisioner login) */
+  account?: HistoryAccount;
   /** store memory although history_store is kv: why */
   reason?: string;
   /** `run --dry-run`: the bucket is read, never written */
@@ -24,6 +33,15 @@ export interface HistoryStatus {
   nodes: number;
   /** records changed here and not yet in the bucket */
   pendingWrites: number;
+}
+
+export type HistoryAccount = 'provisioning' | 'choria';
+
+/** A second way to the broker: the same Choria client settings without the provisioner login. */
+export interface HistoryConnection {
+  readonly account: HistoryAccount;
+  /** connects; rejects (bounded) when it cannot */
+  connect(): Promise<NatsConnection>;
 }
 
 export interface HistorySyncOptions {
@@ -36,6 +54,8 @@ export interface HistorySyncOptions {
   readonly retryMs?: number;
   /** how long a start waits for the stored records, default 30 s (they go on loading after it) */
   readonly loadTimeoutMs?: number;
+  /** tried when the provisioner's own connection has no JetStream (see the top of this file) */
+  readonly secondary?: HistoryConnection;
 }
 
 /** Pending writes (after failures) are sent again this often. */
@@ -44,6 +64,9 @@ const FLUSH_MS = 5_000;
 export class HistorySync {
   readonly #opts: HistorySyncOptions;
   #bucket: HistoryBucket | undefined;
+  #account: HistoryAccount | undefined;
+  /** the second connection, once opened (closed by stop()) */
+  #secondaryNc: NatsConnection | undefined;
   /** why the history is in memory although history_store is kv */
   #fallback: string | undefined;
   #timers: NodeJS.Timeout[] = [];
@@ -60,20 +83,40 @@ export class HistorySync {
       logger.info('Keeping the node history in memory (history_store: memory): it is not shared with other instances and ends with this process');
       return;
     }
-    const reason = await this.#bind(nc);
+    const reason = await this.#bindAnywhere(nc);
     if (reason === undefined) return;
     this.#fallback = reason;
     const retryMs = this.#opts.retryMs ?? 60_000;
     logger.warn(`Keeping the node history in memory only: ${reason}. It is not shared with other instances and ends with this process; trying the bucket again every ${formatMs(retryMs)} (docs/operations.md#node-history)`);
     const retry = setInterval(() => {
-      void this.#bind(nc).then((again) => {
+      void this.#bindAnywhere(nc).then((again) => {
         if (again !== undefined || this.#stopped) return;
         clearInterval(retry);
         this.#fallback = undefined;
-        logger.warn(`The node history bucket ${config.historyBucket} is reachable now: keeping the history there`);
+        logger.warn(`The node history bucket ${config.historyBucket} is reachable now (${this.#account ?? 'provisioning'} account): keeping the history there`);
       });
     }, retryMs);
     this.#timers.push(retry);
+  }
+
+  /** The provisioner's own connection first, then the second connection; why neither, if neither. */
+  async #bindAnywhere(nc: NatsConnection): Promise<string | undefined> {
+    const own = await this.#bind(nc, 'provisioning');
+    const secondary = this.#opts.secondary;
+    if (own === undefined || secondary === undefined || this.#stopped) return own;
+    let other: NatsConnection;
+    try {
+      other = this.#secondaryNc ?? (await secondary.connect());
+    } catch (err) {
+      return `${own}; and a second connection to the ${secondary.account} account failed: ${errorText(err)}`;
+    }
+    if (this.#stopped) {
+      await other.close().catch(() => undefined);
+      return own;
+    }
+    this.#secondaryNc = other;
+    const there = await this.#bind(other, secondary.account);
+    return there === undefined ? undefined : `${own}; and in the ${secondary.account} account: ${there}`;
   }
 
   /** Lets the last writes land (bounded), then stops following the bucket. */
@@ -83,6 +126,7 @@ export class HistorySync {
     this.#timers = [];
     await this.#opts.history.settle(settleMs);
     this.#bucket?.close();
+    await this.#secondaryNc?.close().catch(() => undefined);
   }
 
   status(): HistoryStatus {
@@ -90,7 +134,7 @@ export class HistorySync {
     const history = this.#opts.history;
     return {
       store: bucket !== undefined ? 'kv' : 'memory',
-      ...(bucket !== undefined ? { bucket: bucket.info.bucket, ttlMs: bucket.info.ttlMs } : {}),
+      ...(bucket !== undefined ? { bucket: bucket.info.bucket, ttlMs: bucket.info.ttlMs, account: this.#account ?? 'provisioning' } : {}),
       ...(this.#fallback !== undefined ? { reason: this.#fallback } : {}),
       ...(bucket !== undefined && this.#opts.readOnly ? { readOnly: true } : {}),
       nodes: history.size,
@@ -98,8 +142,8 @@ export class HistorySync {
     };
   }
 
-  /** Opens and follows the bucket; returns why not when it cannot. */
-  async #bind(nc: NatsConnection): Promise<string | undefined> {
+  /** Opens and follows the bucket over `nc`; returns why not when it cannot. */
+  async #bind(nc: NatsConnection, account: HistoryAccount): Promise<string | undefined> {
     const { config, logger, history, readOnly } = this.#opts;
     const name = config.historyBucket;
     let bucket: HistoryBucket;
@@ -122,13 +166,14 @@ export class HistorySync {
       return typeof loaded === 'string' ? `could not read the history bucket ${name}: ${loaded}` : undefined;
     }
     this.#bucket = bucket;
+    this.#account = account;
     if (!readOnly) {
       history.attach(bucket);
       this.#timers.push(setInterval(() => history.flush(), FLUSH_MS));
     }
     const ttl = bucket.info.ttlMs > 0 ? `kept ${formatMs(bucket.info.ttlMs)} after each change` : 'kept without an age limit';
     logger.info(
-      `Keeping the node history in the bucket ${name} (${bucket.info.created ? 'created now, ' : ''}${history.size} nodes known, ${ttl}${readOnly ? '; read only for the dry run' : ''})${loaded ? '' : `; still loading after ${formatMs(loadTimeoutMs)}`}`,
+      `Keeping the node history in the bucket ${name} of the ${account} account${account === 'choria' ? ' (over a second connection: the provisioning account has no JetStream)' : ''} (${bucket.info.created ? 'created now, ' : ''}${history.size} nodes known, ${ttl}${readOnly ? '; read only for the dry run' : ''})${loaded ? '' : `; still loading after ${formatMs(loadTimeoutMs)}`}`,
     );
     if (bucket.info.ttlMs > 0 && bucket.info.ttlMs !== config.historyTtlMs) {
       logger.warn(`The history bucket ${name} keeps records for ${formatMs(bucket.info.ttlMs)}, not history_ttl ${formatMs(config.historyTtlMs)}: an existing bucket is used as it is`);
