@@ -3,7 +3,8 @@
 // limit is configurable, stderr is captured (bounded) for the caller to log, output is bounded,
 // and a timeout or abort kills the helper's whole process group, not only the helper itself.
 // The processes are started by a companion process (spawner.ts), which is much faster than
-// forking the provisioner itself for every node.
+// forking the provisioner itself for every node. The companion also keeps the time limit, so
+// that it measures the helper, not how long this process took to read the report.
 import { performance } from 'node:perf_hooks';
 import { HelperError, HelperReplyError, reasonForReplyError, type HelperErrorKind } from './errors.js';
 import { BoundedBuffer, makeRedactor, requestSecrets, type Redactor } from './output.js';
@@ -20,6 +21,14 @@ export const DEFAULT_MAX_STDERR_BYTES = 64 * 1024;
 /** After killing a helper, how long to wait for its pipes to close (a process that left the
  * group may hold them open) before giving up on them. */
 const PIPE_CLOSE_GRACE_MS = 1000;
+
+/**
+ * How long after the helper's limit (and the pipe grace) a started run may go unreported before
+ * this process stops waiting for the spawner. Only a spawner that stopped working hits it: the
+ * spawner reports every run by then, so a generous margin costs nothing and keeps a merely busy
+ * spawner from being second-guessed.
+ */
+const SPAWNER_REPORT_SLACK_MS = 30_000;
 
 export interface ProcessHelperOptions {
   /** the `helper` setting, split like a shell would but run without one */
@@ -86,8 +95,8 @@ export class ProcessHelper implements HelperRunner {
     return new Promise<HelperResult>((resolve, reject) => {
       let settled = false;
       let failure: { kind: HelperErrorKind; reason: string } | undefined;
-      let exitedAt: number | undefined;
       let exitCode: number | null = null;
+      let backstop: NodeJS.Timeout | undefined;
       let onSettled: () => void = () => undefined;
 
       const elapsed = (): number => Math.round(performance.now() - started);
@@ -99,7 +108,7 @@ export class ProcessHelper implements HelperRunner {
       const settle = (outcome: HelperResult | HelperError): void => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        clearTimeout(backstop);
         signal?.removeEventListener('abort', onAbort);
         this.#active.delete(cancel);
         onSettled();
@@ -130,11 +139,20 @@ export class ProcessHelper implements HelperRunner {
           maxStdout: this.#maxOutputBytes,
           maxStderr: this.#maxStderrBytes,
           pipeGraceMs: PIPE_CLOSE_GRACE_MS,
+          timeoutMs: this.#timeoutMs,
         },
         {
-          onExit: (code, afterMs) => {
-            exitedAt ??= Math.round(afterMs);
-            exitCode = code;
+          onStarted: () => {
+            if (settled) return;
+            const waitMs = this.#timeoutMs + PIPE_CLOSE_GRACE_MS + SPAWNER_REPORT_SLACK_MS;
+            backstop = setTimeout(() => {
+              // a report that arrived while this loop was busy is read before giving up on it
+              setImmediate(() => {
+                if (settled) return;
+                run.kill();
+                settle(error('timeout', `timed out after ${this.#timeoutMs} ms: the helper spawner did not report on it ${waitMs} ms after starting it; killed it and the processes it started`));
+              });
+            }, waitMs);
           },
           onDone: (o) => {
             stdout = BoundedBuffer.fromParts(this.#maxOutputBytes, o.stdout, o.stdoutBytes);
@@ -144,8 +162,10 @@ export class ProcessHelper implements HelperRunner {
               return settle(failure === undefined ? error('spawn', `${o.lost} before ${helper} finished`) : error(failure.kind, failure.reason));
             }
             if (o.exitCode !== null) exitCode = o.exitCode;
-            // The spawner killed the group itself when stdout went over the cap.
+            // The spawner killed the group itself when stdout went over the cap or the run went over
+            // its time limit (as the spawner measured it: from its spawn of the helper).
             if (o.tooLarge && failure === undefined) failure = { kind: 'too-large', reason: `printed more than ${this.#maxOutputBytes} bytes on stdout; killed it` };
+            if (o.timedOut && failure === undefined) failure = { kind: 'timeout', reason: this.#timeoutReason(o.exitAfterMs, o.exitCode) };
             if (failure !== undefined) {
               // pipes given up on after the grace period: no close status
               if (o.forced) return settle(error(failure.kind, failure.reason));
@@ -165,14 +185,6 @@ export class ProcessHelper implements HelperRunner {
         run.kill();
       };
 
-      const timer = setTimeout(() => {
-        const reason =
-          exitedAt === undefined
-            ? `timed out after ${this.#timeoutMs} ms; killed it and the processes it started`
-            : `timed out after ${this.#timeoutMs} ms: it exited with status ${String(exitCode)} after ${exitedAt} ms but a process it started kept its stdout or stderr open; killed that process group`;
-        fail('timeout', reason);
-      }, this.#timeoutMs);
-
       const onAbort = (): void => fail('aborted', 'aborted by the caller; killed it and the processes it started');
       signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -184,6 +196,11 @@ export class ProcessHelper implements HelperRunner {
         });
       this.#active.add(cancel);
     });
+  }
+
+  #timeoutReason(exitAfterMs: number | null, exitCode: number | null): string {
+    if (exitAfterMs === null) return `timed out after ${this.#timeoutMs} ms; killed it and the processes it started`;
+    return `timed out after ${this.#timeoutMs} ms: it exited with status ${String(exitCode)} after ${exitAfterMs} ms but a process it started kept its stdout or stderr open; killed that process group`;
   }
 
   #outcome(

@@ -3,7 +3,8 @@
 // group with three pipes and bounded output, and reports back. Imports nothing of the library:
 // it must start fast and stay small.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { clearTimeout, setTimeout } from 'node:timers';
+import { performance } from 'node:perf_hooks';
+import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
 import type { DoneMessage, FromSpawner, RunMessage, ToSpawner } from './spawner-protocol.js';
 
 interface Captured {
@@ -35,22 +36,60 @@ function keep(b: Captured, chunk: Buffer, limit: number): void {
   b.keptBytes += part.length;
 }
 
+/**
+ * Runs waiting to be started, oldest first. spawn() blocks this process until the new process has
+ * called exec(), and on a busy machine (a burst of 100 helpers starting on 2 cores) that takes
+ * ~100 ms each: starting a whole burst in one go kept this loop from reading exits and pipes for
+ * seconds. One start per loop turn lets the exits, output and reports of the others through.
+ */
+const queued = new Map<number, RunMessage>();
+let draining = false;
+
+function startNext(): void {
+  const next = queued.entries().next();
+  if (!next.done) {
+    const [id, m] = next.value;
+    queued.delete(id);
+    start(m);
+  }
+  if (queued.size > 0) setImmediate(startNext);
+  else draining = false;
+}
+
+function enqueue(m: RunMessage): void {
+  queued.set(m.id, m);
+  if (draining) return;
+  draining = true;
+  setImmediate(startNext);
+}
+
+/** A kill for a run not started yet: it never starts; the report has nothing to say. */
+function dropQueued(id: number): boolean {
+  if (!queued.delete(id)) return false;
+  const none = Buffer.alloc(0);
+  send({ t: 'done', id, code: null, signal: null, exitCode: null, exitAfterMs: null, forced: false, tooLarge: false, timedOut: false, stdout: none, stdoutBytes: 0, stderr: none, stderrBytes: 0 });
+  return true;
+}
+
 function start(m: RunMessage): void {
-  const started = Date.now();
   const out: Captured = { kept: [], keptBytes: 0, seen: 0 };
   const err: Captured = { kept: [], keptBytes: 0, seen: 0 };
   let killed = false;
   let done = false;
   let tooLarge = false;
+  let timedOut = false;
   let exitCode: number | null = null;
+  let exitAfterMs: number | null = null;
+  let outEnded = false;
+  let errEnded = false;
   let grace: NodeJS.Timeout | undefined;
-  let exitNote: NodeJS.Timeout | undefined;
+  let limit: NodeJS.Timeout | undefined;
 
   const finish = (fields: Partial<Pick<DoneMessage, 'spawnError' | 'code' | 'signal' | 'forced'>>): void => {
     if (done) return;
     done = true;
     clearTimeout(grace);
-    clearTimeout(exitNote);
+    clearTimeout(limit);
     runs.delete(m.id);
     send({
       t: 'done',
@@ -59,7 +98,9 @@ function start(m: RunMessage): void {
       signal: null,
       forced: false,
       exitCode,
+      exitAfterMs,
       tooLarge,
+      timedOut,
       stdout: Buffer.concat(out.kept),
       stdoutBytes: out.seen,
       stderr: Buffer.concat(err.kept),
@@ -75,6 +116,8 @@ function start(m: RunMessage): void {
     finish({ spawnError: e instanceof Error ? e.message : String(e) });
     return;
   }
+  // the limit counts from the moment the helper exists, not from the blocking spawn() call
+  const started = performance.now();
   const killGroup = (): void => {
     if (child.pid === undefined) return;
     try {
@@ -86,6 +129,7 @@ function start(m: RunMessage): void {
   const kill = (): void => {
     if (killed || done) return;
     killed = true;
+    clearTimeout(limit);
     killGroup();
     grace = setTimeout(() => {
       child.stdout?.destroy();
@@ -98,6 +142,23 @@ function start(m: RunMessage): void {
   child.on('error', (e) => {
     if (child.pid === undefined) finish({ spawnError: e.message });
   });
+  if (child.pid !== undefined) {
+    send({ t: 'started', id: m.id });
+    // The timer only says "look now". The look waits for the next poll phase (setImmediate), where
+    // an exit and pipe ends that happened while this loop was busy are read first: a helper that
+    // finished in time but was noticed late is not killed and reported as timed out. (One that
+    // ended during such a stall just after its limit passes too: the lenient side.) Exited with
+    // both pipes at their end means over: 'close' follows once the pipe handles are closed, in a
+    // later phase of the loop.
+    limit = setTimeout(() => {
+      setImmediate(() => {
+        if (done || killed || (exitAfterMs !== null && outEnded && errEnded)) return;
+        timedOut = true;
+        kill();
+      });
+    }, m.timeoutMs);
+  }
+
   child.stdout?.on('data', (chunk: Buffer) => {
     keep(out, chunk, m.maxStdout);
     if (out.seen > m.maxStdout && !tooLarge && !killed) {
@@ -106,12 +167,14 @@ function start(m: RunMessage): void {
     }
   });
   child.stderr?.on('data', (chunk: Buffer) => keep(err, chunk, m.maxStderr));
+  child.stdout?.once('end', () => (outEnded = true));
+  child.stderr?.once('end', () => (errEnded = true));
   child.stdin?.on('error', () => undefined);
   child.stdin?.end(m.input);
   child.on('exit', (code) => {
     exitCode = code;
-    const afterMs = Date.now() - started;
-    exitNote = setTimeout(() => send({ t: 'exit', id: m.id, code, afterMs }), 20);
+    // the helper's own exit; one caused by our kill says nothing about the helper's run time
+    if (!killed) exitAfterMs = Math.round(performance.now() - started);
   });
   child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
     if (child.pid === undefined) return;
@@ -125,6 +188,6 @@ process.on('disconnect', () => {
   process.exit(0);
 });
 process.on('message', (m: ToSpawner) => {
-  if (m.t === 'run') start(m);
-  else if (m.t === 'kill') runs.get(m.id)?.kill();
+  if (m.t === 'run') enqueue(m);
+  else if (m.t === 'kill' && !dropQueued(m.id)) runs.get(m.id)?.kill();
 });

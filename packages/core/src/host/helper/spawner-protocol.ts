@@ -17,6 +17,11 @@ export interface RunMessage {
   readonly maxStderr: number;
   /** after a kill, how long to wait for the pipes to close before giving up on them */
   readonly pipeGraceMs: number;
+  /**
+   * The helper's time limit, counted by the companion from the spawn: the time the run waited in
+   * the companion's queue or its report waits in the provisioner's is not the helper's.
+   */
+  readonly timeoutMs: number;
 }
 
 /** provisioner -> companion: kill a helper's process group */
@@ -27,12 +32,10 @@ export interface KillMessage {
 
 export type ToSpawner = RunMessage | KillMessage;
 
-/** companion -> provisioner: the helper exited, its pipes are still open */
-export interface ExitMessage {
-  readonly t: 'exit';
+/** companion -> provisioner: the helper process was started (its time limit runs from here) */
+export interface StartedMessage {
+  readonly t: 'started';
   readonly id: number;
-  readonly code: number | null;
-  readonly afterMs: number;
 }
 
 /** companion -> provisioner: the run is over */
@@ -43,12 +46,16 @@ export interface DoneMessage {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
   readonly exitCode: number | null;
+  /** ms from the spawn to the helper's exit as the companion saw it; null if it did not exit before a kill */
+  readonly exitAfterMs: number | null;
   readonly forced: boolean;
   readonly tooLarge: boolean;
+  /** the companion killed the group because the run was still going at its time limit */
+  readonly timedOut: boolean;
   readonly stdout: Uint8Array;
   readonly stdoutBytes: number;
   readonly stderr: Uint8Array;
   readonly stderrBytes: number;
 }
 
-export type FromSpawner = ExitMessage | DoneMessage;
+export type FromSpawner = StartedMessage | DoneMessage;

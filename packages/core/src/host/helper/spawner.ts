@@ -6,7 +6,12 @@
 // event-loop thread, stalling every RPC meanwhile. The companion ("spawner") is a bare Node process
 // that does only this: the provisioner sends it the program, arguments and stdin text, it runs the
 // helper exactly as ProcessHelper did (own process group, three pipes, bounded output, the kill
-// grace period) and sends back the exit status and the output. Two IPC messages per helper run.
+// grace period) and sends back the exit status and the output. Three IPC messages per helper run
+// (run, started, done).
+//
+// The companion also keeps the helper's time limit, from its own spawn of the helper: this
+// process may read a report late (its event loop busy with two sites' start-up), and a run that
+// ended within its limit must not be called timed out for that.
 //
 // The helper's environment is the provisioner's as it was when the spawner started (the first
 // helper run), unless ProcessHelper was given one; its working directory is the provisioner's at
@@ -32,6 +37,10 @@ export interface SpawnOutcome {
   readonly signal: NodeJS.Signals | null;
   /** status from the 'exit' event (before the pipes closed), null if it never came */
   readonly exitCode: number | null;
+  /** ms from the spawn to that exit, measured by the spawner; null if the helper did not exit before a kill */
+  readonly exitAfterMs: number | null;
+  /** the spawner killed the group: the run was still going (or its pipes open) at the time limit */
+  readonly timedOut: boolean;
   /** the pipes were given up on after a kill (a process outside the group kept them open) */
   readonly forced: boolean;
   /** stdout went over maxStdout: the spawner killed the group */
@@ -43,8 +52,8 @@ export interface SpawnOutcome {
 }
 
 export interface SpawnEvents {
-  /** the helper exited while its pipes stay open (sent only if they do not close promptly) */
-  onExit(code: number | null, afterMs: number): void;
+  /** the spawner started the helper process (its time limit runs from here) */
+  onStarted(): void;
   onDone(outcome: SpawnOutcome): void;
 }
 
@@ -74,7 +83,7 @@ function num(v: unknown): number {
   return typeof v === 'number' ? v : 0;
 }
 
-function codeOf(v: unknown): number | null {
+function numOrNull(v: unknown): number | null {
   return typeof v === 'number' ? v : null;
 }
 
@@ -93,7 +102,19 @@ export class HelperSpawner {
     this.#updateRef();
     try {
       if (child === undefined) throw new Error('the helper spawner is closed');
-      const run: RunMessage = { t: 'run', id, file, args, cwd: req.cwd, env: req.env, input: req.input, maxStdout: req.maxStdout, maxStderr: req.maxStderr, pipeGraceMs: req.pipeGraceMs };
+      const run: RunMessage = {
+        t: 'run',
+        id,
+        file,
+        args,
+        cwd: req.cwd,
+        env: req.env,
+        input: req.input,
+        maxStdout: req.maxStdout,
+        maxStderr: req.maxStderr,
+        pipeGraceMs: req.pipeGraceMs,
+        timeoutMs: req.timeoutMs,
+      };
       child.send(run);
     } catch (err) {
       // settle on a later tick, like any other outcome
@@ -149,15 +170,15 @@ export class HelperSpawner {
     this.#runs.delete(id);
     this.#updateRef();
     const none = Buffer.alloc(0);
-    events.onDone({ lost: why, code: null, signal: null, exitCode: null, forced: false, tooLarge: false, stdout: none, stdoutBytes: 0, stderr: none, stderrBytes: 0 });
+    events.onDone({ lost: why, code: null, signal: null, exitCode: null, exitAfterMs: null, timedOut: false, forced: false, tooLarge: false, stdout: none, stdoutBytes: 0, stderr: none, stderrBytes: 0 });
   }
 
   #onMessage(m: unknown): void {
     if (!isRecord(m) || typeof m['id'] !== 'number') return;
     const events = this.#runs.get(m['id']);
     if (events === undefined) return;
-    if (m['t'] === 'exit') {
-      events.onExit(codeOf(m['code']), num(m['afterMs']));
+    if (m['t'] === 'started') {
+      events.onStarted();
       return;
     }
     if (m['t'] !== 'done') return;
@@ -167,9 +188,11 @@ export class HelperSpawner {
     const signal = m['signal'];
     events.onDone({
       ...(typeof spawnError === 'string' ? { spawnError } : {}),
-      code: codeOf(m['code']),
+      code: numOrNull(m['code']),
       signal: typeof signal === 'string' ? (signal as NodeJS.Signals) : null,
-      exitCode: codeOf(m['exitCode']),
+      exitCode: numOrNull(m['exitCode']),
+      exitAfterMs: numOrNull(m['exitAfterMs']),
+      timedOut: m['timedOut'] === true,
       forced: m['forced'] === true,
       tooLarge: m['tooLarge'] === true,
       stdout: bytes(m['stdout']),

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HelperCommandError, HelperError } from '../../../src/host/helper/errors.js';
 import { ProcessHelper } from '../../../src/host/helper/process-helper.js';
@@ -192,6 +193,22 @@ describe('ProcessHelper', () => {
     expect((await failure('n1', abortable, AbortSignal.abort())).kind).toBe('aborted');
   });
 
+  it('an abort right after the start (the spawner may not have started the helper yet) fails the run as aborted', async () => {
+    const h = new ProcessHelper({ command: q(faulty), timeoutMs: 5000 });
+    try {
+      const controller = new AbortController();
+      const pending = failure('queued', h, controller.signal);
+      // the kill leaves right behind the run message: usually the spawner has only queued the run
+      controller.abort();
+      const err = await pending;
+      expect(err.kind).toBe('aborted');
+      expect(err.message).toContain('failed for queued: aborted by the caller');
+      expect((await h.run(sampleRequest('after'), { identity: 'after' })).reply.msg).toBe('after');
+    } finally {
+      await h.close();
+    }
+  });
+
   it('close() kills runs in progress and refuses new ones', async () => {
     const closing = new ProcessHelper({ command: q(faulty), timeoutMs: 5000 });
     const pending = failure('hang-close', closing);
@@ -220,6 +237,55 @@ describe('ProcessHelper', () => {
     expect(() => new ProcessHelper({ command: '/bin/helper "abc' })).toThrow(
       'cannot parse helper command: Unterminated double-quoted string',
     );
+  });
+});
+
+// The time limit is the helper's own: a provisioner whose event loop is busy (its start-up work,
+// a burst of replies from two sites) reads the spawner's reports late, and a run that ended well
+// within its limit must not be reported as timed out because of that.
+describe('ProcessHelper time limit under a blocked event loop', () => {
+  const LIMIT_MS = 500;
+
+  /** Keeps this process's event loop busy: nothing is read from the spawner meanwhile. */
+  function blockEventLoop(ms: number): void {
+    const until = performance.now() + ms;
+    while (performance.now() < until) {
+      // busy on purpose
+    }
+  }
+
+  it('a helper that answered within its limit succeeds although its report was read after the limit', async () => {
+    const quick = dir.script('quick.sh', `#!/bin/sh\nsleep 0.05\nprintf '{"msg":"quick"}'\n`);
+    const h = new ProcessHelper({ command: q(quick), timeoutMs: LIMIT_MS });
+    try {
+      const ids = ['b1', 'b2', 'b3', 'b4', 'b5', 'b6'];
+      const runs = ids.map((id) => h.run(sampleRequest(id), { identity: id }).then(
+        (r) => r.reply.msg,
+        (err: unknown) => (err instanceof Error ? err.message : String(err)),
+      ));
+      // the run messages leave on this tick; the helpers answer in ~50 ms while this loop is stuck
+      blockEventLoop(LIMIT_MS * 1.5);
+      expect(await Promise.all(runs)).toEqual(ids.map(() => 'quick'));
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('a helper that really runs past its limit is still timed out and killed, also when its report is read late', async () => {
+    const slow = dir.script('slow.sh', `#!/bin/sh\nsleep 30 & echo $! > "$(dirname "$0")/slow.pid"\nwait\n`);
+    const h = new ProcessHelper({ command: q(slow), timeoutMs: LIMIT_MS });
+    try {
+      const started = performance.now();
+      const pending = failure('slow', h);
+      blockEventLoop(LIMIT_MS * 1.5);
+      const err = await pending;
+      expect(err.kind).toBe('timeout');
+      expect(err.message).toContain(`helper ${slow} failed for slow: timed out after ${LIMIT_MS} ms; killed it and the processes it started`);
+      expect(performance.now() - started).toBeLessThan(LIMIT_MS + 5000);
+      await becomesDead(await readPid(dir.file('slow.pid')));
+    } finally {
+      await h.close();
+    }
   });
 });
 
