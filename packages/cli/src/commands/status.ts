@@ -70,7 +70,8 @@ function historyLine(h: HistoryStatus | undefined): string | undefined {
   const pending = h.pendingWrites > 0 ? `, ${h.pendingWrites} not yet written` : '';
   if (h.store === 'kv') {
     const ttl = h.ttlMs === undefined || h.ttlMs === 0 ? 'no age limit' : `kept ${Math.round(h.ttlMs / 3_600_000)} h`;
-    return `history: bucket ${h.bucket ?? '?'} (shared, ${ttl}${h.readOnly === true ? ', read only' : ''}), ${h.nodes} nodes${pending}`;
+    const where = h.connection === 'choria' ? ' in the choria account' : '';
+    return `history: bucket ${h.bucket ?? '?'}${where} (shared, ${ttl}${h.readOnly === true ? ', read only' : ''}), ${h.nodes} nodes${pending}`;
   }
   return `history: this process only, ${h.nodes} nodes${h.reason !== undefined ? ` (${h.reason})` : ''}`;
 }

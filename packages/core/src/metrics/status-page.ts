@@ -139,7 +139,7 @@ function siteCard(s) {
   const toggle = el('button', { type: 'button', class: 'act', 'data-action': s.paused ? 'resume' : 'pause' }, s.paused ? 'resume' : 'pause');
   toggle.addEventListener('click', () => act((s.paused ? 'resume' : 'pause') + siteParam(s.site)));
   badges.append(toggle);
-  if (s.history) badges.append(el('span', { class: 'badge' + (s.history.store === 'kv' ? '' : ' warn'), 'data-field': 'history', title: s.history.reason || '' }, s.history.store === 'kv' ? 'history: ' + s.history.bucket : 'history: this process only'));
+  if (s.history) badges.append(el('span', { class: 'badge' + (s.history.store === 'kv' ? '' : ' warn'), 'data-field': 'history', title: s.history.reason || '' }, s.history.store === 'kv' ? 'history: ' + s.history.bucket + (s.history.connection === 'choria' ? ' (choria account)' : '') : 'history: this process only'));
   const stat = (label, value, field) => el('div', {}, el('dt', {}, label), el('dd', { 'data-field': field }, value));
   const stats = el('dl', { class: 'stats' },
     stat('workers busy', s.busyWorkers + ' / ' + s.workers, 'workers'),

@@ -693,7 +693,7 @@ export class Provisioner {
   #choriaAccountConnection(): HistoryConnection {
     const settings = { ...this.choria, natsUser: undefined, natsPassword: undefined };
     return {
-      account: 'choria',
+      kind: 'choria',
       connect: () => connectChoria(settings, { logger: this.logger, name: `choria-provisioner ${this.config.site} history`.trim(), maxConnectAttempts: 3, signal: this.#stop.signal }),
     };
   }

@@ -22,9 +22,12 @@ export interface HistoryStatus {
   /** store kv: the bucket, and its max age in ms (0: none) */
   bucket?: string;
   ttlMs?: number;
-  /** store kv: the broker account that holds the bucket: `provisioning` (the provisioner's own
-   * connection) or `choria` (a second connection, without the provisioner login) */
-  account?: HistoryAccount;
+  /**
+   * store kv: the connection the bucket is reached over: `provisioner`, the provisioner's own (its
+   * account: the provisioning account when it logs in as `provisioner`), or `choria`, a second
+   * connection without the provisioner login, which a Choria Broker puts in its choria account
+   */
+  connection?: HistoryConnectionKind;
   /** store memory although history_store is kv: why */
   reason?: string;
   /** `run --dry-run`: the bucket is read, never written */
@@ -35,11 +38,11 @@ export interface HistoryStatus {
   pendingWrites: number;
 }
 
-export type HistoryAccount = 'provisioning' | 'choria';
+export type HistoryConnectionKind = 'provisioner' | 'choria';
 
 /** A second way to the broker: the same Choria client settings without the provisioner login. */
 export interface HistoryConnection {
-  readonly account: HistoryAccount;
+  readonly kind: HistoryConnectionKind;
   /** connects; rejects (bounded) when it cannot */
   connect(): Promise<NatsConnection>;
 }
@@ -64,7 +67,7 @@ const FLUSH_MS = 5_000;
 export class HistorySync {
   readonly #opts: HistorySyncOptions;
   #bucket: HistoryBucket | undefined;
-  #account: HistoryAccount | undefined;
+  #connection: HistoryConnectionKind | undefined;
   /** the second connection, once opened (closed by stop()) */
   #secondaryNc: NatsConnection | undefined;
   /** why the history is in memory although history_store is kv */
@@ -93,7 +96,7 @@ export class HistorySync {
         if (again !== undefined || this.#stopped) return;
         clearInterval(retry);
         this.#fallback = undefined;
-        logger.warn(`The node history bucket ${config.historyBucket} is reachable now (${this.#account ?? 'provisioning'} account): keeping the history there`);
+        logger.warn(`The node history bucket ${config.historyBucket} is reachable now (over the ${this.#connection ?? 'provisioner'} connection): keeping the history there`);
       });
     }, retryMs);
     this.#timers.push(retry);
@@ -101,22 +104,22 @@ export class HistorySync {
 
   /** The provisioner's own connection first, then the second connection; why neither, if neither. */
   async #bindAnywhere(nc: NatsConnection): Promise<string | undefined> {
-    const own = await this.#bind(nc, 'provisioning');
+    const own = await this.#bind(nc, 'provisioner');
     const secondary = this.#opts.secondary;
     if (own === undefined || secondary === undefined || this.#stopped) return own;
     let other: NatsConnection;
     try {
       other = this.#secondaryNc ?? (await secondary.connect());
     } catch (err) {
-      return `${own}; and a second connection to the ${secondary.account} account failed: ${errorText(err)}`;
+      return `${own}; and a second connection to the ${secondary.kind} account failed: ${errorText(err)}`;
     }
     if (this.#stopped) {
       await other.close().catch(() => undefined);
       return own;
     }
     this.#secondaryNc = other;
-    const there = await this.#bind(other, secondary.account);
-    return there === undefined ? undefined : `${own}; and in the ${secondary.account} account: ${there}`;
+    const there = await this.#bind(other, secondary.kind);
+    return there === undefined ? undefined : `${own}; and in the ${secondary.kind} account: ${there}`;
   }
 
   /** Lets the last writes land (bounded), then stops following the bucket. */
@@ -134,7 +137,7 @@ export class HistorySync {
     const history = this.#opts.history;
     return {
       store: bucket !== undefined ? 'kv' : 'memory',
-      ...(bucket !== undefined ? { bucket: bucket.info.bucket, ttlMs: bucket.info.ttlMs, account: this.#account ?? 'provisioning' } : {}),
+      ...(bucket !== undefined ? { bucket: bucket.info.bucket, ttlMs: bucket.info.ttlMs, connection: this.#connection ?? 'provisioner' } : {}),
       ...(this.#fallback !== undefined ? { reason: this.#fallback } : {}),
       ...(bucket !== undefined && this.#opts.readOnly ? { readOnly: true } : {}),
       nodes: history.size,
@@ -143,7 +146,7 @@ export class HistorySync {
   }
 
   /** Opens and follows the bucket over `nc`; returns why not when it cannot. */
-  async #bind(nc: NatsConnection, account: HistoryAccount): Promise<string | undefined> {
+  async #bind(nc: NatsConnection, connection: HistoryConnectionKind): Promise<string | undefined> {
     const { config, logger, history, readOnly } = this.#opts;
     const name = config.historyBucket;
     let bucket: HistoryBucket;
@@ -166,14 +169,14 @@ export class HistorySync {
       return typeof loaded === 'string' ? `could not read the history bucket ${name}: ${loaded}` : undefined;
     }
     this.#bucket = bucket;
-    this.#account = account;
+    this.#connection = connection;
     if (!readOnly) {
       history.attach(bucket);
       this.#timers.push(setInterval(() => history.flush(), FLUSH_MS));
     }
     const ttl = bucket.info.ttlMs > 0 ? `kept ${formatMs(bucket.info.ttlMs)} after each change` : 'kept without an age limit';
     logger.info(
-      `Keeping the node history in the bucket ${name} of the ${account} account${account === 'choria' ? ' (over a second connection: the provisioning account has no JetStream)' : ''} (${bucket.info.created ? 'created now, ' : ''}${history.size} nodes known, ${ttl}${readOnly ? '; read only for the dry run' : ''})${loaded ? '' : `; still loading after ${formatMs(loadTimeoutMs)}`}`,
+      `Keeping the node history in the bucket ${name}${connection === 'choria' ? ' of the choria account (over a second connection: the provisioner\'s own account has no JetStream)' : ''} (${bucket.info.created ? 'created now, ' : ''}${history.size} nodes known, ${ttl}${readOnly ? '; read only for the dry run' : ''})${loaded ? '' : `; still loading after ${formatMs(loadTimeoutMs)}`}`,
     );
     if (bucket.info.ttlMs > 0 && bucket.info.ttlMs !== config.historyTtlMs) {
       logger.warn(`The history bucket ${name} keeps records for ${formatMs(bucket.info.ttlMs)}, not history_ttl ${formatMs(config.historyTtlMs)}: an existing bucket is used as it is`);

@@ -3,4 +3,4 @@ export { HistoryBucket, HistoryUnavailableError, HISTORY_BUCKET_MAX_BYTES, HISTO
 export { decodeRecord, encodeRecord, boundedError, HistoryRecordError, MAX_ERROR_CHARS, RECORD_FORMAT, type NodeRecord } from './record.js';
 export { historyKey, identityOfKey, siteFilter, siteToken } from './keys.js';
 export { backoffAfter, quarantines, type SetbackPolicy } from './backoff-policy.js';
-export { HistorySync, type HistoryAccount, type HistoryConnection, type HistoryStatus, type HistorySyncOptions } from './history-sync.js';
+export { HistorySync, type HistoryConnectionKind, type HistoryConnection, type HistoryStatus, type HistorySyncOptions } from './history-sync.js';

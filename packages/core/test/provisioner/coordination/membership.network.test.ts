@@ -3,7 +3,7 @@
 // lock-only when the broker denies the subjects.
 import { connect, type NatsConnection } from 'nats';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { CHORIA_BROKER_LOGINS, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { sleep, until } from '@choria-provisioner/test-support/wait';
 import { Membership, MEMBER_TIMEOUT_HEARTBEATS, type MembershipOptions } from '../../../src/provisioner/coordination/membership.js';
 import { captureLogger, type CapturedLog } from '../../choria/support/logger.js';
@@ -165,5 +165,14 @@ describe('active/active membership', () => {
     expect(invalid[0]).toMatch(/^heartbeat: not JSON/);
     expect(invalid[1]).toMatch(/^done notice: "nodes" must be an array/);
     expect(a.m.members()).toEqual([a.m.member]);
+  });
+
+  it('forms in the provisioning account of a broker with the Choria Broker account layout', async () => {
+    const s = await startNatsServer({ choriaAccounts: true });
+    cleanups.push(() => s.stop());
+    const { user, password } = CHORIA_BROKER_LOGINS.provisioner;
+    const [a, b] = await Promise.all(['a', 'b'].map((x) => member(s.url, `prov-${x}.example.net`, { user, pass: password })));
+    await until('formed with two members', () => a!.m.state === 'formed' && b!.m.ready && a!.m.members().length === 2);
+    expect(ownedBy(a!).length + ownedBy(b!).length).toBe(nodes.length);
   });
 });

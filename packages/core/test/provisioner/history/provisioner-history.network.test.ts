@@ -7,7 +7,7 @@ import { connect, type NatsConnection } from 'nats';
 import { Provisioner } from '../../../src/provisioner/provisioner.js';
 import { HistoryBucket, NodeHistory } from '../../../src/provisioner/history/index.js';
 import type { HostJob, HostResult } from '../../../src/host/types.js';
-import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { addElectionBucket, CHORIA_BROKER_LOGINS, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 import { until } from '@choria-provisioner/test-support/wait';
 import { captureLogger } from '../../choria/support/logger.js';
@@ -110,4 +110,61 @@ describe('Provisioner node history', () => {
     const stored = await (await nc.jetstream().views.kv('HIST', { bindOnly: true })).get('test.n1');
     expect(stored?.json<{ instance: string; quarantinedAt?: string }>()).toMatchObject({ instance: 'prov-b', quarantinedAt: expect.any(String) });
   }, 30_000);
+});
+
+describe('on a broker with the Choria Broker account layout (no JetStream in the provisioning account)', () => {
+  /** The provisioner's settings as `broker_provisioning_password` makes them: it logs in as `provisioner`. */
+  const provisionerLogin = (url: string) => {
+    const config = testConfig('workers: 2\nhistory_bucket: HIST\n');
+    const { user, password } = CHORIA_BROKER_LOGINS.provisioner;
+    return { config, choria: { ...testSettings(url, config), natsUser: user, natsPassword: password } };
+  };
+
+  it('keeps the history in the choria account over a second connection, says so, and shares it there', async () => {
+    const s = await startNatsServer({ choriaAccounts: true });
+    cleanups.push(() => s.stop());
+    const log = captureLogger('info');
+    const { config, choria } = provisionerLogin(s.url);
+    const p = new Provisioner({ config, choria, logger: log.logger, hostRunner: async () => ({ outcome: 'provisioned' }), helper: () => ({}), stopTimeoutMs: 2000 });
+    cleanups.push(() => p.stop());
+    await p.start();
+    expect(p.status().history).toMatchObject({ store: 'kv', bucket: 'HIST', connection: 'choria' });
+    expect(log.text()).toMatch(/Keeping the node history in the bucket HIST of the choria account \(over a second connection: the provisioner's own account has no JetStream\)/);
+    expect(log.text()).not.toMatch(/in memory only/);
+    p.offer('n1', 'discovery');
+    await until('the attempt', () => p.status().hosts[0]?.state === 'held');
+    // the record is in the choria account (where an unauthenticated connection lands) ...
+    const choriaNc = await connect({ servers: s.url });
+    cleanups.push(() => choriaNc.close());
+    await until('the record written', async () => (await bucketKeys(choriaNc)).length === 1);
+    // ... and the provisioning account has no JetStream at all
+    const { user, password } = CHORIA_BROKER_LOGINS.provisioner;
+    const provNc = await connect({ servers: s.url, user, pass: password });
+    cleanups.push(() => provNc.close());
+    await expect(provNc.jetstreamManager({ timeout: 1000 })).rejects.toThrow();
+  });
+
+  it('without the provisioner login (its own connection is the only one) it keeps the history where that connection can', async () => {
+    const s = await startNatsServer({ choriaAccounts: true });
+    cleanups.push(() => s.stop());
+    const { config } = provisionerLogin(s.url);
+    const p = new Provisioner({ config, choria: testSettings(s.url, config), hostRunner: async () => ({ outcome: 'provisioned' }), helper: () => ({}), stopTimeoutMs: 2000 });
+    cleanups.push(() => p.stop());
+    await p.start();
+    expect(p.status().history).toMatchObject({ store: 'kv', connection: 'provisioner' });
+  });
+
+  it('wins the leader election through the two imported election subjects', async () => {
+    const s = await startNatsServer({ choriaAccounts: true });
+    cleanups.push(() => s.stop());
+    await addElectionBucket(s.url); // unauthenticated: in the choria account, as the broker makes it
+    const { config: base, choria } = provisionerLogin(s.url);
+    const config = testConfig('workers: 2\nhistory_bucket: HIST\nleader_election: true\n');
+    expect(base.site).toBe(config.site);
+    const p = new Provisioner({ config, choria, hostRunner: async () => ({ outcome: 'provisioned' }), helper: () => ({}), stopTimeoutMs: 2000, electionSplayMs: 0 });
+    cleanups.push(() => p.stop());
+    await p.start();
+    await until('leader', () => p.isLeader === true, 15_000);
+    expect(p.status().history).toMatchObject({ store: 'kv', connection: 'choria' });
+  });
 });
