@@ -6,6 +6,7 @@ import type { Logger } from 'winston';
 import type { ChoriaSettings } from '../config/types.js';
 import { formatMs } from '../util/duration.js';
 import { connectChoria } from './connector.js';
+import { closeNatsConnection } from './nats-close.js';
 import { actionTimeoutMs } from './ddl/registry.js';
 import { validateInputs } from './ddl/validate.js';
 import {
@@ -435,7 +436,7 @@ export class ChoriaClient {
     for (const sub of this.#lifecycleSubscriptions) sub.unsubscribe();
     this.#lifecycleSubscriptions.clear();
     if (!this.nats.isClosed()) this.#replySubscription.unsubscribe();
-    if (this.#ownsConnection && !this.nats.isClosed()) await this.nats.close();
+    if (this.#ownsConnection && !this.nats.isClosed()) await closeNatsConnection(this.nats);
   }
 
   #assertOpen(): void {

@@ -29,6 +29,13 @@ export type { HostStatus, NodePage } from './node-listing.js';
 import { QueueClosedError, QueueFullError, WorkQueue } from './work-queue.js';
 import { VERSION } from '../util/version.js';
 import { errorText } from '../util/values.js';
+import { settledWithin } from '../util/deadline.js';
+import { formatMs } from '../util/duration.js';
+
+/** How long stop() waits for each of its steps after the workers (the helper pool's own grace and kill wait fit in it). */
+const STOP_STEP_MS = 5_000;
+/** How long stop() lets the last node history writes land. */
+const HISTORY_SETTLE_MS = 2_000;
 
 export interface ProvisionerOptions {
   readonly config: ProvisionerConfig;
@@ -213,8 +220,9 @@ export class Provisioner {
     this.#helper.warmUp?.();
     const client = this.#opts.client ?? (await this.#connect());
     if (client === undefined) return; // stopped while connecting
-    if (this.#stop.signal.aborted) {
-      if (this.#opts.client === undefined) await client.close().catch(() => undefined);
+    // stop() came while connecting: it could not close a client it did not know of yet
+    if (this.#stopRequested) {
+      if (this.#opts.client === undefined) await this.#closeClient(client);
       return;
     }
     this.#client = client;
@@ -228,9 +236,13 @@ export class Provisioner {
       this.logger.warn(`Could not publish the provisioner startup event: ${errorText(err)}`);
     }
 
+    // From here on stop() closes the client. Each await below is a point where stop() may have
+    // run (or be running): nothing started after it would be stopped by anyone, and a timer
+    // armed then keeps the process alive after stop() returned.
+    if (this.#stopRequested) return;
     // before any node is offered: a restarted instance holds back what the site quarantined
     await this.#historySync.start(client.nats);
-    if (this.#stop.signal.aborted) return;
+    if (this.#stopRequested) return;
 
     if (this.config.leaderElection) this.#startElection(client);
     if (this.config.coordination === 'active_active') this.#startMembership(client);
@@ -265,9 +277,11 @@ export class Provisioner {
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
     this.#unsubscribe?.();
-    await this.#election?.stop();
+    // Every step below is bounded: a stop must end even when the broker does not answer (the
+    // election's and the membership's last messages wait for it) or a helper does not exit.
+    await this.#bounded('the leader election', this.#election?.stop());
     // leave first: the others take over this instance's queued share at once
-    await this.#membership?.stop();
+    await this.#bounded('leaving the coordination group', this.#membership?.stop());
     this.#stop.abort(new Error('the provisioner is stopping'));
     this.#queue.close();
     for (const e of this.#hosts.active()) e.abort?.abort(new Error('the provisioner is stopping'));
@@ -284,11 +298,30 @@ export class Provisioner {
     ]);
     clearTimeout(timer);
     // the last attempts' records, so the next process (or another instance) knows them
-    await this.#historySync.stop();
-    await this.#helper?.close().catch(() => undefined);
-    if (this.#opts.client === undefined) await this.#client?.close().catch(() => undefined);
+    await this.#bounded('writing the node history', this.#historySync.stop(HISTORY_SETTLE_MS), HISTORY_SETTLE_MS + STOP_STEP_MS);
+    const helper = this.#helper;
+    if (helper !== undefined && !(await this.#bounded('closing the helper', helper.close()))) helper.killNow?.();
+    const client = this.#client;
+    if (this.#opts.client === undefined && client !== undefined) await this.#closeClient(client);
     this.#state = 'stopped';
     this.logger.info(`Stopped provisioner for site "${this.config.site}"`);
+  }
+
+  /** True once stop() was called: start() checks it after each of its awaits. */
+  get #stopRequested(): boolean {
+    return this.#state === 'stopping' || this.#state === 'stopped';
+  }
+
+  /** Waits for one step of stop() at most `ms`; false (after a warning naming it) when it did not finish. */
+  async #bounded(what: string, step: Promise<unknown> | undefined, ms = STOP_STEP_MS): Promise<boolean> {
+    if (step === undefined) return true;
+    if (await settledWithin(step, ms)) return true;
+    this.logger.warn(`Stopping provisioner for site "${this.config.site}": ${what} did not finish within ${formatMs(ms)}, going on without it`);
+    return false;
+  }
+
+  async #closeClient(client: ChoriaClient): Promise<void> {
+    await this.#bounded('closing the broker connection', client.close());
   }
 
   /**

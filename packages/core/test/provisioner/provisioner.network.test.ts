@@ -2,12 +2,12 @@
 // de-duplication, the post-success hold, failures leaving the list, pause handling, graceful stop,
 // status, and the memory of nodes an attempt configured but could not restart.
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { connect } from 'nats';
 import { Provisioner } from '../../src/provisioner/provisioner.js';
 import type { HostJob, HostResult } from '../../src/host/types.js';
 import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
-import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
+import { testClient, testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 import { until } from '@choria-provisioner/test-support/wait';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -232,6 +232,36 @@ describe('Provisioner scheduling', () => {
     await p.stop();
     expect(aborted).toBe(true);
     expect(Date.now() - t).toBeLessThan(2000);
+  });
+
+  it('a stop() while start() is still under way: start() goes no further, and the provisioner stays stopped', async () => {
+    const srv = await startNatsServer({ jetstream: false });
+    cleanups.push(() => srv.stop());
+    for (const store of ['memory', 'kv']) {
+      const config = testConfig(`history_store: ${store}\n`);
+      const client = await testClient(testSettings(srv.url, config));
+      cleanups.push(() => client.close());
+      let offered = 0;
+      const p = new Provisioner({ config, choria: testSettings(srv.url, config), client, hostRunner: async () => ({ outcome: 'provisioned' }), helper: () => ({}), stopTimeoutMs: 2000 });
+      // every interval armed from here on must be cleared by the time both have returned: one
+      // left armed (discovery, the sweep, the history bucket's retry) keeps the process alive
+      const armed = vi.spyOn(globalThis, 'setInterval');
+      const cleared = vi.spyOn(globalThis, 'clearInterval');
+      try {
+        // start() runs to its first await (publishing the startup event); stop() begins there
+        const started = p.start();
+        await p.stop();
+        await started;
+        const left = armed.mock.results.map((r) => r.value as unknown).filter((handle) => !cleared.mock.calls.some(([c]) => c === handle));
+        expect(left, `intervals left armed with history_store ${store}`).toEqual([]);
+      } finally {
+        armed.mockRestore();
+        cleared.mockRestore();
+      }
+      expect(p.readiness(), `history_store ${store}`).toMatchObject({ ready: false, reason: 'stopped' });
+      offered += p.offer('n1', 'discovery') ? 1 : 0;
+      expect(offered, `history_store ${store}`).toBe(0);
+    }
   });
 
   it('status() reports the instance and the step a host is on', async () => {

@@ -18,9 +18,16 @@ import { encodeHelperRequest } from './request.js';
 import { killProcessGroup, parseHelperCommand, spawnHelper } from './spawn.js';
 import type { HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
 import { errorText } from '../../util/values.js';
+import { settledWithin } from '../../util/deadline.js';
 
 export const DEFAULT_POOL_SIZE = 4;
 const DEFAULT_CLOSE_GRACE_MS = 2000;
+/**
+ * How long close() waits for a SIGKILLed process to be reported gone. SIGKILL cannot be caught or
+ * ignored, but a process stuck in the kernel (a hung NFS read) is not gone until that returns:
+ * close() must not wait for it.
+ */
+const KILL_WAIT_MS = 2000;
 
 export interface PoolHelperOptions {
   readonly command: string;
@@ -142,7 +149,8 @@ export class PoolHelper implements HelperRunner {
       job.reject(this.#queuedError(job, 'the helper pool was closed before a helper process took the request'));
     }
     await Promise.all([...this.#workers].map((w) => w.shutdown(this.#closeGraceMs)));
-    // All processes have exited; their 'close' events (which retire them) may still be queued.
+    // Every process has exited or been SIGKILLed (one stuck in the kernel finishes on its own);
+    // their 'close' events (which retire them) may still be queued.
     this.#workers.clear();
   }
 
@@ -290,19 +298,34 @@ class PoolWorker {
 
   /** SIGKILL to the process group, nothing else: see PoolHelper.killNow. */
   killNow(): void {
-    if (this.#child !== undefined) killProcessGroup(this.#child);
+    this.#kill();
   }
 
-  /** Closes stdin, waits up to `graceMs` for the process to finish, then kills its group. */
+  /**
+   * Closes stdin, waits up to `graceMs` for the process to finish, then kills its group and waits
+   * (bounded) for it to be gone. Always ends: a process that ignores EOF and signals is SIGKILLed.
+   */
   async shutdown(graceMs: number): Promise<void> {
     if (this.#child === undefined) return;
     this.#child.stdin.end();
-    let grace: NodeJS.Timeout | undefined;
-    const expired = new Promise<boolean>((resolve) => (grace = setTimeout(() => resolve(true), graceMs)));
-    const timedOut = await Promise.race([this.#exited.then(() => false), expired]);
-    clearTimeout(grace);
-    if (timedOut) this.#die('aborted', `the helper pool was closed and it did not finish within ${graceMs} ms; killed it`);
-    await this.#exited;
+    if (await settledWithin(this.#exited, graceMs)) return;
+    this.#die('aborted', `the helper pool was closed and it did not finish within ${graceMs} ms; killed it`);
+    // #die does nothing for a worker that died of something else during the grace (it killed
+    // the process then): that kill may not have been the last word if the process is still here
+    this.#kill();
+    await settledWithin(this.#exited, KILL_WAIT_MS);
+  }
+
+  /**
+   * SIGKILL to the process group and to the process itself: a helper that moved itself into
+   * another group would escape the group kill. child.kill() signals only a process Node has not
+   * seen exit, so the pid is never one the system reused.
+   */
+  #kill(): void {
+    const child = this.#child;
+    if (child === undefined) return;
+    killProcessGroup(child);
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
 
   /** The time limit runs for the request the helper works on: the oldest unanswered one. */
@@ -410,7 +433,7 @@ class PoolWorker {
     if (this.#dead) return;
     this.#dead = true;
     clearTimeout(this.#headTimer);
-    if (this.#child !== undefined) killProcessGroup(this.#child);
+    this.#kill();
     const entries = this.#jobs.splice(0);
     for (const e of entries) e.job.signal?.removeEventListener('abort', e.job.onAbort);
     const working = entries.shift();

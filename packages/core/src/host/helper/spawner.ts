@@ -21,6 +21,10 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { RunMessage } from './spawner-protocol.js';
 import { errorText, isPlainObject as isRecord } from '../../util/values.js';
+import { settledWithin } from '../../util/deadline.js';
+
+/** How long close() waits for the spawner to exit, after closing its channel and again after SIGKILL. */
+const SPAWNER_EXIT_MS = 2000;
 
 /** What the provisioner asks for: the run message, with the program and its arguments as one argv. */
 export interface SpawnRequest extends Omit<RunMessage, 't' | 'id' | 'file' | 'args'> {
@@ -144,7 +148,11 @@ export class HelperSpawner {
     child.ref();
     if (child.connected) child.disconnect();
     else child.kill('SIGKILL');
-    await exited;
+    if (await settledWithin(exited, SPAWNER_EXIT_MS)) return;
+    // It exits as soon as its channel closes (killing the helpers it runs): one that has not is
+    // stuck, and close() must end all the same.
+    child.kill('SIGKILL');
+    await settledWithin(exited, SPAWNER_EXIT_MS);
   }
 
   #ensure(): ChildProcess {

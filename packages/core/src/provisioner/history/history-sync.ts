@@ -82,12 +82,16 @@ export class HistorySync {
   /** Opens the bucket (or falls back to memory); resolves once the stored records are loaded. */
   async start(nc: NatsConnection): Promise<void> {
     const { config, logger } = this.#opts;
+    // a provisioner stopped while it was still starting calls this after stop(): nothing to open
+    if (this.#stopped) return;
     if (config.historyStore === 'memory') {
       logger.info('Keeping the node history in memory (history_store: memory): it is not shared with other instances and ends with this process');
       return;
     }
     const reason = await this.#bindAnywhere(nc);
-    if (reason === undefined) return;
+    // stopped while the first bind was under way: a retry timer armed now would outlive stop()
+    // (whose clearInterval ran already) and keep the process alive
+    if (reason === undefined || this.#stopped) return;
     this.#fallback = reason;
     const retryMs = this.#opts.retryMs ?? 60_000;
     logger.warn(`Keeping the node history in memory only: ${reason}. It is not shared with other instances and ends with this process; trying the bucket again every ${formatMs(retryMs)} (docs/operations.md#node-history)`);

@@ -154,6 +154,28 @@ describe('PoolHelper', () => {
     expect(err.message).toContain('the helper pool is closed');
   });
 
+  it('close() ends within its bounds and leaves no process, even of a helper that ignores EOF and SIGTERM and never answers', async () => {
+    const stubborn = dir.script(
+      'stubborn.mjs',
+      `process.on('SIGTERM', () => undefined);\nprocess.stdin.on('data', () => undefined);\nprocess.stdin.on('end', () => undefined);\nsetInterval(() => undefined, 60_000);\n`,
+    );
+    const p = new PoolHelper({ command: `${q(process.execPath)} ${q(stubborn)}`, size: 2, timeoutMs: 30_000, closeGraceMs: 300 });
+    pools.push(p);
+    p.warmUp();
+    const pids = p.pids;
+    expect(pids).toHaveLength(2);
+    const busy = failure(p, 'stuck-1');
+    // it has started (a SIGTERM now reaches its handler, not the default action)
+    await new Promise((r) => setTimeout(r, 300));
+    for (const pid of pids) process.kill(pid, 'SIGTERM');
+    const t = Date.now();
+    await p.close();
+    // the grace, then SIGKILL and the (bounded) wait for the exit
+    expect(Date.now() - t).toBeLessThan(300 + 2000);
+    expect((await busy).kind).toBe('aborted');
+    for (const pid of pids) await becomesDead(pid);
+  });
+
   it('reports a pool command that cannot start', async () => {
     const p = new PoolHelper({ command: dir.file('missing'), size: 1, timeoutMs: 1000 });
     pools.push(p);
