@@ -218,7 +218,7 @@ export async function runNaive(url, flow, workers, keys) {
         quiet = setTimeout(done, 1000);
       },
     });
-    // v1 carries `cGluZw==` as the message; v2 base64-encodes it once more (protocol.md §4.2), as transportV2 does
+    // v1 carries `cGluZw==` as the message; v2 base64-encodes it once more, as transportV2 does
     nc.publish('provisioning.broadcast.agent.discovery', transport('discovery', 'cGluZw==', 'choria_provision', inbox));
     quiet = setTimeout(done, 3000);
   });

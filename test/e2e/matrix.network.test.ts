@@ -235,7 +235,7 @@ describe('end-to-end matrix', () => {
 
   it('v2 protocol nodes: the choria security provider signs ed25519 v2 requests; issuer-chained server JWTs', async () => {
     // A v2 (Organization Issuer) provisioner always uses TLS unless choria_insecure, which forces
-    // v1 (protocol.md §5.2, as upstream): it cannot reach a plain broker. The broker here presents a
+    // v1: it cannot reach a plain broker. The broker here presents a
     // certificate but does not verify clients; without a CA the choria provider does not verify it.
     const pki = await createTestPki([], h.tempDir());
     const s = await h.broker({ config: natsTlsBlock(pki, { verifyClients: false }) });

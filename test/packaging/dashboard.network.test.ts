@@ -1,5 +1,5 @@
 // The upstream Grafana dashboard keeps working: every series its panels query
-// (examples/grafana/dashboard-metrics.json, written from product.md §4.3) is served by /metrics of
+// (examples/grafana/dashboard-metrics.json, written from the metric names in docs/metrics.md) is served by /metrics of
 // startMonitorServer with the `site` label and the labels the panel groups by. The importable
 // dashboard (examples/grafana/choria-provisioner.json) is held to the same rule, query by query.
 import { readFileSync } from 'node:fs';
@@ -114,7 +114,7 @@ async function scrape(monitor: MonitorServer): Promise<string> {
 const panels = readDashboardPanels();
 
 describe('examples/grafana/dashboard-metrics.json', () => {
-  it('lists the metrics of every upstream panel (product.md §4.3), summaries as _sum and _count', () => {
+  it('lists the metrics of every upstream panel, summaries as _sum and _count', () => {
     const bases = new Set(panels.flatMap((p) => p.series.map((s) => s.name.replace(/^choria_provisioner_/, ''))));
     expect([...bases].sort()).toEqual(
       [

@@ -1,4 +1,4 @@
-// Lifecycle events as a go-choria server publishes them (protocol.md §9): Choria format or wrapped
+// Lifecycle events as a go-choria server publishes them: Choria format or wrapped
 // in a CloudEvents 1.0 envelope (the server default), on choria.lifecycle.event.<type>.<component>.
 import { randomUUID } from 'node:crypto';
 import { goJsonStringify } from './wire/gojson.js';

@@ -1,5 +1,5 @@
 // One emulated go-choria server in provisioning mode: its subscriptions, the request pipeline of
-// protocol.md §3.10, its agents and its process lives (restart, update, shutdown).
+// its request checks in go-choria's order, its agents and its process lives (restart, update, shutdown).
 import { ChoriaProvisionAgent, LOCKED_ACTIONS, PROVISION_AGENT, type ProvisionHost } from './agents/choria-provision.js';
 import { encodeRpcReply, errorReply, parseRpcRequest, StatusCode, type RpcReply } from './agents/mcorpc.js';
 import { type ExitKind, type ProvisionState } from './agents/provision-state.js';

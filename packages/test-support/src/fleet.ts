@@ -235,7 +235,7 @@ export function signEdDsaJwt(claims: Record<string, unknown>, seedHex: string): 
 }
 
 /**
- * The provisioner's chain token (`jwt_signing_token`, security.md §4.5): a client JWT for the
+ * The provisioner's chain token (`jwt_signing_token`): a client JWT for the
  * provisioner's signing key, issued by the Organization Issuer (`tcs` = the org's signature over
  * `<jti>.<provisioner public key>`).
  */

@@ -1,5 +1,7 @@
-// Locates ../shared/vectors (beside the checkout, as in CI) for tests.
-import { existsSync, readFileSync } from 'node:fs';
+// The test vectors: upstream data and known answers kept in the repository under test/vectors
+// (test/vectors/README.md says where each file came from and under which licence). Tests read
+// them only from there, so a clone runs its tests with nothing beside it.
+import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -7,9 +9,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const repoRoot = resolve(here, '..', '..', '..');
 
 export function vectorsDir(): string {
-  const candidates = [process.env['CHORIA_VECTORS_DIR'], resolve(repoRoot, '..', 'shared', 'vectors')];
-  for (const c of candidates) if (c !== undefined && existsSync(c)) return c;
-  throw new Error(`shared test vectors not found (looked in ${candidates.filter(Boolean).join(', ')}); set CHORIA_VECTORS_DIR`);
+  return join(repoRoot, 'test', 'vectors');
 }
 
 export function vectorPath(...parts: string[]): string {

@@ -49,7 +49,7 @@ function ed25519FromSeed(seed: Buffer): { key: KeyObject; publicHex: string } {
 const b64url = (data: string | Buffer): string => Buffer.from(data).toString('base64url');
 
 /**
- * A client token issued by the organisation for the provisioner's signing key (security.md §4.5):
+ * A client token issued by the organisation for the provisioner's signing key:
  * `iss` names the issuer, `tcs` is the issuer's signature over `<jti>.<public key>`.
  */
 export function chainToken(org: KeyObject, orgPublicHex: string, signerPublicHex: string, nowS = Math.floor(Date.now() / 1000)): string {

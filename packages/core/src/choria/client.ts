@@ -230,7 +230,7 @@ export class ChoriaClient {
     return this.#closed || this.nats.isClosed();
   }
 
-  /** Broadcast discovery (protocol.md §6): identities of nodes that have `agent`, de-duplicated. */
+  /** Broadcast discovery: identities of nodes that have `agent`, de-duplicated. */
   async discover(opts: DiscoverOptions = {}): Promise<string[]> {
     this.#assertOpen();
     const agent = opts.agent ?? DEFAULT_DISCOVERY_AGENT;
@@ -301,7 +301,7 @@ export class ChoriaClient {
   }
 
   /**
-   * One directed MCORPC request to `identity` (protocol.md §7.3-§7.4). Resolves with the target's
+   * One directed MCORPC request to `identity`. Resolves with the target's
    * reply when it has status 0; rejects with a typed error otherwise.
    */
   async rpc(identity: string, agent: string, action: string, data: Record<string, unknown>, opts: RpcOptions = {}): Promise<RpcReply> {
@@ -381,7 +381,7 @@ export class ChoriaClient {
     this.nats.publish(lifecycleSubject(event.type, event.component), encodeLifecycleEvent(event, format));
   }
 
-  /** The provisioner's own startup event, Choria format (protocol.md §9.6). */
+  /** The provisioner's own startup event, Choria format. */
   publishStartupEvent(opts: { component: string; version: string }): LifecycleEvent {
     const event = newLifecycleEvent({ type: 'startup', identity: this.identity, component: opts.component, version: opts.version });
     this.publishLifecycleEvent(event, 'choria');

@@ -1,5 +1,5 @@
 // Connects to the Choria broker with the nats package: servers, TLS, credentials, reconnect policy
-// and status logging (protocol.md §5.2).
+// and status logging.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, Events, type Authenticator, type ConnectionOptions, type NatsConnection, type Status, type TlsOptions } from 'nats';
 import type { Logger } from 'winston';
@@ -85,7 +85,7 @@ function tlsOptions(settings: ChoriaSettings): TlsOptions | undefined {
     tls.keyFile = settings.keyFile;
   }
   if (settings.caFile !== undefined) tls.caFile = settings.caFile;
-  // Go's issuer-mode clients skip server verification when no CA is configured (§5.2)
+  // Go's issuer-mode clients skip server verification when no CA is configured
   else if (settings.securityProvider === 'choria') tls.rejectUnauthorized = false;
   return tls;
 }

@@ -76,7 +76,7 @@ export interface RpcStatusDetails {
   readonly requestId: string;
 }
 
-/** The target replied with a non-zero MCORPC status code (protocol.md §7.2). */
+/** The target replied with a non-zero MCORPC status code. */
 export class RpcStatusError extends RpcError {
   /** the reply as received; gen25519 can return data together with an Aborted status */
   readonly reply: RpcStatusDetails;

@@ -1,4 +1,4 @@
-// Choria lifecycle events (protocol.md §9): parsing both wire formats and encoding our own.
+// Choria lifecycle events: parsing both wire formats and encoding our own.
 import { randomUUID } from 'node:crypto';
 import { ChoriaError } from './errors.js';
 import { bytesToText, isJsonObject, isStrictBase64, type JsonObject } from './protocol/encoding.js';

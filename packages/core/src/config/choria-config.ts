@@ -1,4 +1,4 @@
-// The Choria client configuration (`key = value`, product.md §1.1): how the provisioner reaches
+// The Choria client configuration (`key = value`): how the provisioner reaches
 // and authenticates to the broker. Only the keys below are interpreted; every pair is kept in
 // `raw` because Choria configurations routinely carry hundreds of keys meant for other programs.
 
@@ -201,7 +201,7 @@ export function choriaConfigFile(config: ProvisionerConfig, flag?: string): stri
   return config.choriaConfig ?? (flag === undefined || flag === '' ? undefined : flag);
 }
 
-/** The settings the provisioner forces on its Choria client (product.md §1.1). */
+/** The settings the provisioner forces on its Choria client. */
 export function applyProvisionerOverrides(settings: ChoriaSettings, config: ProvisionerConfig): ChoriaSettings {
   const insecure = config.choriaInsecure;
   const password = config.brokerProvisioningPassword;

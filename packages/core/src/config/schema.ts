@@ -1,4 +1,4 @@
-// JSON Schema of the provisioner YAML (product.md §1.2): the single source of truth for the keys,
+// JSON Schema of the provisioner YAML: the single source of truth for the keys,
 // their types, defaults and descriptions. The loader validates with it (ajv), the documentation
 // reference is checked against it, and `describeProvisionerKeys()` renders it for humans.
 //
@@ -66,7 +66,7 @@ export interface ObjectSchema {
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'fatal'] as const;
 
-/** Upstream's default deny list (security.md §7.1). */
+/** Upstream's default deny list. */
 export const DEFAULT_CERT_DENY_LIST: readonly string[] = Object.freeze([
   '\\.privileged.mcollective$',
   '\\.privileged.choria$',

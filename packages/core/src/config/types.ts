@@ -11,7 +11,7 @@ export interface FeatureFlags {
   readonly upgrades: boolean;
 }
 
-/** The provisioner YAML (product.md §1.2), validated, defaults applied. Durations in milliseconds. */
+/** The provisioner YAML, validated, defaults applied. Durations in milliseconds. */
 export interface ProvisionerConfig {
   /** file the config came from (for messages), or a label such as "<inline>" */
   readonly source: string;

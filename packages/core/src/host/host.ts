@@ -1,4 +1,4 @@
-// One server's provisioning (product.md §5.5, the upstream order). A Host is built from a config, a
+// One server's provisioning. A Host is built from a config, a
 // Choria client, a helper and metrics; it knows nothing of the scheduler, so it can be run and
 // tested alone. Nothing is kept across attempts: every attempt starts from scratch, like upstream.
 import { readFileSync, statSync } from 'node:fs';
@@ -435,7 +435,7 @@ export class Host {
     return { outcome: 'dry_run', message: `dry run: would send ${upgrade}choria_provision#configure with ${[settings, ...parts].join(', ')}, then choria_provision#restart` };
   }
 
-  /** The helper's configuration; an empty one fails fast instead of being sent five times for the node to refuse (product.md §5.9 #7). */
+  /** The helper's configuration; an empty one fails fast instead of being sent five times for the node to refuse. */
   #configurationOf(reply: HelperReply): Readonly<Record<string, string>> {
     const configuration = reply.configuration ?? {};
     if (Object.keys(configuration).length === 0) throw new Error(`could not configure ${this.identity}: the helper returned an empty configuration`);

@@ -16,7 +16,7 @@ export type ChangingAction = 'configure' | 'restart' | 'shutdown' | 'release_upd
 interface ActionRule {
   /** events that prove the action was carried out */
   readonly evidence: readonly WitnessedType[];
-  /** the longest a real server takes to act after accepting it (protocol.md §8.7-§8.9) */
+  /** the longest a real server takes to act after accepting it */
   readonly actsWithinMs: number;
   /** a node no longer answering discovery has carried it out (it left provisioning mode) */
   readonly goneMeansActed: boolean;

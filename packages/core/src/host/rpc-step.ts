@@ -67,7 +67,7 @@ export class StepFailedError extends ProvisionerError {
   }
 }
 
-/** Tries per step, as upstream (protocol.md §7.3 #8). */
+/** Tries per step, as upstream. */
 export const STEP_TRIES: Readonly<Record<RpcName, number>> = {
   'choria_provision#jwt': 3,
   'choria_provision#gen25519': 5,

@@ -1,4 +1,4 @@
-// Every upstream metric (product.md §4.1) with the same names, types and the `site` label, registered
+// Every upstream metric with the same names, types and the `site` label, registered
 // once per prom-client registry and shared by every provisioner instance using that registry: the
 // instances differ only by their `site` label value, so one /metrics page serves several sites.
 import { Counter, Gauge, Histogram, Registry, Summary, type LabelValues, type MetricObjectWithValues, type MetricValueWithName } from 'prom-client';

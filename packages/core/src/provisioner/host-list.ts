@@ -39,7 +39,7 @@ export class HostList {
 
   /**
    * Offers a node. A known identity is not added twice. Upstream meant to re-add entries older than one
-   * interval but compared the wrong timestamps, so it never did (product.md §5.4 quirk 3). Here a
+   * interval but compared the wrong timestamps, so it never did. Here a
    * still-queued entry older than `refreshAfterMs` gets a fresh discovery time, which is what that
    * intent protects: a long queue no longer makes waiting nodes "stale" while they are being seen.
    * `pastAttempts`: the node's attempts so far (its history), which a new entry counts on from.

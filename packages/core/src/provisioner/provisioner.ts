@@ -252,7 +252,7 @@ export class Provisioner {
       this.metrics.eventError();
       this.logger.debug(`Ignoring an invalid lifecycle event: ${err.message}`);
     };
-    // a provisioning-mode server announces a restart or shutdown before it goes (protocol.md §8.8)
+    // a provisioning-mode server announces a restart or shutdown before it goes
     const subs = (['startup', 'shutdown'] as const).map((type) => client.subscribeLifecycle(type, this.config.lifecycleComponent, (ev) => this.#onEvent(ev), { onInvalid }));
     this.#unsubscribe = () => {
       for (const sub of subs) sub.unsubscribe();

@@ -1,4 +1,4 @@
-// go-choria back-off policies and an abortable sleep (security.md §9).
+// go-choria back-off policies and an abortable sleep.
 
 /** A back-off policy: the base wait in milliseconds for attempt n = 0, 1, 2, … (the last entry repeats). */
 export interface BackoffPolicy {

@@ -1,4 +1,4 @@
-// Choria's extended duration syntax (go-choria internal/util ParseDuration, security.md §10.1).
+// Choria's extended duration syntax (go-choria internal/util ParseDuration).
 //
 // Written by hand because no npm package reproduces it: Choria routes `s`/`m`/`h` endings to Go's
 // time.ParseDuration (whose grammar and error texts users see in upstream messages) and the

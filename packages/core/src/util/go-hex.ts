@@ -1,4 +1,4 @@
-// Hex decoding with Go's encoding/hex rules and error texts, which the spec quotes (security.md §1).
+// Hex decoding with Go's encoding/hex rules and error texts, which upstream's messages quote.
 // Buffer.from(x, 'hex') silently stops at the first bad character, so it cannot be used for input checks.
 
 /** Decodes hex (either case) or throws Go's error text: `encoding/hex: invalid byte: U+002F '/'`, `encoding/hex: odd length hex string`. */

@@ -1,6 +1,6 @@
 // JSON text as Go's encoding/json writes it, for bytes that must match the Go provisioner's: the
 // helper request (helpers that grep the raw text, captured requests replayed byte for byte) and
-// minted server tokens (security.md §4.3). Go differs from JSON.stringify only in escaping `<`,
+// minted server tokens. Go differs from JSON.stringify only in escaping `<`,
 // `>`, `&` (HTML-safe output) and U+2028/U+2029 as `\u003c`-style escapes; since Go 1.22 both use
 // the short `\b`/`\f` escapes and write other control characters as lower-case `\u00XX`. Objects
 // keep insertion order, so callers build them in Go's struct field order.

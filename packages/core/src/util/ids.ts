@@ -1,4 +1,4 @@
-// Identifiers: Choria request ids / nonces and KSUIDs (security.md §4.4, §5).
+// Identifiers: Choria request ids / nonces and KSUIDs.
 import { randomBytes, randomUUID } from 'node:crypto';
 
 /** A UUID v4 without dashes: 32 lowercase hex characters (Choria's request id and gen25519 nonce format). */

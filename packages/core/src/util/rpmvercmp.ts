@@ -1,4 +1,4 @@
-// RPM-style version comparison as the upstream provisioner does it (security.md §12).
+// RPM-style version comparison as the upstream provisioner does it.
 //
 // Hand-written because no package does this comparison: `compare-versions` is a semver-style
 // comparator that throws on letters, `~`, `_`, epochs and `1.0-1`, treats `1.0` as `1.0.0` and

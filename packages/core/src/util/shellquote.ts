@@ -1,5 +1,5 @@
 // Splits the `helper` setting into argv the way the Go provisioner does (go-shellquote, pinned at
-// 95032a82bc51; rules in security.md §11). Hand-written on purpose: every npm splitter checked
+// 95032a82bc51). Hand-written on purpose: every npm splitter checked
 // disagrees with go-shellquote on some of the 49 reference cases — `shell-quote` expands `$VAR`,
 // treats `#` as a comment and returns operator objects; `shlex` splits on `\r` and unescapes
 // `\$`/`` \` `` differently inside double quotes; `shellwords` and `string-argv` differ on escapes

@@ -97,7 +97,7 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
     }
   });
 
-  it('sends the discovery request of §6.1 and ends 300 ms after the last reply', async () => {
+  it('sends the Choria discovery request and ends 300 ms after the last reply', async () => {
     const raw = await connect({ servers: server.url });
     const codec = codecFor('v1');
     const seen: { message: string; agent: string; filterAgent: readonly string[]; filterIdentity: readonly string[] }[] = [];

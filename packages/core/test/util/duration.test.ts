@@ -13,7 +13,7 @@ interface DurationCase {
 
 const { cases } = readVectorJson<{ cases: DurationCase[] }>('crypto', 'durations.json');
 
-// Upstream returns wrapped-around or zero values for these; security.md §10.1 says reject them.
+// Upstream returns wrapped-around or zero values for these; they are rejected here with a clear error.
 const GARBAGE_UPSTREAM = new Set(['infd', 'Infd', 'nand', '293y', '3.4e38d']);
 
 function errorOf(input: string): DurationError {

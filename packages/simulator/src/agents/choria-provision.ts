@@ -1,4 +1,4 @@
-// The choria_provision agent of a provisioning-mode go-choria server (protocol.md §8.1-§8.10):
+// The choria_provision agent of a provisioning-mode go-choria server:
 // token check, provisioning lock, agent mutex, Go-style input decoding and the exact status texts.
 import { sign } from 'node:crypto';
 import { generateCsr } from '../crypto/csr.js';

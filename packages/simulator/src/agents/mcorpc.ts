@@ -1,4 +1,4 @@
-// The MCORPC request/reply bodies (protocol.md §7.1, §7.2) as a go-choria server handles them.
+// The MCORPC request/reply bodies as a go-choria server handles them.
 import { goJsonStringify, goKindName, parseGoJson, type JValue } from '../wire/gojson.js';
 
 export const StatusCode = {

@@ -1,4 +1,4 @@
-// rpcutil as far as a provisioner uses it (protocol.md §8.11): inventory, plus ping.
+// rpcutil as far as a provisioner uses it: inventory, plus ping.
 import { errorReply, okReply, StatusCode, type RpcReply } from './mcorpc.js';
 
 export const RPCUTIL_AGENT = 'rpcutil';

@@ -1,4 +1,4 @@
-// gencsr's key and CSR (protocol.md §8.5): a real RSA key and a PKCS#10 request signed with
+// gencsr's key and CSR: a real RSA key and a PKCS#10 request signed with
 // SHA256-RSA; the `public_key` output is PKCS#1 labelled `PUBLIC KEY`, as upstream does.
 import 'reflect-metadata';
 import { createPublicKey, webcrypto } from 'node:crypto';

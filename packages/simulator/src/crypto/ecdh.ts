@@ -1,5 +1,5 @@
 // The node's X25519 key pair made by each `jwt` call and the shared secret used by `configure` to
-// decrypt a private key (security.md §1.4, §6.4).
+// decrypt a private key.
 import { createPublicKey, diffieHellman, type KeyObject } from 'node:crypto';
 import { generateOkpPair, type OkpPair } from './keys.js';
 

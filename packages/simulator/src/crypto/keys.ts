@@ -1,4 +1,4 @@
-// Key helpers: Ed25519 from raw seeds and public keys (security.md §1.1), RSA from PEM, fresh
+// Key helpers: Ed25519 from raw seeds and public keys, RSA from PEM, fresh
 // node keys, and fresh signer keys for the bin when none are given.
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 

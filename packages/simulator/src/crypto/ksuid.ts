@@ -1,4 +1,4 @@
-// KSUIDs (security.md §4.4): 4-byte big-endian (seconds - 1400000000) + 16 random bytes, base62,
+// KSUIDs: 4-byte big-endian (seconds - 1400000000) + 16 random bytes, base62,
 // left-padded to 27 characters. Used for provisioning token `jti` and to check that a chained server
 // token's `jti` carries its `iat` second.
 import { randomBytes } from 'node:crypto';

@@ -1,5 +1,5 @@
 // PEM reading with Go's encoding/pem behaviour (first block wins, `Key: Value` headers) and the
-// node side of the legacy OpenSSL PEM decryption (security.md §6.2, §6.4). Decryption is done here
+// node side of the legacy OpenSSL PEM decryption. Decryption is done here
 // rather than with crypto.createPrivateKey({passphrase}) because Go does not parse the decrypted
 // bytes: it writes whatever DER comes out, so a PKCS#8 body under an `RSA PRIVATE KEY` label is
 // accepted by a real node and must be accepted here too.

@@ -1,4 +1,4 @@
-// The provisioning JWT a node carries (security.md §3.1), as `choria jwt provisioning` would make it.
+// The provisioning JWT a node carries, as `choria jwt provisioning` would make it.
 // Every node of one protocol version shares the same token, as in a real deployment where one file
 // is installed fleet-wide.
 import type { KeyObject } from 'node:crypto';

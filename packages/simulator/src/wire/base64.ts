@@ -1,6 +1,6 @@
 // Base64 with Go's encoding/base64 StdEncoding semantics. Node's Buffer.from(s, 'base64') accepts
 // anything (URL alphabet, missing padding, garbage), but go-choria servers decode with the strict
-// standard decoder, and the §3.7 "try to decode the payload" rule depends on exactly which strings
+// standard decoder, and the server's "try to decode the payload" rule depends on exactly which strings
 // Go considers valid base64 (e.g. "ping" is valid and decodes to three bytes).
 
 const STD_ALPHABET = /^[A-Za-z0-9+/]*$/;

@@ -1,5 +1,5 @@
 // Server-side decoding of an incoming request: Transport -> Secure Request -> Request -> payload,
-// following protocol.md §3.10 steps 1-3 and 5 (payload rule). Collective, TTL and filter checks are
+// following go-choria's order of checks (envelope, signature, inner request, payload rule). Collective, TTL and filter checks are
 // separate functions because a broadcast is decoded once and checked per node.
 import { goStdBase64Decode } from './base64.js';
 import type { DecodeResult, DecodedRequest, ProtocolVersion, RequestFilter } from './types.js';
@@ -41,7 +41,7 @@ function optionalHeader(headers: Record<string, unknown>, name: string): string 
 }
 
 /**
- * The §3.7 rule: the server tries to base64-decode the payload and, when that works, uses the
+ * The payload rule: the server tries to base64-decode the payload and, when that works, uses the
  * decoded bytes instead; decoding errors are ignored.
  */
 export function applyPayloadBase64Tolerance(payload: Buffer): Buffer {
@@ -152,12 +152,12 @@ export function decodeRequest(data: Uint8Array, validators: ProtocolValidators):
   return { ok: true, request: decoded };
 }
 
-/** §3.10 step 5: the request collective must be one of the server's collectives. */
+/** the request collective must be one of the server's collectives. */
 export function collectiveAccepted(req: DecodedRequest, collectives: readonly string[]): boolean {
   return collectives.includes(req.collective);
 }
 
-/** §3.10 step 6: accept only if now - ttl < time < now + ttl (strict on both sides). */
+/** accept only if now - ttl < time < now + ttl (strict on both sides). */
 export function ttlAccepted(req: DecodedRequest, nowMs: number): boolean {
   const ttlMs = req.ttl * 1000;
   return nowMs - ttlMs < req.timeMs && req.timeMs < nowMs + ttlMs;

@@ -1,4 +1,4 @@
-// Server-side reply encoding (protocol.md §3.5, §3.6, §4.1): Reply -> Secure Reply (sha256 hash)
+// Server-side reply encoding: Reply -> Secure Reply (sha256 hash)
 // -> Transport, always in the protocol version of the request being answered.
 import { createHash } from 'node:crypto';
 import { PROTOCOL } from './decode.js';

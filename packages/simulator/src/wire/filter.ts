@@ -1,4 +1,4 @@
-// Server-side filter matching (protocol.md §3.4). Identity and agent filters are exact, including
+// Server-side filter matching. Identity and agent filters are exact, including
 // `/regex/` entries evaluated with RE2 semantics (re2js) like Go's regexp package. Fact filters are a
 // reasonable approximation on top-level/dotted facts; cf_class never matches (simulated nodes have
 // no classes) and compound filters never match (no expr-lang evaluator): a provisioner never uses them.

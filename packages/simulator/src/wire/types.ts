@@ -34,7 +34,7 @@ export interface DecodedRequest {
   timeMs: number;
   /** absent only in v2, where the schema makes it optional */
   filter: RequestFilter | undefined;
-  /** agent payload after the server's base64 tolerance rule (protocol.md §3.7 / §4.2) */
+  /** agent payload after the server's base64 tolerance rule */
   payload: Buffer;
 }
 

@@ -1,5 +1,5 @@
 // Schema validation of secure requests and requests with go-choria's embedded schemas, which a
-// real server applies to every request it receives (protocol.md §3.10, §3.11).
+// real server applies to every request it receives.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { v1RequestSchema } from './schemas/v1-request.js';
 import { v1SecureRequestSchema } from './schemas/v1-secure-request.js';

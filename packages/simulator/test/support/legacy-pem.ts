@@ -1,4 +1,4 @@
-// Test-side legacy PEM encryption (security.md §6.2/§6.3), written independently of the simulator.
+// Test-side legacy PEM encryption, written independently of the simulator.
 import { createCipheriv, createHash, randomBytes } from 'node:crypto';
 
 export function encryptLegacyPem(der: Buffer, password: Buffer): string {

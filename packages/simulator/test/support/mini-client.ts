@@ -1,5 +1,5 @@
-// A deliberately small, hand-written Choria client for the simulator tests, encoded from the spec
-// (protocol.md §3, §4, §7.4) independently of the simulator's own wire code.
+// A deliberately small, hand-written Choria client for the simulator tests, encoded from go-choria's wire format
+// independently of the simulator's own wire code.
 import { createHash, randomUUID } from 'node:crypto';
 import type { NatsConnection } from 'nats';
 

@@ -1,6 +1,6 @@
 // Generated from go-choria internal/fs/ddl/cache/agent/rpcutil.json
 // (github.com/choria-io/go-choria, commit 58e80bab58a53d38576238baa011123d5f9eff59), copied in this
-// project as shared/vectors/ddl/agent/rpcutil.json. Do not edit by hand: regenerate from that file.
+// project as test/vectors/ddl/agent/rpcutil.json. Do not edit by hand: regenerate from that file.
 // Licensed under the Apache License, Version 2.0.
 // Copyright R.I. Pienaar and the Choria Project contributors.
 import type { AgentDdl } from "./types.js";

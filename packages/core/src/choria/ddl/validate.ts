@@ -1,13 +1,12 @@
 // Checks RPC inputs against the DDL before anything is published, so a bad call fails here with a
-// clear message instead of as a silent server-side decode error (protocol.md §7.1, §8.2).
+// clear message instead of as a silent server-side decode error.
 import { RpcInputError } from '../errors.js';
 import { agentDdl, knownAgents } from './registry.js';
 import type { DdlType } from './types.js';
 import { isPlainObject } from '../../util/values.js';
 
 /**
- * Where the server decodes an input more strictly than its DDL type says (§8.2 "server-side
- * decoding type"): `splay` is declared `number` but decoded into an integer (1.5 fails, negative
+ * Where the server decodes an input more strictly than its DDL type says: `splay` is declared `number` but decoded into an integer (1.5 fails, negative
  * values crash the server), policy maps must map to strings.
  */
 type Refinement = 'non-negative integer' | 'string map';

@@ -10,14 +10,14 @@ export function codecFor(version: ProtocolVersion): ProtocolCodec {
 
 /**
  * The discovery payload text, identical for both versions: base64 of `ping`. v1 carries it as is,
- * v2 base64-encodes it once more; servers decode one extra layer and then look for `ping` (§3.7, §4.2).
+ * v2 base64-encodes it once more; servers decode one extra layer and then look for `ping`.
  */
 export const DISCOVERY_PAYLOAD = 'cGluZw==';
 export const DISCOVERY_REPLY_BODY = 'pong';
 
 /**
  * What a go-choria server makes of a request payload: it tries a base64 decode and keeps the
- * decoded bytes when that succeeds, the raw bytes otherwise (§3.7). For simulators and tests.
+ * decoded bytes when that succeeds, the raw bytes otherwise. For simulators and tests.
  */
 export function serverSidePayload(payload: Uint8Array): Buffer {
   const raw = Buffer.from(payload);

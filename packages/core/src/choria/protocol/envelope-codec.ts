@@ -1,4 +1,4 @@
-// The layering both protocol versions share (protocol.md §1): a Request or Reply document, wrapped
+// The layering both protocol versions share: a Request or Reply document, wrapped
 // in a secure document (signature or hash), wrapped in a transport whose `data` is base64 and whose
 // headers route the message. A version supplies its document builders and readers; this module
 // stacks them the same way for both.

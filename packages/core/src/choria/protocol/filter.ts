@@ -1,4 +1,4 @@
-// Request filters (protocol.md §3.4). Every category is always sent as an array: the v1 schema
+// Request filters. Every category is always sent as an array: the v1 schema
 // requires fact, cf_class, identity and compound, and Go always sends agent too.
 import { ProtocolError } from '../errors.js';
 import { isJsonObject } from './encoding.js';

@@ -1,4 +1,4 @@
-// The MCORPC layer (protocol.md §7): request bodies, reply bodies and status codes.
+// The MCORPC layer: request bodies, reply bodies and status codes.
 import {
   ProtocolError,
   ProvisioningLockError,
@@ -21,7 +21,7 @@ export const RpcStatus = {
   UnknownError: 5,
 } as const;
 
-/** The exact text go-choria's provisioning agent uses when another sender holds the lock (§8.1). */
+/** The exact text go-choria's provisioning agent uses when another sender holds the lock. */
 export const PROVISIONING_LOCK_MESSAGE = 'Could not obtain provisioning lock';
 
 export interface RpcRequestBody {

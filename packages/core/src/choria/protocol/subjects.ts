@@ -1,4 +1,4 @@
-// NATS subjects of a provisioning network (protocol.md §5.1, §9.1).
+// NATS subjects of a provisioning network.
 import { md5Hex } from './encoding.js';
 
 /** Go provisioners force collectives to `provisioning`; servers in provisioning mode only know this one. */

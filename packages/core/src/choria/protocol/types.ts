@@ -1,4 +1,4 @@
-// Shapes shared by the v1 and v2 envelope codecs (protocol.md §1, §3, §4).
+// Shapes shared by the v1 and v2 envelope codecs.
 import type { Filter } from './filter.js';
 
 export type ProtocolVersion = 'v1' | 'v2';

@@ -1,4 +1,4 @@
-// Protocol version 1 documents (protocol.md §3). Inner layers are embedded as plain JSON strings;
+// Protocol version 1 documents. Inner layers are embedded as plain JSON strings;
 // only the transport `data` is base64.
 import { ProtocolError } from '../errors.js';
 import { isJsonObject, readDocument, requireInteger, requireString, sha256Base64 } from './encoding.js';
@@ -16,7 +16,7 @@ export const V1 = {
 
 export const V1_MIN_TTL = 30;
 export const V1_REQUEST_ID_LENGTH = 32;
-/** Discovery payload: base64 of `ping`, because servers base64-decode the message when they can (§3.7). */
+/** Discovery payload: base64 of `ping`, because servers base64-decode the message when they can. */
 export const V1_DISCOVERY_MESSAGE = 'cGluZw==';
 
 function checkV1Request(r: RequestAddressing, time: number, message: string): void {

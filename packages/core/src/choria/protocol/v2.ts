@@ -1,4 +1,4 @@
-// Protocol version 2 documents (protocol.md §4). Inner layers and payloads are base64 ([]byte in
+// Protocol version 2 documents. Inner layers and payloads are base64 ([]byte in
 // Go); `time` is Unix nanoseconds, emitted exactly from a BigInt.
 import { ProtocolError } from '../errors.js';
 import {
@@ -26,13 +26,13 @@ export const V2 = {
 
 /**
  * Discovery payload text. Go builds the payload `cGluZw==` and the []byte encoding adds a second
- * base64 layer, so the wire value is `Y0dsdVp3PT0=` (§4.2).
+ * base64 layer, so the wire value is `Y0dsdVp3PT0=`.
  */
 export const V2_DISCOVERY_PAYLOAD = 'cGluZw==';
 export const V2_DISCOVERY_MESSAGE = 'Y0dsdVp3PT0=';
 
 // The upstream v2 reply schema pins `protocol` to the request constant; real servers send the
-// reply constant. Both are accepted (§3.11).
+// reply constant. Both are accepted.
 const V2_REPLY_PROTOCOLS: readonly string[] = [V2.reply, V2.request];
 
 const SUBJECT_UNSAFE = /[\s.*>]/;

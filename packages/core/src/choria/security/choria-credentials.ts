@@ -1,5 +1,5 @@
 // Client credentials of the `choria` (ed25519 + JWT) provider: the JWT text, its callerid claim and
-// the ed25519 key from the 64-hex seed file (security.md §1.1, §2).
+// the ed25519 key from the 64-hex seed file.
 import { sign, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { decodeJwt } from 'jose';

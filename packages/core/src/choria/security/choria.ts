@@ -1,4 +1,4 @@
-// The `choria` provider (protocol v2): ed25519 over the Request JSON bytes, caller = client JWT (§4.3).
+// The `choria` provider (protocol v2): ed25519 over the Request JSON bytes, caller = client JWT.
 import { sign } from 'node:crypto';
 import type { ChoriaCredentials } from './choria-credentials.js';
 import { loadChoriaCredentials } from './choria-credentials.js';

@@ -1,4 +1,4 @@
-// The x509 `file`/`puppet` provider: RSA PKCS#1 v1.5 SHA-256 over the Request JSON (§3.8).
+// The x509 `file`/`puppet` provider: RSA PKCS#1 v1.5 SHA-256 over the Request JSON.
 import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { SecurityError } from '../errors.js';

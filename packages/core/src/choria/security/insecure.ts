@@ -1,4 +1,4 @@
-// Insecure mode: no key material. Provisioning-mode servers never verify signatures (§3.8, §4.4).
+// Insecure mode: no key material. Provisioning-mode servers never verify signatures.
 import type { ProtocolVersion } from '../protocol/types.js';
 import type { RequestSigner } from './types.js';
 

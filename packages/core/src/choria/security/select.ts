@@ -1,4 +1,4 @@
-// Chooses the protocol version and the signer from the Choria client settings (protocol.md §4.4).
+// Chooses the protocol version and the signer from the Choria client settings.
 import type { ChoriaSettings } from '../../config/types.js';
 import type { ProtocolVersion } from '../protocol/types.js';
 import { ChoriaSigner } from './choria.js';

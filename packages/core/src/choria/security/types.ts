@@ -1,4 +1,4 @@
-// The request signer abstraction: one implementation per security provider (protocol.md §3.8, §4.3).
+// The request signer abstraction: one implementation per security provider.
 import type { ProtocolVersion, RequestSigning } from '../protocol/types.js';
 
 export type SignerKind = 'insecure' | 'file' | 'choria';

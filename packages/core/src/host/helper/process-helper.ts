@@ -1,5 +1,5 @@
 // Runs the helper the upstream way: one process per request, request JSON on stdin then EOF,
-// reply JSON on stdout, exit status 0 (product.md §2.1). Differences from upstream: the time
+// reply JSON on stdout, exit status 0. Differences from upstream: the time
 // limit is configurable, stderr is captured (bounded) for the caller to log, output is bounded,
 // and a timeout or abort kills the helper's whole process group, not only the helper itself.
 // The processes are started by a companion process (spawner.ts), which is much faster than

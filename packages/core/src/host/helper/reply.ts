@@ -1,10 +1,10 @@
-// Parses and validates the helper's stdout into a typed HelperReply (product.md §2.3).
+// Parses and validates the helper's stdout into a typed HelperReply.
 //
 // The rules mirror what Go's encoding/json accepts for the upstream ConfigResponse struct, so a
 // helper that works with the Go provisioner works here: every key optional, unknown keys ignored,
 // `null` anywhere means "not set" (Go's zero value; a `null` inside a string map or list becomes
 // ""), values inside configuration/action_policies/opa_policies must be strings, and server_claims
-// fields are typed (security.md §4.2; its other fields are ignored). `exp` may be a number or a
+// fields are typed. `exp` may be a number or a
 // string holding a number, as Go's NumericDate accepts both. Unlike Go we reject a reply that is
 // not an object (Go would accept a bare `null` and fail later at configure) and we name the
 // offending path and value instead of Go's opaque decode error.

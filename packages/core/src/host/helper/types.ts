@@ -1,4 +1,4 @@
-// The helper contract (product.md §2) as types. Keys are snake_case exactly as on the wire so a
+// The helper contract as types. Keys are snake_case exactly as on the wire so a
 // request or reply can be compared with, or replayed from, what the Go provisioner exchanges.
 
 /** `csr` of the request (features.pki): the node's CSR, public key and key directory. */
@@ -16,7 +16,7 @@ export interface HelperEd25519PubKey {
 }
 
 /**
- * The verified provisioning-token claims handed to the helper (security.md §3.1). They are
+ * The verified provisioning-token claims handed to the helper. They are
  * serialised in their own key order, which the token verifier produces in Go struct order.
  */
 export interface HelperJwtClaims {
@@ -37,7 +37,7 @@ export interface HelperJwtClaims {
   readonly [claim: string]: unknown;
 }
 
-/** What the helper reads on stdin (product.md §2.2). Disabled features are `null`. */
+/** What the helper reads on stdin. Disabled features are `null`. */
 export interface HelperRequest {
   readonly identity: string;
   readonly csr: HelperCsr | null;
@@ -47,7 +47,7 @@ export interface HelperRequest {
   readonly jwt: HelperJwtClaims | null;
 }
 
-/** The server-token permission flags a helper may grant (security.md §4.2). */
+/** The server-token permission flags a helper may grant. */
 export interface HelperServerPermissions {
   readonly submission?: boolean;
   readonly streams?: boolean;
@@ -55,7 +55,7 @@ export interface HelperServerPermissions {
   readonly service_host?: boolean;
 }
 
-/** `server_claims` of the reply: only the fields the provisioner uses (security.md §4.2). */
+/** `server_claims` of the reply: only the fields the provisioner uses. */
 export interface HelperServerClaims {
   readonly collectives?: readonly string[];
   readonly ou?: string;
@@ -65,7 +65,7 @@ export interface HelperServerClaims {
   readonly permissions?: HelperServerPermissions;
 }
 
-/** What the helper prints on stdout (product.md §2.3). Every key is optional. */
+/** What the helper prints on stdout. Every key is optional. */
 export interface HelperReply {
   readonly defer?: boolean;
   readonly shutdown?: boolean;

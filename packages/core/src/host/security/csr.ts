@@ -1,4 +1,4 @@
-// CSR checks for `features.pki` (security.md §7): common name = identity, no name on the deny list.
+// CSR checks for `features.pki`: common name = identity, no name on the deny list.
 import { createRequire } from 'node:module';
 import type * as X509 from '@peculiar/x509';
 import { RE2JS } from 're2js';

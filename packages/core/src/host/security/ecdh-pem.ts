@@ -1,4 +1,4 @@
-// Private-key transport: X25519 agreement with the node plus legacy PEM encryption (security.md §6).
+// Private-key transport: X25519 agreement with the node plus legacy PEM encryption.
 //
 // Written by hand because Node can read but not write the legacy (`Proc-Type: 4,ENCRYPTED`,
 // `DEK-Info`) PEM format that go-choria nodes decrypt: `KeyObject.export({cipher})` produces PKCS#8

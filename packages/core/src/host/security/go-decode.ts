@@ -1,4 +1,4 @@
-// Typed claim decoding with Go encoding/json semantics (security.md §2 "Claim decoding is typed").
+// Typed claim decoding with Go encoding/json semantics.
 //
 // Upstream decodes token payloads and the helper's `server_claims` into Go structs: a value of the
 // wrong JSON type for a known field fails the whole decode, `null` leaves the zero value, unknown

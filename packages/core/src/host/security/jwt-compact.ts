@@ -1,7 +1,6 @@
-// Compact JWT parsing, signing and verification with golang-jwt v5 behaviour and error texts
-// (security.md §2).
+// Compact JWT parsing, signing and verification with golang-jwt v5 behaviour and error texts.
 //
-// Why not `jose` (which the spec suggests): jose refuses RSA keys below 2048 bits (verified:
+// Why not `jose`: jose refuses RSA keys below 2048 bits (verified:
 // "RS256 requires key modulusLength to be 2048 bits or larger") while upstream signs and verifies
 // with any RSA key of at least 1024 bits, so valid deployments would break; its JSON encoder cannot
 // reproduce Go's `\u003c` escaping that byte-exact server tokens need; and Go's order of checks

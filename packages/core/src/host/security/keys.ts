@@ -1,4 +1,4 @@
-// Reading key material the way upstream does (security.md §1): Ed25519 seed files, the
+// Reading key material the way upstream does: Ed25519 seed files, the
 // `jwt_verify_cert` setting (path or hex literal) and the `jwt_signing_key` file.
 import { createPrivateKey, createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
@@ -44,7 +44,7 @@ export function loadVerificationKey(setting: string): VerificationKey {
   return parseVerificationKeyFile(content);
 }
 
-/** Classifies verification-key file content by its first bytes (§1.2 step 2). */
+/** Classifies verification-key file content by its first bytes. */
 export function parseVerificationKeyFile(content: Buffer): VerificationKey {
   if (startsWith(content, CERTIFICATE_HEADER) || startsWith(content, PUBLIC_KEY_HEADER)) {
     try {
@@ -75,7 +75,7 @@ export function loadSigningKey(path: string): SigningKey {
   return parseSigningKeyFile(content, path);
 }
 
-/** Classifies signing-key file content read from `path` (§1.3). */
+/** Classifies signing-key file content read from `path`. */
 export function parseSigningKeyFile(content: Buffer, path: string): SigningKey {
   if (startsWith(content, RSA_PRIVATE_HEADER) || startsWith(content, PKCS8_PRIVATE_HEADER)) {
     let key: KeyObject;

@@ -1,4 +1,4 @@
-// The `gen25519` proof of possession: the node signs the provisioner's nonce (security.md §5).
+// The `gen25519` proof of possession: the node signs the provisioner's nonce.
 import { verify as cryptoVerify } from 'node:crypto';
 import { errorText } from '../../util/values.js';
 import { decodeHexStrict } from '../../util/go-hex.js';

@@ -1,4 +1,4 @@
-// Verifying the provisioning token a node returns from `choria_provision#jwt` (security.md §2, §3).
+// Verifying the provisioning token a node returns from `choria_provision#jwt`.
 import { isPlainObject } from './go-decode.js';
 import {
   acceptedAlgorithm,
@@ -93,7 +93,7 @@ export function verifyProvisioningTokenWithKey(token: string, key: VerificationK
 }
 
 /**
- * The claims as upstream hands them to the helper (`jwt` in the helper input): §3.1 key order and
+ * The claims as upstream hands them to the helper (`jwt` in the helper input): upstream's key order and
  * Go's omit-empty rules; `extensions` is always present (null when absent).
  */
 export function claimsForHelper(claims: ProvisioningClaims): Record<string, unknown> {

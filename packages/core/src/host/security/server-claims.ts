@@ -1,5 +1,5 @@
 // The helper reply's `server_claims` object: decoded with the types of upstream's ServerClaims
-// struct, so a wrongly typed value fails the whole reply as it does upstream (security.md §4.2).
+// struct, so a wrongly typed value fails the whole reply as it does upstream.
 import { decodeGoStruct, GoDecodeError, type ServerPermissions } from './go-decode.js';
 import { CHORIA_STANDARD_CLAIMS } from './claim-specs.js';
 import { ProvisionerError } from '../../util/errors.js';

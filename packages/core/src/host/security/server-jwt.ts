@@ -1,4 +1,4 @@
-// Minting the node's server token (`features.ed25519`, security.md §4).
+// Minting the node's server token (`features.ed25519`).
 import { sign as cryptoSign, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ksuid } from '../../util/ids.js';
@@ -94,7 +94,7 @@ interface ChainIssuer {
   exp: number;
 }
 
-/** Builds and signs the server token for a node; see security.md §4 for every rule applied. */
+/** Builds and signs the server token for a node, applying upstream's rules (docs/helpers.md, server claims). */
 export function mintServerToken(input: MintServerTokenInput): string {
   if (input.publicKeyHex === '') throw new Error('no ed25519 public key set');
   if (input.signingKeyPath === '') throw new Error('no jwt signing key configured using jwt_signing_key');

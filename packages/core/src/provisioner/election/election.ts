@@ -1,4 +1,4 @@
-// Leader election on the Choria Streams KV bucket (security.md §8.3), wire-compatible with the Go
+// Leader election on the Choria Streams KV bucket, wire-compatible with the Go
 // provisioner's go-choria election: same bucket, key, value (the identity), create/update with
 // expected revisions and the same TwentySec campaign back-off, so TypeScript and Go instances can
 // share one election.
@@ -206,7 +206,7 @@ export class LeaderElection {
       seq = result;
     } catch (err) {
       if (signal.aborted) return;
-      // any failure counts as "someone else leads": see security.md §8.2
+      // any failure counts as "someone else leads": a campaign that cannot tell must not act as leader
       this.#tries += 1;
       this.#logger.debug(`Campaign for ${this.#ref.key} failed (${this.#tries} since last win): ${errorText(err)}`, { election: this.#ref.key });
       this.#notify('onCampaign', () => this.#onCampaign?.('candidate', false));

@@ -1,4 +1,4 @@
-// Leader election over the Choria Streams KV bucket (security.md §8).
+// Leader election over the Choria Streams KV bucket.
 export { LeaderElection, type CampaignState, type ElectionState, type LeaderElectionOptions } from './election.js';
 export {
   CHORIA_STREAMS_API_PREFIX,

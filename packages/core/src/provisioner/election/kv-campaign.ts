@@ -1,5 +1,5 @@
-// The three election operations on the Choria Streams KV bucket as plain core-NATS request/reply
-// (security.md §8.2). Written by hand rather than with the nats JetStream KV view because the
+// The three election operations on the Choria Streams KV bucket as plain core-NATS request/reply.
+// Written by hand rather than with the nats JetStream KV view because the
 // provisioning account can reach only the stream-info API and the one election key: the client's KV
 // helpers probe other APIs (account info, direct get) that are not imported there and fail with
 // "no responders", and they hide which request failed.

@@ -1,4 +1,4 @@
-// Bucket TTL checks of the election (security.md §8.3 step 3): TTL >= 1 s, TTL <= 1 h, campaign interval
+// Bucket TTL checks of the election: TTL >= 1 s, TTL <= 1 h, campaign interval
 // (0.75 x TTL) >= 1 s and at least 1 s shorter than the TTL; together 4 s <= TTL <= 1 h.
 import { formatMs } from '../../util/duration.js';
 

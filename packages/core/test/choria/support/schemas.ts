@@ -1,7 +1,7 @@
 // ajv validators for go-choria's embedded protocol schemas (what servers validate against).
 // v1 files are draft-04: ajv v8 has no draft-04 meta-schema, so `$schema`/`id` are removed and the
 // rest compiled without strict mode (the keywords used mean the same in draft-07). The v2 reply
-// schema's `protocol` constant is patched to the value real servers send (spec §3.11).
+// schema's `protocol` constant is patched to the value real servers send (the upstream schema constrains it to the request's value by mistake).
 import { Ajv, type ValidateFunction } from 'ajv';
 import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 

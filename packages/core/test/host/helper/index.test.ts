@@ -9,7 +9,7 @@ import {
 import { sampleRequest } from './support.js';
 
 describe('createHelperRunner', () => {
-  it('builds the runner the spec asks for', async () => {
+  it('builds the runner the configuration asks for', async () => {
     const runners = [
       createHelperRunner({ command: '/bin/true' }),
       createHelperRunner({ command: '/bin/true', mode: 'pool', poolSize: 2 }),

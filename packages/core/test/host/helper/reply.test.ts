@@ -34,7 +34,7 @@ const EXAMPLE_A = {
 };
 
 describe('parseHelperReply', () => {
-  it('accepts the full product.md example A reply unchanged', () => {
+  it('accepts a full example reply (every key upstream documents) unchanged', () => {
     expect(parseHelperReply(JSON.stringify(EXAMPLE_A))).toEqual(EXAMPLE_A);
   });
 
@@ -92,7 +92,7 @@ describe('parseHelperReply', () => {
     expect(replyError('{"certificate":42}').message).toContain('certificate must be a string, got number 42');
   });
 
-  it('types server_claims per security.md §4.2', () => {
+  it('types server_claims as upstream reads them', () => {
     expect(replyError('{"server_claims":{"collectives":"a,b"}}').message).toContain(
       'server_claims.collectives must be an array of strings, got string "a,b"',
     );

@@ -84,7 +84,7 @@ function mint(overrides: Partial<MintServerTokenInput>): { token: string; claims
   return { token, claims: payloadOf(token), warnings };
 }
 
-// A verifier for chained server tokens as a broker or server would run it (security.md §4.5).
+// A verifier for chained server tokens as a broker or server would run it.
 function verifyChainedServerToken(token: string, orgPublicHex: string, now: number): Record<string, unknown> {
   const claims = payloadOf(token);
   const iss = String(claims['iss']);
@@ -156,7 +156,7 @@ describe('server token known answers', () => {
   });
 });
 
-describe('§4.7 scenario table', () => {
+describe('server token scenarios', () => {
   const expectDefaultValidity = (claims: Record<string, unknown>): void => {
     expect(Number(claims['exp']) - Number(claims['iat'])).toBe(YEAR_MS / 1000);
   };

@@ -1,6 +1,6 @@
 // GENERATED FILE, do not edit by hand.
 // Source: choria-io/go-choria internal/fs/schemas/choria/protocol/v2/request.json
-// (commit 58e80bab58a53d38576238baa011123d5f9eff59), copied in shared/vectors/schemas/go-choria-embedded/.
+// (commit 58e80bab58a53d38576238baa011123d5f9eff59), copied in test/vectors/schemas/go-choria-embedded/.
 // Copyright R.I. Pienaar and the Choria Project contributors, licensed under the Apache License 2.0.
 // Embedded as data because go-choria servers validate against exactly these documents;
 // packages/simulator/test/schemas.test.ts asserts this module deep-equals the vector file.
