@@ -1,37 +1,38 @@
 // The public API of @choria-provisioner/core, named one by one (docs/embedding.md describes each).
-// Everything else is internal and reached through '@choria-provisioner/core/internal'.
+// Everything is re-exported from the internal API ('@choria-provisioner/core/internal'), so the
+// public API is a part of it by construction; what is not named here has no stability promise.
 
-export { VERSION } from './util/version.js';
-export { ProvisionerError } from './util/errors.js';
+export { VERSION } from './internal.js';
+export { ProvisionerError } from './internal.js';
 
 // Configuration: one site = the provisioner YAML + its Choria client configuration
-export { loadSite, loadSiteChoria, parseSite, type LoadSiteOptions, type Site, type SiteText } from './config/site.js';
-export { loadProvisionerConfig, parseProvisionerConfig, type LoadOptions } from './config/provisioner-config.js';
-export { applyProvisionerOverrides, checkChoriaSettings, loadChoriaConfig, parseChoriaConfig, type ChoriaLoadOptions } from './config/choria-config.js';
-export { ConfigError, type ConfigProblem } from './config/errors.js';
-export type { ChoriaSettings, CoordinationMode, FeatureFlags, HistoryStoreKind, LogLevel, ProvisionerConfig, SecurityProvider } from './config/types.js';
-export { DurationError, formatDuration, parseDuration } from './util/duration.js';
+export { loadSite, loadSiteChoria, parseSite, type LoadSiteOptions, type Site, type SiteText } from './internal.js';
+export { loadProvisionerConfig, parseProvisionerConfig, type LoadOptions } from './internal.js';
+export { applyProvisionerOverrides, checkChoriaSettings, loadChoriaConfig, parseChoriaConfig, type ChoriaLoadOptions } from './internal.js';
+export { ConfigError, type ConfigProblem } from './internal.js';
+export type { ChoriaSettings, CoordinationMode, FeatureFlags, HistoryStoreKind, LogLevel, ProvisionerConfig, SecurityProvider } from './internal.js';
+export { DurationError, formatDuration, parseDuration } from './internal.js';
 
 // Logging
-export { createLogger, silentLogger, type Logger, type LoggerOptions } from './util/logger.js';
+export { createLogger, silentLogger, type Logger, type LoggerOptions } from './internal.js';
 
 // The scheduler of one site
-export { Provisioner, type CoordinationStatus, type HostStatus, type NodePage, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './provisioner/provisioner.js';
-export type { HistoryStatus } from './provisioner/history/index.js';
-export type { MembershipState, MembershipView, MemberView } from './provisioner/coordination/index.js';
-export { controlProvisioners, type ControlAction, type ControlAnswer, type ControlRequest } from './provisioner/control.js';
-export { monitorRoutes, type MonitorRoutes } from './provisioner/monitor-routes.js';
-export type { ThroughputSeries } from './provisioner/throughput.js';
-export type { EffectiveCoordination } from './metrics/metrics.js';
+export { Provisioner, type CoordinationStatus, type HostStatus, type NodePage, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './internal.js';
+export type { HistoryStatus } from './internal.js';
+export type { MembershipState, MembershipView, MemberView } from './internal.js';
+export { controlProvisioners, type ControlAction, type ControlAnswer, type ControlRequest } from './internal.js';
+export { monitorRoutes, type MonitorRoutes } from './internal.js';
+export type { ThroughputSeries } from './internal.js';
+export type { EffectiveCoordination } from './internal.js';
 
 // One server's provisioning, without a scheduler
-export { Host, createHostRunner, type HostDeps } from './host/host.js';
-export { testHelper, parseSavedRequest, type HelperTestInput, type HelperTestReport } from './host/helper-test.js';
-export { LockedElsewhereError, StepFailedError } from './host/rpc-step.js';
-export { NODE_FEATURE_RELEASES, NodeReleaseError, type NodeFeature } from './host/node-release.js';
-export { OUTCOMES, OUTCOME_RULES, type OutcomeMeaning, type HostJob, type HostMetrics, type HostResult, type HostRunner, type LostReplyFinding, type Outcome, type RpcName } from './host/types.js';
-export type { LostReplyTimings } from './host/lost-reply.js';
-export { PauseFlag, PausedError } from './util/pause.js';
+export { Host, createHostRunner, type HostDeps } from './internal.js';
+export { testHelper, parseSavedRequest, type HelperTestInput, type HelperTestReport } from './internal.js';
+export { LockedElsewhereError, StepFailedError } from './internal.js';
+export { NODE_FEATURE_RELEASES, NodeReleaseError, type NodeFeature } from './internal.js';
+export { OUTCOMES, OUTCOME_RULES, type OutcomeMeaning, type HostJob, type HostMetrics, type HostResult, type HostRunner, type LostReplyFinding, type Outcome, type RpcName } from './internal.js';
+export type { LostReplyTimings } from './internal.js';
+export { PauseFlag, PausedError } from './internal.js';
 
 // The site helper
 export {
@@ -49,11 +50,11 @@ export {
   type HelperRunner,
   type HelperRunnerSpec,
   type HelperRunOptions,
-} from './host/helper/index.js';
-export { checkHelperCommand } from './host/helper/command-check.js';
+} from './internal.js';
+export { checkHelperCommand } from './internal.js';
 
 // The Choria client
-export { ChoriaClient, type ChoriaClientOptions, type ConnectClientOptions, type DiscoverOptions, type RpcOptions, type RpcReply } from './choria/client.js';
+export { ChoriaClient, type ChoriaClientOptions, type ConnectClientOptions, type DiscoverOptions, type RpcOptions, type RpcReply } from './internal.js';
 export {
   ChoriaError,
   ClientClosedError,
@@ -66,16 +67,16 @@ export {
   RpcStatusError,
   RpcTimeoutError,
   SecurityError,
-} from './choria/errors.js';
-export { selectProtocol } from './choria/security/select.js';
-export type { LifecycleEvent, LifecycleType } from './choria/lifecycle.js';
-export type { ProtocolVersion } from './choria/protocol/types.js';
+} from './internal.js';
+export { selectProtocol } from './internal.js';
+export type { LifecycleEvent, LifecycleType } from './internal.js';
+export type { ProtocolVersion } from './internal.js';
 
 // Key material of the provisioner (jwt_verify_cert, jwt_signing_key) and Choria ids
-export { loadSigningKey, loadVerificationKey, type SigningKey, type VerificationKey } from './host/security/index.js';
-export { ksuid } from './util/ids.js';
+export { loadSigningKey, loadVerificationKey, type SigningKey, type VerificationKey } from './internal.js';
+export { ksuid } from './internal.js';
 
 // Metrics and the monitor endpoint (/, /metrics, /status, /nodes)
-export { ProvisionerMetrics, Registry, UPSTREAM_METRIC_NAMES } from './metrics/metrics.js';
-export { startMonitorServer, NODE_SORT_KEYS, type HealthReport, type MonitorServer, type MonitorServerOptions, type NodeQuery, type NodeSortKey, type StatusQuery } from './metrics/http.js';
-export { collectDefaultMetrics } from 'prom-client';
+export { ProvisionerMetrics, Registry, UPSTREAM_METRIC_NAMES } from './internal.js';
+export { startMonitorServer, NODE_SORT_KEYS, type HealthReport, type MonitorServer, type MonitorServerOptions, type NodeQuery, type NodeSortKey, type StatusQuery } from './internal.js';
+export { collectDefaultMetrics } from './internal.js';

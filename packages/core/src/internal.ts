@@ -2,6 +2,7 @@
 // benchmarks ('@choria-provisioner/core/internal'): wire builders, DDL data, security primitives,
 // the election pieces. No stability promise; applications use the root export (index.ts).
 export { VERSION } from './util/version.js';
+export { ProvisionerError } from './util/errors.js';
 
 // configuration
 export * from './config/index.js';
@@ -55,12 +56,20 @@ export {
 } from './host/security/index.js';
 export { Host, createHostRunner, type HostDeps } from './host/host.js';
 export { LockedElsewhereError, StepFailedError } from './host/rpc-step.js';
+export { testHelper, parseSavedRequest, type HelperTestInput, type HelperTestReport } from './host/helper-test.js';
+export { NODE_FEATURE_RELEASES, NodeReleaseError, type NodeFeature } from './host/node-release.js';
 
 // the scheduler
-export { Provisioner, type ProvisionerOptions, type ProvisionerStatus, type HostStatus } from './provisioner/provisioner.js';
+export { Provisioner, type CoordinationStatus, type HostStatus, type NodePage, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './provisioner/provisioner.js';
+export { controlProvisioners, type ControlAction, type ControlAnswer, type ControlRequest } from './provisioner/control.js';
+export { monitorRoutes, type MonitorRoutes } from './provisioner/monitor-routes.js';
+export type { ThroughputSeries } from './provisioner/throughput.js';
+export type { MembershipState, MembershipView, MemberView } from './provisioner/coordination/index.js';
+export type { EffectiveCoordination } from './metrics/metrics.js';
+export { NODE_SORT_KEYS, type HealthReport, type NodeQuery, type NodeSortKey, type StatusQuery } from './metrics/http.js';
 export type { HostJob, HostResult, HostRunner, HostMetrics, Outcome, RpcName, LostReplyFinding } from './host/types.js';
 export type { LostReplyTimings } from './host/lost-reply.js';
 export { LifecycleWitness } from './host/lifecycle-witness.js';
-export { OUTCOMES, OUTCOME_RULES, outcomeMeaning } from './host/types.js';
+export { OUTCOMES, OUTCOME_RULES, outcomeMeaning, type OutcomeMeaning, type OutcomeRule } from './host/types.js';
 export { LeaderElection, type LeaderElectionOptions } from './provisioner/election/index.js';
-export { NodeHistory, HistoryBucket, encodeRecord, decodeRecord, type NodeRecord } from './provisioner/history/index.js';
+export { NodeHistory, HistoryBucket, encodeRecord, decodeRecord, type HistoryStatus, type NodeRecord } from './provisioner/history/index.js';

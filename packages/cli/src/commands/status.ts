@@ -1,49 +1,10 @@
 // `choria-provisioner status`: fetches /status from a running provisioner and prints it as tables.
-import type { HistoryStatus } from '@choria-provisioner/core';
+import type { CoordinationStatus, MemberView, ProvisionerStatus } from '@choria-provisioner/core';
 import { EXIT, type CliIO } from '../io.js';
 import { monitorUrl } from './monitor-url.js';
 
-interface HostStatus {
-  identity: string;
-  state: string;
-  step?: string;
-  attempts: number;
-  lastError?: string;
-  discoveredAt?: string;
-  updatedAt?: string;
-  /** the provisioner that made the last attempt (the shared history) */
-  instance?: string;
-}
-
-interface MemberStatus {
-  instance: string;
-  /** identity#process; absent from provisioners that keyed members by identity alone */
-  member?: string;
-  self: boolean;
-  lastSeenMs: number;
-  owned: number;
-  provisioned: number;
-}
-
-interface CoordinationStatus {
-  mode: string;
-  effective: string;
-  instance: string;
-  membership?: { state: string; group: string; members: MemberStatus[] };
-  foreignNodes?: number;
-}
-
-interface SiteStatus {
-  site: string;
-  leader?: boolean;
-  coordination?: CoordinationStatus;
-  history?: HistoryStatus;
-  paused: boolean;
-  queue: number;
-  busyWorkers: number;
-  workers: number;
-  hosts: HostStatus[];
-}
+/** What this command reads of a site in /status: the core's own type, as the provisioner serves it. */
+type SiteStatus = Pick<ProvisionerStatus, 'site' | 'leader' | 'paused' | 'queue' | 'busyWorkers' | 'workers' | 'hosts'> & Partial<Pick<ProvisionerStatus, 'coordination' | 'history'>>;
 
 function isSiteStatus(v: unknown): v is SiteStatus {
   if (typeof v !== 'object' || v === null) return false;
@@ -65,7 +26,7 @@ function roleOf(c: CoordinationStatus | undefined): string {
   return m === undefined ? ', active/active' : `, active/active member of "${m.group}" (${m.state}, ${m.members.length} members, ${c.foreignNodes ?? 0} nodes seen owned elsewhere)`;
 }
 
-function historyLine(h: HistoryStatus | undefined): string | undefined {
+function historyLine(h: ProvisionerStatus['history'] | undefined): string | undefined {
   if (h === undefined) return undefined;
   const pending = h.pendingWrites > 0 ? `, ${h.pendingWrites} not yet written` : '';
   if (h.store === 'kv') {
@@ -92,8 +53,8 @@ export function formatStatus(body: unknown): string {
     if (members.length > 0) {
       const rows = [['MEMBER', 'OWNED', 'FINISHED', 'LAST HEARD']];
       // two processes sharing one identity are told apart by their process id
-      const shared = (m: MemberStatus): boolean => members.filter((x) => x.instance === m.instance).length > 1;
-      for (const m of members) rows.push([`${shared(m) ? (m.member ?? m.instance) : m.instance}${m.self ? ' (this)' : ''}`, String(m.owned), String(m.provisioned), m.self ? '-' : `${(m.lastSeenMs / 1000).toFixed(1)}s ago`]);
+      const shared = (m: MemberView): boolean => members.filter((x) => x.instance === m.instance).length > 1;
+      for (const m of members) rows.push([`${shared(m) ? m.member : m.instance}${m.self ? ' (this)' : ''}`, String(m.owned), String(m.provisioned), m.self ? '-' : `${(m.lastSeenMs / 1000).toFixed(1)}s ago`]);
       out.push(formatTable(rows));
     }
     if (s.hosts.length > 0) {
