@@ -85,12 +85,18 @@ interface Facts {
   csr: HelperCsr | null;
 }
 
+/**
+ * A HostRunner for these dependencies. Without a witness it opens one on the client; `close()`
+ * unsubscribes it (a witness passed in belongs to the caller and is left alone).
+ */
 export function createHostRunner(deps: HostDeps): HostRunner {
   const keys = new VerificationKeyCache();
   const signing = new SigningKeyCache();
-  const withWitness: HostDeps =
-    deps.witness !== undefined ? deps : { ...deps, witness: LifecycleWitness.listen(deps.client, { provisioningComponent: deps.config.lifecycleComponent }) };
-  return (job) => new Host(withWitness, job, keys, signing).provision();
+  const own = deps.witness === undefined ? LifecycleWitness.listen(deps.client, { provisioningComponent: deps.config.lifecycleComponent }) : undefined;
+  const withWitness: HostDeps = own === undefined ? deps : { ...deps, witness: own };
+  const run: HostRunner = (job) => new Host(withWitness, job, keys, signing).provision();
+  run.close = () => own?.close();
+  return run;
 }
 
 /**

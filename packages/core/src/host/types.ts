@@ -98,4 +98,8 @@ export interface HostResult {
   readonly configured?: boolean;
 }
 
-export type HostRunner = (job: HostJob) => Promise<HostResult>;
+/**
+ * Runs one provisioning attempt. `close`, when present, releases what the runner holds (the
+ * lifecycle subscriptions createHostRunner opens); the Provisioner calls it when it stops.
+ */
+export type HostRunner = ((job: HostJob) => Promise<HostResult>) & { close?: () => void };

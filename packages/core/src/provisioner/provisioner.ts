@@ -297,6 +297,8 @@ export class Provisioner {
       }),
     ]);
     clearTimeout(timer);
+    // after the workers: an attempt finishing its restart may still look for the node's events
+    this.#runner?.close?.();
     // the last attempts' records, so the next process (or another instance) knows them
     await this.#bounded('writing the node history', this.#historySync.stop(HISTORY_SETTLE_MS), HISTORY_SETTLE_MS + STOP_STEP_MS);
     const helper = this.#helper;

@@ -7,7 +7,7 @@ import { parseRpcRequest, type RpcReplyBody } from '../../src/choria/protocol/mc
 import { serverSidePayload } from '../../src/choria/protocol/codec.js';
 import { createHelperRunner } from '../../src/host/helper/index.js';
 import type { HelperRequest } from '../../src/host/helper/types.js';
-import { Host, type HostDeps } from '../../src/host/host.js';
+import { Host, createHostRunner, type HostDeps } from '../../src/host/host.js';
 import type { LostReplyTimings } from '../../src/host/lost-reply.js';
 import type { HostJob } from '../../src/host/types.js';
 import { ProvisionerMetrics } from '../../src/metrics/metrics.js';
@@ -276,5 +276,17 @@ describe('Host', () => {
     // the dry run (and so `helper test`) refuses it the same way
     const dry = await new Host({ ...deps, helper, dryRun: true }, job()).provision();
     expect(dry.outcome).toBe('failed');
+  });
+
+  it('createHostRunner opens its lifecycle subscriptions on the client and close() releases them', async () => {
+    const { client, deps } = await setup((ctx) => ok(ctx));
+    // nats.js keeps no public count; its protocol handler's subscription table is the evidence
+    const subscriptions = (): number => (client.nats as unknown as { protocol: { subscriptions: { size(): number } } }).protocol.subscriptions.size();
+    const before = subscriptions();
+    const { witness: _none, ...withoutWitness } = deps;
+    const run = createHostRunner(withoutWitness);
+    expect(subscriptions()).toBeGreaterThan(before);
+    run.close?.();
+    expect(subscriptions()).toBe(before);
   });
 });
