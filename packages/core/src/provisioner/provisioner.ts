@@ -240,13 +240,14 @@ export class Provisioner {
     // run (or be running): nothing started after it would be stopped by anyone, and a timer
     // armed then keeps the process alive after stop() returned.
     if (this.#stopRequested) return;
-    // before any node is offered: a restarted instance holds back what the site quarantined
-    await this.#historySync.start(client.nats);
-    if (this.#stopRequested) return;
-
+    // The election (whose first campaign waits a random 0-5 s, as upstream) and the membership
+    // start while the history loads: neither offers a node before this instance is running.
     if (this.config.leaderElection) this.#startElection(client);
     if (this.config.coordination === 'active_active') this.#startMembership(client);
     this.#reportCoordination();
+    // before any node is offered: a restarted instance holds back what the site quarantined
+    await this.#historySync.start(client.nats);
+    if (this.#stopRequested) return;
 
     const onInvalid = (err: Error): void => {
       this.metrics.eventError();
