@@ -76,6 +76,14 @@ function replyOf<T>(result: StepResult<T>): T {
 /** The helper asked to stop here: nothing changes on the node. */
 class DeferredError extends ProvisionerError {}
 
+/** What configure sends: the helper's reply, its checked configuration, the minted token and the encrypted key. */
+interface ConfigureInput {
+  readonly reply: HelperReply;
+  readonly configuration: Readonly<Record<string, string>>;
+  readonly serverJwt: string;
+  readonly key: { key: string; ecdhPublic: string };
+}
+
 /** Everything learned about the node during one attempt. */
 interface Facts {
   jwtClaims: HelperJwtClaims | null;
@@ -215,8 +223,8 @@ export class Host {
         const upgraded = await this.#upgrade(reply);
         if (upgraded) return { outcome: 'upgraded', message: `updating to version ${reply.upgrade ?? ''}` };
       }
-      const configuration = this.#configurationOf(reply);
-      return await this.#committed((ctx) => this.#configureAndRestart(ctx, reply, configuration, serverJwt, key));
+      const input: ConfigureInput = { reply, configuration: this.#configurationOf(reply), serverJwt, key };
+      return await this.#committed((ctx) => this.#configureAndRestart(ctx, input));
     } catch (err) {
       return this.#failure(err);
     }
@@ -226,18 +234,12 @@ export class Host {
    * configure, then restart. The two belong together: a node configured but not restarted stays
    * in provisioning mode with its new configuration until something restarts it.
    */
-  async #configureAndRestart(
-    ctx: StepContext,
-    reply: HelperReply,
-    configuration: Readonly<Record<string, string>>,
-    serverJwt: string,
-    key: { key: string; ecdhPublic: string },
-  ): Promise<HostResult> {
-    const configured = await this.#configure(ctx, reply, configuration, serverJwt, key);
+  async #configureAndRestart(ctx: StepContext, input: ConfigureInput): Promise<HostResult> {
+    const configured = await this.#configure(ctx, input);
     this.#configured = true;
     if (configured === 'unsure') {
       if (await this.#restartConfigured(ctx)) return { outcome: 'provisioned', message: 'the configure reply was lost, but the restart showed it was applied' };
-      await this.#configure(ctx, reply, configuration, serverJwt, key);
+      await this.#configure(ctx, input);
       this.#configured = true;
     }
     const replied = await this.#restart(ctx);
@@ -517,13 +519,7 @@ export class Host {
   }
 
   /** 'unsure': the reply was lost with the broker and nothing shows whether it was applied. */
-  async #configure(
-    ctx: StepContext,
-    reply: HelperReply,
-    configuration: Readonly<Record<string, string>>,
-    serverJwt: string,
-    key: { key: string; ecdhPublic: string },
-  ): Promise<'configured' | 'unsure'> {
+  async #configure(ctx: StepContext, { reply, configuration, serverJwt, key }: ConfigureInput): Promise<'configured' | 'unsure'> {
     this.#step('configure');
     const data: Record<string, unknown> = {
       token: this.#deps.config.token,
