@@ -221,7 +221,7 @@ describe('active/active (CLI processes against a simulated fleet)', () => {
     expect(new Set(bySurvivors).size).toBe(bySurvivors.length);
     const survivors = site.instances.filter((i) => i.name !== 'prov-c').map((i) => i.output()).join('\n');
     // (the log file holds JSON lines: quotes in messages are escaped)
-    expect(survivors).toMatch(/prov-c\.example\.net of group \\"lon\\" was not heard for \d+ ms, taking over its share/);
+    expect(survivors).toMatch(/prov-c\.example\.net \(process [0-9a-f]{16}\) of group \\"lon\\" was not heard for \d+ ms, taking over its share/);
     expect(survivors).toMatch(/Took over \d+ nodes after the active\/active membership changed/);
     expect(survivors).toMatch(/Waiting for the provisioning lock of node-\d+/);
   }, 180_000);
@@ -246,6 +246,8 @@ describe('active/active (CLI processes against a simulated fleet)', () => {
     expect(runs.total).toBe(NODES);
     expect([...runs.perNode.values()].every((n) => n === 1)).toBe(true);
     for (const inst of site.instances) {
+      // an instance started last may still be forming when the others have finished the fleet
+      await until(`${inst.name} says it is lock-only`, () => /is unavailable, continuing lock-only/.test(inst.output()), 20_000);
       expect(inst.output().match(/is unavailable, continuing lock-only/g), inst.name).toHaveLength(1);
       const s = await site.status(inst);
       expect(s.sites[0]!.coordination.effective).toBe('lock_only');

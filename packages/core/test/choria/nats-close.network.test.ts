@@ -55,6 +55,7 @@ describe('ChoriaClient.close() while the broker closes the connection', () => {
   }, 60_000);
 
   it('closing right after the FIN ended the socket, with a write in between: no uncaught "write after end"', async () => {
+    let hits = 0;
     for (let i = 0; i < 10; i++) {
       const { client, stop } = await connected();
       const socket = socketOf(client);
@@ -70,10 +71,14 @@ describe('ChoriaClient.close() while the broker closes the connection', () => {
         );
       });
       await stop();
-      await closed;
+      // a loaded machine may see the connection reset instead of ended: that round misses the moment
+      const hit = await Promise.race([closed.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 5_000))]);
+      if (hit) hits++;
+      else await client.close();
       await turn();
       await turn();
     }
     expect(uncaught.map((e) => e.stack ?? e.message)).toEqual([]);
-  }, 60_000);
+    expect(hits).toBeGreaterThan(0);
+  }, 90_000);
 });
