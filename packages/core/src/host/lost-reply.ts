@@ -80,6 +80,8 @@ export interface ConfirmRequest {
 }
 
 export const DEFAULT_RECONNECT_GRACE_MS = 2_000;
+/** after a broker reconnect, how long the servers are given to reconnect too (LostReplyTimings.fleetReconnectMs) */
+export const DEFAULT_FLEET_RECONNECT_MS = 5_000;
 
 /**
  * Consecutive unanswered probes that make a node absent: a lost broadcast must not decide. With 2 %
@@ -98,7 +100,7 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
   const margin = t.marginMs ?? 3_000;
   const probeTimeout = t.probeTimeoutMs ?? 2_000;
   const interval = t.probeIntervalMs ?? 500;
-  const fleetReconnect = t.fleetReconnectMs ?? 5_000;
+  const fleetReconnect = t.fleetReconnectMs ?? DEFAULT_FLEET_RECONNECT_MS;
   let deadline = Math.max(req.sentAt + rule.actsWithinMs * (t.actionDelayScale ?? 1), performance.now()) + margin;
   const proven = (): boolean => req.witness?.sawSince(req.identity, rule.evidence, req.sentAt) ?? false;
 
