@@ -9,7 +9,7 @@ import type { HostMetrics, LostReplyFinding, RpcName } from './types.js';
 import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import { PausedError, type PauseFlag } from '../util/pause.js';
 import type { LifecycleWitness } from './lifecycle-witness.js';
-import { DEFAULT_FLEET_RECONNECT_MS, DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, isChangingAction, type ChangingAction, type LostReplyTimings } from './lost-reply.js';
+import { DEFAULT_FLEET_RECONNECT_MS, DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, linkSettled, isChangingAction, type ChangingAction, type LostReplyTimings } from './lost-reply.js';
 import { errorText } from '../util/values.js';
 import { ProvisionerError } from '../util/errors.js';
 
@@ -143,7 +143,7 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
           if (ctx.signal.aborted) throw abortError(ctx.signal, name);
           // Silence across a broker outage, or while the servers may still be reconnecting after
           // one, says nothing about the node: it gets the full timeout instead of being dropped.
-          if (linkSettled(ctx, linkBefore)) throw new NodeGoneError(ctx.identity, name, Math.round(performance.now() - started));
+          if (linkSettled(linkBefore, ctx.client.link, ctx.lostReply?.fleetReconnectMs ?? DEFAULT_FLEET_RECONNECT_MS)) throw new NodeGoneError(ctx.identity, name, Math.round(performance.now() - started));
           ctx.logger.info(`${ctx.identity} did not answer ${name} nor rpcutil#ping while the broker connection was down or just back; not taken as gone, trying again with the full timeout`);
           continue;
         }
@@ -180,13 +180,6 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
   }
   ctx.metrics.rpcError(name);
   throw new StepFailedError(name, made, last ?? new Error('not attempted'), ctx.identity);
-}
-
-/** The broker link stayed up since `before` was taken, and long enough for the servers to be back on it too. */
-function linkSettled(ctx: StepContext, before: ChoriaClient['link']): boolean {
-  const now = ctx.client.link;
-  const fleetReconnectMs = ctx.lostReply?.fleetReconnectMs ?? DEFAULT_FLEET_RECONNECT_MS;
-  return before.up && now.up && now.changes === before.changes && performance.now() - now.upSince >= fleetReconnectMs;
 }
 
 async function investigate(ctx: StepContext, name: RpcName, action: ChangingAction, sentAt: number, err: Error): Promise<LostReplyFinding> {
