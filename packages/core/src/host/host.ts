@@ -30,6 +30,7 @@ import {
   verifyNonceSignature,
   verifyProvisioningToken,
   verifyProvisioningTokenWithKey,
+  VerifiedTokens,
   type ProvisioningClaims,
   type VerificationKey,
 } from './security/index.js';
@@ -118,6 +119,8 @@ export class VerificationKeyCache {
   /** the file content the key came from; undefined: the setting itself is the hex key */
   #content: Buffer | undefined;
   #key: VerificationKey | undefined;
+  /** tokens verified with #key; replaced with the key */
+  #verified = new VerifiedTokens();
 
   get(setting: string): VerificationKey {
     let content: Buffer | undefined;
@@ -137,6 +140,7 @@ export class VerificationKeyCache {
     this.#setting = setting;
     this.#content = content;
     this.#key = key;
+    this.#verified = new VerifiedTokens();
     return key;
   }
 
@@ -144,7 +148,8 @@ export class VerificationKeyCache {
   verify(token: string, setting: string): ProvisioningClaims {
     // an empty token or setting: let the verifier word the error
     if (token.trim() === '' || setting === '') return verifyProvisioningToken(token, setting);
-    return verifyProvisioningTokenWithKey(token, this.get(setting));
+    const key = this.get(setting);
+    return verifyProvisioningTokenWithKey(token, key, { verified: this.#verified });
   }
 }
 
