@@ -343,12 +343,31 @@ describe('verifyProvisioningToken edge cases', () => {
       const second = generateKeyPairSync('rsa', { modulusLength: 2048 });
       const claims = { ...base, nbf: Math.floor(Date.now() / 1000) - 5, exp: Math.floor(Date.now() / 1000) + 600 };
       const token = makeToken(claims, 'RS256', first.privateKey);
-      const cache = new VerificationKeyCache();
+      const cache = new VerificationKeyCache(0); // read the file every time
       writeFileSync(file, first.publicKey.export({ type: 'spki', format: 'pem' }));
       expect(cache.verify(token, file).cht).toBe('s3cret');
       expect(cache.verify(token, file).cht).toBe('s3cret');
       writeFileSync(file, second.publicKey.export({ type: 'spki', format: 'pem' }));
       expect(() => cache.verify(token, file)).toThrow(/verification error/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('VerificationKeyCache: a replaced key file takes effect once the last read is older than the reread time', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cpts-keycache-'));
+    try {
+      const file = join(dir, 'signer.pem');
+      const first = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const second = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const claims = { ...base, nbf: Math.floor(Date.now() / 1000) - 5, exp: Math.floor(Date.now() / 1000) + 600 };
+      const cache = new VerificationKeyCache(200);
+      writeFileSync(file, first.publicKey.export({ type: 'spki', format: 'pem' }));
+      expect(cache.verify(makeToken(claims, 'RS256', first.privateKey), file).cht).toBe('s3cret');
+      writeFileSync(file, second.publicKey.export({ type: 'spki', format: 'pem' }));
+      await new Promise((r) => setTimeout(r, 250));
+      expect(cache.verify(makeToken(claims, 'RS256', second.privateKey), file).cht).toBe('s3cret');
+      expect(() => cache.verify(makeToken(claims, 'RS256', first.privateKey), file)).toThrow(/verification error/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
