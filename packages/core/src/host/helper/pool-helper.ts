@@ -158,9 +158,8 @@ export class PoolHelper implements HelperRunner {
    */
   #finishIdle(): void {
     const now = performance.now();
-    // newest first: the warm processes, started first, are the ones kept
-    for (const w of [...this.#workers].reverse()) {
-      if (this.#workers.size <= this.#warm) break;
+    // the oldest `warm` processes are kept (the ones warmUp started, or their replacements)
+    for (const w of [...this.#workers].slice(this.#warm)) {
       if (w.load !== 0 || now - w.idleSince < this.#idleMs) continue;
       this.#workers.delete(w);
       const gone = w.shutdown(this.#closeGraceMs).finally(() => this.#leaving.delete(gone));

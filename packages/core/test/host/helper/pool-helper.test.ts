@@ -22,6 +22,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   if (id.startsWith('junk')) return void process.stdout.write('not json at all\\n');
   if (id.startsWith('bad')) return void process.stdout.write('{"configuration":{"port":1}}\\n');
   if (id.startsWith('stderr')) process.stderr.write('about ' + id + '\\n');
+  if (id.startsWith('long')) return void setTimeout(() => process.stdout.write(JSON.stringify({ msg: String(process.pid), configuration: { identity: id } }) + '\\n'), 900);
   if (id.startsWith('wait')) return void setTimeout(() => process.stdout.write(JSON.stringify({ msg: String(process.pid), configuration: { identity: id } }) + '\\n'), 200);
   const delay = (Number(/(\\d+)$/.exec(id)?.[1] ?? 0) % 5) * 4;
   setTimeout(() => process.stdout.write(JSON.stringify({ msg: String(process.pid), configuration: { identity: id } }) + '\\n'), delay);
@@ -101,6 +102,17 @@ describe('PoolHelper', () => {
     // the pool still serves, and grows again on the next burst
     const again = await Promise.all(['wait-5', 'wait-6'].map((id) => run(p, id)));
     expect(new Set(again.map((r) => r.reply.msg)).size).toBe(2);
+  });
+
+  it('keeps the warm process while a newer one is still busy', async () => {
+    const p = pool({ size: 3, warm: 1, idleMs: 200 });
+    p.warmUp();
+    const [kept] = p.pids;
+    // the warm process and a second one are idle long before the third answers
+    const results = await Promise.all(['wait-1', 'wait-2', 'long-3'].map((id) => run(p, id)));
+    expect(new Set(results.map((r) => r.reply.msg)).size).toBe(3);
+    await until('the burst processes finished', () => p.pids.length === 1, 5_000);
+    expect(p.pids).toEqual([kept]);
   });
 
   it('keeps its warm processes however long they sit idle', async () => {
