@@ -23,7 +23,7 @@ import { clearTimeout } from 'node:timers';
 import { URL, fileURLToPath } from 'node:url';
 import { stringify as stringifyYaml } from 'yaml';
 import { startSimulator } from './lib/simulator.mjs';
-import { childPids, cpuSecondsOf, memoryFromProc } from './lib/stats.mjs';
+import { childPids, cpuSecondsOf, machineBusySeconds, memoryFromProc } from './lib/stats.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'packages', 'cli', 'dist', 'bin.js');
@@ -78,7 +78,7 @@ function writeConfigs(dir, s) {
     workers: s.workers,
     interval: '1m', // upstream's minimum; both find the fleet with their start-up discovery
     logfile: join(dir, 'provisioner.log'),
-    loglevel: 'info',
+    loglevel: s.loglevel ?? 'info',
     token: 's3cret',
     site: 'bench',
     choria_insecure: true,
@@ -124,6 +124,9 @@ export async function peerScenario(s) {
   try {
     const { command, args, versionArgs } = writeConfigs(dir, s);
     let stderr = '';
+    const simCpu0 = cpuSecondsOf(sim.pid);
+    const natsCpu0 = cpuSecondsOf(s.natsPid);
+    const busy0 = machineBusySeconds();
     const t0 = performance.now();
     child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr.on('data', (d) => {
@@ -151,6 +154,9 @@ export async function peerScenario(s) {
     }
     if (gone !== undefined) throw new Error(`the provisioner exited early (${gone.code ?? gone.signal}): ${stderr.trim().slice(0, 1000)}`);
     const cpu = treeCpu(child.pid);
+    const simCpuS = cpuSecondsOf(sim.pid) - simCpu0;
+    const natsCpuS = cpuSecondsOf(s.natsPid) - natsCpu0;
+    const busy = machineBusySeconds() - busy0;
     const peakRssMb = memoryFromProc(child.pid).peakRssMb;
     const helpersPeakRssMb = descendantsPeakRssMb(child.pid);
     const provisioned = last.n;
@@ -178,6 +184,11 @@ export async function peerScenario(s) {
       phaseCpuS: first === undefined ? NaN : cpu.own - first.cpu.own,
       phaseHelperCpuS: first === undefined ? NaN : cpu.below - first.cpu.below,
       phaseNodes,
+      // the fleet and the broker answering this provisioner, from spawn to the last node
+      simCpuS,
+      natsCpuS,
+      // everything else the machine did meanwhile (other users of the cores, this bench driver), in cores
+      backgroundCores: (busy - cpu.own - cpu.below - simCpuS - natsCpuS) / (last.ms / 1000),
       peakRssMb,
       helpersPeakRssMb,
       logLines,

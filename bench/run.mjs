@@ -313,8 +313,8 @@ function peerReport(results) {
   const W = KNOBS.peerWorkers;
   lines.push('');
   lines.push(`Beside the upstream Go provisioner: jwt flow, ${fmt.int(KNOBS.peerCount)} nodes, ${W} workers, each provisioner spawned as a process (medians of passes)`);
-  const widths = [10, 4, 10, 9, 10, 8, 8, 8, 8, 9, 9];
-  lines.push(pad(['', 'runs', 'nodes/min', 'spawn→end', 'per pass', 'prov', 'phase', 'helpers', 'total', 'peak RSS', 'help RSS'], widths));
+  const widths = [10, 4, 10, 9, 18, 6, 6, 7, 6, 6, 6, 9, 9, 5];
+  lines.push(pad(['', 'runs', 'nodes/min', 'spawn→end', 'per pass (k/min)', 'prov', 'phase', 'helpers', 'total', 'nats', 'sim', 'peak RSS', 'help RSS', 'bg'], widths));
   const m = (rs, f) => median(rs.map(f));
   for (const w of who) {
     const rs = runs(w);
@@ -325,13 +325,16 @@ function peerReport(results) {
           rs.length,
           fmt.int(m(rs, (r) => r.nodesPerMin)),
           fmt.s(m(rs, (r) => r.spawnToLastMs)),
-          rs.map((r) => `${(r.nodesPerMin / 1000).toFixed(1)}k`).join(' '),
+          rs.map((r) => (r.nodesPerMin / 1000).toFixed(1)).join(' '),
           m(rs, (r) => (r.cpuS * 1000) / r.count).toFixed(2),
           m(rs, (r) => (r.phaseCpuS * 1000) / r.phaseNodes).toFixed(2),
           m(rs, (r) => (r.helperCpuS * 1000) / r.count).toFixed(2),
           m(rs, (r) => ((r.cpuS + r.helperCpuS) * 1000) / r.count).toFixed(2),
+          m(rs, (r) => (r.natsCpuS * 1000) / r.count).toFixed(2),
+          m(rs, (r) => (r.simCpuS * 1000) / r.count).toFixed(2),
           fmt.mb(m(rs, (r) => r.peakRssMb)),
           fmt.mb(m(rs, (r) => r.helpersPeakRssMb)),
+          m(rs, (r) => r.backgroundCores).toFixed(2),
         ],
         widths,
       ),
@@ -340,8 +343,9 @@ function peerReport(results) {
   lines.push('nodes/min: from the first to the last node provisioned, as seen by polling the simulator every 25 ms');
   lines.push('(start-up and discovery excluded; spawn→end includes them). CPU ms per node: prov = the provisioner');
   lines.push('process from spawn (start-up included), phase = the same from the first node provisioned on, helpers =');
-  lines.push('every process under it (helpers, the helper spawner). Peak RSS: VmHWM of the provisioner process; help');
-  lines.push('RSS: sum of VmHWM of its live descendants at the end (pool helpers, the helper spawner).');
+  lines.push('every process under it (helpers, the helper spawner), total = prov + helpers; nats, sim: nats-server and');
+  lines.push('the simulator answering it, from spawn. Peak RSS: VmHWM of the provisioner process; help RSS: sum of');
+  lines.push('VmHWM of its live descendants at the end (pool helpers, the helper spawner). bg: other load, in cores.');
   const bare = results.get('peer/bare-start') ?? [];
   const rate = (r, method) => r?.results.find((x) => x.method === method && x.concurrency === W)?.startsPerMin ?? NaN;
   const byPass = (rs, pass) => rs.find((r) => r.pass === pass);
