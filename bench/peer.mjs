@@ -78,7 +78,7 @@ function writeConfigs(dir, s) {
     workers: s.workers,
     interval: '1m', // upstream's minimum; both find the fleet with their start-up discovery
     logfile: join(dir, 'provisioner.log'),
-    loglevel: s.loglevel ?? 'info',
+    loglevel: s.loglevel ?? 'info', // a spec's loglevel: side trials of what logging costs
     token: 's3cret',
     site: 'bench',
     choria_insecure: true,
