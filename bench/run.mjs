@@ -14,6 +14,8 @@
 //                  BENCH_SIMULATOR_NODE_OPTIONS); summarise with node bench/profile-summary.mjs
 //   --out FILE     write every result as JSON (default: a file in the temp dir)
 //   --report FILE  print the report of such a file again instead of running (add --full for its 50,000 runs)
+// peer/* runs the upstream Go provisioner from $CHORIA_LAB_DIR/bin/choria-provisioner (default
+// ~/.cache/choria-provisioner-ts/lab) beside this project's CLI; without it, one line says so.
 import { execFileSync, spawn } from 'node:child_process';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -59,7 +61,7 @@ const KNOBS = {
   historyScaleCount: 100_000, // the fleet size the history's bounds are stated for
   compareWorkers: 50, // the naive client and the limit driver run as many nodes at a time as the product
   poolDepth: Number(process.env.BENCH_POOL_DEPTH ?? 16), // requests in flight per pool helper process in the comparison
-  peerCount: 2000, // beside the upstream Go provisioner: every provisioner spawned as a process, jwt flow
+  peerCount: quick ? 1000 : 2000, // beside the upstream Go provisioner: every provisioner spawned as a process, jwt flow
   peerWorkers: 50,
 };
 
