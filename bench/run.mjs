@@ -14,12 +14,15 @@
 //                  BENCH_SIMULATOR_NODE_OPTIONS); summarise with node bench/profile-summary.mjs
 //   --out FILE     write every result as JSON (default: a file in the temp dir)
 //   --report FILE  print the report of such a file again instead of running (add --full for its 50,000 runs)
+// peer/* runs the upstream Go provisioner from $CHORIA_LAB_DIR/bin/choria-provisioner (default
+// ~/.cache/choria-provisioner-ts/lab) beside this project's CLI; without it, one line says so.
 import { execFileSync, spawn } from 'node:child_process';
 import { cpus, tmpdir, totalmem } from 'node:os';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { URL, fileURLToPath } from 'node:url';
 import { makeIssuerKeys } from './lib/keys.mjs';
+import { upstreamBinary } from './peer.mjs';
 import { natsEnv, startNatsServer } from './lib/nats-server.mjs';
 import { fmt, median } from './lib/stats.mjs';
 
@@ -58,6 +61,8 @@ const KNOBS = {
   historyScaleCount: 100_000, // the fleet size the history's bounds are stated for
   compareWorkers: 50, // the naive client and the limit driver run as many nodes at a time as the product
   poolDepth: Number(process.env.BENCH_POOL_DEPTH ?? 16), // requests in flight per pool helper process in the comparison
+  peerCount: quick ? 1000 : 2000, // beside the upstream Go provisioner: every provisioner spawned as a process, jwt flow
+  peerWorkers: 50,
 };
 
 const full = process.argv.includes('--full');
@@ -147,6 +152,14 @@ function scenarios() {
   }
   list.push({ id: `history-scale/${KNOBS.historyScaleCount}`, passes: 1, gc: true, spec: { kind: 'history-scale', count: KNOBS.historyScaleCount } });
   list.push({ id: `nodes-page/${KNOBS.historyScaleCount}`, passes: 1, spec: { kind: 'nodes-page', flow: 'plain', count: KNOBS.historyScaleCount, workers: KNOBS.functionWorkers, repeat: 5 } });
+  // Beside the upstream Go provisioner: the same fleet, flow, workers and helper output, every
+  // provisioner spawned as its own process (bench/peer.mjs); the process helper's bare start rate
+  // at the same concurrency first, as it bounds the one-process-per-node runs
+  const peerBase = { kind: 'peer', count: KNOBS.peerCount, workers: KNOBS.peerWorkers, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale };
+  list.push({ id: 'peer/bare-start', passes: passes(2), bare: { runs: ['simple', 'product'].map((method) => ({ method, concurrency: KNOBS.peerWorkers, count: KNOBS.peerCount })) } });
+  for (const provisioner of ['upstream', 'process', 'pool']) {
+    list.push({ id: `peer/jwt/${provisioner}/${KNOBS.peerCount}`, passes: passes(2), spec: { ...peerBase, provisioner } });
+  }
   list.push({ id: `queue/${KNOBS.queueCount}`, passes: 1, spec: { kind: 'queue', flow: 'plain', count: KNOBS.queueCount, workers: KNOBS.functionWorkers }, gc: true });
   return list.filter((s) => only.length === 0 || only.some((o) => s.id === o || s.id.startsWith(`${o}/`) || s.id.startsWith(o)));
 }
@@ -173,7 +186,12 @@ async function runOne(sc, ctx) {
   let env = process.env;
   if (profileDir !== undefined) {
     nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${join(profileDir, sc.id.replace(/\//g, '-'))}`);
-    env = { ...process.env, BENCH_SIMULATOR_NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(profileDir, `${sc.id.replace(/\//g, '-')}-simulator`)}` };
+    env = {
+      ...process.env,
+      BENCH_SIMULATOR_NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(profileDir, `${sc.id.replace(/\//g, '-')}-simulator`)}`,
+      // the CLI a peer scenario spawns
+      BENCH_PROVISIONER_NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(profileDir, `${sc.id.replace(/\//g, '-')}-provisioner`)}`,
+    };
   }
   if (sc.bare !== undefined) return await runChild([...nodeArgs, join(HERE, 'bare-start.mjs'), JSON.stringify(sc.bare)], env);
   if (sc.gc === true) nodeArgs.push('--expose-gc');
@@ -223,7 +241,12 @@ async function main() {
   const nats = await startNatsServer();
   const keys = makeIssuerKeys();
   const ctx = { nats, keys };
-  const list = scenarios();
+  let list = scenarios();
+  const upstreamId = `peer/jwt/upstream/${KNOBS.peerCount}`;
+  if (list.some((s) => s.id === upstreamId) && !existsSync(upstreamBinary())) {
+    log(`upstream Go provisioner not found at ${upstreamBinary()} (set CHORIA_LAB_DIR): ${upstreamId} skipped, everything else runs`);
+    list = list.filter((s) => s.id !== upstreamId);
+  }
   const results = new Map(list.map((s) => [s.id, []]));
   /** passes that failed to run at all, reported with the problems */
   const crashed = [];
@@ -235,7 +258,7 @@ async function main() {
         const t = Date.now();
         try {
           const { result, stderr } = await runOne(sc, ctx);
-          results.get(sc.id).push(result);
+          results.get(sc.id).push({ ...result, pass });
           if (stderr !== '') log(`  ${sc.id}: stderr: ${stderr.slice(0, 500)}`);
           log(`pass ${pass} ${sc.id}: ${summaryLine(result)} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
         } catch (err) {
@@ -258,6 +281,10 @@ function summaryLine(r) {
     const ok = r.provisioned === r.count && r.failed === 0 && r.sim.violations === 0 ? '' : ` PROBLEMS: provisioned ${r.provisioned}/${r.count}, failed ${r.failed}, violations ${r.sim.violations} ${r.firstErrors.join(' | ')}`;
     return `${fmt.int(r.nodesPerMin)} nodes/min, p50 ${fmt.ms(r.p50Ms)}, p99 ${fmt.ms(r.p99Ms)}, peak RSS ${fmt.mb(r.peakRssMb)}, background ${r.backgroundCores.toFixed(2)} cores${ok}`;
   }
+  if (r.kind === 'peer') {
+    const ok = r.provisioned === r.count && r.sim.violations === 0 ? '' : ` PROBLEMS: provisioned ${r.provisioned}/${r.count}, violations ${r.sim.violations}`;
+    return `${fmt.int(r.nodesPerMin)} nodes/min first to last node, ${fmt.s(r.spawnToLastMs)} from spawn, CPU ${((r.cpuS * 1000) / r.count).toFixed(2)} + helpers ${((r.helperCpuS * 1000) / r.count).toFixed(2)} ms per node, peak RSS ${fmt.mb(r.peakRssMb)}${ok}`;
+  }
   if (r.kind === 'bare-start') return r.results.map((x) => `${x.method}, ${x.concurrency} at a time: ${fmt.int(x.startsPerMin)} starts/min, background ${x.backgroundCores.toFixed(2)} cores`).join('; ');
   if (r.kind === 'discovery') return r.runs.map((x) => `${x.found} in ${fmt.ms(x.ms)}`).join(', ');
   if (r.kind === 'nodes-page') {
@@ -275,6 +302,92 @@ function pad(cells, widths) {
   return cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ');
 }
 
+/**
+ * Beside the upstream Go provisioner (peer/*): medians per provisioner, the ratios to upstream
+ * pass by pass (runs of one pass side by side) and the bare start rate of the process helper.
+ */
+function peerReport(results) {
+  const lines = [];
+  const targets = [];
+  const runs = (who) => results.get(`peer/jwt/${who}/${KNOBS.peerCount}`) ?? [];
+  const who = ['upstream', 'process', 'pool'].filter((w) => runs(w).length > 0);
+  if (who.length === 0) return { lines, targets };
+  const W = KNOBS.peerWorkers;
+  lines.push('');
+  lines.push(`Beside the upstream Go provisioner: jwt flow, ${fmt.int(KNOBS.peerCount)} nodes, ${W} workers, each provisioner spawned as a process (medians of passes)`);
+  const widths = [10, 4, 10, 9, 18, 6, 6, 7, 6, 6, 6, 9, 9, 5];
+  lines.push(pad(['', 'runs', 'nodes/min', 'spawn→end', 'per pass (k/min)', 'prov', 'phase', 'helpers', 'total', 'nats', 'sim', 'peak RSS', 'help RSS', 'bg'], widths));
+  const m = (rs, f) => median(rs.map(f));
+  for (const w of who) {
+    const rs = runs(w);
+    lines.push(
+      pad(
+        [
+          w,
+          rs.length,
+          fmt.int(m(rs, (r) => r.nodesPerMin)),
+          fmt.s(m(rs, (r) => r.spawnToLastMs)),
+          rs.map((r) => (r.nodesPerMin / 1000).toFixed(1)).join(' '),
+          m(rs, (r) => (r.cpuS * 1000) / r.count).toFixed(2),
+          m(rs, (r) => (r.phaseCpuS * 1000) / r.phaseNodes).toFixed(2),
+          m(rs, (r) => (r.helperCpuS * 1000) / r.count).toFixed(2),
+          m(rs, (r) => ((r.cpuS + r.helperCpuS) * 1000) / r.count).toFixed(2),
+          m(rs, (r) => (r.natsCpuS * 1000) / r.count).toFixed(2),
+          m(rs, (r) => (r.simCpuS * 1000) / r.count).toFixed(2),
+          fmt.mb(m(rs, (r) => r.peakRssMb)),
+          fmt.mb(m(rs, (r) => r.helpersPeakRssMb)),
+          m(rs, (r) => r.backgroundCores).toFixed(2),
+        ],
+        widths,
+      ),
+    );
+  }
+  lines.push('nodes/min: from the first to the last node provisioned, as seen by polling the simulator every 25 ms');
+  lines.push('(start-up and discovery excluded; spawn→end includes them). CPU ms per node: prov = the provisioner');
+  lines.push('process from spawn (start-up included), phase = the same from the first node provisioned on, helpers =');
+  lines.push('every process under it (helpers, the helper spawner), total = prov + helpers; nats, sim: nats-server and');
+  lines.push('the simulator answering it, from spawn. Peak RSS: VmHWM of the provisioner process; help RSS: sum of');
+  lines.push('VmHWM of its live descendants at the end (pool helpers, the helper spawner). bg: other load, in cores.');
+  const bare = results.get('peer/bare-start') ?? [];
+  const rate = (r, method) => r?.results.find((x) => x.method === method && x.concurrency === W)?.startsPerMin ?? NaN;
+  const byPass = (rs, pass) => rs.find((r) => r.pass === pass);
+  const passesOf = (rs) => rs.map((r) => r.pass);
+  const x = (v) => (Number.isFinite(v) ? `${v.toFixed(2)}x` : '-');
+  for (const [mine, goal] of [
+    ['pool', 10],
+    ['process', 2],
+  ]) {
+    const up = runs('upstream');
+    const ours = runs(mine);
+    if (up.length === 0 || ours.length === 0) continue;
+    const ratios = passesOf(ours)
+      .map((p) => (byPass(ours, p)?.nodesPerMin ?? NaN) / (byPass(up, p)?.nodesPerMin ?? NaN))
+      .filter(Number.isFinite);
+    const cpuRatios = passesOf(ours)
+      .map((p) => {
+        const u = byPass(up, p);
+        const o = byPass(ours, p);
+        return u === undefined || o === undefined ? NaN : (u.cpuS + u.helperCpuS) / u.count / ((o.cpuS + o.helperCpuS) / o.count);
+      })
+      .filter(Number.isFinite);
+    lines.push(`${mine}/upstream: nodes/min ${x(median(ratios))} (per pass: ${ratios.map(x).join(', ')}); upstream's CPU per node (with helpers) over ${mine}'s ${x(median(cpuRatios))} (per pass: ${cpuRatios.map(x).join(', ')})`);
+    targets.push([`jwt flow, ${fmt.int(KNOBS.peerCount)} nodes, ${W} workers: helper_mode ${mine} vs the upstream Go provisioner, nodes/min first to last node`, `${fmt.int(m(ours, (r) => r.nodesPerMin))} vs ${fmt.int(m(up, (r) => r.nodesPerMin))}, ${x(median(ratios))} (per pass: ${ratios.map(x).join(', ')})`, `>= ${goal}x`, median(ratios) >= goal]);
+  }
+  if (bare.length > 0) {
+    const simple = median(bare.map((r) => rate(r, 'simple')));
+    const product = median(bare.map((r) => rate(r, 'product')));
+    const proc = m(runs('process'), (r) => r.nodesPerMin);
+    const up = m(runs('upstream'), (r) => r.nodesPerMin);
+    lines.push(
+      `Bare start rate of the same process helper (bench/helpers/trivial-helper.sh, ${fmt.int(KNOBS.peerCount)} runs ${W} at a time, no provisioner): ` +
+        `simple ${fmt.int(simple)}/min, product's method ${fmt.int(product)}/min (per pass: ${bare.map((r) => fmt.int(rate(r, 'simple'))).join(', ')} / ${bare.map((r) => fmt.int(rate(r, 'product'))).join(', ')}); ` +
+        `helper_mode process reached ${fmt.pct(proc / simple)} of the simple rate` +
+        (Number.isFinite(up) ? `, upstream ${fmt.pct(up / simple)}: at the bare rate, process/upstream would be ${x(simple / up)}` : ''),
+    );
+  }
+  return { lines, targets };
+}
+
 function buildReport(list, results, info, elapsedMs, crashed = []) {
   const lines = [];
   const med = (id, f) => median((results.get(id) ?? []).map(f));
@@ -283,7 +396,8 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
   lines.push(`Knobs: ${JSON.stringify(KNOBS)}`);
   lines.push('');
   const widths = [28, 4, 10, 8, 8, 8, 6, 6, 6, 6, 8, 7];
-  lines.push(pad(['scenario (flow/helper/nodes)', 'runs', 'nodes/min', 'p50', 'p99', 'peak RSS', 'prov', 'sim', 'nats', 'help', 'disc.', 'bg'], widths));
+  const tabled = list.some((sc) => ['provision', 'naive', 'limit'].includes(sc.spec?.kind));
+  if (tabled) lines.push(pad(['scenario (flow/helper/nodes)', 'runs', 'nodes/min', 'p50', 'p99', 'peak RSS', 'prov', 'sim', 'nats', 'help', 'disc.', 'bg'], widths));
   for (const sc of list) {
     const rs = results.get(sc.id) ?? [];
     if (!['provision', 'naive', 'limit'].includes(sc.spec?.kind)) continue;
@@ -308,11 +422,13 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
       ),
     );
   }
-  lines.push('p50/p99: time per node (the Host attempt: every RPC and the helper). prov/sim/nats/help: CPU ms per node');
-  lines.push('of the provisioner process, the simulator, nats-server and the helper processes (incl. the helper');
-  lines.push('spawner); disc.: start() until the first discovery returned; bg: other load on the machine, in cores.');
+  if (tabled) {
+    lines.push('p50/p99: time per node (the Host attempt: every RPC and the helper). prov/sim/nats/help: CPU ms per node');
+    lines.push('of the provisioner process, the simulator, nats-server and the helper processes (incl. the helper');
+    lines.push('spawner); disc.: start() until the first discovery returned; bg: other load on the machine, in cores.');
+  }
   const problems = [...results.entries()].flatMap(([id, rs]) =>
-    rs.filter((r) => r.kind === 'provision' && (r.provisioned !== r.count || r.failed > 0 || r.sim.violations > 0)).map((r) => `${id}: provisioned ${r.provisioned}/${r.count}, failed ${r.failed}, violations ${r.sim.violations}`),
+    rs.filter((r) => (r.kind === 'provision' || r.kind === 'peer') && (r.provisioned !== r.count || r.failed > 0 || r.sim.violations > 0)).map((r) => `${id}: provisioned ${r.provisioned}/${r.count}, failed ${r.failed}, violations ${r.sim.violations}`),
   );
   problems.push(...crashed.map((c) => `did not run: ${c}`));
   lines.push(problems.length === 0 ? 'Every run: all nodes provisioned exactly as the simulator expects (0 failures, 0 protocol violations).' : `PROBLEMS:\n  ${problems.join('\n  ')}`);
@@ -412,6 +528,8 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
     lines.push(`  simple (plain Node parent, default spawn options): ${describe('simple')}`);
     lines.push(`  product's method (own process group, three pipes): ${describe('product')}; one at a time ${fmt.int(bareSeq)}/min`);
   }
+  const peer = peerReport(results);
+  lines.push(...peer.lines);
   const disc = [...results.entries()].find(([id]) => id.startsWith('discovery/'))?.[1]?.[0];
   if (disc !== undefined) {
     lines.push(`Discovery of ${disc.count} nodes (ChoriaClient.discover, includes the ${disc.windowMs} ms quiet window that ends it): ${disc.runs.map((x) => `${fmt.ms(x.ms)} (${x.found})`).join(', ')}; median ${fmt.ms(median(disc.runs.map((x) => x.ms)))}`);
@@ -510,6 +628,7 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
     const worst = Math.max(pages.statusCountsMs, pages.byIdentityMs, pages.byUpdatedDescLastPageMs, pages.filteredMs, pages.searchedMs);
     target(`status page with ${fmt.int(pages.count)} nodes: slowest /status or /nodes answer (median of 5)`, fmt.ms(worst), '< 2 s (the page polls every 2 s)', worst < 2000);
   }
+  for (const [name, value, goal, ok] of peer.targets) target(name, value, goal, ok);
   lines.push('');
   lines.push(`Finished in ${(elapsedMs / 1000).toFixed(0)} s.`);
   return { text: `${lines.join('\n')}\n` };

@@ -9,6 +9,7 @@
 //   limit      the limit driver of drivers.mjs (pre-built requests over a bare connection)
 //   discovery  ChoriaClient.discover() against an idle fleet, repeated
 //   queue      RSS of a Provisioner holding 50,000 offered identities that nobody answers
+//   peer       the CLI (helper_mode process or pool) or the upstream Go provisioner as a process (peer.mjs)
 // (the helper's bare start rate is measured by bare-start.mjs, a process without the provisioner)
 import { performance } from 'node:perf_hooks';
 import { clearInterval, clearTimeout, setInterval } from 'node:timers';
@@ -22,6 +23,7 @@ import {
   silentLogger,
 } from '@choria-provisioner/core';
 import { activeActiveScenario } from './active-active.mjs';
+import { peerScenario } from './peer.mjs';
 import { historyScaleScenario } from './history.mjs';
 import { buildRequests, runLimit, runNaive } from './drivers.mjs';
 import { startSimulator } from './lib/simulator.mjs';
@@ -382,7 +384,7 @@ async function nodesPageScenario(s) {
   return result;
 }
 
-const kinds = { provision: provisionScenario, naive: driverScenario, limit: driverScenario, discovery: discoveryScenario, queue: queueScenario, 'active-active': activeActiveScenario, 'history-scale': historyScaleScenario, 'nodes-page': nodesPageScenario };
+const kinds = { provision: provisionScenario, naive: driverScenario, limit: driverScenario, discovery: discoveryScenario, queue: queueScenario, 'active-active': activeActiveScenario, 'history-scale': historyScaleScenario, 'nodes-page': nodesPageScenario, peer: peerScenario };
 
 kinds[spec.kind](spec).then(
   (result) => {
