@@ -11,6 +11,7 @@ import { startNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 import { FleetHarness } from '@choria-provisioner/test-support/fleet';
 import { until } from '@choria-provisioner/test-support/wait';
+import { provisioningLogin } from '@choria-provisioner/test-support/nats-server';
 
 type MetricType = 'counter' | 'gauge' | 'summary';
 interface SeriesSpec {
@@ -291,7 +292,7 @@ describe('examples/grafana/choria-provisioner.json', () => {
       configuration: { identity: req.identity, 'plugin.choria.server.provision': req.identity === refusing ? 'true' : 'false' },
     });
     // a queue of one: a discovery of four nodes overflows it (queue_full)
-    const provisioner = h.provisioner(server.url, 'site: dash\nworkers: 2\nleader_election: true\nstreams_api_prefix: $JS.API\n', {
+    const provisioner = h.provisioner(server.url, 'site: dash\nworkers: 2\nleader_election: true\n', {
       registry,
       helper,
       queueCapacity: 1,
@@ -302,7 +303,7 @@ describe('examples/grafana/choria-provisioner.json', () => {
     const monitor = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, status: () => provisioner.status() });
     cleanups.push(() => monitor.close());
     await provisioner.start();
-    const nc = await connect({ servers: server.url });
+    const nc = await connect({ servers: server.url, ...provisioningLogin(server) });
     cleanups.push(() => nc.close());
     nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode('not json'));
 
@@ -320,7 +321,7 @@ describe('examples/grafana/choria-provisioner.json', () => {
       text = await scrape(monitor);
       return missing(text).length === 0;
     }, 50_000, { stepMs: 300 }).catch(() => undefined);
-    expect(missing(text)).toEqual([]);
+    expect(missing(text), `leader: ${String(provisioner.isLeader)}, ${JSON.stringify(provisioner.status({ limit: 0 }))}`).toEqual([]);
     expect(needed.length).toBeGreaterThan(25);
   }, 90_000);
 });

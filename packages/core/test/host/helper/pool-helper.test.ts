@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { HelperError } from '../../../src/host/helper/errors.js';
 import { PoolHelper } from '../../../src/host/helper/pool-helper.js';
@@ -202,16 +204,16 @@ describe('PoolHelper', () => {
   it('close() ends within its bounds and leaves no process, even of a helper that ignores EOF and SIGTERM and never answers', async () => {
     const stubborn = dir.script(
       'stubborn.mjs',
-      `process.on('SIGTERM', () => undefined);\nprocess.stdin.on('data', () => undefined);\nprocess.stdin.on('end', () => undefined);\nsetInterval(() => undefined, 60_000);\n`,
+      `import { writeFileSync } from 'node:fs';\nprocess.on('SIGTERM', () => undefined);\nprocess.stdin.on('data', () => undefined);\nprocess.stdin.on('end', () => undefined);\nsetInterval(() => undefined, 60_000);\nwriteFileSync(process.argv[2] + '/stubborn-' + process.pid, '');\n`,
     );
-    const p = new PoolHelper({ command: `${q(process.execPath)} ${q(stubborn)}`, size: 2, timeoutMs: 30_000, closeGraceMs: 300 });
+    const p = new PoolHelper({ command: `${q(process.execPath)} ${q(stubborn)} ${q(dir.path)}`, size: 2, warm: 2, timeoutMs: 30_000, closeGraceMs: 300 });
     pools.push(p);
     p.warmUp();
     const pids = p.pids;
     expect(pids).toHaveLength(2);
     const busy = failure(p, 'stuck-1');
-    // it has started (a SIGTERM now reaches its handler, not the default action)
-    await new Promise((r) => setTimeout(r, 300));
+    // both have set their handlers (a SIGTERM now reaches the handler, not the default action)
+    await until('both helpers ready', () => pids.every((pid) => existsSync(join(dir.path, `stubborn-${pid}`))), 10_000);
     for (const pid of pids) process.kill(pid, 'SIGTERM');
     const t = Date.now();
     await p.close();
