@@ -335,41 +335,44 @@ describe('verifyProvisioningToken edge cases', () => {
     expect(['a', 'b', 'c'].map((t) => verified.has(t))).toEqual([false, true, true]);
   });
 
-  it('VerificationKeyCache: a token verified with the old key file is refused once the file holds another key', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cpts-keycache-'));
-    try {
+  describe('VerificationKeyCache', () => {
+    /** two RSA signers, a key file holding the first one's public key, claims valid for 10 minutes */
+    function keyFile(): { file: string; sign: (which: 0 | 1) => string; use: (which: 0 | 1) => void; remove: () => void } {
+      const dir = mkdtempSync(join(tmpdir(), 'cpts-keycache-'));
       const file = join(dir, 'signer.pem');
-      const first = generateKeyPairSync('rsa', { modulusLength: 2048 });
-      const second = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const pairs = [generateKeyPairSync('rsa', { modulusLength: 2048 }), generateKeyPairSync('rsa', { modulusLength: 2048 })] as const;
       const claims = { ...base, nbf: Math.floor(Date.now() / 1000) - 5, exp: Math.floor(Date.now() / 1000) + 600 };
-      const token = makeToken(claims, 'RS256', first.privateKey);
-      const cache = new VerificationKeyCache(0); // read the file every time
-      writeFileSync(file, first.publicKey.export({ type: 'spki', format: 'pem' }));
-      expect(cache.verify(token, file).cht).toBe('s3cret');
-      expect(cache.verify(token, file).cht).toBe('s3cret');
-      writeFileSync(file, second.publicKey.export({ type: 'spki', format: 'pem' }));
-      expect(() => cache.verify(token, file)).toThrow(/verification error/);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
+      const use = (which: 0 | 1): void => writeFileSync(file, pairs[which].publicKey.export({ type: 'spki', format: 'pem' }));
+      use(0);
+      return { file, sign: (which) => makeToken(claims, 'RS256', pairs[which].privateKey), use, remove: () => rmSync(dir, { recursive: true, force: true }) };
     }
-  });
 
-  it('VerificationKeyCache: a replaced key file takes effect once the last read is older than the reread time', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cpts-keycache-'));
-    try {
-      const file = join(dir, 'signer.pem');
-      const first = generateKeyPairSync('rsa', { modulusLength: 2048 });
-      const second = generateKeyPairSync('rsa', { modulusLength: 2048 });
-      const claims = { ...base, nbf: Math.floor(Date.now() / 1000) - 5, exp: Math.floor(Date.now() / 1000) + 600 };
-      const cache = new VerificationKeyCache(200);
-      writeFileSync(file, first.publicKey.export({ type: 'spki', format: 'pem' }));
-      expect(cache.verify(makeToken(claims, 'RS256', first.privateKey), file).cht).toBe('s3cret');
-      writeFileSync(file, second.publicKey.export({ type: 'spki', format: 'pem' }));
-      await new Promise((r) => setTimeout(r, 250));
-      expect(cache.verify(makeToken(claims, 'RS256', second.privateKey), file).cht).toBe('s3cret');
-      expect(() => cache.verify(makeToken(claims, 'RS256', first.privateKey), file)).toThrow(/verification error/);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    it('refuses a token verified with the old key file once the file holds another key', () => {
+      const k = keyFile();
+      try {
+        const token = k.sign(0);
+        const cache = new VerificationKeyCache(0); // read the file every time
+        expect(cache.verify(token, k.file).cht).toBe('s3cret');
+        expect(cache.verify(token, k.file).cht).toBe('s3cret');
+        k.use(1);
+        expect(() => cache.verify(token, k.file)).toThrow(/verification error/);
+      } finally {
+        k.remove();
+      }
+    });
+
+    it('takes a replaced key file once the last read is older than the reread time', async () => {
+      const k = keyFile();
+      try {
+        const cache = new VerificationKeyCache(200);
+        expect(cache.verify(k.sign(0), k.file).cht).toBe('s3cret');
+        k.use(1);
+        await new Promise((r) => setTimeout(r, 250));
+        expect(cache.verify(k.sign(1), k.file).cht).toBe('s3cret');
+        expect(() => cache.verify(k.sign(0), k.file)).toThrow(/verification error/);
+      } finally {
+        k.remove();
+      }
+    });
   });
 });
