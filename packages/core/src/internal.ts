@@ -60,7 +60,10 @@ export { testHelper, parseSavedRequest, type HelperTestInput, type HelperTestRep
 export { NODE_FEATURE_RELEASES, NodeReleaseError, type NodeFeature } from './host/node-release.js';
 
 // the scheduler
-export { Provisioner, type CoordinationStatus, type HostStatus, type NodePage, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './provisioner/provisioner.js';
+export { Provisioner } from './provisioner/provisioner.js';
+export type { HostRunnerContext, ProvisionerOptions } from './provisioner/options.js';
+export type { CoordinationStatus, ProvisionerStatus, SiteReadiness } from './provisioner/site-status.js';
+export type { HostStatus, NodePage } from './provisioner/node-listing.js';
 export { controlProvisioners, type ControlAction, type ControlAnswer, type ControlRequest } from './provisioner/control.js';
 export { monitorRoutes, type MonitorRoutes } from './provisioner/monitor-routes.js';
 export type { ThroughputSeries } from './provisioner/throughput.js';
