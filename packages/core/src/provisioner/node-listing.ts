@@ -2,7 +2,7 @@
 // entry on the active list and its history record, and the filtering, sorting and paging of
 // /nodes (the status page's table), which describes only the page it returns.
 import type { Outcome } from '../host/types.js';
-import type { NodeQuery, NodeSortKey } from '../metrics/http.js';
+import type { NodeQuery, NodeSortKey } from './queries.js';
 import type { NodeHistory, NodeRecord } from './history/index.js';
 import type { ActiveEntry, ActiveList, DiscoverySource } from './active-list.js';
 

@@ -10,7 +10,7 @@ import { Registry } from 'prom-client';
 import type { ChoriaSettings, ProvisionerConfig } from '../config/types.js';
 import type { ChoriaClient } from '../choria/client.js';
 import { ProvisionerMetrics } from '../metrics/metrics.js';
-import type { NodeQuery, StatusQuery } from '../metrics/http.js';
+import type { NodeQuery, StatusQuery } from './queries.js';
 import type { HostResult, HostRunner, Outcome } from '../host/types.js';
 import type { HelperRunner } from '../host/helper/index.js';
 import { PauseFlag } from '../util/pause.js';

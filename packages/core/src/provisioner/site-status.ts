@@ -2,7 +2,7 @@
 // its nodes (/nodes).
 import type { CoordinationMode, ProvisionerConfig } from '../config/types.js';
 import type { EffectiveCoordination } from '../metrics/metrics.js';
-import type { NodeQuery } from '../metrics/http.js';
+import type { NodeQuery } from './queries.js';
 import type { ActiveList } from './active-list.js';
 import type { MembershipView } from './coordination/index.js';
 import type { HistoryStatus, HistorySync, NodeHistory } from './history/index.js';
