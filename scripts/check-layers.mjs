@@ -4,7 +4,7 @@
 // TypeScript sources as text (every `import`/`export ... from` with a relative path, `import type`
 // included: a type dependency is a dependency for a reader too).
 //
-//   core:  util -> config -> choria -> host -> metrics -> provisioner -> (index, internal)
+//   core:  util -> config -> choria -> host -> metrics -> provisioner -> monitor -> (index, internal)
 //   packages: core <- simulator (none of core), core <- cli (the public API only);
 //   test-support (private) may use them all, and nothing shipped uses it
 import { readFileSync, readdirSync, statSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Layers of packages/core/src, lowest first; a module may import its own layer and those below. */
-export const CORE_LAYERS = ['util', 'config', 'choria', 'host', 'metrics', 'provisioner', '.'];
+export const CORE_LAYERS = ['util', 'config', 'choria', 'host', 'metrics', 'provisioner', 'monitor', '.'];
 
 function sourceFiles(dir) {
   const out = [];

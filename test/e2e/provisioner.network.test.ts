@@ -4,7 +4,8 @@
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedFleet, type FleetOptions } from '../../packages/simulator/src/index.js';
-import { Provisioner, type ProvisionerOptions } from '../../packages/core/src/provisioner/provisioner.js';
+import { Provisioner } from '../../packages/core/src/provisioner/provisioner.js';
+import type { ProvisionerOptions } from '../../packages/core/src/provisioner/options.js';
 import type { HelperFunction } from '../../packages/core/src/host/helper/types.js';
 import { addElectionBucket, freePort, provisioningLogin, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';

@@ -21,7 +21,8 @@ import {
   ratePerSecond,
   type ProgressSnapshot,
 } from '../src/demo/progress.js';
-import { runDemo, shellWord } from '../src/demo/run-demo.js';
+import { runDemo } from '../src/demo/run-demo.js';
+import { shellWord } from '../src/demo/parts.js';
 import { formatSummary, nodesPerMinute, percentile, verdict, type DemoResult } from '../src/demo/summary.js';
 
 const snap = (over: Partial<ProgressSnapshot> = {}): ProgressSnapshot => ({

@@ -10,13 +10,13 @@ import type { Registry } from 'prom-client';
 import { SimulatedFleet, type FleetOptions, type NodeReport } from '@choria-provisioner/simulator';
 import {
   Provisioner,
-  createHelperRunner,
   createHostRunner,
   ksuid,
   type ChoriaSettings,
   type HelperFunction,
   type HelperRequest,
   type HostRunner,
+  type HostRunnerContext,
   type LostReplyTimings,
   type ProvisionerOptions,
 } from '@choria-provisioner/core/internal';
@@ -45,11 +45,10 @@ export interface ProvisionerSpec extends Partial<ProvisionerOptions> {
   /**
    * Per-try RPC timeout. The Provisioner has no such setting (every try waits the client's
    * discovery timeout + DDL timeout: 22 s for choria_provision); this builds the stock Host
-   * pipeline with the shorter timeout and hands it over through the `hostRunner` option.
-   * Needs a helper function (`helper`, default configureHelper).
+   * pipeline with the shorter timeout through the `makeHostRunner` option.
    */
   rpcTimeoutMs?: number;
-  /** how lost replies are investigated (same path as rpcTimeoutMs: needs a helper function) */
+  /** how lost replies are investigated (built the same way as rpcTimeoutMs) */
   lostReply?: LostReplyTimings;
 }
 
@@ -110,31 +109,14 @@ export class FleetHarness {
     const login = this.#choriaLayout.has(url) && !/^broker_provisioning_password:/m.test(yaml) ? `broker_provisioning_password: ${CHORIA_BROKER_LOGINS.provisioner.password}\n` : '';
     const config = testConfig(`${login}${yaml}`);
     const choria = settings ?? testSettings(url, config, identity ?? 'provisioner.example.net', choriaConfig ?? '');
-    const fn = opts.helper ?? configureHelper;
-    let runner: HostRunner | undefined;
-    const shortTimeouts: HostRunner = (job) => {
-      if (runner === undefined) {
-        const client = p.client;
-        if (client === undefined || typeof fn !== 'function') throw new Error('rpcTimeoutMs needs a connected provisioner and a helper function');
-        const helper = createHelperRunner({ fn, timeoutMs: config.helperTimeoutMs });
-        runner = createHostRunner({
-          config,
-          client,
-          helper,
-          metrics: p.metrics,
-          pause: p.pauseFlag,
-          ...(rpcTimeoutMs !== undefined ? { rpcTimeoutMs } : {}),
-          ...(lostReply !== undefined ? { lostReply } : {}),
-        });
-      }
-      return runner(job);
-    };
-    const p: Provisioner = new Provisioner({
+    const shortTimeouts = (ctx: HostRunnerContext): HostRunner =>
+      createHostRunner({ ...ctx, config, ...(rpcTimeoutMs !== undefined ? { rpcTimeoutMs } : {}), ...(lostReply !== undefined ? { lostReply } : {}) });
+    const p = new Provisioner({
       config,
       choria,
       helper: configureHelper,
       ...opts,
-      ...(rpcTimeoutMs !== undefined || lostReply !== undefined ? { hostRunner: shortTimeouts } : {}),
+      ...(rpcTimeoutMs !== undefined || lostReply !== undefined ? { makeHostRunner: shortTimeouts } : {}),
     });
     this.onCleanup(() => p.stop());
     return p;

@@ -1,7 +1,8 @@
 // `choria-provisioner demo`: a private broker, a simulated fleet and a provisioner, provisioned end
 // to end with progress and a summary (see ../demo/run-demo.ts).
 import { EXIT, processIO, type CliIO } from '../io.js';
-import { runDemo, type DemoSettings } from '../demo/run-demo.js';
+import { runDemo } from '../demo/run-demo.js';
+import type { DemoSettings } from '../demo/settings.js';
 import type { DemoMode } from '../demo/keys.js';
 
 export interface DemoOptions {

@@ -36,20 +36,25 @@ export interface OutcomeRule {
    * defer and a stale skip too, and dashboards built on that metric expect the same count
    */
   readonly provisionError: boolean;
+  /**
+   * the node restarts into its new configuration or shuts down: the scheduler keeps it on its
+   * list for a while, so a discovery during the restart does not take it again
+   */
+  readonly holdsNode: boolean;
 }
 
 /** The one place that decides what each outcome means; metrics, throughput, history, status and the demo read it. */
 export const OUTCOME_RULES: Readonly<Record<Outcome, OutcomeRule>> = {
-  provisioned: { meaning: 'success', provisionError: false },
-  shutdown: { meaning: 'success', provisionError: false },
-  upgraded: { meaning: 'success', provisionError: false },
-  failed: { meaning: 'failure', provisionError: true },
-  deferred: { meaning: 'neutral', provisionError: true },
-  stale: { meaning: 'neutral', provisionError: true },
-  skipped_locked: { meaning: 'neutral', provisionError: false },
-  gone: { meaning: 'neutral', provisionError: false },
-  dry_run: { meaning: 'neutral', provisionError: false },
-  cancelled: { meaning: 'neutral', provisionError: false },
+  provisioned: { meaning: 'success', provisionError: false, holdsNode: true },
+  shutdown: { meaning: 'success', provisionError: false, holdsNode: true },
+  upgraded: { meaning: 'success', provisionError: false, holdsNode: false },
+  failed: { meaning: 'failure', provisionError: true, holdsNode: false },
+  deferred: { meaning: 'neutral', provisionError: true, holdsNode: false },
+  stale: { meaning: 'neutral', provisionError: true, holdsNode: false },
+  skipped_locked: { meaning: 'neutral', provisionError: false, holdsNode: false },
+  gone: { meaning: 'neutral', provisionError: false, holdsNode: false },
+  dry_run: { meaning: 'neutral', provisionError: false, holdsNode: false },
+  cancelled: { meaning: 'neutral', provisionError: false, holdsNode: false },
 };
 
 export const OUTCOMES: readonly Outcome[] = Object.keys(OUTCOME_RULES) as Outcome[];

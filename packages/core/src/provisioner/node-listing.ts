@@ -2,9 +2,9 @@
 // entry on the active list and its history record, and the filtering, sorting and paging of
 // /nodes (the status page's table), which describes only the page it returns.
 import type { Outcome } from '../host/types.js';
-import type { NodeQuery, NodeSortKey } from '../metrics/http.js';
-import type { NodeRecord } from './history/index.js';
-import type { DiscoverySource, HostEntry } from './host-list.js';
+import type { NodeQuery, NodeSortKey } from './queries.js';
+import type { NodeHistory, NodeRecord } from './history/index.js';
+import type { ActiveEntry, ActiveList, DiscoverySource } from './active-list.js';
 
 export interface HostStatus {
   identity: string;
@@ -45,11 +45,45 @@ export interface NodePage {
 export interface KnownNode {
   readonly identity: string;
   readonly state: HostStatus['state'];
-  readonly entry: HostEntry | undefined;
+  readonly entry: ActiveEntry | undefined;
   readonly record: NodeRecord | undefined;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** Every node this instance knows: the active list first, in the order added; then the history's others, least recently changed first. */
+export function* knownNodes(list: ActiveList, history: NodeHistory): Generator<KnownNode> {
+  const seen = new Set<string>();
+  for (const e of list.entries()) {
+    seen.add(e.identity);
+    yield { identity: e.identity, state: e.state, entry: e, record: history.get(e.identity) };
+  }
+  for (const r of history.records()) {
+    if (seen.has(r.identity)) continue;
+    yield { identity: r.identity, state: r.quarantinedAt !== undefined ? 'quarantined' : r.outcome, entry: undefined, record: r };
+  }
+}
+
+/** The /status view of the nodes: every one counted by state, only the first `limit` described. */
+export interface DescribedNodes {
+  hostCounts: Record<string, number>;
+  hosts: HostStatus[];
+  hostsTruncated: boolean;
+}
+
+export function describeNodes(known: Iterable<KnownNode>, limit: number, now: number): DescribedNodes {
+  const hosts: HostStatus[] = [];
+  const counts: Record<string, number> = {};
+  let truncated = false;
+  // Every host is counted; only the first `limit` are described (formatting 50,000 of them for
+  // a status poll with limit 0 took longer than the poll interval).
+  for (const n of known) {
+    counts[n.state] = (counts[n.state] ?? 0) + 1;
+    if (hosts.length < limit) hosts.push(describeNode(n, now));
+    else truncated = true;
+  }
+  return { hostCounts: counts, hosts, hostsTruncated: truncated };
+}
 
 /** What a node's history adds to its status line. */
 function pastFields(r: NodeRecord): Pick<HostStatus, 'lastError' | 'lastAttemptMs' | 'firstSeen' | 'instance' | 'provisionedAt'> {

@@ -62,6 +62,16 @@ export class WorkQueue<T> {
     return new Promise((resolve, reject) => this.#waiters.push({ resolve, reject }));
   }
 
+  /** Takes the oldest item like pop(), but resolves to undefined once the queue is closed (a consumer's signal to end). */
+  async next(): Promise<T | undefined> {
+    try {
+      return await this.pop();
+    } catch (err) {
+      if (err instanceof QueueClosedError) return undefined;
+      throw err;
+    }
+  }
+
   /** Drops every queued item (waiting consumers keep waiting). */
   clear(): number {
     const n = this.#length;

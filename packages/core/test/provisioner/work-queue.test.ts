@@ -42,4 +42,14 @@ describe('WorkQueue', () => {
     q.push(3);
     expect(await q.pop()).toBe(3);
   });
+
+  it('next() gives the items like pop() and undefined once the queue is closed', async () => {
+    const q = new WorkQueue<number>(2);
+    q.push(7);
+    expect(await q.next()).toBe(7);
+    const waiting = q.next();
+    q.close();
+    expect(await waiting).toBeUndefined();
+    expect(await q.next()).toBeUndefined();
+  });
 });

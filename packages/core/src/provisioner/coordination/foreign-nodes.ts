@@ -2,7 +2,7 @@
 // owns. Kept so that when the owner leaves, its share is taken over at once instead of at the next
 // discovery; forgotten when the owner reports them finished, when they are not seen again for a
 // while, or oldest first beyond the capacity.
-import type { DiscoverySource } from '../host-list.js';
+import type { DiscoverySource } from '../active-list.js';
 
 export interface ForeignNode {
   readonly identity: string;

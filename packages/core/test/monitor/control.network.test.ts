@@ -4,8 +4,8 @@
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Provisioner } from '../../src/provisioner/provisioner.js';
-import { controlProvisioners } from '../../src/provisioner/control.js';
-import { startMonitorServer, type MonitorServer } from '../../src/metrics/http.js';
+import { controlProvisioners } from '../../src/monitor/control.js';
+import { startMonitorServer, type MonitorServer } from '../../src/monitor/http.js';
 import type { HostJob, HostResult } from '../../src/host/types.js';
 import { startNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';

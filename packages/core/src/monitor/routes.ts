@@ -1,9 +1,10 @@
 // What the monitor port serves for the provisioners of one process: /status (every site), /nodes
 // (one page of one site's nodes, for the status page), /readyz and the control requests. The CLI,
 // the demo and an embedding application pass the same routes to startMonitorServer.
-import type { MonitorServerOptions, NodeQuery } from '../metrics/http.js';
+import type { NodeQuery } from '../provisioner/queries.js';
+import type { Provisioner } from '../provisioner/provisioner.js';
 import { controlProvisioners } from './control.js';
-import type { Provisioner } from './provisioner.js';
+import type { MonitorServerOptions } from './http.js';
 
 export type MonitorRoutes = Required<Pick<MonitorServerOptions, 'status' | 'nodes' | 'control' | 'ready'>>;
 

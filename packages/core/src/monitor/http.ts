@@ -1,13 +1,15 @@
-// The monitoring endpoint: the status page (/), /metrics (Prometheus text), /status and /nodes
-// (JSON), /healthz and /readyz on one port. Several provisioner instances share one server and one
-// registry.
+// The monitor port: the status page (/), /metrics (Prometheus text), /status and /nodes (JSON),
+// /healthz, /readyz and the control requests on one port. Several provisioner instances share one
+// server and one registry; this file is the HTTP transport, routes.ts says what each route asks
+// of them.
 import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
 import { errorText } from '../util/values.js';
-import { STATUS_PAGE_CSP, STATUS_PAGE_HTML } from './status-page.js';
+import { MAX_NODE_PAGE, NODE_SORT_KEYS, type ControlAction, type ControlRequest, type NodeQuery, type NodeSortKey, type StatusQuery } from '../provisioner/queries.js';
+import { STATUS_PAGE_CSP, STATUS_PAGE_HTML } from './status-page/page.js';
 
 export interface MonitorServerOptions {
   port: number;
@@ -27,45 +29,6 @@ export interface MonitorServerOptions {
   /** POST /pause, /resume, /nodes/<identity>/release, /nodes/<identity>/retry (see controlProvisioners) */
   control?: (req: ControlRequest) => { status: number; body: unknown };
 }
-
-export type ControlAction = 'pause' | 'resume' | 'release' | 'retry';
-
-/** A control request as the monitor port received it. */
-export interface ControlRequest {
-  readonly action: ControlAction;
-  /** release and retry: the node */
-  readonly identity?: string;
-  /** ?site=: only this site */
-  readonly site?: string;
-  /** the bearer token presented, if any (never logged) */
-  readonly token?: string;
-}
-
-/** What /status was asked for. */
-export interface StatusQuery {
-  /** describe at most this many nodes a site (every node is still counted) */
-  readonly limit?: number;
-}
-
-export const NODE_SORT_KEYS = ['identity', 'state', 'step', 'attempts', 'lastError', 'nextAttemptAt', 'updatedAt'] as const;
-export type NodeSortKey = (typeof NODE_SORT_KEYS)[number];
-
-/** What /nodes was asked for: a filtered, searched, sorted page of one site's nodes. */
-export interface NodeQuery {
-  /** the site (default: the first) */
-  readonly site?: string;
-  /** only nodes in this state */
-  readonly state?: string;
-  /** only nodes whose identity contains this (case-insensitive) */
-  readonly search?: string;
-  readonly sort: NodeSortKey;
-  readonly order: 'asc' | 'desc';
-  readonly offset: number;
-  /** 1 to 500 */
-  readonly limit: number;
-}
-
-export const MAX_NODE_PAGE = 500;
 
 class QueryError extends Error {}
 

@@ -4,10 +4,8 @@
 // ?site=), so one port can serve sites run by different teams. Without any token configured the
 // operations are refused: the port listens on every interface by default.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { ControlRequest } from '../metrics/http.js';
-import type { Provisioner } from './provisioner.js';
-
-export type { ControlAction, ControlRequest } from '../metrics/http.js';
+import type { ControlRequest } from '../provisioner/queries.js';
+import type { Provisioner } from '../provisioner/provisioner.js';
 
 export interface ControlAnswer {
   readonly status: 200 | 400 | 401 | 403 | 404;

@@ -1,0 +1,19 @@
+// One broadcast discovery of the nodes in provisioning mode (the choria_provision agent), counted
+// in the metrics. A failure is logged, not thrown: the next interval tries again.
+import type { Logger } from 'winston';
+import type { ChoriaClient } from '../choria/client.js';
+import type { ProvisionerMetrics } from '../metrics/metrics.js';
+import { errorText } from '../util/values.js';
+
+/** The identities that answered; none when discovery failed or `signal` stopped it. */
+export async function discoverNodes(client: ChoriaClient, metrics: ProvisionerMetrics, logger: Logger, signal: AbortSignal): Promise<string[]> {
+  metrics.discoverCycle();
+  try {
+    return await client.discover({ agent: 'choria_provision', signal });
+  } catch (err) {
+    if (signal.aborted) return [];
+    metrics.discoveryError();
+    logger.error(`Discovery failed: ${errorText(err)}`);
+    return [];
+  }
+}

@@ -1,0 +1,105 @@
+// How this instance's list follows the other provisioners of its site. With active/active, the
+// membership decides the share: when the members change, waiting nodes no longer ours go to the
+// foreign list (their owner takes them) and foreign nodes now ours are offered. Nodes another
+// member finished, or that announced a restart (whoever provisioned them is done), leave the list
+// unless this instance is busy with them.
+import type { Logger } from 'winston';
+import type { ChoriaClient } from '../choria/client.js';
+import type { ProvisionerConfig } from '../config/types.js';
+import { isWaiting, type ActiveEntry, type ActiveList, type DiscoverySource } from './active-list.js';
+import { Membership } from './coordination/index.js';
+import type { WorkPolicy } from './work-policy.js';
+
+export interface FleetShareOptions {
+  readonly list: ActiveList;
+  readonly policy: WorkPolicy;
+  readonly logger: Logger;
+  /** whether the provisioner is running (a membership change while starting or stopping moves nothing) */
+  readonly running: () => boolean;
+  /** offers a node taken over (Provisioner.offer) */
+  readonly offer: (identity: string, source: DiscoverySource, reportedVersion: string | undefined) => boolean;
+  /** the list changed */
+  readonly listChanged: () => void;
+  /** the membership changed (the coordination metrics) */
+  readonly membershipChanged: () => void;
+}
+
+/** What joining the active/active group needs besides the connection. */
+export interface JoinOptions {
+  readonly config: ProvisionerConfig;
+  readonly identity: string;
+  readonly version: string;
+  /** what this instance reports in each heartbeat */
+  readonly report: () => { owned: number; provisioned: number };
+}
+
+export class FleetShare {
+  readonly #opts: FleetShareOptions;
+
+  constructor(opts: FleetShareOptions) {
+    this.#opts = opts;
+  }
+
+  /** active/active: joins the site's group; from now on the membership decides this instance's share. */
+  join(client: ChoriaClient, join: JoinOptions): void {
+    const logger = this.#opts.logger;
+    const membership = new Membership({
+      nc: client.nats,
+      group: join.config.coordinationGroup,
+      instance: join.identity,
+      heartbeatMs: join.config.coordinationHeartbeatMs,
+      logger,
+      version: join.version,
+      report: join.report,
+      onChange: () => this.#rebalance(),
+      onDone: (nodes) => this.#othersFinished(nodes),
+      onInvalid: (reason) => logger.debug(`Ignoring an invalid active/active message: ${reason}`),
+    });
+    this.#opts.policy.follow(membership);
+    membership.start();
+  }
+
+  /** A node another member owns leaves this instance's list (not in flight: the lock covers those). */
+  handOver(entry: ActiveEntry): void {
+    if (this.#opts.list.remove(entry)) this.#opts.policy.noteForeign(entry.identity, entry.source, Date.now(), entry.reportedVersion);
+    this.#opts.listChanged();
+  }
+
+  /**
+   * The node announced that it restarts or shuts down: whoever provisioned it (another instance,
+   * a Go provisioner) is done with it, so a queued entry or a lock wait would only time out.
+   * In-flight and held entries are this instance's own work and stay.
+   */
+  leftProvisioning(identity: string): void {
+    if (this.#forget(identity)) {
+      this.#opts.logger.debug(`Dropping ${identity} from the provision list: it announced a restart or shutdown`);
+      this.#opts.listChanged();
+    }
+  }
+
+  /** The member list changed: take what is now ours from the foreign list, hand over what is not. */
+  #rebalance(): void {
+    const { list, policy } = this.#opts;
+    if (policy.ready && this.#opts.running()) {
+      for (const e of [...list.entries()]) if (isWaiting(e) && !policy.mayWork(e.identity)) this.handOver(e);
+      const mine = policy.takeOwned();
+      for (const n of mine) this.#opts.offer(n.identity, n.source, n.reportedVersion);
+      if (mine.length > 0) this.#opts.logger.info(`Took over ${mine.length} nodes after the active/active membership changed`);
+    }
+    this.#opts.membershipChanged();
+  }
+
+  /** Another member finished these: forget them here unless one is in flight. */
+  #othersFinished(nodes: readonly string[]): void {
+    let changed = false;
+    for (const identity of nodes) if (this.#forget(identity)) changed = true;
+    if (changed) this.#opts.listChanged();
+  }
+
+  #forget(identity: string): boolean {
+    const foreign = this.#opts.policy.forgetForeign(identity);
+    const e = this.#opts.list.get(identity);
+    const waiting = e !== undefined && isWaiting(e) && this.#opts.list.remove(e);
+    return foreign || waiting;
+  }
+}
