@@ -42,6 +42,21 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     page.$$eval('[data-site="test"] [data-count]', (buttons) =>
       Object.fromEntries(buttons.map((b) => [b.getAttribute('data-count') ?? '', Number((b.querySelector('b')?.textContent ?? '').replace(/,/g, ''))])),
     );
+  /**
+   * page.click that survives the page's redraw: the rows are replaced every 2 s, and an element
+   * found just before a redraw is detached by the time it is clicked; the next lookup finds the new one.
+   */
+  const click = async (selector: string): Promise<void> => {
+    for (let tries = 1; ; tries++) {
+      try {
+        await page.click(selector);
+        return;
+      } catch (err) {
+        if (tries >= 5 || !/detached|not clickable/i.test(String(err))) throw err;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  };
   const polls = async (): Promise<number> => Number(await page.$eval('body', (b) => b.dataset['polls'] ?? '0'));
   const range = (): Promise<string> => page.$eval('#range', (e) => e.textContent ?? '');
   const rows = (): Promise<{ identity: string; state: string; error: string; errorHtml: string }[]> =>
@@ -132,7 +147,7 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
   });
 
   it('filters by state from the counts and the state menu', async () => {
-    await page.click('[data-site="test"] [data-count="failed"]');
+    await click('[data-site="test"] [data-count="failed"]');
     await until('only the failed node', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
     expect((await rows()).map((r) => r.state)).toEqual(['failed']);
     await page.select('#state', 'held');
@@ -145,13 +160,13 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
   it('sorts by a column and pages through 10,000 nodes', async () => {
     const identities = fleet.identities().sort();
     await until('ascending by identity', async () => (await rows())[0]?.identity === identities[0], 5_000, { stepMs: 100 });
-    await page.click('th[data-sort="identity"]');
+    await click('th[data-sort="identity"]');
     await until('descending by identity', async () => (await rows())[0]?.identity === identities.at(-1), 5_000, { stepMs: 100 });
     expect(await page.$eval('th[data-sort="identity"]', (e) => e.getAttribute('aria-sort'))).toBe('descending');
-    await page.click('#next');
+    await click('#next');
     await until('the second page', async () => (await range()) === `101–200 of ${NODES.toLocaleString('en')}`, 5_000, { stepMs: 100 });
     expect((await rows())[0]?.identity).toBe(identities.at(-101));
-    await page.click('th[data-sort="state"]');
+    await click('th[data-sort="state"]');
     await until('the failed node first (by state)', async () => (await rows())[0]?.identity === FAILING, 5_000, { stepMs: 100 });
   });
 
@@ -164,22 +179,22 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     await page.type('#search', FAILING);
     await until('the failing node alone', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
     const before = await node7();
-    await page.click('#node-rows [data-action="retry"]');
+    await click('#node-rows [data-action="retry"]');
     await until('the refusal', async () => (await notice()).startsWith('enter the API token'), 5_000, { stepMs: 100 });
     await page.type('#token', 'wrong-token');
     await page.$eval('#token', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
-    await page.click('#node-rows [data-action="retry"]');
+    await click('#node-rows [data-action="retry"]');
     await until('the wrong token refused', async () => (await notice()) === 'the token matches no site', 5_000, { stepMs: 100 });
     await page.evaluate("const t = document.getElementById('token'); t.value = ''; t.dispatchEvent(new Event('change'));");
     await page.type('#token', 'page-t0ken');
     await page.$eval('#token', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
-    await page.click('#node-rows [data-action="retry"]');
+    await click('#node-rows [data-action="retry"]');
     await until('the retry queued', async () => (await notice()) === `test: queued ${FAILING}`, 5_000, { stepMs: 100 });
     await until('node-7 tried again', async () => (await node7()) === before + 1, 15_000, { stepMs: 100 });
-    await page.click('[data-site="test"] [data-action="pause"]');
+    await click('[data-site="test"] [data-action="pause"]');
     await until('paused', async () => (await page.$eval('[data-site="test"] [data-field="run-state"]', (e) => e.textContent)) === 'paused', 5_000, { stepMs: 100 });
     expect(p.paused).toBe(true);
-    await page.click('[data-site="test"] [data-action="resume"]');
+    await click('[data-site="test"] [data-action="resume"]');
     await until('running again', async () => (await page.$eval('[data-site="test"] [data-field="run-state"]', (e) => e.textContent)) === 'running', 5_000, { stepMs: 100 });
     expect(p.paused).toBe(false);
     // typed into a password field and kept in the tab's session storage: never part of the page
