@@ -35,7 +35,7 @@ export default defineConfig({
       { extends: true, test: { name: 'network', include: NETWORK_TESTS, exclude: INTEROP_TESTS } },
       {
         extends: true,
-        test: { name: 'interop', include: INTEROP_TESTS, fileParallelism: false, testTimeout: 600_000, hookTimeout: 120_000 },
+        test: { name: 'interop', include: INTEROP_TESTS, poolOptions: { forks: { singleFork: true } }, testTimeout: 600_000, hookTimeout: 120_000 },
       },
     ],
   },
