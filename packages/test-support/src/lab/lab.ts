@@ -140,12 +140,17 @@ export interface ProvisionedReport {
   readonly pending: string[];
 }
 
-/** Waits until every server of the fleets is provisioned (or the bound passes) and reports. */
+/**
+ * Waits until every server of the fleets is provisioned (or the bound passes) and reports. Sticky:
+ * a server seen provisioned stays counted while it reconnects (say, to a restarted broker), since
+ * it already runs with its new configuration.
+ */
 export async function waitProvisioned(fleets: readonly LabFleet[], boundMs: number, since = Date.now()): Promise<ProvisionedReport> {
-  const states = (): ServerState[] => fleets.flatMap((f) => f.states());
+  const seen = new Set<string>();
   for (;;) {
-    const s = states();
-    const pending = s.filter((x) => !x.provisioned).map((x) => x.identity);
+    const s = fleets.flatMap((f) => f.states());
+    for (const x of s) if (x.provisioned) seen.add(x.identity);
+    const pending = s.filter((x) => !seen.has(x.identity)).map((x) => x.identity);
     if (pending.length === 0 || Date.now() - since > boundMs) {
       return { ms: Date.now() - since, states: s, configuredTwice: s.filter((x) => x.configures > 1).map((x) => x.identity), pending };
     }
