@@ -35,8 +35,9 @@ function instanceConfig(dir, s, name, runs) {
       choria_insecure: true,
       choria_config: choria,
       helper: `${process.execPath} ${HELPER} --delay-ms ${s.delayMs} --log ${runs} --instance ${name}`,
-      helper_pool_size: 1,
-      helper_pool_depth: s.workers,
+      // defaults: the pool as an operator gets it without the two keys (one process per worker,
+      // one request at a time each); otherwise one process taking every worker's request at once
+      ...(s.poolDefaults === true ? {} : { helper_pool_size: 1, helper_pool_depth: s.workers }),
       coordination_heartbeat: s.heartbeat,
       // what this scenario measures is the sharing; the history's cost is the history/* scenarios'
       history_store: 'memory',
@@ -88,6 +89,7 @@ export async function activeActiveScenario(s) {
     return {
       kind: 'active-active',
       instances: s.instances,
+      poolDefaults: s.poolDefaults === true,
       count: s.count,
       workers: s.workers,
       delayMs: s.delayMs,

@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sleep, until } from '@choria-provisioner/test-support/wait';
 import { FleetHarness, discoverWhenIdle, driveUntilProvisioned, expectExactlyOnce, expectProvisionedOnce, metricValue, plainConfiguration } from '@choria-provisioner/test-support/fleet';
 import { readVector } from '@choria-provisioner/test-support/vectors';
+import { provisioningLogin } from '@choria-provisioner/test-support/nats-server';
 
 const h = new FleetHarness();
 afterEach(() => h.cleanup());
@@ -194,7 +195,9 @@ describe('end-to-end faults', () => {
     const s = await h.electionBroker();
     const fleet = await h.fleet(s.url, { count: 80, dropRate: 0.05, lockMs: 3000, latencyMs: 10 });
     await fleet.waitForBooted(10_000);
-    const yaml = 'leader_election: true\nstreams_api_prefix: $JS.API\nworkers: 4\n';
+    // the default streams_api_prefix (choria.streams): the provisioning account reaches the
+    // election bucket through the Choria Broker's imports under that prefix
+    const yaml = 'leader_election: true\nworkers: 4\n';
     const a = h.provisioner(s.url, yaml, { electionSplayMs: 10, identity: 'prov-a.example.net', rpcTimeoutMs: 4000 });
     const b = h.provisioner(s.url, yaml, { electionSplayMs: 400, identity: 'prov-b.example.net', rpcTimeoutMs: 4000 });
     await a.start();
@@ -217,7 +220,7 @@ describe('end-to-end faults', () => {
     const p = h.provisioner(s.url, 'interval: 10m\nworkers: 8\n', { registry });
     await p.start();
     await p.discover(); // the start-up discovery, before any node is up
-    const nc = await connect({ servers: s.url });
+    const nc = await connect({ servers: s.url, ...provisioningLogin(s) });
     h.onCleanup(() => nc.close());
     const fleetStarting = h.fleet(s.url, { count: 60, eventFormat: 'cloudevents', bootSpreadMs: 2000 });
     const subject = 'choria.lifecycle.event.startup.provision_mode_server';
@@ -247,7 +250,7 @@ describe('end-to-end faults', () => {
     const p = h.provisioner(s.url, 'interval: 10m\nworkers: 2\n', { registry });
     await p.start();
     await p.discover();
-    const nc = await connect({ servers: s.url });
+    const nc = await connect({ servers: s.url, ...provisioningLogin(s) });
     h.onCleanup(() => nc.close());
     const bad = ['bad identity', 'node.>', 'a..b', '*', '.leading.dot'];
     const ts = Math.floor(Date.now() / 1000);

@@ -99,7 +99,8 @@ describe('node history in a key-value bucket', () => {
   }, 90_000);
 
   it('falls back to memory, saying why, when the broker has no JetStream', async () => {
-    const s = await h.broker({ jetstream: false });
+    // a plain broker without JetStream in any account: neither connection can reach a bucket
+    const s = await h.broker({ jetstream: false, choriaAccounts: false });
     const p = h.provisioner(s.url, 'workers: 1\n');
     await p.start();
     expect(p.status().history).toMatchObject({ store: 'memory', reason: expect.stringMatching(/could not open the history bucket CHORIA_PROVISIONER_HISTORY: no JetStream answers under \$JS\.API/) });

@@ -18,6 +18,7 @@ import { FleetHarness, chainSigningToken, childProcesses, driveUntilProvisioned,
 import { until } from '@choria-provisioner/test-support/wait';
 import { createTestPki, issueCertificate, natsTlsBlock } from '@choria-provisioner/test-support/tls';
 import { readVector, repoRoot, vectorPath } from '@choria-provisioner/test-support/vectors';
+import { provisioningLogin } from '@choria-provisioner/test-support/nats-server';
 
 const h = new FleetHarness();
 afterEach(() => h.cleanup());
@@ -77,7 +78,7 @@ describe('end-to-end matrix', () => {
 
     const fleet = await h.fleet(s.url, { count: 30, tls: simTls });
     await fleet.waitForBooted(10_000);
-    const tap = await connect({ servers: s.url, tls: simTls });
+    const tap = await connect({ servers: s.url, tls: simTls, ...provisioningLogin(s) });
     h.onCleanup(() => tap.close());
     const firstRequest = tapFirstRequest(tap);
     await tap.flush();
@@ -261,7 +262,7 @@ describe('end-to-end matrix', () => {
       serverJwtVerification: { issuerPublicHex: orgPublicHex },
     });
     await fleet.waitForBooted(10_000);
-    const tap = await connect({ servers: s.url, tls: { caFile: pki.caFile } });
+    const tap = await connect({ servers: s.url, tls: { caFile: pki.caFile }, ...provisioningLogin(s) });
     h.onCleanup(() => tap.close());
     const firstRequest = tapFirstRequest(tap);
     await tap.flush();

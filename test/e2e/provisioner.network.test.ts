@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedFleet, type FleetOptions } from '../../packages/simulator/src/index.js';
 import { Provisioner, type ProvisionerOptions } from '../../packages/core/src/provisioner/provisioner.js';
 import type { HelperFunction } from '../../packages/core/src/host/helper/types.js';
-import { addElectionBucket, freePort, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { addElectionBucket, freePort, provisioningLogin, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 import { sleep, until } from '@choria-provisioner/test-support/wait';
 import { expectExactlyOnce, expectProvisionedOnce } from '@choria-provisioner/test-support/fleet';
@@ -77,7 +77,7 @@ describe('Provisioner end to end', () => {
     const registry = new Registry();
     const p = provisioner(s.url, '', { registry });
     await p.start();
-    const nc = await connect({ servers: s.url });
+    const nc = await connect({ servers: s.url, ...provisioningLogin(s) });
     for (let i = 0; i < 50; i++) nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(i % 2 ? 'not json' : '{"protocol":"bogus"}'));
     await nc.flush();
     await nc.close();

@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FleetHarness } from '@choria-provisioner/test-support/fleet';
 import { until } from '@choria-provisioner/test-support/wait';
 import { repoRoot } from '@choria-provisioner/test-support/vectors';
+import { CHORIA_BROKER_LOGINS } from '@choria-provisioner/test-support/nats-server';
 
 const CLI = join(repoRoot, 'packages', 'cli', 'dist', 'bin.js');
 const SLEEPY_HELPER = join(repoRoot, 'test', 'e2e', 'fixtures', 'sleepy-pool-helper.mjs');
@@ -55,6 +56,8 @@ describe('SIGTERM and an immediate restart of the provisioner', () => {
         'token: s3cret',
         'choria_insecure: true',
         `choria_config: ${choria}`,
+        // the provisioning account of the Choria Broker layout; the history is in the choria account
+        `broker_provisioning_password: ${CHORIA_BROKER_LOGINS.provisioner.password}`,
         // an I/O-bound helper: a stop always finds attempts in every step
         `helper: ${JSON.stringify(`${process.execPath} ${SLEEPY_HELPER} --delay-ms 150`)}`,
         'helper_mode: pool',
@@ -90,6 +93,8 @@ describe('SIGTERM and an immediate restart of the provisioner', () => {
     expect(r.totals.maxConfiguredPerCycle).toBe(1);
     expect(r.nodes.every((n) => n.configuredCount === 1 && n.restartCount === 1)).toBe(true);
     const text = readFileSync(log, 'utf8');
+    // both processes kept the history in the Choria Streams of the choria account, as on a real broker
+    expect(text.match(/Keeping the node history in the bucket CHORIA_PROVISIONER_HISTORY of the choria account/g)).toHaveLength(2);
     // the stop cut attempts short, and said so without calling them failures
     expect(text).toMatch(/not a failure\): .*cancelled: the provisioner is stopping/);
     expect(text).not.toMatch(/Quarantined /);

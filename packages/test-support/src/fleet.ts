@@ -20,7 +20,7 @@ import {
   type LostReplyTimings,
   type ProvisionerOptions,
 } from '@choria-provisioner/core/internal';
-import { addElectionBucket, startNatsServer, type NatsServerOptions, type RunningNatsServer } from './nats-server.js';
+import { addElectionBucket, CHORIA_BROKER_LOGINS, startNatsServer, type NatsServerOptions, type RunningNatsServer } from './nats-server.js';
 import { testConfig, testSettings } from './settings.js';
 import { until } from './wait.js';
 
@@ -56,6 +56,8 @@ export interface ProvisionerSpec extends Partial<ProvisionerOptions> {
 /** One per test file: everything it starts is stopped by cleanup(), last started first. */
 export class FleetHarness {
   readonly #cleanups: (() => Promise<void>)[] = [];
+  /** brokers with the Choria Broker's accounts: their fleets and provisioners log in to the provisioning account */
+  readonly #choriaLayout = new Set<string>();
 
   onCleanup(fn: () => Promise<void>): void {
     this.#cleanups.push(fn);
@@ -72,8 +74,14 @@ export class FleetHarness {
     return dir;
   }
 
+  /**
+   * A broker with the Choria Broker's account layout unless `choriaAccounts: false`: the fleet and
+   * the provisioner log in to the provisioning account (no JetStream there), unauthenticated
+   * clients land in the choria account, as on a real Choria Broker.
+   */
   async broker(opts: NatsServerOptions = {}): Promise<RunningNatsServer> {
-    const s = await startNatsServer({ jetstream: false, ...opts });
+    const s = await startNatsServer({ jetstream: false, choriaAccounts: true, ...opts });
+    if (s.choriaAccounts) this.#choriaLayout.add(s.url);
     this.onCleanup(() => s.stop());
     return s;
   }
@@ -82,6 +90,7 @@ export class FleetHarness {
   async fleet(url: string, opts: Partial<FleetOptions>): Promise<SimulatedFleet> {
     const f = await SimulatedFleet.start({
       servers: [url],
+      ...(this.#choriaLayout.has(url) ? { user: CHORIA_BROKER_LOGINS.node.user, password: CHORIA_BROKER_LOGINS.node.password } : {}),
       count: 20,
       token: 's3cret',
       timeScale: 0.01,
@@ -97,7 +106,9 @@ export class FleetHarness {
   /** A provisioner for `url` from provisioner YAML (see testConfig for the defaults), not yet started. */
   provisioner(url: string, yaml: string, spec: ProvisionerSpec = {}): Provisioner {
     const { identity, choriaConfig, settings, rpcTimeoutMs, lostReply, ...opts } = spec;
-    const config = testConfig(yaml);
+    // on a Choria Broker layout the provisioner logs in as upstream's does: user `provisioner`
+    const login = this.#choriaLayout.has(url) && !/^broker_provisioning_password:/m.test(yaml) ? `broker_provisioning_password: ${CHORIA_BROKER_LOGINS.provisioner.password}\n` : '';
+    const config = testConfig(`${login}${yaml}`);
     const choria = settings ?? testSettings(url, config, identity ?? 'provisioner.example.net', choriaConfig ?? '');
     const fn = opts.helper ?? configureHelper;
     let runner: HostRunner | undefined;

@@ -30,6 +30,15 @@ export const CHORIA_BROKER_LOGINS = {
 } as const;
 
 /**
+ * How a test's own connection (a tap on the provisioning traffic, a publisher of events) logs in
+ * to `s` so that it sees what the provisioner and the nodes see: the provisioning account's node
+ * login on a Choria Broker layout, nothing otherwise.
+ */
+export function provisioningLogin(s: { readonly choriaAccounts: boolean }): { user?: string; pass?: string } {
+  return s.choriaAccounts ? { user: CHORIA_BROKER_LOGINS.node.user, pass: CHORIA_BROKER_LOGINS.node.password } : {};
+}
+
+/**
  * The accounts a Choria Broker sets up when provisioning is enabled, as nats-server configuration:
  * - `choria`: Choria Streams (JetStream); it imports the provisioning account's lifecycle events
  *   and exports to it only the leader election bucket's stream info and the `provisioner` key;
@@ -66,6 +75,8 @@ export function choriaBrokerAccounts(): string {
 
 export interface RunningNatsServer {
   url: string;
+  /** started with the Choria Broker's account layout (CHORIA_BROKER_LOGINS log in to it) */
+  choriaAccounts: boolean;
   port: number;
   pid: number;
   storeDir: string;
@@ -154,6 +165,7 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Run
 
   return {
     url: `nats://127.0.0.1:${port}`,
+    choriaAccounts: opts.choriaAccounts === true,
     port,
     get pid() {
       return child.pid ?? -1;

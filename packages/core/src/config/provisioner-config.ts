@@ -124,8 +124,10 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
     helper: yaml.helper,
     helperTimeoutMs: durations.helperTimeout,
     helperMode: yaml.helper_mode,
-    // a few processes, not one per worker: each costs a process and memory, and more than the cores only queue for them
-    helperPoolSize: yaml.helper_pool_size > 0 ? yaml.helper_pool_size : Math.min(workers, cpus),
+    // one helper run in flight per worker: a helper that waits on a CA or a CMDB would otherwise
+    // hold workers idle. The pool starts a core's worth and grows only when all are busy; a
+    // CPU-bound helper is capped with helper_pool_size.
+    helperPoolSize: yaml.helper_pool_size > 0 ? yaml.helper_pool_size : workers,
     helperPoolDepth: yaml.helper_pool_depth,
     token: yaml.token,
     lifecycleComponent: yaml.lifecycle_component === '' ? 'provision_mode_server' : yaml.lifecycle_component,

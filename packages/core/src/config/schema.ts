@@ -136,9 +136,10 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     type: 'integer',
     minimum: 0,
     default: 0,
-    'x-default-text': 'CPU count, at most workers',
+    'x-default-text': 'workers',
     'x-extension': true,
-    description: 'Number of long-lived helper processes with helper_mode pool; 0 means one per CPU core, at most one per worker.',
+    description:
+      'Most long-lived helper processes with helper_mode pool; 0 means one per worker, so every worker can have a helper run in flight. One per CPU core starts at once; more start only while all are busy and finish after 30 s idle. Set it to the CPU count for a helper that computes rather than waits.',
   },
   helper_pool_depth: {
     type: 'integer',

@@ -30,6 +30,7 @@ import {
   verifyNonceSignature,
   verifyProvisioningToken,
   verifyProvisioningTokenWithKey,
+  VerifiedTokens,
   type ProvisioningClaims,
   type VerificationKey,
 } from './security/index.js';
@@ -108,18 +109,31 @@ export function createHostRunner(deps: HostDeps): HostRunner {
 }
 
 /**
- * `jwt_verify_cert` is read again for every node (a replaced file takes effect at once), but the
- * key it holds is parsed only when the setting or the file content changed: OpenSSL 3 takes
- * ~0.2 ms to import a public key, a noticeable share of a node's provisioning. Anything unusual
- * (an unreadable file) goes through `loadVerificationKey`, so errors read as before.
+ * `jwt_verify_cert` is read again when a node needs it and the last read is more than a second
+ * old (a replaced file takes effect within a second, without a file read per node), and the key
+ * it holds is parsed only when the setting or the file content changed: OpenSSL 3 takes ~0.2 ms to
+ * import a public key, a noticeable share of a node's provisioning. Anything unusual (an
+ * unreadable file) goes through `loadVerificationKey`, so errors read as before.
  */
 export class VerificationKeyCache {
   #setting: string | undefined;
   /** the file content the key came from; undefined: the setting itself is the hex key */
   #content: Buffer | undefined;
   #key: VerificationKey | undefined;
+  /** when the file was last read (performance.now()) */
+  #readAt = -Infinity;
+  readonly #rereadMs: number;
+  /** tokens verified with #key; replaced with the key */
+  #verified = new VerifiedTokens();
+
+  /** `rereadMs`: how long one read of the file is trusted; default 1000 ms */
+  constructor(rereadMs = 1_000) {
+    this.#rereadMs = rereadMs;
+  }
 
   get(setting: string): VerificationKey {
+    const now = performance.now();
+    if (this.#key !== undefined && this.#setting === setting && now - this.#readAt < this.#rereadMs) return this.#key;
     let content: Buffer | undefined;
     try {
       statSync(setting);
@@ -132,11 +146,16 @@ export class VerificationKeyCache {
       this.#key !== undefined &&
       this.#setting === setting &&
       (content === undefined ? this.#content === undefined : this.#content !== undefined && content.equals(this.#content));
-    if (known && this.#key !== undefined) return this.#key;
+    if (known && this.#key !== undefined) {
+      this.#readAt = now;
+      return this.#key;
+    }
     const key = content === undefined ? loadVerificationKey(setting) : parseVerificationKeyFile(content);
     this.#setting = setting;
     this.#content = content;
     this.#key = key;
+    this.#readAt = now;
+    this.#verified = new VerifiedTokens();
     return key;
   }
 
@@ -144,7 +163,8 @@ export class VerificationKeyCache {
   verify(token: string, setting: string): ProvisioningClaims {
     // an empty token or setting: let the verifier word the error
     if (token.trim() === '' || setting === '') return verifyProvisioningToken(token, setting);
-    return verifyProvisioningTokenWithKey(token, this.get(setting));
+    const key = this.get(setting);
+    return verifyProvisioningTokenWithKey(token, key, { verified: this.#verified });
   }
 }
 

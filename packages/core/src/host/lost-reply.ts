@@ -80,6 +80,25 @@ export interface ConfirmRequest {
 }
 
 export const DEFAULT_RECONNECT_GRACE_MS = 2_000;
+/** after a broker reconnect, how long the servers are given to reconnect too (LostReplyTimings.fleetReconnectMs) */
+export const DEFAULT_FLEET_RECONNECT_MS = 5_000;
+
+/** The broker link as ChoriaClient.link reports it. */
+export interface LinkState {
+  readonly up: boolean;
+  readonly changes: number;
+  readonly upSince: number;
+}
+
+/**
+ * Whether silence seen between `before` and `after` (taken at `at`) can say anything about a node:
+ * the link stayed up, and either it never dropped or it came back long enough ago for the servers
+ * to be on it again (they reconnect on their own schedule after a broker restart).
+ */
+export function linkSettled(before: LinkState, after: LinkState, fleetReconnectMs: number, at = performance.now()): boolean {
+  if (!before.up || !after.up || after.changes !== before.changes) return false;
+  return after.changes === 0 || at - after.upSince >= fleetReconnectMs;
+}
 
 /**
  * Consecutive unanswered probes that make a node absent: a lost broadcast must not decide. With 2 %
@@ -98,7 +117,7 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
   const margin = t.marginMs ?? 3_000;
   const probeTimeout = t.probeTimeoutMs ?? 2_000;
   const interval = t.probeIntervalMs ?? 500;
-  const fleetReconnect = t.fleetReconnectMs ?? 5_000;
+  const fleetReconnect = t.fleetReconnectMs ?? DEFAULT_FLEET_RECONNECT_MS;
   let deadline = Math.max(req.sentAt + rule.actsWithinMs * (t.actionDelayScale ?? 1), performance.now()) + margin;
   const proven = (): boolean => req.witness?.sawSince(req.identity, rule.evidence, req.sentAt) ?? false;
 
@@ -119,7 +138,7 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
     const after = req.client.link;
     // A probe across a broker outage, or while the servers may still be reconnecting, proves
     // nothing either way: a present node could not answer, and the node may not have acted yet.
-    const settled = before.up && after.changes === before.changes && probeStart - after.upSince >= fleetReconnect;
+    const settled = linkSettled(before, after, fleetReconnect, probeStart);
     if (!settled && !answered.includes(req.identity)) {
       misses = 0;
       deadline = Math.max(deadline, after.upSince + fleetReconnect + margin);

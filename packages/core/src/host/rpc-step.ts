@@ -9,7 +9,7 @@ import type { HostMetrics, LostReplyFinding, RpcName } from './types.js';
 import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import { PausedError, type PauseFlag } from '../util/pause.js';
 import type { LifecycleWitness } from './lifecycle-witness.js';
-import { DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, isChangingAction, type ChangingAction, type LostReplyTimings } from './lost-reply.js';
+import { DEFAULT_FLEET_RECONNECT_MS, DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, linkSettled, isChangingAction, type ChangingAction, type LostReplyTimings } from './lost-reply.js';
 import { errorText } from '../util/values.js';
 import { ProvisionerError } from '../util/errors.js';
 
@@ -126,6 +126,7 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
     const started = performance.now();
     let investigated = false;
     const probeThisTry = probing !== undefined && attempt === 1;
+    const linkBefore = ctx.client.link;
     try {
       const options = probeThisTry ? { ...rpcOptions, timeoutMs: Math.min(probing.timeoutMs, ctx.timeoutMs ?? Infinity) } : rpcOptions;
       const reply = await ctx.client.rpc(ctx.identity, req.agent, req.action, req.data, options);
@@ -140,7 +141,11 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
         const checkStarted = performance.now();
         if (!(await probing.check())) {
           if (ctx.signal.aborted) throw abortError(ctx.signal, name);
-          throw new NodeGoneError(ctx.identity, name, Math.round(performance.now() - started));
+          // Silence across a broker outage, or while the servers may still be reconnecting after
+          // one, says nothing about the node: it gets the full timeout instead of being dropped.
+          if (linkSettled(linkBefore, ctx.client.link, ctx.lostReply?.fleetReconnectMs ?? DEFAULT_FLEET_RECONNECT_MS)) throw new NodeGoneError(ctx.identity, name, Math.round(performance.now() - started));
+          ctx.logger.info(`${ctx.identity} did not answer ${name} nor rpcutil#ping while the broker connection was down or just back; not taken as gone, trying again with the full timeout`);
+          continue;
         }
         // it answered: slow, not gone; the next tries get the full timeout at once
         ctx.logger.info(`${ctx.identity} did not answer ${name} within ${probing.timeoutMs} ms but answered rpcutil#ping after ${Math.round(performance.now() - checkStarted)} ms; trying again with the full timeout`);

@@ -36,9 +36,9 @@ function failure(text: string, opts: LoadOptions = {}): { error: ConfigError; wa
 }
 
 describe('defaults', () => {
-  it('sizes the helper pool by the CPU count, at most one process per worker, unless given', () => {
+  it('sizes the helper pool at one process per worker (a helper run in flight each), unless given', () => {
     expect(parse(`${BASE}workers: 2\n`).config.helperPoolSize).toBe(2);
-    expect(parse(`${BASE}workers: 40\n`).config.helperPoolSize).toBe(3);
+    expect(parse(`${BASE}workers: 40\n`).config.helperPoolSize).toBe(40);
     expect(parse(`${BASE}workers: 40\nhelper_pool_size: 8\nhelper_pool_depth: 16\n`).config).toMatchObject({ helperPoolSize: 8, helperPoolDepth: 16 });
   });
 
@@ -57,7 +57,7 @@ describe('defaults', () => {
       historyStore: 'kv',
       historyTtlMs: 604_800_000,
       helperMode: 'process',
-      // one per CPU core (3 here), at most one per worker
+      // one per worker (workers defaults to the CPU count, 3 here)
       helperPoolSize: 3,
       helperPoolDepth: 1,
       token: 's3cret',

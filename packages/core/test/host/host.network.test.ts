@@ -289,4 +289,41 @@ describe('Host', () => {
     run.close?.();
     expect(subscriptions()).toBe(before);
   });
+
+  it('a node silent just after a broker restart is not taken as gone: the step goes on with its full timeout', async () => {
+    // Real servers reconnect on their own schedule after a broker restart, so for a few seconds
+    // a healthy node answers neither its request nor the liveness ping.
+    const srv = await startNatsServer({ jetstream: false });
+    cleanups.push(() => srv.stop());
+    let quietUntil = 0;
+    let dropped = 0;
+    const responders = await startResponders({
+      url: srv.url,
+      identities: [NODE],
+      onRpc: (ctx) => {
+        if (performance.now() < quietUntil) {
+          dropped++;
+          return undefined;
+        }
+        return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
+      },
+    });
+    cleanups.push(() => responders.close());
+    const config = testConfig('liveness_timeout: 200ms\n');
+    const client = await testClient(testSettings(srv.url, config));
+    cleanups.push(() => client.close());
+    const helper = createHelperRunner({ fn: (req) => ({ configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' } }) });
+    cleanups.push(() => helper.close());
+    const changes = client.link.changes;
+    await srv.restart();
+    const deadline = performance.now() + 10_000;
+    while (!(client.link.up && client.link.changes > changes) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 300)); // the responders are back on the broker too
+    quietUntil = performance.now() + 800;
+    const lostReply = { ...QUICK, fleetReconnectMs: 5_000 };
+    const deps: HostDeps = { config, client, helper, metrics: new ProvisionerMetrics(new Registry(), 'test'), pause: new PauseFlag(false), rpcTimeoutMs: 3_000, lostReply, backoff: () => 10 };
+    const result = await new Host(deps, job()).provision();
+    expect(dropped).toBeGreaterThanOrEqual(2); // the first inventory and the ping fell into the quiet
+    expect(result.outcome).toBe('provisioned');
+  });
 });

@@ -9,6 +9,7 @@
 // group) and replaced on demand; the request it was serving fails with the matching HelperError.
 // A line that is JSON but not a valid reply fails only that request: the process is still in step.
 // EOF on stdin asks the helper to finish.
+import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { HelperError, HelperReplyError, reasonForReplyError, type HelperErrorKind } from './errors.js';
 import { BoundedBuffer, makeRedactor, requestSecrets, type Redactor } from './output.js';
@@ -21,6 +22,8 @@ import { errorText } from '../../util/values.js';
 import { settledWithin } from '../../util/deadline.js';
 
 export const DEFAULT_POOL_SIZE = 4;
+/** how long a process above the warm count may sit idle before it is asked to finish */
+export const DEFAULT_POOL_IDLE_MS = 30_000;
 const DEFAULT_CLOSE_GRACE_MS = 2000;
 /**
  * How long close() waits for a SIGKILLed process to be reported gone. SIGKILL cannot be caught or
@@ -31,8 +34,18 @@ const KILL_WAIT_MS = 2000;
 
 export interface PoolHelperOptions {
   readonly command: string;
-  /** number of helper processes; default 4 */
+  /**
+   * most helper processes at once; default 4. Processes start when every running one is busy, so
+   * a helper that waits (a CA, a CMDB) gets one run in flight per caller up to this number.
+   */
   readonly size?: number;
+  /**
+   * processes started by warmUp() and kept however idle they are; default the CPU count, at most
+   * `size`. The ones above it are asked to finish after `idleMs` without a request.
+   */
+  readonly warm?: number;
+  /** idle time after which a process above `warm` finishes; default 30 000 ms */
+  readonly idleMs?: number;
   /**
    * requests a process may have unanswered (written, not yet answered): 1 (the default) waits for
    * each reply before writing the next request; more lets one write and one wake-up of the helper
@@ -73,10 +86,15 @@ interface Settings {
 export class PoolHelper implements HelperRunner {
   readonly #settings: Settings;
   readonly #size: number;
+  readonly #warm: number;
+  readonly #idleMs: number;
   readonly #depth: number;
   readonly #closeGraceMs: number;
   readonly #queue: Job[] = [];
   readonly #workers = new Set<PoolWorker>();
+  /** processes asked to finish for idleness, until they are gone (close() waits for them) */
+  readonly #leaving = new Set<Promise<void>>();
+  #idleCheck: NodeJS.Timeout | undefined;
   #closed = false;
 
   /** Throws HelperCommandError when the command cannot be split. Processes start on demand, or all at once with warmUp(). */
@@ -84,6 +102,10 @@ export class PoolHelper implements HelperRunner {
     const size = options.size ?? DEFAULT_POOL_SIZE;
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`helper pool size must be a positive integer, got ${size}`);
     this.#size = size;
+    const warm = options.warm ?? Math.min(size, availableParallelism());
+    if (!Number.isInteger(warm) || warm < 1 || warm > size) throw new RangeError(`helper pool warm count must be an integer from 1 to the pool size ${size}, got ${warm}`);
+    this.#warm = warm;
+    this.#idleMs = options.idleMs ?? DEFAULT_POOL_IDLE_MS;
     const depth = options.depth ?? 1;
     if (!Number.isInteger(depth) || depth < 1) throw new RangeError(`helper pool depth must be a positive integer, got ${depth}`);
     this.#depth = depth;
@@ -109,19 +131,44 @@ export class PoolHelper implements HelperRunner {
 
   killNow(): void {
     this.#closed = true;
+    clearInterval(this.#idleCheck);
     for (const w of this.#workers) w.killNow();
   }
 
   /**
-   * Starts every process of the pool now, so that their start-up (a Node helper takes ~0.2 s)
-   * overlaps the provisioner's own instead of delaying the first nodes.
+   * Starts the warm processes now, so that their start-up (a Node helper takes ~0.2 s) overlaps
+   * the provisioner's own instead of delaying the first nodes.
    */
   warmUp(): void {
-    while (!this.#closed && this.#workers.size < this.#size) this.#workers.add(this.#newWorker());
+    while (!this.#closed && this.#workers.size < this.#warm) this.#workers.add(this.#newWorker());
   }
 
   #newWorker(): PoolWorker {
-    return new PoolWorker(this.#settings, (w, unanswered) => this.#retire(w, unanswered), () => this.#dispatch());
+    const worker = new PoolWorker(this.#settings, (w, unanswered) => this.#retire(w, unanswered), () => this.#dispatch());
+    if (this.#workers.size >= this.#warm && this.#idleCheck === undefined) {
+      this.#idleCheck = setInterval(() => this.#finishIdle(), Math.max(10, this.#idleMs / 2));
+      this.#idleCheck.unref();
+    }
+    return worker;
+  }
+
+  /**
+   * A burst grew the pool past its warm count: the processes it no longer needs finish (stdin
+   * closed, as at close()), so the pool does not keep one process per worker for ever.
+   */
+  #finishIdle(): void {
+    const now = performance.now();
+    // the oldest `warm` processes are kept (the ones warmUp started, or their replacements)
+    for (const w of [...this.#workers].slice(this.#warm)) {
+      if (w.load !== 0 || now - w.idleSince < this.#idleMs) continue;
+      this.#workers.delete(w);
+      const gone = w.shutdown(this.#closeGraceMs).finally(() => this.#leaving.delete(gone));
+      this.#leaving.add(gone);
+    }
+    if (this.#workers.size <= this.#warm) {
+      clearInterval(this.#idleCheck);
+      this.#idleCheck = undefined;
+    }
   }
 
   run(req: HelperRequest, opts: HelperRunOptions): Promise<HelperResult> {
@@ -148,7 +195,8 @@ export class PoolHelper implements HelperRunner {
       job.signal?.removeEventListener('abort', job.onAbort);
       job.reject(this.#queuedError(job, 'the helper pool was closed before a helper process took the request'));
     }
-    await Promise.all([...this.#workers].map((w) => w.shutdown(this.#closeGraceMs)));
+    clearInterval(this.#idleCheck);
+    await Promise.all([...[...this.#workers].map((w) => w.shutdown(this.#closeGraceMs)), ...this.#leaving]);
     // Every process has exited or been SIGKILLed (one stuck in the kernel finishes on its own);
     // their 'close' events (which retire them) may still be queued.
     this.#workers.clear();
@@ -179,7 +227,7 @@ export class PoolHelper implements HelperRunner {
 
   /** A process left the pool; what it had not started goes back to the front of the queue. */
   #retire(worker: PoolWorker, unanswered: Job[]): void {
-    this.#workers.delete(worker);
+    if (!this.#workers.delete(worker) && unanswered.length === 0) return; // one that finished for idleness
     for (const job of unanswered.reverse()) {
       if (job.signal?.aborted === true) continue;
       job.onAbort = this.#queueAbort(job);
@@ -216,6 +264,7 @@ class PoolWorker {
    */
   readonly #jobs: { readonly job: Job; abandoned: boolean }[] = [];
   #headStarted = 0;
+  #idleSince = performance.now();
   #headTimer: NodeJS.Timeout | undefined;
   #corked = false;
   #dead = false;
@@ -264,6 +313,11 @@ class PoolWorker {
 
   get pid(): number | undefined {
     return this.#child?.pid;
+  }
+
+  /** when it last had nothing to do (meaningful while load is 0) */
+  get idleSince(): number {
+    return this.#idleSince;
   }
 
   /** requests written and not answered */
@@ -422,6 +476,7 @@ class PoolWorker {
     clearTimeout(this.#headTimer);
     this.#headTimer = undefined;
     if (this.#jobs.length > 0) this.#startHead();
+    else this.#idleSince = performance.now();
     this.#onIdle();
   }
 

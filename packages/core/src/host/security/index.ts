@@ -12,6 +12,7 @@ export {
   ProvisioningTokenError,
   verifyProvisioningToken,
   verifyProvisioningTokenWithKey,
+  VerifiedTokens,
   type ProvisioningClaims,
   type VerifyOptions,
 } from './provisioning-jwt.js';

@@ -51,6 +51,32 @@ export interface ProvisioningClaims {
 export interface VerifyOptions {
   /** Current time in Unix seconds (fractions allowed); defaults to the clock. */
   now?: number;
+  /**
+   * Tokens whose signature already verified with this very key. A site's servers usually carry
+   * one and the same provisioning token, and an RSA check is the largest CPU cost of a node in the
+   * jwt flow; the claims (expiry included) are still checked every time.
+   */
+  verified?: VerifiedTokens;
+}
+
+/** A bounded memory of tokens whose signature verified, valid for one key only. */
+export class VerifiedTokens {
+  readonly #tokens = new Set<string>();
+  readonly #max: number;
+
+  constructor(max = 256) {
+    this.#max = max;
+  }
+
+  has(token: string): boolean {
+    return this.#tokens.has(token);
+  }
+
+  add(token: string): void {
+    // many distinct tokens: forget the oldest rather than grow
+    if (this.#tokens.size >= this.#max) this.#tokens.delete(this.#tokens.values().next().value as string);
+    this.#tokens.add(token);
+  }
 }
 
 /** A token that did not pass verification (as opposed to a configuration or key-file problem). */
@@ -77,7 +103,7 @@ export function verifyProvisioningTokenWithKey(token: string, key: VerificationK
 
   let claims: ProvisioningClaims;
   try {
-    claims = parseAndVerify(trimmed, key, now);
+    claims = parseAndVerify(trimmed, key, now, opts?.verified);
   } catch (err) {
     if (err instanceof JwtError) throw new ProvisioningTokenError(`could not parse provisioner token: ${err.message}`);
     throw err;
@@ -123,13 +149,16 @@ export function claimsForHelper(claims: ProvisioningClaims): Record<string, unkn
   return out;
 }
 
-function parseAndVerify(token: string, key: VerificationKey, now: number): ProvisioningClaims {
+function parseAndVerify(token: string, key: VerificationKey, now: number, verified: VerifiedTokens | undefined): ProvisioningClaims {
   const jwt = parseCompactJwt(token);
   const decoded = decodeJwtClaims(jwt, 'ProvisioningClaims', PROVISIONING_CLAIMS_SPEC);
   const alg = acceptedAlgorithm(jwt.header);
   const signature = decodeJwtSignature(jwt);
   assertKeyFamily(alg, key);
-  verifyJwtSignature(jwt, alg, key.key, signature);
+  if (verified?.has(token) !== true) {
+    verifyJwtSignature(jwt, alg, key.key, signature);
+    verified?.add(token);
+  }
 
   const timeProblems: string[] = [];
   if (decoded.exp !== undefined && !(now < decoded.exp)) timeProblems.push('token is expired');

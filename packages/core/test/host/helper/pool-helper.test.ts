@@ -22,6 +22,8 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   if (id.startsWith('junk')) return void process.stdout.write('not json at all\\n');
   if (id.startsWith('bad')) return void process.stdout.write('{"configuration":{"port":1}}\\n');
   if (id.startsWith('stderr')) process.stderr.write('about ' + id + '\\n');
+  if (id.startsWith('long')) return void setTimeout(() => process.stdout.write(JSON.stringify({ msg: String(process.pid), configuration: { identity: id } }) + '\\n'), 900);
+  if (id.startsWith('wait')) return void setTimeout(() => process.stdout.write(JSON.stringify({ msg: String(process.pid), configuration: { identity: id } }) + '\\n'), 200);
   const delay = (Number(/(\\d+)$/.exec(id)?.[1] ?? 0) % 5) * 4;
   setTimeout(() => process.stdout.write(JSON.stringify({ msg: String(process.pid), configuration: { identity: id } }) + '\\n'), delay);
 });
@@ -32,8 +34,9 @@ const script = dir.script('pool.mjs', POOL_SCRIPT);
 const command = `${q(process.execPath)} ${q(script)} ${q(dir.path)}`;
 const pools: PoolHelper[] = [];
 
-function pool(options: { size?: number; timeoutMs?: number } = {}): PoolHelper {
-  const p = new PoolHelper({ command, size: options.size ?? 1, timeoutMs: options.timeoutMs ?? 3000, closeGraceMs: 500 });
+function pool(options: { size?: number; warm?: number; idleMs?: number; timeoutMs?: number } = {}): PoolHelper {
+  const size = options.size ?? 1;
+  const p = new PoolHelper({ command, size, warm: options.warm ?? size, idleMs: options.idleMs, timeoutMs: options.timeoutMs ?? 3000, closeGraceMs: 500 });
   pools.push(p);
   return p;
 }
@@ -81,6 +84,48 @@ describe('PoolHelper', () => {
     const results = await Promise.all(['a', 'b', 'c'].map((id) => run(warm, id)));
     expect(results.map((r) => r.reply.configuration?.['identity'])).toEqual(['a', 'b', 'c']);
     expect(warm.pids.sort()).toEqual([...started].sort());
+  });
+
+  it('grows past its warm processes while every one is busy, up to its size, and lets the extra ones finish when idle', async () => {
+    const p = pool({ size: 4, warm: 1, idleMs: 300 });
+    p.warmUp();
+    const [kept] = p.pids;
+    expect(p.pids).toHaveLength(1);
+    // four helpers that wait 200 ms each: four runs in flight, one per process
+    const results = await Promise.all(['wait-1', 'wait-2', 'wait-3', 'wait-4'].map((id) => run(p, id)));
+    expect(new Set(results.map((r) => r.reply.msg)).size).toBe(4);
+    const grown = p.pids;
+    expect(grown).toHaveLength(4);
+    await until('the burst processes finished', () => p.pids.length === 1, 5_000);
+    expect(p.pids).toEqual([kept]);
+    await Promise.all(grown.filter((pid) => pid !== kept).map((pid) => until(`process ${pid} exited`, () => !isAlive(pid), 5_000)));
+    // the pool still serves, and grows again on the next burst
+    const again = await Promise.all(['wait-5', 'wait-6'].map((id) => run(p, id)));
+    expect(new Set(again.map((r) => r.reply.msg)).size).toBe(2);
+  });
+
+  it('keeps the warm process while a newer one is still busy', async () => {
+    const p = pool({ size: 3, warm: 1, idleMs: 200 });
+    p.warmUp();
+    const [kept] = p.pids;
+    // the warm process and a second one are idle long before the third answers
+    const results = await Promise.all(['wait-1', 'wait-2', 'long-3'].map((id) => run(p, id)));
+    expect(new Set(results.map((r) => r.reply.msg)).size).toBe(3);
+    await until('the burst processes finished', () => p.pids.length === 1, 5_000);
+    expect(p.pids).toEqual([kept]);
+  });
+
+  it('keeps its warm processes however long they sit idle', async () => {
+    const p = pool({ size: 3, warm: 2, idleMs: 50 });
+    p.warmUp();
+    const started = p.pids;
+    await run(p, 'a');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(p.pids.sort()).toEqual([...started].sort());
+  });
+
+  it('refuses a warm count above its size', () => {
+    expect(() => new PoolHelper({ command, size: 2, warm: 3 })).toThrow(/warm count must be an integer from 1 to the pool size 2, got 3/);
   });
 
   it('replaces a process that dies mid-request; the next request works', async () => {

@@ -8,7 +8,12 @@ import {
   ProvisioningTokenError,
   verifyProvisioningToken,
   verifyProvisioningTokenWithKey,
+  VerifiedTokens,
 } from '../../../src/host/security/provisioning-jwt.js';
+import { VerificationKeyCache } from '../../../src/host/host.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { readVector, readVectorJson, vectorPath } from '@choria-provisioner/test-support/vectors';
 
 interface Expectation {
@@ -307,5 +312,64 @@ describe('verifyProvisioningToken edge cases', () => {
     const helper = claimsForHelper(verifyProvisioningToken(token, ORG_PUBLIC, { now: NOW }));
     expect(helper['exp']).toBe(NOW + 10);
     expect(helper['nbf']).toBe(NOW - 1);
+  });
+
+  it('remembers a verified signature for the same key, but still checks every claim each time', () => {
+    const key = loadVerificationKey(ORG_PUBLIC);
+    const token = makeToken(base, 'EdDSA', orgKey);
+    const verified = new VerifiedTokens();
+    expect(verifyProvisioningTokenWithKey(token, key, { now: NOW, verified }).cht).toBe('s3cret');
+    expect(verified.has(token)).toBe(true);
+    // the remembered token is past its expiry later on: refused all the same
+    expect(() => verifyProvisioningTokenWithKey(token, key, { now: base.exp + 1, verified })).toThrow('token is expired');
+    // a forged signature is never remembered, and never accepted
+    const [h, p] = token.split('.');
+    const forged = `${h}.${p}.${Buffer.alloc(64, 1).toString('base64url')}`;
+    expect(() => verifyProvisioningTokenWithKey(forged, key, { now: NOW, verified })).toThrow(/signature is invalid/);
+    expect(verified.has(forged)).toBe(false);
+  });
+
+  it('forgets the oldest token past its bound', () => {
+    const verified = new VerifiedTokens(2);
+    for (const t of ['a', 'b', 'c']) verified.add(t);
+    expect(['a', 'b', 'c'].map((t) => verified.has(t))).toEqual([false, true, true]);
+  });
+
+  it('VerificationKeyCache: a token verified with the old key file is refused once the file holds another key', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cpts-keycache-'));
+    try {
+      const file = join(dir, 'signer.pem');
+      const first = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const second = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const claims = { ...base, nbf: Math.floor(Date.now() / 1000) - 5, exp: Math.floor(Date.now() / 1000) + 600 };
+      const token = makeToken(claims, 'RS256', first.privateKey);
+      const cache = new VerificationKeyCache(0); // read the file every time
+      writeFileSync(file, first.publicKey.export({ type: 'spki', format: 'pem' }));
+      expect(cache.verify(token, file).cht).toBe('s3cret');
+      expect(cache.verify(token, file).cht).toBe('s3cret');
+      writeFileSync(file, second.publicKey.export({ type: 'spki', format: 'pem' }));
+      expect(() => cache.verify(token, file)).toThrow(/verification error/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('VerificationKeyCache: a replaced key file takes effect once the last read is older than the reread time', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cpts-keycache-'));
+    try {
+      const file = join(dir, 'signer.pem');
+      const first = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const second = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const claims = { ...base, nbf: Math.floor(Date.now() / 1000) - 5, exp: Math.floor(Date.now() / 1000) + 600 };
+      const cache = new VerificationKeyCache(200);
+      writeFileSync(file, first.publicKey.export({ type: 'spki', format: 'pem' }));
+      expect(cache.verify(makeToken(claims, 'RS256', first.privateKey), file).cht).toBe('s3cret');
+      writeFileSync(file, second.publicKey.export({ type: 'spki', format: 'pem' }));
+      await new Promise((r) => setTimeout(r, 250));
+      expect(cache.verify(makeToken(claims, 'RS256', second.privateKey), file).cht).toBe('s3cret');
+      expect(() => cache.verify(makeToken(claims, 'RS256', first.privateKey), file)).toThrow(/verification error/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -172,7 +172,8 @@ describe('active/active membership', () => {
     cleanups.push(() => s.stop());
     const { user, password } = CHORIA_BROKER_LOGINS.provisioner;
     const [a, b] = await Promise.all(['a', 'b'].map((x) => member(s.url, `prov-${x}.example.net`, { user, pass: password })));
-    await until('formed with two members', () => a!.m.state === 'formed' && b!.m.ready && a!.m.members().length === 2);
+    // both views must hold both members before the split can be checked: each hears the other in turn
+    await until('two members each', () => [a!, b!].every((t) => t.m.state === 'formed' && t.m.ready && t.m.members().length === 2));
     expect(ownedBy(a!).length + ownedBy(b!).length).toBe(nodes.length);
   });
 });
