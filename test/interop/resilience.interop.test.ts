@@ -40,10 +40,11 @@ describe.skipIf(!lab.available)('interop: failures and coordination with real go
       await sleep(3_000);
       await b.start();
       const back = Date.now();
-      const bound = 10_000;
+      // waits past the 10 s limit so the result says how long it really took
+      const bound = 60_000;
       const r = await waitProvisioned([fleet], bound, back);
       recordResult('e-broker-restart', kind, r, { provisionedBeforeStop: before, measuredFrom: 'broker return' });
-      assertRow('(e) broker restarted mid-run', kind, r, bound);
+      assertRow('(e) broker restarted mid-run', kind, r, bound, 10_000);
     });
   });
 
@@ -86,11 +87,22 @@ describe.skipIf(!lab.available)('interop: failures and coordination with real go
       await fleet.start();
       await waitLog('the first configure request', () => fleet.identities.map((id) => fleet.state(id).configures).join(','), /[1-9]/, 60_000);
       await one.stop('SIGKILL');
-      // a node the killed instance left half done waits for its 2-minute go-choria lock
-      const bound = 180_000;
+      const doneAtKill = new Set(fleet.states().filter((x) => x.provisioned).map((x) => x.identity));
+      const bound = rowBound(n, 60_000);
       const r = await waitProvisioned([fleet], bound, t0);
-      recordResult('g-active-active', 'ours', r, { killed: one.name });
-      assertRow('(g) active/active with one instance killed', 'ours', r, bound);
+      // A node the killed instance configured but never restarted is configured again by the
+      // survivor (with one shared identity the node lock cannot hold it back, and that first
+      // configuration never took effect): the one second configure allowed. Anything else
+      // configured twice means the two live instances both worked on it.
+      const retaken = r.states.filter((x) => !doneAtKill.has(x.identity) && x.helperRunBy.includes(one.name) && x.helperRunBy.includes(two.name) && x.configures === 2);
+      const twice = r.configuredTwice.filter((id) => !retaken.some((x) => x.identity === id));
+      recordResult('g-active-active', 'ours', { ...r, configuredTwice: twice }, { killed: one.name, retakenAfterKill: retaken.length });
+      assertRow('(g) active/active with one instance killed', 'ours', { ...r, configuredTwice: twice }, bound);
+      // the split worked: both instances provisioned part of the fleet
+      const byOne = r.states.filter((x) => x.helperRunBy.includes(one.name)).length;
+      const byTwo = r.states.filter((x) => x.helperRunBy.includes(two.name)).length;
+      expect(byOne, 'nodes the first instance worked on before it was killed').toBeGreaterThan(0);
+      expect(byTwo, 'nodes the second instance worked on').toBeGreaterThan(0);
       expect(two.gone()).toBe(false);
     });
   });

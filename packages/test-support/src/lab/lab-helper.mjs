@@ -7,7 +7,8 @@
 //   provisioning_mode the lab reads to know the node left provisioning mode;
 // - with signCsr (the pki row) the node's CSR is signed with the lab CA, and the certificate and
 //   CA go to the ssl directory the node named; otherwise the node keeps its throw-away pair;
-// - every run appends a line to <nodeDir>/helper.log (the lab counts helper runs per node).
+// - every run appends `<ms> <pid> <instance>` to <nodeDir>/helper.log (the lab counts helper
+//   runs per node and per provisioner instance).
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes, webcrypto } from 'node:crypto';
@@ -52,7 +53,8 @@ async function decide(req) {
   if (typeof req.identity !== 'string' || req.identity === '') return { defer: true, msg: 'no identity in the request' };
   if (nodesDir === undefined) return { defer: true, msg: 'LAB_NODES_DIR is not set' };
   const dir = join(nodesDir, req.identity);
-  appendFileSync(join(dir, 'helper.log'), `${Date.now()} ${process.pid}\n`);
+  // LAB_INSTANCE names the provisioner instance that ran us (its environment, which helpers inherit)
+  appendFileSync(join(dir, 'helper.log'), `${Date.now()} ${process.pid} ${process.env.LAB_INSTANCE ?? '-'}\n`);
   const node = JSON.parse(readFileSync(join(dir, 'lab-node.json'), 'utf8'));
   const reply = { defer: false, msg: `lab configured ${req.identity}`, certificate: '', ca: '', ssldir: '', configuration: {}, ...node.reply };
   let ssl = node.presetSsl;

@@ -82,7 +82,7 @@ export async function startProvisioner(spec: ProvisionerSpec): Promise<LabProvis
   const configs: string[] = [];
   let choriaFile = '';
   for (const site of spec.sites) {
-    choriaFile = join(spec.dir, `${site.site}-choria.cfg`);
+    choriaFile = join(spec.dir, `${spec.name}-${site.site}-choria.cfg`);
     writeFileSync(choriaFile, await clientConfig(spec, site));
     const yaml: Record<string, unknown> = {
       workers: 4,
@@ -101,11 +101,12 @@ export async function startProvisioner(spec: ProvisionerSpec): Promise<LabProvis
       ...(spec.kind === 'ours' ? { choria_config: choriaFile } : {}),
       ...site.yaml,
     };
-    const file = join(spec.dir, `${site.site}.yaml`);
+    // one file per instance: instances of one site differ in their monitor port
+    const file = join(spec.dir, `${spec.name}-${site.site}.yaml`);
     writeFileSync(file, JSON.stringify(yaml, null, 2));
     configs.push(file);
   }
-  const env = { ...process.env, LAB_NODES_DIR: spec.nodesDir, ...spec.env };
+  const env = { ...process.env, LAB_NODES_DIR: spec.nodesDir, LAB_INSTANCE: spec.name, ...spec.env };
   const proc: LabProcess =
     spec.kind === 'ours'
       ? startLabProcess(spec.name, process.execPath, [OUR_CLI, 'run', ...configs.flatMap((c) => ['--config', c]), '--monitor-address', '127.0.0.1'], { logFile, env, cwd: spec.dir })

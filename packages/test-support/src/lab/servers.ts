@@ -58,6 +58,8 @@ export interface ServerState {
   readonly configures: number;
   /** how often the lab helper ran for it */
   readonly helperRuns: number;
+  /** the provisioner instances that ran the helper for it (their names) */
+  readonly helperRunBy: readonly string[];
   /** the go-choria version it last started as (its log) */
   readonly version: string | undefined;
 }
@@ -165,11 +167,13 @@ export async function createFleet(o: FleetOptions): Promise<LabFleet> {
   const state = (id: string): ServerState => {
     const dir = nodeDir(id);
     const log = readText(join(dir, 'server.log'));
+    const helper = readText(join(dir, 'helper.log'));
     return {
       identity: id,
       provisioned: provisionedByStatus(join(dir, 'status.json')),
       configures: count(log, /Rewriting configuration file/g),
-      helperRuns: count(readText(join(dir, 'helper.log')), /\n/g),
+      helperRuns: count(helper, /\n/g),
+      helperRunBy: [...new Set(helper.split('\n').flatMap((l) => l.split(' ').slice(2, 3)))],
       version: lastVersion(log),
     };
   };
