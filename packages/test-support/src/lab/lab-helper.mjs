@@ -5,6 +5,7 @@
 // written by the lab (servers.ts), so one helper serves every fleet and site of a run:
 // - the configuration: the node's identity, its broker, x509 files, and a status file whose
 //   provisioning_mode the lab reads to know the node left provisioning mode;
+// - with deferRuns the first runs for a node defer;
 // - with signCsr (the pki row) the node's CSR is signed with the lab CA, and the certificate and
 //   CA go to the ssl directory the node named; otherwise the node keeps its throw-away pair;
 // - every run appends `<ms> <pid> <instance>` to <nodeDir>/helper.log (the lab counts helper
@@ -56,6 +57,9 @@ async function decide(req) {
   // LAB_INSTANCE names the provisioner instance that ran us (its environment, which helpers inherit)
   appendFileSync(join(dir, 'helper.log'), `${Date.now()} ${process.pid} ${process.env.LAB_INSTANCE ?? '-'}\n`);
   const node = JSON.parse(readFileSync(join(dir, 'lab-node.json'), 'utf8'));
+  // the defer row: the first deferRuns runs for a node answer "not yet"
+  const runs = readFileSync(join(dir, 'helper.log'), 'utf8').split('\n').filter((l) => l !== '').length;
+  if (runs <= (node.deferRuns ?? 0)) return { defer: true, msg: `lab defers ${req.identity} (run ${runs} of ${node.deferRuns})` };
   const reply = { defer: false, msg: `lab configured ${req.identity}`, certificate: '', ca: '', ssldir: '', configuration: {}, ...node.reply };
   let ssl = node.presetSsl;
   if (node.signCsr) {

@@ -24,6 +24,7 @@ export interface FleetSpec {
   readonly signCsr?: boolean;
   readonly reply?: FleetOptions['afterProvisioning']['reply'];
   readonly configuration?: FleetOptions['afterProvisioning']['configuration'];
+  readonly deferRuns?: number;
 }
 
 export interface Lab {
@@ -91,7 +92,7 @@ export async function openLab(name: string, paths: LabPaths = labPaths()): Promi
         prefix: spec.prefix,
         count: spec.count,
         withConfig: spec.withConfig,
-        afterProvisioning: { brokerUrls: spec.brokerUrls ?? spec.provisioningUrls, signCsr: spec.signCsr, reply: spec.reply, configuration: spec.configuration },
+        afterProvisioning: { brokerUrls: spec.brokerUrls ?? spec.provisioningUrls, signCsr: spec.signCsr, reply: spec.reply, configuration: spec.configuration, deferRuns: spec.deferRuns },
       });
       fleets.push(f);
       return f;
@@ -158,7 +159,7 @@ export async function waitProvisioned(fleets: readonly LabFleet[], boundMs: numb
   }
 }
 
-/** One line a row prints: `interop <row> <kind>: <n> servers provisioned in <s> s`. */
-export function reportLine(row: string, kind: string, r: ProvisionedReport): string {
-  return `interop ${row} ${kind}: ${r.states.length - r.pending.length}/${r.states.length} servers provisioned in ${(r.ms / 1000).toFixed(1)} s, configured twice: ${r.configuredTwice.length}`;
+/** One line a row prints: `interop <row> <kind>: <n>/<total> servers <outcome> in <s> s, configured twice: <n>`. */
+export function reportLine(row: string, kind: string, r: ProvisionedReport, outcome = 'provisioned'): string {
+  return `interop ${row} ${kind}: ${r.states.length - r.pending.length}/${r.states.length} servers ${outcome} in ${(r.ms / 1000).toFixed(1)} s, configured twice: ${r.configuredTwice.length}`;
 }

@@ -16,12 +16,27 @@ export interface LabPaths {
   readonly upstreamProvisioner: string;
   /** per-run directories are made under here */
   readonly runDir: string;
+  /** a go-choria binary reporting version UPGRADE_VERSION, for the upgrades row */
+  readonly upgradeChoria: string;
+  /** kept between runs (the upgrade repository's compressed binary) */
+  readonly cacheDir: string;
 }
+
+/** The version the upgrades row moves servers to. */
+export const UPGRADE_VERSION = '0.30.3';
 
 export function labPaths(env: NodeJS.ProcessEnv = process.env): LabPaths {
   const dir = env['CHORIA_LAB_DIR'] ?? join(homedir(), '.cache', 'choria-provisioner-ts', 'lab');
   const binDir = join(dir, 'bin');
-  return { dir, binDir, choria: join(binDir, 'choria'), upstreamProvisioner: join(binDir, 'choria-provisioner'), runDir: join(dir, 'run') };
+  return {
+    dir,
+    binDir,
+    choria: join(binDir, 'choria'),
+    upstreamProvisioner: join(binDir, 'choria-provisioner'),
+    runDir: join(dir, 'run'),
+    upgradeChoria: join(binDir, `choria-${UPGRADE_VERSION}`),
+    cacheDir: join(dir, 'cache'),
+  };
 }
 
 function executable(file: string): boolean {

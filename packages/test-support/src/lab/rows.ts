@@ -28,8 +28,8 @@ export function rowBound(servers: number, baseMs = 30_000): number {
 }
 
 /** Appends the row's result to <runDir>/results.jsonl (BENCHMARKS.md's side-by-side table) and prints its line. */
-export function recordResult(row: string, kind: string, r: ProvisionedReport, extra: Record<string, unknown> = {}): void {
-  console.log(reportLine(row, kind, r));
+export function recordResult(row: string, kind: string, r: ProvisionedReport, extra: Record<string, unknown> = {}, outcome = 'provisioned'): void {
+  console.log(reportLine(row, kind, r, outcome));
   const line = { at: new Date().toISOString(), row, kind, servers: r.states.length, provisioned: r.states.length - r.pending.length, ms: r.ms, configuredTwice: r.configuredTwice.length, ...extra };
   appendFileSync(join(labPaths().runDir, 'results.jsonl'), `${JSON.stringify(line)}\n`);
 }

@@ -34,6 +34,8 @@ export interface FleetOptions {
     readonly reply?: Readonly<Record<string, unknown>>;
     /** extra configuration for the node */
     readonly configuration?: Readonly<Record<string, string>>;
+    /** the helper defers the first this many runs for each node */
+    readonly deferRuns?: number;
   };
 }
 
@@ -48,6 +50,7 @@ export interface LabNodeFile {
   readonly signCsr: boolean;
   readonly reply: Readonly<Record<string, unknown>>;
   readonly configuration: Readonly<Record<string, string>>;
+  readonly deferRuns: number;
 }
 
 export interface ServerState {
@@ -159,6 +162,7 @@ export async function createFleet(o: FleetOptions): Promise<LabFleet> {
         signCsr: a.signCsr === true,
         reply: a.reply ?? {},
         configuration: a.configuration ?? {},
+        deferRuns: a.deferRuns ?? 0,
       };
       writeFileSync(join(dir, 'lab-node.json'), JSON.stringify(node, null, 2));
     }),
