@@ -153,7 +153,41 @@ describe.skipIf(!lab.available)('interop: failures and coordination with real go
       assertRow('(i) two sites in one process', 'ours', r, bound);
     });
   });
+  it.each(KINDS)('three-broker cluster, Streams replicas 3, leader election: the broker the provisioner uses is SIGKILLed mid-run (%s)', async (kind) => {
+    const n = labServers();
+    await withLab(`cluster-${kind}`, async (l) => {
+      const brokers = await l.cluster(3);
+      const urls = brokers.map((b) => `nats://127.0.0.1:${b.port}`);
+      // the cluster creates its streams once every member is in: wait for the election bucket
+      await waitLog('the election bucket (KV_CHORIA_LEADER_ELECTION) in the cluster', () => brokers.map((b) => b.log()).join('\n'), 'Created stream KV_CHORIA_LEADER_ELECTION', 90_000);
+      const fleet = await l.fleet({ prefix: 'clu', count: n, withConfig: true, provisioningUrls: urls });
+      const p = await l.provisioner({ kind, name: kind, identity: 'provisioner.lab.example', sites: [{ site: 'lab', brokerUrls: urls, yaml: { leader_election: true } }] });
+      await waitLog(`${p.name} to lead`, () => p.log(), LEADER, 90_000);
+      const port = connectedPort(p.log());
+      const used = brokers.find((b) => b.port === port);
+      if (used === undefined) throw new Error(`could not tell from ${p.name}'s log which cluster member it is connected to (ports ${brokers.map((b) => b.port).join(', ')})`);
+      const t0 = Date.now();
+      await fleet.start();
+      await waitLog('the first configure request', () => fleet.identities.map((id) => fleet.state(id).configures).join(','), /[1-9]/, 60_000);
+      await used.stop({ kill: true });
+      const bound = rowBound(n, 90_000);
+      const r = await waitProvisioned([fleet], bound, t0);
+      recordResult('cluster-broker-killed', kind, r, { killed: used.name });
+      assertRow('three-broker cluster, provisioner broker killed', kind, r, bound);
+      const now = connectedPort(p.log());
+      expect(now, `${p.name} moved to another cluster member`).not.toBe(port);
+      expect(brokers.some((b) => b.port === now)).toBe(true);
+    });
+  });
+
 });
+
+/** The port of the broker a provisioner's log says it last connected to (ours and go-choria's wording). */
+function connectedPort(log: string): number | undefined {
+  const all = [...log.matchAll(/[Cc]onnected to (?:Choria broker |nats:\/\/|tls:\/\/)?127\.0\.0\.1:(\d+)/g)];
+  const last = all.at(-1)?.[1];
+  return last === undefined ? undefined : Number(last);
+}
 
 /** ms from `since` to the log line of the standby winning, when the log has timestamps (ours: ISO; upstream: logrus time=). */
 function takeover(log: string, since: number): number | undefined {

@@ -51,7 +51,8 @@ function brokerConfig(o: BrokerOptions, port: number, peerPort: number): string 
   const { pki } = o;
   const replicas = String(o.replicas ?? 1);
   const lines = [
-    `identity = ${BROKER_IDENTITY}`,
+    // brokers of one cluster need names of their own (the certificate may stay shared)
+    `identity = ${o.name === undefined ? BROKER_IDENTITY : `${o.name}.${BROKER_IDENTITY}`}`,
     'loglevel = info',
     'plugin.choria.broker_network = true',
     'plugin.choria.network.listen_address = 127.0.0.1',

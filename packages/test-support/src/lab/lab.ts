@@ -4,6 +4,7 @@
 import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { sleep } from '../wait.js';
+import { freePort } from '../nats-server.js';
 import { createBroker, type BrokerOptions, type LabBroker } from './broker.js';
 import { writeProvisioningJwt, type ProvisioningJwtOptions } from './jwt.js';
 import { compiledJwtFile, labPaths, type LabPaths } from './paths.js';
@@ -33,6 +34,8 @@ export interface Lab {
   readonly pki: LabPki;
   readonly nodesDir: string;
   broker(opts?: Partial<Omit<BrokerOptions, 'choria' | 'pki' | 'dir'>>): Promise<LabBroker>;
+  /** `count` brokers clustered with each other, Streams replicated `count` times, all started */
+  cluster(count?: number): Promise<LabBroker[]>;
   fleet(spec: FleetSpec): Promise<LabFleet>;
   provisioner(spec: Omit<ProvisionerSpec, 'dir' | 'pki' | 'nodesDir' | 'upstreamBinary'>): Promise<LabProvisioner>;
   /** a file server for upgrade repositories: python3 -m http.server on loopback */
@@ -80,6 +83,27 @@ export async function openLab(name: string, paths: LabPaths = labPaths()): Promi
       await b.start();
       return b;
     },
+    async cluster(count = 3) {
+      const ports: { client: number; peer: number }[] = [];
+      for (let i = 0; i < count; i++) ports.push({ client: await freePort(), peer: await freePort() });
+      const members = await Promise.all(
+        ports.map((p, i) =>
+          createBroker({
+            name: `cluster-${i + 1}`,
+            choria: paths.choria,
+            pki,
+            dir: join(dir, `cluster-${i + 1}`),
+            clientPort: p.client,
+            peerPort: p.peer,
+            peers: ports.filter((_, j) => j !== i).map((q) => q.peer),
+            replicas: count,
+          }),
+        ),
+      );
+      brokers.push(...members);
+      await Promise.all(members.map((b) => b.start()));
+      return members;
+    },
     async fleet(spec) {
       const jwtFile = join(dir, `${spec.prefix}-provisioning.jwt`);
       await writeProvisioningJwt(paths.choria, { ...spec.jwt, file: jwtFile, signingKey: spec.jwt?.signingKey ?? pki.signer.keyFile, urls: spec.provisioningUrls });
@@ -103,7 +127,6 @@ export async function openLab(name: string, paths: LabPaths = labPaths()): Promi
       return p;
     },
     async httpServer(root) {
-      const { freePort } = await import('../nats-server.js');
       const port = await freePort();
       startLabProcess(`http ${root}`, 'python3', ['-m', 'http.server', String(port), '--bind', '127.0.0.1', '--directory', root], { logFile: join(dir, 'http.log') });
       for (let i = 0; i < 100; i++) {
