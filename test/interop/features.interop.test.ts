@@ -8,6 +8,7 @@ import {
   UPGRADE_VERSION,
   assertRow,
   labAvailability,
+  labKinds,
   labServers,
   recordResult,
   rowBound,
@@ -26,7 +27,7 @@ import {
 const lab = labAvailability();
 if (!lab.available) console.log(lab.skipLine);
 
-const KINDS: readonly ProvisionerKind[] = ['ours', 'upstream'];
+const KINDS: readonly ProvisionerKind[] = labKinds();
 const ACTION_POLICY = 'policy default deny\nallow\trpcutil\tping\t*\t*\n';
 const OPA_POLICY = 'package io.choria.aaa.policy\n\ndefault allow = true\n';
 

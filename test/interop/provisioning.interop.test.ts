@@ -10,6 +10,7 @@ import { sleep } from '@choria-provisioner/test-support/wait';
 import {
   assertRow,
   labAvailability,
+  labKinds,
   labServers,
   recordResult,
   rowBound,
@@ -22,7 +23,7 @@ import {
 const lab = labAvailability();
 if (!lab.available) console.log(lab.skipLine);
 
-const KINDS: readonly ProvisionerKind[] = ['ours', 'upstream'];
+const KINDS: readonly ProvisionerKind[] = labKinds();
 const PROVISIONER = 'provisioner.lab.example';
 
 describe.skipIf(!lab.available)('interop: provisioning real go-choria servers', () => {

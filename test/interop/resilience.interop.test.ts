@@ -7,6 +7,7 @@ import { sleep } from '@choria-provisioner/test-support/wait';
 import {
   assertRow,
   labAvailability,
+  labKinds,
   labServers,
   recordResult,
   rowBound,
@@ -20,7 +21,7 @@ import {
 const lab = labAvailability();
 if (!lab.available) console.log(lab.skipLine);
 
-const KINDS: readonly ProvisionerKind[] = ['ours', 'upstream'];
+const KINDS: readonly ProvisionerKind[] = labKinds();
 const LEADER = 'Became leader after winning election';
 
 describe.skipIf(!lab.available)('interop: failures and coordination with real go-choria servers', () => {

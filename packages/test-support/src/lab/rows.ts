@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { sleep } from '../wait.js';
 import { labPaths } from './paths.js';
 import { openLab, reportLine, type Lab, type ProvisionedReport } from './lab.js';
+import type { ProvisionerKind } from './provisioners.js';
 import type { LabFleet } from './servers.js';
 
 /** Opens a lab for one row, runs it, stops everything; keeps the run directory when it threw. */
@@ -20,6 +21,17 @@ export async function withLab<T>(row: string, fn: (lab: Lab) => Promise<T>): Pro
     if (failed) console.log(`interop ${row}: failed, its run directory is kept: ${lab.dir}`);
     await lab.cleanup(failed);
   }
+}
+
+/**
+ * The provisioners a row runs, from LAB_KINDS (comma-separated; default `ours,upstream`): the
+ * short pass in .ci/run runs ours only.
+ */
+export function labKinds(): ProvisionerKind[] {
+  const wanted = (process.env['LAB_KINDS'] ?? 'ours,upstream').split(',').map((k) => k.trim());
+  const kinds = (['ours', 'upstream'] as const).filter((k) => wanted.includes(k));
+  if (kinds.length === 0) throw new Error(`LAB_KINDS=${process.env['LAB_KINDS'] ?? ''}: expected ours, upstream or both (comma-separated)`);
+  return kinds;
 }
 
 /** A 10-server row gets 30 s, each further server half a second more. */
