@@ -17,6 +17,9 @@ import {
   waitProvisioned,
   waitWaiting,
   withLab,
+  writeKeyPair,
+  writeProvisionerClientJwt,
+  writeServerJwt,
   type ProvisionerKind,
 } from '@choria-provisioner/test-support/lab/index';
 
@@ -104,6 +107,57 @@ describe.skipIf(!lab.available)('interop: provisioning real go-choria servers', 
       recordResult('d-no-config-file', kind, r);
       assertRow('(d) no configuration file', kind, r, bound);
       for (const id of fleet.identities) expect(existsSync(join(fleet.nodeDir(id), 'server.conf')), `${id}: configuration written`).toBe(true);
+    });
+  });
+  it.each(KINDS)('protocol v2: an Organization Issuer network, ed25519 keys, server JWTs chain-issued by the provisioner (%s)', async (kind) => {
+    const n = labServers();
+    await withLab(`v2-${kind}`, async (l) => {
+      const choria = l.paths.choria;
+      const issuer = await writeKeyPair(choria, join(l.dir, 'issuer.seed'));
+      const signer = await writeKeyPair(choria, join(l.dir, 'provisioner.seed'));
+      const token = join(l.dir, 'provisioner.jwt');
+      await writeProvisionerClientJwt(choria, { file: token, identity: PROVISIONER, signingKey: issuer.seedFile, publicKey: signer.publicKey });
+      const brokerKey = await writeKeyPair(choria, join(l.dir, 'broker.seed'));
+      const brokerJwt = join(l.dir, 'broker.jwt');
+      await writeServerJwt(choria, { file: brokerJwt, identity: 'broker.lab.example', signingKey: issuer.seedFile, publicKey: brokerKey.publicKey });
+      const b = await l.broker({ issuer: { name: 'choria', publicKey: issuer.publicKey, tokenFile: brokerJwt, seedFile: brokerKey.seedFile } });
+      const url = `nats://127.0.0.1:${b.port}`;
+      const fleet = await l.fleet({ prefix: 'v2', count: n, withConfig: true, provisioningUrls: [url], jwt: { protocolV2: true, signingKey: issuer.seedFile } });
+      await fleet.start();
+      await waitWaiting(fleet);
+      const t0 = Date.now();
+      const choriaConfig = [
+        `identity = ${PROVISIONER}`,
+        `plugin.choria.middleware_hosts = ${url}`,
+        'plugin.security.provider = choria',
+        `plugin.security.choria.token_file = ${token}`,
+        `plugin.security.choria.seed_file = ${signer.seedFile}`,
+        '',
+      ].join('\n');
+      await l.provisioner({
+        kind,
+        name: kind,
+        identity: PROVISIONER,
+        // a choria-provider client takes its identity from $USER
+        env: { USER: PROVISIONER },
+        sites: [
+          {
+            site: 'lab',
+            brokerUrls: [url],
+            choriaConfig,
+            features: { ed25519: true },
+            yaml: { jwt_verify_cert: issuer.publicKey, jwt_signing_key: signer.seedFile, jwt_signing_token: token },
+          },
+        ],
+      });
+      const bound = rowBound(n);
+      const r = await waitProvisioned([fleet], bound, t0);
+      recordResult('protocol-v2', kind, r);
+      assertRow('protocol v2', kind, r, bound);
+      for (const id of fleet.identities) {
+        expect(existsSync(join(fleet.nodeDir(id), 'server.seed')), `${id}: its ed25519 seed`).toBe(true);
+        expect(readFileSync(join(fleet.nodeDir(id), 'server.jwt'), 'utf8').split('.').length, `${id}: its server JWT`).toBe(3);
+      }
     });
   });
 });

@@ -24,6 +24,17 @@ export interface BrokerOptions {
   readonly peerPort?: number;
   /** stream replicas (default 1) */
   readonly replicas?: number;
+  /**
+   * An Organization Issuer network (protocol v2): the broker trusts JWTs issued under this issuer
+   * (name and ed25519 public key, hex) and keeps its x509 pair only for its TLS listener
+   */
+  readonly issuer?: {
+    readonly name: string;
+    readonly publicKey: string;
+    /** the broker's own server JWT under the issuer and its seed (go-choria insists on both) */
+    readonly tokenFile: string;
+    readonly seedFile: string;
+  };
   /** extra configuration lines (later keys win) */
   readonly extra?: string;
   readonly name?: string;
@@ -60,12 +71,24 @@ function brokerConfig(o: BrokerOptions, port: number, peerPort: number): string 
     `plugin.choria.network.peer_port = ${peerPort}`,
     ...(o.peers !== undefined && o.peers.length > 0 ? [`plugin.choria.network.peers = ${o.peers.map((p) => `nats://127.0.0.1:${p}`).join(',')}`] : []),
     'plugin.choria.stats_port = 0',
-    'plugin.security.provider = file',
-    `plugin.security.file.certificate = ${pki.broker.certFile}`,
-    `plugin.security.file.key = ${pki.broker.keyFile}`,
-    `plugin.security.file.ca = ${pki.caFile}`,
+    ...(o.issuer === undefined
+      ? [
+          'plugin.security.provider = file',
+          `plugin.security.file.certificate = ${pki.broker.certFile}`,
+          `plugin.security.file.key = ${pki.broker.keyFile}`,
+          `plugin.security.file.ca = ${pki.caFile}`,
+          `plugin.choria.network.provisioning.signer_cert = ${pki.signer.certFile}`,
+        ]
+      : [
+          'plugin.security.provider = choria',
+          `plugin.security.issuer.names = ${o.issuer.name}`,
+          `plugin.security.issuer.${o.issuer.name}.public = ${o.issuer.publicKey}`,
+          `plugin.security.choria.certificate = ${pki.broker.certFile}`,
+          `plugin.security.choria.key = ${pki.broker.keyFile}`,
+          `plugin.security.choria.token_file = ${o.issuer.tokenFile}`,
+          `plugin.security.choria.seed_file = ${o.issuer.seedFile}`,
+        ]),
     `plugin.choria.network.provisioning.client_password = ${PROVISIONER_PASSWORD}`,
-    `plugin.choria.network.provisioning.signer_cert = ${pki.signer.certFile}`,
     'plugin.choria.network.system.user = system',
     'plugin.choria.network.system.password = lab-system-secret',
     `plugin.choria.network.stream.store = ${join(o.dir, 'streams')}`,

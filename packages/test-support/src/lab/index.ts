@@ -7,3 +7,4 @@ export type { LabBroker } from './broker.js';
 export type { LabFleet, ServerState } from './servers.js';
 export type { LabProvisioner, ProvisionerKind, SiteSpec } from './provisioners.js';
 export { withLab, labKinds, rowBound, recordResult, assertRow, waitWaiting, waitLog } from './rows.js';
+export { writeKeyPair, writeProvisionerClientJwt, writeServerJwt, type LabKeyPair } from './jwt.js';

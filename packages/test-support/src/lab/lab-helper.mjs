@@ -73,10 +73,19 @@ async function decide(req) {
     loglevel: 'info',
     'plugin.choria.server.provision': 'false',
     'plugin.choria.middleware_hosts': node.brokerUrls,
-    'plugin.security.provider': 'file',
-    'plugin.security.file.certificate': join(ssl, 'certificate.pem'),
-    'plugin.security.file.key': join(ssl, 'private.pem'),
-    'plugin.security.file.ca': join(ssl, 'ca.pem'),
+    // protocol v2: the seed go-choria wrote (gen25519) and the JWT the provisioner sends with configure
+    ...(node.protocolV2
+      ? {
+          'plugin.security.provider': 'choria',
+          'plugin.security.choria.token_file': join(dir, 'server.jwt'),
+          'plugin.security.choria.seed_file': join(dir, 'server.seed'),
+        }
+      : {
+          'plugin.security.provider': 'file',
+          'plugin.security.file.certificate': join(ssl, 'certificate.pem'),
+          'plugin.security.file.key': join(ssl, 'private.pem'),
+          'plugin.security.file.ca': join(ssl, 'ca.pem'),
+        }),
     'plugin.choria.status_file_path': node.statusFile,
     'plugin.choria.status_update_interval': '1',
     ...node.configuration,

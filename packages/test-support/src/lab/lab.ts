@@ -26,6 +26,7 @@ export interface FleetSpec {
   readonly reply?: FleetOptions['afterProvisioning']['reply'];
   readonly configuration?: FleetOptions['afterProvisioning']['configuration'];
   readonly deferRuns?: number;
+  readonly protocolV2?: boolean;
 }
 
 export interface Lab {
@@ -116,7 +117,7 @@ export async function openLab(name: string, paths: LabPaths = labPaths()): Promi
         prefix: spec.prefix,
         count: spec.count,
         withConfig: spec.withConfig,
-        afterProvisioning: { brokerUrls: spec.brokerUrls ?? spec.provisioningUrls, signCsr: spec.signCsr, reply: spec.reply, configuration: spec.configuration, deferRuns: spec.deferRuns },
+        afterProvisioning: { brokerUrls: spec.brokerUrls ?? spec.provisioningUrls, signCsr: spec.signCsr, reply: spec.reply, configuration: spec.configuration, deferRuns: spec.deferRuns, protocolV2: spec.protocolV2 ?? spec.jwt?.protocolV2 },
       });
       fleets.push(f);
       return f;

@@ -36,6 +36,8 @@ export interface FleetOptions {
     readonly configuration?: Readonly<Record<string, string>>;
     /** the helper defers the first this many runs for each node */
     readonly deferRuns?: number;
+    /** protocol v2: the node keeps the ed25519 seed and server JWT the provisioner gave it */
+    readonly protocolV2?: boolean;
   };
 }
 
@@ -51,6 +53,7 @@ export interface LabNodeFile {
   readonly reply: Readonly<Record<string, unknown>>;
   readonly configuration: Readonly<Record<string, string>>;
   readonly deferRuns: number;
+  readonly protocolV2: boolean;
 }
 
 export interface ServerState {
@@ -163,6 +166,7 @@ export async function createFleet(o: FleetOptions): Promise<LabFleet> {
         reply: a.reply ?? {},
         configuration: a.configuration ?? {},
         deferRuns: a.deferRuns ?? 0,
+        protocolV2: a.protocolV2 === true,
       };
       writeFileSync(join(dir, 'lab-node.json'), JSON.stringify(node, null, 2));
     }),
