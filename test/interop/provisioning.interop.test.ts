@@ -122,7 +122,15 @@ describe.skipIf(!lab.available)('interop: provisioning real go-choria servers', 
       await writeServerJwt(choria, { file: brokerJwt, identity: 'broker.lab.example', signingKey: issuer.seedFile, publicKey: brokerKey.publicKey });
       const b = await l.broker({ issuer: { name: 'choria', publicKey: issuer.publicKey, tokenFile: brokerJwt, seedFile: brokerKey.seedFile } });
       const url = `nats://127.0.0.1:${b.port}`;
-      const fleet = await l.fleet({ prefix: 'v2', count: n, withConfig: true, provisioningUrls: [url], jwt: { protocolV2: true, signingKey: issuer.seedFile } });
+      const fleet = await l.fleet({
+        prefix: 'v2',
+        count: n,
+        withConfig: true,
+        provisioningUrls: [url],
+        jwt: { protocolV2: true, signingKey: issuer.seedFile },
+        // a provisioned v2 server verifies the JWTs it meets against the issuer
+        configuration: { 'plugin.security.issuer.names': 'choria', 'plugin.security.issuer.choria.public': issuer.publicKey },
+      });
       await fleet.start();
       await waitWaiting(fleet);
       const t0 = Date.now();
