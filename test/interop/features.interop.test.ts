@@ -4,6 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { until } from '@choria-provisioner/test-support/wait';
 import {
   UPGRADE_VERSION,
   assertRow,
@@ -12,7 +13,6 @@ import {
   labServers,
   recordResult,
   rowBound,
-  waitLog,
   waitProvisioned,
   waitWaiting,
   withLab,
@@ -71,7 +71,7 @@ describe.skipIf(!lab.available)('interop: helper answers with real go-choria ser
       const { fleet, t0 } = await provisionFleet(l, kind, { prefix: 'shut', count: n, reply: { shutdown: true, msg: 'lab: not wanted here' } });
       const bound = rowBound(n);
       const shut = (): string[] => fleet.identities.filter((id) => /choria_provision#shutdown/.test(nodeLog(fleet, id)));
-      await waitLog(`every node to be sent choria_provision#shutdown`, () => String(shut().length), new RegExp(`^${n}$`), bound);
+      await until('every node to be sent choria_provision#shutdown', () => shut().length === n, bound, { stepMs: 200 });
       const ms = Date.now() - t0;
       const states = fleet.states();
       recordResult('shutdown', kind, { ms, states, configuredTwice: [], pending: [] }, {}, 'shut down');

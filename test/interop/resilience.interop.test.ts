@@ -3,7 +3,7 @@
 // sharing one identity, the node history in the choria account, two sites in one process. Ours and
 // the upstream provisioner side by side where upstream has the feature.
 import { describe, expect, it } from 'vitest';
-import { sleep } from '@choria-provisioner/test-support/wait';
+import { sleep, until } from '@choria-provisioner/test-support/wait';
 import {
   assertRow,
   labAvailability,
@@ -35,7 +35,7 @@ describe.skipIf(!lab.available)('interop: failures and coordination with real go
       await waitWaiting(fleet);
       await l.provisioner({ kind, name: kind, identity: 'provisioner.lab.example', sites: [{ site: 'lab', brokerUrls: [url] }] });
       // mid-run: the first node is being configured, the rest are queued or in flight
-      await waitLog('the first configure request', () => fleet.identities.map((id) => fleet.state(id).configures).join(','), /[1-9]/, 60_000);
+      await until('the first configure request', () => fleet.states().some((x) => x.configures > 0), 60_000, { stepMs: 100 });
       await b.stop();
       const before = fleet.states().filter((s) => s.provisioned).length;
       await sleep(3_000);
@@ -86,7 +86,7 @@ describe.skipIf(!lab.available)('interop: failures and coordination with real go
       const fleet = await l.fleet({ prefix: 'aa', count: n, withConfig: true, provisioningUrls: [url] });
       const t0 = Date.now();
       await fleet.start();
-      await waitLog('the first configure request', () => fleet.identities.map((id) => fleet.state(id).configures).join(','), /[1-9]/, 60_000);
+      await until('the first configure request', () => fleet.states().some((x) => x.configures > 0), 60_000, { stepMs: 100 });
       await one.stop('SIGKILL');
       const doneAtKill = new Set(fleet.states().filter((x) => x.provisioned).map((x) => x.identity));
       const bound = rowBound(n, 60_000);
@@ -169,7 +169,7 @@ describe.skipIf(!lab.available)('interop: failures and coordination with real go
       if (used === undefined) throw new Error(`could not tell from ${p.name}'s log which cluster member it is connected to (ports ${brokers.map((b) => b.port).join(', ')})`);
       const t0 = Date.now();
       await fleet.start();
-      await waitLog('the first configure request', () => fleet.identities.map((id) => fleet.state(id).configures).join(','), /[1-9]/, 60_000);
+      await until('the first configure request', () => fleet.states().some((x) => x.configures > 0), 60_000, { stepMs: 100 });
       await used.stop({ kill: true });
       const bound = rowBound(n, 90_000);
       const r = await waitProvisioned([fleet], bound, t0);
