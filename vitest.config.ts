@@ -8,6 +8,10 @@ const src = (pkg: string, entry = 'index'): string => fileURLToPath(new URL(`./p
 // rest in seconds, `--project network` only those.
 const TESTS = ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'];
 const NETWORK_TESTS = TESTS.map((glob) => glob.replace(/\.test\.ts$/, '.network.test.ts'));
+// The real-Choria interop lab (docs/interop.md): prebuilt go-choria binaries, minutes per file, so
+// neither `unit` nor `network` runs it; `npm run test:interop` does, one file at a time (the lab
+// starts tens of real servers on a 2-core machine).
+const INTEROP_TESTS = ['test/interop/**/*.interop.test.ts'];
 
 export default defineConfig({
   resolve: {
@@ -27,8 +31,12 @@ export default defineConfig({
     maxWorkers: 2,
     reporters: ['default'],
     projects: [
-      { extends: true, test: { name: 'unit', include: TESTS, exclude: NETWORK_TESTS } },
-      { extends: true, test: { name: 'network', include: NETWORK_TESTS } },
+      { extends: true, test: { name: 'unit', include: TESTS, exclude: [...NETWORK_TESTS, ...INTEROP_TESTS] } },
+      { extends: true, test: { name: 'network', include: NETWORK_TESTS, exclude: INTEROP_TESTS } },
+      {
+        extends: true,
+        test: { name: 'interop', include: INTEROP_TESTS, poolOptions: { forks: { singleFork: true } }, testTimeout: 600_000, hookTimeout: 120_000 },
+      },
     ],
   },
 });

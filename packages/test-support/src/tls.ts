@@ -32,7 +32,8 @@ export interface IssueOptions {
   readonly commonName: string;
   readonly dnsNames?: readonly string[];
   readonly ips?: readonly string[];
-  readonly usage: 'server' | 'client';
+  /** `both`: a broker in a cluster, which is also a TLS client of its peers */
+  readonly usage: 'server' | 'client' | 'both';
   /** certify this public key instead of a fresh pair (then keyPem is empty) */
   readonly publicKey?: CryptoKey;
 }
@@ -88,7 +89,11 @@ export async function issueCertificate(ca: TestCa, opts: IssueOptions): Promise<
       extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
-        new x509.ExtendedKeyUsageExtension([opts.usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth]),
+        new x509.ExtendedKeyUsageExtension(
+          opts.usage === 'both'
+            ? [x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]
+            : [opts.usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth],
+        ),
         ...(names.length > 0 ? [new x509.SubjectAlternativeNameExtension(names)] : []),
         await x509.AuthorityKeyIdentifierExtension.create(ca.cert, false, crypto),
       ],

@@ -1,0 +1,10 @@
+// The real-Choria interop lab (docs/interop.md): prebuilt go-choria binaries, a real broker,
+// real servers, this project's provisioner and the upstream one.
+export { labAvailability, labPaths, UPGRADE_VERSION, type LabPaths } from './paths.js';
+export { writeUpgradeRepository } from './upgrades.js';
+export { openLab, labServers, waitProvisioned, reportLine, type Lab, type FleetSpec, type ProvisionedReport } from './lab.js';
+export type { LabBroker } from './broker.js';
+export type { LabFleet, ServerState } from './servers.js';
+export type { LabProvisioner, ProvisionerKind, SiteSpec } from './provisioners.js';
+export { withLab, labKinds, rowBound, recordResult, assertRow, waitWaiting, waitLog } from './rows.js';
+export { writeKeyPair, writeProvisionerClientJwt, writeServerJwt, type LabKeyPair } from './jwt.js';

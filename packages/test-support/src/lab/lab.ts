@@ -1,0 +1,189 @@
+// One interop lab run: a run directory with its CA, brokers, fleets of real go-choria servers and
+// provisioners, all stopped by cleanup(); plus the row checks (every node provisioned within a
+// bound, none configured twice). Interop test files use only this module and index.ts.
+import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { sleep } from '../wait.js';
+import { freePort } from '../nats-server.js';
+import { createBroker, type BrokerOptions, type LabBroker } from './broker.js';
+import { writeProvisioningJwt, type ProvisioningJwtOptions } from './jwt.js';
+import { compiledJwtFile, labPaths, type LabPaths } from './paths.js';
+import { createLabPki, type LabPki } from './pki.js';
+import { startLabProcess, stopAllLabProcesses } from './processes.js';
+import { startProvisioner, type LabProvisioner, type ProvisionerSpec } from './provisioners.js';
+import { createFleet, type FleetOptions, type LabFleet, type ServerState } from './servers.js';
+
+export interface FleetSpec {
+  readonly prefix: string;
+  readonly count: number;
+  readonly withConfig: boolean;
+  /** brokers the servers provision through (the JWT's urls) */
+  readonly provisioningUrls: readonly string[];
+  /** brokers the provisioned servers use (default: provisioningUrls) */
+  readonly brokerUrls?: readonly string[];
+  readonly jwt?: Omit<ProvisioningJwtOptions, 'file' | 'signingKey' | 'urls'> & { readonly signingKey?: string };
+  readonly signCsr?: boolean;
+  readonly reply?: FleetOptions['afterProvisioning']['reply'];
+  readonly configuration?: FleetOptions['afterProvisioning']['configuration'];
+  readonly deferRuns?: number;
+  readonly protocolV2?: boolean;
+}
+
+export interface Lab {
+  readonly paths: LabPaths;
+  readonly dir: string;
+  readonly pki: LabPki;
+  readonly nodesDir: string;
+  broker(opts?: Partial<Omit<BrokerOptions, 'choria' | 'pki' | 'dir'>>): Promise<LabBroker>;
+  /** `count` brokers clustered with each other, Streams replicated `count` times, all started */
+  cluster(count?: number): Promise<LabBroker[]>;
+  fleet(spec: FleetSpec): Promise<LabFleet>;
+  provisioner(spec: Omit<ProvisionerSpec, 'dir' | 'pki' | 'nodesDir' | 'upstreamBinary'>): Promise<LabProvisioner>;
+  /** a file server for upgrade repositories: python3 -m http.server on loopback */
+  httpServer(root: string): Promise<string>;
+  /** stops everything; removes the run directory unless `keep` (or LAB_KEEP=1) */
+  cleanup(keep?: boolean): Promise<void>;
+}
+
+const KEEP_RUNS = 4;
+
+function pruneRuns(runDir: string): void {
+  let runs: string[];
+  try {
+    runs = readdirSync(runDir).filter((d) => d.startsWith('run-'));
+  } catch {
+    return;
+  }
+  runs
+    .map((d) => ({ d, t: statSync(join(runDir, d)).mtimeMs }))
+    .sort((a, b) => b.t - a.t)
+    .slice(KEEP_RUNS)
+    .forEach(({ d }) => rmSync(join(runDir, d), { recursive: true, force: true }));
+}
+
+export async function openLab(name: string, paths: LabPaths = labPaths()): Promise<Lab> {
+  mkdirSync(paths.runDir, { recursive: true });
+  pruneRuns(paths.runDir);
+  const dir = join(paths.runDir, `run-${name}-${new Date().toISOString().replace(/[:.]/g, '')}-${process.pid}`);
+  mkdirSync(dir, { recursive: true });
+  const compiledJwt = compiledJwtFile(paths);
+  const pki = await createLabPki(join(dir, 'pki'));
+  const nodesDir = join(dir, 'nodes');
+  const brokers: LabBroker[] = [];
+  const fleets: LabFleet[] = [];
+  const provisioners: LabProvisioner[] = [];
+  let seq = 0;
+  return {
+    paths,
+    dir,
+    pki,
+    nodesDir,
+    async broker(opts = {}) {
+      const b = await createBroker({ ...opts, choria: paths.choria, pki, dir: join(dir, opts.name ?? `broker-${++seq}`) });
+      brokers.push(b);
+      await b.start();
+      return b;
+    },
+    async cluster(count = 3) {
+      const ports: { client: number; peer: number }[] = [];
+      for (let i = 0; i < count; i++) ports.push({ client: await freePort(), peer: await freePort() });
+      const members = await Promise.all(
+        ports.map((p, i) =>
+          createBroker({
+            name: `cluster-${i + 1}`,
+            choria: paths.choria,
+            pki,
+            dir: join(dir, `cluster-${i + 1}`),
+            clientPort: p.client,
+            peerPort: p.peer,
+            peers: ports.filter((_, j) => j !== i).map((q) => q.peer),
+            replicas: count,
+          }),
+        ),
+      );
+      brokers.push(...members);
+      await Promise.all(members.map((b) => b.start()));
+      return members;
+    },
+    async fleet(spec) {
+      const jwtFile = join(dir, `${spec.prefix}-provisioning.jwt`);
+      await writeProvisioningJwt(paths.choria, { ...spec.jwt, file: jwtFile, signingKey: spec.jwt?.signingKey ?? pki.signer.keyFile, urls: spec.provisioningUrls });
+      const f = await createFleet({
+        choria: paths.choria,
+        compiledJwt,
+        jwtFile,
+        pki,
+        nodesDir,
+        prefix: spec.prefix,
+        count: spec.count,
+        withConfig: spec.withConfig,
+        afterProvisioning: { brokerUrls: spec.brokerUrls ?? spec.provisioningUrls, signCsr: spec.signCsr, reply: spec.reply, configuration: spec.configuration, deferRuns: spec.deferRuns, protocolV2: spec.protocolV2 ?? spec.jwt?.protocolV2 },
+      });
+      fleets.push(f);
+      return f;
+    },
+    async provisioner(spec) {
+      const p = await startProvisioner({ ...spec, dir: join(dir, 'provisioners'), pki, nodesDir, upstreamBinary: paths.upstreamProvisioner });
+      provisioners.push(p);
+      return p;
+    },
+    async httpServer(root) {
+      const port = await freePort();
+      startLabProcess(`http ${root}`, 'python3', ['-m', 'http.server', String(port), '--bind', '127.0.0.1', '--directory', root], { logFile: join(dir, 'http.log') });
+      for (let i = 0; i < 100; i++) {
+        const ok = await fetch(`http://127.0.0.1:${port}/`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        if (ok) return `http://127.0.0.1:${port}`;
+        await sleep(100);
+      }
+      throw new Error(`the upgrade repository's HTTP server on 127.0.0.1:${port} did not answer within 10 s`);
+    },
+    async cleanup(keep = false) {
+      await Promise.all(provisioners.map((p) => p.stop()));
+      await Promise.all(fleets.map((f) => f.stop()));
+      await Promise.all(brokers.map((b) => b.stop()));
+      await stopAllLabProcesses();
+      if (!keep && process.env['LAB_KEEP'] !== '1') rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** LAB_SERVERS (default 10): servers per row. */
+export function labServers(max = 50): number {
+  const n = Number(process.env['LAB_SERVERS'] ?? '10');
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`LAB_SERVERS=${process.env['LAB_SERVERS'] ?? ''}: expected a whole number from 1 to ${max}`);
+  return n;
+}
+
+export interface ProvisionedReport {
+  readonly ms: number;
+  readonly states: ServerState[];
+  /** identities whose configuration was rewritten more than once */
+  readonly configuredTwice: string[];
+  readonly pending: string[];
+}
+
+/**
+ * Waits until every server of the fleets is provisioned (or the bound passes) and reports. Sticky:
+ * a server seen provisioned stays counted while it reconnects (say, to a restarted broker), since
+ * it already runs with its new configuration.
+ */
+export async function waitProvisioned(fleets: readonly LabFleet[], boundMs: number, since = Date.now()): Promise<ProvisionedReport> {
+  const seen = new Set<string>();
+  for (;;) {
+    const s = fleets.flatMap((f) => f.states());
+    for (const x of s) if (x.provisioned) seen.add(x.identity);
+    const pending = s.filter((x) => !seen.has(x.identity)).map((x) => x.identity);
+    if (pending.length === 0 || Date.now() - since > boundMs) {
+      return { ms: Date.now() - since, states: s, configuredTwice: s.filter((x) => x.configures > 1).map((x) => x.identity), pending };
+    }
+    await sleep(250);
+  }
+}
+
+/** One line a row prints: `interop <row> <kind>: <n>/<total> servers <outcome> in <s> s, configured twice: <n>`. */
+export function reportLine(row: string, kind: string, r: ProvisionedReport, outcome = 'provisioned'): string {
+  return `interop ${row} ${kind}: ${r.states.length - r.pending.length}/${r.states.length} servers ${outcome} in ${(r.ms / 1000).toFixed(1)} s, configured twice: ${r.configuredTwice.length}`;
+}

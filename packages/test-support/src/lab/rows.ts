@@ -1,0 +1,89 @@
+// What every interop row shares: a lab opened and always cleaned up (its run directory kept when
+// the row failed), the side-by-side results file, the wait for servers to sit in provisioning
+// mode, and the row's verdict as one structured error naming what failed.
+import { appendFileSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { sleep } from '../wait.js';
+import { labPaths } from './paths.js';
+import { openLab, reportLine, type Lab, type ProvisionedReport } from './lab.js';
+import type { ProvisionerKind } from './provisioners.js';
+import type { LabFleet } from './servers.js';
+
+/** Opens a lab for one row, runs it, stops everything; keeps the run directory when it threw. */
+export async function withLab<T>(row: string, fn: (lab: Lab) => Promise<T>): Promise<T> {
+  const lab = await openLab(row.replace(/[^a-z0-9-]+/gi, '-'));
+  let failed = true;
+  try {
+    const out = await fn(lab);
+    failed = false;
+    return out;
+  } finally {
+    if (failed) console.log(`interop ${row}: failed, its run directory is kept: ${lab.dir}`);
+    await lab.cleanup(failed);
+  }
+}
+
+/**
+ * The provisioners a row runs, from LAB_KINDS (comma-separated; default `ours,upstream`): the
+ * short pass in .ci/run runs ours only.
+ */
+export function labKinds(): ProvisionerKind[] {
+  const wanted = (process.env['LAB_KINDS'] ?? 'ours,upstream').split(',').map((k) => k.trim());
+  const kinds = (['ours', 'upstream'] as const).filter((k) => wanted.includes(k));
+  if (kinds.length === 0) throw new Error(`LAB_KINDS=${process.env['LAB_KINDS'] ?? ''}: expected ours, upstream or both (comma-separated)`);
+  return kinds;
+}
+
+/** A 10-server row gets 30 s, each further server half a second more. */
+export function rowBound(servers: number, baseMs = 30_000): number {
+  return baseMs + 500 * Math.max(0, servers - 10);
+}
+
+/** Appends the row's result to <runDir>/results.jsonl (BENCHMARKS.md's side-by-side table) and prints its line. */
+export function recordResult(row: string, kind: string, r: ProvisionedReport, extra: Record<string, unknown> = {}, outcome = 'provisioned'): void {
+  console.log(reportLine(row, kind, r, outcome));
+  const line = { at: new Date().toISOString(), row, kind, servers: r.states.length, provisioned: r.states.length - r.pending.length, ms: r.ms, configuredTwice: r.configuredTwice.length, ...extra };
+  appendFileSync(join(labPaths().runDir, 'results.jsonl'), `${JSON.stringify(line)}\n`);
+}
+
+/**
+ * Throws unless every server was provisioned (within `limitMs` when given: a row may wait longer
+ * than its limit to record how long it really took) and none was configured twice.
+ */
+export function assertRow(row: string, kind: string, r: ProvisionedReport, boundMs: number, limitMs?: number): void {
+  const problems: string[] = [];
+  if (r.pending.length > 0) problems.push(`${r.pending.length} of ${r.states.length} servers not provisioned within ${boundMs / 1000} s (${r.pending.slice(0, 5).join(', ')}${r.pending.length > 5 ? ', ...' : ''})`);
+  else if (limitMs !== undefined && r.ms > limitMs) problems.push(`the last of ${r.states.length} servers was provisioned after ${(r.ms / 1000).toFixed(1)} s, the limit is ${limitMs / 1000} s`);
+  if (r.configuredTwice.length > 0) problems.push(`configured more than once: ${r.configuredTwice.join(', ')}`);
+  if (problems.length > 0) throw new Error(`interop row ${row} with the ${kind} provisioner failed: ${problems.join('; ')}`);
+}
+
+function readText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** Waits until every server of the fleet subscribed to its provisioning subject (it waits to be provisioned). */
+export async function waitWaiting(fleet: LabFleet, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const waiting = fleet.identities.filter((id) => readText(join(fleet.nodeDir(id), 'server.log')).includes(`to provisioning.node.${id}`));
+    if (waiting.length === fleet.identities.length) return;
+    if (Date.now() > deadline) throw new Error(`only ${waiting.length} of ${fleet.identities.length} servers reached provisioning mode within ${timeoutMs / 1000} s`);
+    await sleep(250);
+  }
+}
+
+/** Waits for `text` in a log (a provisioner's, a broker's). */
+export async function waitLog(what: string, log: () => string, text: string | RegExp, timeoutMs = 60_000): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    const l = log();
+    if (typeof text === 'string' ? l.includes(text) : text.test(l)) return Date.now() - started;
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what} (${String(text)})`);
+    await sleep(200);
+  }
+}

@@ -1,0 +1,132 @@
+// Interop rows for the helper's other answers, against real go-choria servers: defer, shutdown,
+// action policies, OPA policies and upgrades (release_update from a go-updater repository). Ours
+// and the upstream provisioner side by side; each row fails unless every server ends as it should.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { until } from '@choria-provisioner/test-support/wait';
+import {
+  UPGRADE_VERSION,
+  assertRow,
+  labAvailability,
+  labKinds,
+  labServers,
+  recordResult,
+  rowBound,
+  waitProvisioned,
+  waitWaiting,
+  withLab,
+  writeUpgradeRepository,
+  type Lab,
+  type FleetSpec,
+  type LabFleet,
+  type ProvisionerKind,
+  type SiteSpec,
+} from '@choria-provisioner/test-support/lab/index';
+
+const lab = labAvailability();
+if (!lab.available) console.log(lab.skipLine);
+
+const KINDS: readonly ProvisionerKind[] = labKinds();
+const ACTION_POLICY = 'policy default deny\nallow\trpcutil\tping\t*\t*\n';
+const OPA_POLICY = 'package io.choria.aaa.policy\n\ndefault allow = true\n';
+
+/** A broker, a fleet waiting in provisioning mode, then the provisioner: the common shape of these rows. */
+async function provisionFleet(l: Lab, kind: ProvisionerKind, fleet: Omit<FleetSpec, 'provisioningUrls' | 'withConfig'>, site: Omit<SiteSpec, 'brokerUrls'> = { site: 'lab' }): Promise<{ fleet: LabFleet; t0: number }> {
+  const b = await l.broker();
+  const url = `nats://127.0.0.1:${b.port}`;
+  const f = await l.fleet({ withConfig: true, provisioningUrls: [url], ...fleet });
+  await f.start();
+  await waitWaiting(f);
+  const t0 = Date.now();
+  await l.provisioner({ kind, name: kind, identity: 'provisioner.lab.example', sites: [{ ...site, brokerUrls: [url] }] });
+  return { fleet: f, t0 };
+}
+
+function nodeLog(fleet: LabFleet, id: string): string {
+  try {
+    return readFileSync(join(fleet.nodeDir(id), 'server.log'), 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+describe.skipIf(!lab.available)('interop: helper answers with real go-choria servers', () => {
+  it.each(KINDS)('defer: the helper defers each node once, the node is provisioned on a later try (%s)', async (kind) => {
+    const n = labServers();
+    await withLab(`defer-${kind}`, async (l) => {
+      const { fleet, t0 } = await provisionFleet(l, kind, { prefix: 'dfr', count: n, deferRuns: 1 });
+      // upstream forgets a deferred node until the next discovery (interval 1m, the minimum)
+      const bound = rowBound(n, 100_000);
+      const r = await waitProvisioned([fleet], bound, t0);
+      recordResult('defer', kind, r);
+      assertRow('defer', kind, r, bound);
+      for (const s of r.states) expect(s.helperRuns, `${s.identity}: helper runs`).toBeGreaterThanOrEqual(2);
+    });
+  });
+
+  it.each(KINDS)('shutdown: the helper says shutdown, every node is shut down and never configured (%s)', async (kind) => {
+    const n = labServers();
+    await withLab(`shutdown-${kind}`, async (l) => {
+      const { fleet, t0 } = await provisionFleet(l, kind, { prefix: 'shut', count: n, reply: { shutdown: true, msg: 'lab: not wanted here' } });
+      const bound = rowBound(n);
+      const shut = (): string[] => fleet.identities.filter((id) => /choria_provision#shutdown/.test(nodeLog(fleet, id)));
+      await until('every node to be sent choria_provision#shutdown', () => shut().length === n, bound, { stepMs: 200 });
+      const ms = Date.now() - t0;
+      const states = fleet.states();
+      recordResult('shutdown', kind, { ms, states, configuredTwice: [], pending: [] }, {}, 'shut down');
+      for (const s of states) {
+        expect(s.configures, `${s.identity}: configured although the helper said shutdown`).toBe(0);
+        expect(nodeLog(fleet, s.identity), `${s.identity}: shut down`).toMatch(/[Ss]hutting down|shutdown/);
+      }
+    });
+  });
+
+  it.each(KINDS)('action policies: written to policies/ beside the configuration (%s)', async (kind) => {
+    const n = labServers();
+    await withLab(`action-policies-${kind}`, async (l) => {
+      const { fleet, t0 } = await provisionFleet(l, kind, { prefix: 'apol', count: n, reply: { action_policies: { 'rpcutil.policy': ACTION_POLICY } } });
+      const bound = rowBound(n);
+      const r = await waitProvisioned([fleet], bound, t0);
+      recordResult('action-policies', kind, r);
+      assertRow('action policies', kind, r, bound);
+      for (const id of fleet.identities) expect(readFileSync(join(fleet.nodeDir(id), 'policies', 'rpcutil.policy'), 'utf8'), id).toBe(ACTION_POLICY);
+    });
+  });
+
+  it.each(KINDS)('OPA policies: written to policies/rego/ beside the configuration (%s)', async (kind) => {
+    const n = labServers();
+    await withLab(`opa-policies-${kind}`, async (l) => {
+      const { fleet, t0 } = await provisionFleet(l, kind, { prefix: 'opa', count: n, reply: { opa_policies: { 'default.rego': OPA_POLICY } } });
+      const bound = rowBound(n);
+      const r = await waitProvisioned([fleet], bound, t0);
+      recordResult('opa-policies', kind, r);
+      assertRow('OPA policies', kind, r, bound);
+      for (const id of fleet.identities) expect(readFileSync(join(fleet.nodeDir(id), 'policies', 'rego', 'default.rego'), 'utf8'), id).toBe(OPA_POLICY);
+    });
+  });
+
+  it.each(KINDS)(`upgrades: servers on 0.30.2 are moved to ${UPGRADE_VERSION} from a go-updater repository, then provisioned (%s)`, async (kind) => {
+    const n = labServers();
+    await withLab(`upgrades-${kind}`, async (l) => {
+      const root = join(l.dir, 'repository');
+      await writeUpgradeRepository({ root, version: UPGRADE_VERSION, binary: l.paths.upgradeChoria, cacheDir: l.paths.cacheDir });
+      const repo = await l.httpServer(root);
+      const { fleet, t0 } = await provisionFleet(
+        l,
+        kind,
+        { prefix: 'upg', count: n, jwt: { allowUpdate: true }, reply: { upgrade: UPGRADE_VERSION } },
+        { site: 'lab', features: { upgrades: true }, yaml: { upgrades_repository: repo } },
+      );
+      // every server downloads and unpacks a 100 MB binary on two shared cores
+      const bound = rowBound(n, 180_000);
+      const r = await waitProvisioned([fleet], bound, t0);
+      recordResult('upgrades', kind, r);
+      assertRow('upgrades', kind, r, bound);
+      for (const s of r.states) {
+        expect(s.version, `${s.identity}: the version it runs`).toBe(UPGRADE_VERSION);
+        expect(existsSync(join(fleet.nodeDir(s.identity), 'server.conf'))).toBe(true);
+      }
+    });
+  });
+});

@@ -1,0 +1,171 @@
+// Interop rows (a)-(d): real go-choria servers behind a real Choria Broker, provisioned by this
+// project's provisioner and, side by side, by the upstream Go provisioner. Every row fails unless
+// every server left provisioning mode with its new configuration within the bound and none was
+// configured twice. Needs the prebuilt lab binaries (docs/interop.md); skips in one line without.
+import { X509Certificate } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { sleep } from '@choria-provisioner/test-support/wait';
+import {
+  assertRow,
+  labAvailability,
+  labKinds,
+  labServers,
+  recordResult,
+  rowBound,
+  waitProvisioned,
+  waitWaiting,
+  withLab,
+  writeKeyPair,
+  writeProvisionerClientJwt,
+  writeServerJwt,
+  type ProvisionerKind,
+} from '@choria-provisioner/test-support/lab/index';
+
+const lab = labAvailability();
+if (!lab.available) console.log(lab.skipLine);
+
+const KINDS: readonly ProvisionerKind[] = labKinds();
+const PROVISIONER = 'provisioner.lab.example';
+
+describe.skipIf(!lab.available)('interop: provisioning real go-choria servers', () => {
+  it.each(KINDS)('(a) jwt flow: servers waiting before the provisioner starts (%s)', async (kind) => {
+    const n = labServers(200);
+    await withLab(`jwt-${kind}`, async (l) => {
+      const b = await l.broker();
+      const url = `nats://127.0.0.1:${b.port}`;
+      const fleet = await l.fleet({ prefix: 'jwt', count: n, withConfig: true, provisioningUrls: [url] });
+      await fleet.start();
+      await waitWaiting(fleet, 60_000 + 300 * n);
+      const t0 = Date.now();
+      await l.provisioner({ kind, name: kind, identity: PROVISIONER, sites: [{ site: 'lab', brokerUrls: [url] }] });
+      const bound = rowBound(n);
+      const r = await waitProvisioned([fleet], bound, t0);
+      recordResult('a-jwt', kind, r);
+      assertRow('(a) jwt', kind, r, bound);
+    });
+  });
+
+  it.each(KINDS)('(b) pki: CSRs signed by the lab CA, certificate and CA written to the node (%s)', async (kind) => {
+    const n = labServers();
+    await withLab(`pki-${kind}`, async (l) => {
+      const b = await l.broker();
+      const url = `nats://127.0.0.1:${b.port}`;
+      const fleet = await l.fleet({ prefix: 'pki', count: n, withConfig: true, provisioningUrls: [url], signCsr: true });
+      await fleet.start();
+      await waitWaiting(fleet);
+      const t0 = Date.now();
+      await l.provisioner({ kind, name: kind, identity: PROVISIONER, sites: [{ site: 'lab', brokerUrls: [url], features: { pki: true } }] });
+      const bound = rowBound(n);
+      const r = await waitProvisioned([fleet], bound, t0);
+      recordResult('b-pki', kind, r);
+      assertRow('(b) pki', kind, r, bound);
+      const ca = new X509Certificate(l.pki.ca.certPem);
+      for (const id of fleet.identities) {
+        const ssl = join(fleet.nodeDir(id), 'ssl');
+        expect(existsSync(join(ssl, 'private.pem')), `${id}: the key its CSR was made with`).toBe(true);
+        const cert = new X509Certificate(readFileSync(join(ssl, 'certificate.pem')));
+        expect(cert.subject, `${id}: certificate subject`).toContain(`CN=${id}`);
+        expect(cert.verify(ca.publicKey), `${id}: certificate signed by the lab CA`).toBe(true);
+        expect(readFileSync(join(ssl, 'ca.pem'), 'utf8').trim()).toBe(l.pki.ca.certPem.trim());
+      }
+    });
+  });
+
+  it.each(KINDS)('(c) servers booting after the provisioner are provisioned from their startup events (%s)', async (kind) => {
+    const n = labServers();
+    await withLab(`startup-${kind}`, async (l) => {
+      const b = await l.broker();
+      const url = `nats://127.0.0.1:${b.port}`;
+      const fleet = await l.fleet({ prefix: 'boot', count: n, withConfig: true, provisioningUrls: [url] });
+      await l.provisioner({ kind, name: kind, identity: PROVISIONER, sites: [{ site: 'lab', brokerUrls: [url] }] });
+      // past the start-up discovery (which found nothing); the next is a minute away, so only the
+      // servers' startup events can get them provisioned within the bound
+      await sleep(6_000);
+      const t0 = Date.now();
+      await fleet.start();
+      const bound = rowBound(n, 25_000);
+      const r = await waitProvisioned([fleet], bound, t0);
+      recordResult('c-startup-events', kind, r);
+      assertRow('(c) startup events', kind, r, bound);
+    });
+  });
+
+  it.each(KINDS)('(d) servers with no configuration file (a --default provisioning JWT) (%s)', async (kind) => {
+    const n = labServers();
+    await withLab(`default-${kind}`, async (l) => {
+      const b = await l.broker();
+      const url = `nats://127.0.0.1:${b.port}`;
+      const fleet = await l.fleet({ prefix: 'bare', count: n, withConfig: false, provisioningUrls: [url], jwt: { provisionByDefault: true } });
+      await fleet.start();
+      await waitWaiting(fleet);
+      const t0 = Date.now();
+      await l.provisioner({ kind, name: kind, identity: PROVISIONER, sites: [{ site: 'lab', brokerUrls: [url] }] });
+      const bound = rowBound(n);
+      const r = await waitProvisioned([fleet], bound, t0);
+      recordResult('d-no-config-file', kind, r);
+      assertRow('(d) no configuration file', kind, r, bound);
+      for (const id of fleet.identities) expect(existsSync(join(fleet.nodeDir(id), 'server.conf')), `${id}: configuration written`).toBe(true);
+    });
+  });
+  it.each(KINDS)('protocol v2: an Organization Issuer network, ed25519 keys, server JWTs chain-issued by the provisioner (%s)', async (kind) => {
+    const n = labServers();
+    await withLab(`v2-${kind}`, async (l) => {
+      const choria = l.paths.choria;
+      const issuer = await writeKeyPair(choria, join(l.dir, 'issuer.seed'));
+      const signer = await writeKeyPair(choria, join(l.dir, 'provisioner.seed'));
+      const token = join(l.dir, 'provisioner.jwt');
+      await writeProvisionerClientJwt(choria, { file: token, identity: PROVISIONER, signingKey: issuer.seedFile, publicKey: signer.publicKey });
+      const brokerKey = await writeKeyPair(choria, join(l.dir, 'broker.seed'));
+      const brokerJwt = join(l.dir, 'broker.jwt');
+      await writeServerJwt(choria, { file: brokerJwt, identity: 'broker.lab.example', signingKey: issuer.seedFile, publicKey: brokerKey.publicKey });
+      const b = await l.broker({ issuer: { name: 'choria', publicKey: issuer.publicKey, tokenFile: brokerJwt, seedFile: brokerKey.seedFile } });
+      const url = `nats://127.0.0.1:${b.port}`;
+      const fleet = await l.fleet({
+        prefix: 'v2',
+        count: n,
+        withConfig: true,
+        provisioningUrls: [url],
+        jwt: { protocolV2: true, signingKey: issuer.seedFile },
+        // a provisioned v2 server verifies the JWTs it meets against the issuer
+        configuration: { 'plugin.security.issuer.names': 'choria', 'plugin.security.issuer.choria.public': issuer.publicKey },
+      });
+      await fleet.start();
+      await waitWaiting(fleet);
+      const t0 = Date.now();
+      const choriaConfig = [
+        `identity = ${PROVISIONER}`,
+        `plugin.choria.middleware_hosts = ${url}`,
+        'plugin.security.provider = choria',
+        `plugin.security.choria.token_file = ${token}`,
+        `plugin.security.choria.seed_file = ${signer.seedFile}`,
+        '',
+      ].join('\n');
+      await l.provisioner({
+        kind,
+        name: kind,
+        identity: PROVISIONER,
+        // a choria-provider client takes its identity from $USER
+        env: { USER: PROVISIONER },
+        sites: [
+          {
+            site: 'lab',
+            brokerUrls: [url],
+            choriaConfig,
+            features: { ed25519: true },
+            yaml: { jwt_verify_cert: issuer.publicKey, jwt_signing_key: signer.seedFile, jwt_signing_token: token },
+          },
+        ],
+      });
+      const bound = rowBound(n);
+      const r = await waitProvisioned([fleet], bound, t0);
+      recordResult('protocol-v2', kind, r);
+      assertRow('protocol v2', kind, r, bound);
+      for (const id of fleet.identities) {
+        expect(existsSync(join(fleet.nodeDir(id), 'server.seed')), `${id}: its ed25519 seed`).toBe(true);
+        expect(readFileSync(join(fleet.nodeDir(id), 'server.jwt'), 'utf8').split('.').length, `${id}: its server JWT`).toBe(3);
+      }
+    });
+  });
+});

@@ -1,0 +1,199 @@
+// Interop rows (e)-(i): what goes wrong in production, against real go-choria servers and a real
+// Choria Broker: the broker restarting mid-run, leader election fail-over, active/active instances
+// sharing one identity, the node history in the choria account, two sites in one process. Ours and
+// the upstream provisioner side by side where upstream has the feature.
+import { describe, expect, it } from 'vitest';
+import { sleep, until } from '@choria-provisioner/test-support/wait';
+import {
+  assertRow,
+  labAvailability,
+  labKinds,
+  labServers,
+  recordResult,
+  rowBound,
+  waitLog,
+  waitProvisioned,
+  waitWaiting,
+  withLab,
+  type ProvisionerKind,
+} from '@choria-provisioner/test-support/lab/index';
+
+const lab = labAvailability();
+if (!lab.available) console.log(lab.skipLine);
+
+const KINDS: readonly ProvisionerKind[] = labKinds();
+const LEADER = 'Became leader after winning election';
+
+describe.skipIf(!lab.available)('interop: failures and coordination with real go-choria servers', () => {
+  it.each(KINDS)('(e) broker restarted mid-run: every node provisioned within 10 s of its return (%s)', async (kind) => {
+    const n = labServers();
+    await withLab(`broker-restart-${kind}`, async (l) => {
+      const b = await l.broker();
+      const url = `nats://127.0.0.1:${b.port}`;
+      const fleet = await l.fleet({ prefix: 'brst', count: n, withConfig: true, provisioningUrls: [url] });
+      await fleet.start();
+      await waitWaiting(fleet);
+      await l.provisioner({ kind, name: kind, identity: 'provisioner.lab.example', sites: [{ site: 'lab', brokerUrls: [url] }] });
+      // mid-run: the first node is being configured, the rest are queued or in flight
+      await until('the first configure request', () => fleet.states().some((x) => x.configures > 0), 60_000, { stepMs: 100 });
+      await b.stop();
+      const before = fleet.states().filter((s) => s.provisioned).length;
+      await sleep(3_000);
+      await b.start();
+      const back = Date.now();
+      // waits past the 10 s limit so the result says how long it really took
+      const bound = 60_000;
+      const r = await waitProvisioned([fleet], bound, back);
+      recordResult('e-broker-restart', kind, r, { provisionedBeforeStop: before, measuredFrom: 'broker return' });
+      assertRow('(e) broker restarted mid-run', kind, r, bound, 10_000);
+    });
+  });
+
+  it.each(KINDS)('(f) leader election: the leader is SIGKILLed, the standby takes over and provisions (%s)', async (kind) => {
+    const n = labServers();
+    await withLab(`election-${kind}`, async (l) => {
+      const b = await l.broker({ electionTtl: '10s' });
+      const url = `nats://127.0.0.1:${b.port}`;
+      const site = { site: 'lab', brokerUrls: [url], yaml: { leader_election: true } };
+      const a = await l.provisioner({ kind, name: `${kind}-a`, identity: 'prov-a.lab.example', sites: [site] });
+      await waitLog(`${a.name} to lead`, () => a.log(), LEADER, 90_000);
+      const s = await l.provisioner({ kind, name: `${kind}-b`, identity: 'prov-b.lab.example', sites: [site] });
+      await sleep(3_000);
+      expect(s.log(), `${s.name} must not lead while ${a.name} does`).not.toContain(LEADER);
+      await a.stop('SIGKILL');
+      const killed = Date.now();
+      const fleet = await l.fleet({ prefix: 'elec', count: n, withConfig: true, provisioningUrls: [url] });
+      await fleet.start();
+      // the key lives until the bucket's 10 s TTL, then the standby's next campaign wins
+      const bound = rowBound(n, 60_000);
+      const r = await waitProvisioned([fleet], bound, killed);
+      recordResult('f-leader-failover', kind, r, { measuredFrom: 'leader SIGKILL', takeoverMs: takeover(s.log(), killed) });
+      assertRow('(f) leader election fail-over', kind, r, bound);
+      expect(s.log()).toContain(LEADER);
+    });
+  });
+
+  it('(g) active/active: two instances sharing one certificate, one SIGKILLed mid-run (ours; upstream has no active/active)', async () => {
+    const n = labServers();
+    await withLab('active-active', async (l) => {
+      const b = await l.broker();
+      const url = `nats://127.0.0.1:${b.port}`;
+      const site = { site: 'lab', brokerUrls: [url], yaml: { coordination: 'active_active' } };
+      // the same identity, so the same client certificate: the node lock cannot tell them apart
+      const one = await l.provisioner({ kind: 'ours', name: 'aa-1', identity: 'provisioner.lab.example', sites: [site] });
+      const two = await l.provisioner({ kind: 'ours', name: 'aa-2', identity: 'provisioner.lab.example', sites: [site] });
+      await sleep(5_000);
+      const fleet = await l.fleet({ prefix: 'aa', count: n, withConfig: true, provisioningUrls: [url] });
+      const t0 = Date.now();
+      await fleet.start();
+      await until('the first configure request', () => fleet.states().some((x) => x.configures > 0), 60_000, { stepMs: 100 });
+      await one.stop('SIGKILL');
+      const doneAtKill = new Set(fleet.states().filter((x) => x.provisioned).map((x) => x.identity));
+      const bound = rowBound(n, 60_000);
+      const r = await waitProvisioned([fleet], bound, t0);
+      // A node the killed instance configured but never restarted is configured again by the
+      // survivor (with one shared identity the node lock cannot hold it back, and that first
+      // configuration never took effect): the one second configure allowed. Anything else
+      // configured twice means the two live instances both worked on it.
+      const retaken = r.states.filter((x) => !doneAtKill.has(x.identity) && x.helperRunBy.includes(one.name) && x.helperRunBy.includes(two.name) && x.configures === 2);
+      const twice = r.configuredTwice.filter((id) => !retaken.some((x) => x.identity === id));
+      recordResult('g-active-active', 'ours', { ...r, configuredTwice: twice }, { killed: one.name, retakenAfterKill: retaken.length });
+      assertRow('(g) active/active with one instance killed', 'ours', { ...r, configuredTwice: twice }, bound);
+      // the split worked: both instances provisioned part of the fleet
+      const byOne = r.states.filter((x) => x.helperRunBy.includes(one.name)).length;
+      const byTwo = r.states.filter((x) => x.helperRunBy.includes(two.name)).length;
+      expect(byOne, 'nodes the first instance worked on before it was killed').toBeGreaterThan(0);
+      expect(byTwo, 'nodes the second instance worked on').toBeGreaterThan(0);
+      expect(two.gone()).toBe(false);
+    });
+  });
+
+  it('(h) node history: with history_store kv the history is opened over the choria account (ours; upstream keeps none)', async () => {
+    const n = labServers();
+    await withLab('history', async (l) => {
+      const b = await l.broker();
+      const url = `nats://127.0.0.1:${b.port}`;
+      const fleet = await l.fleet({ prefix: 'hist', count: n, withConfig: true, provisioningUrls: [url] });
+      const p = await l.provisioner({ kind: 'ours', name: 'ours', identity: 'provisioner.lab.example', sites: [{ site: 'lab', brokerUrls: [url] }] });
+      const t0 = Date.now();
+      await fleet.start();
+      const bound = rowBound(n);
+      const r = await waitProvisioned([fleet], bound, t0);
+      recordResult('h-history', 'ours', r);
+      assertRow('(h) node history', 'ours', r, bound);
+      const status = (await p.status()) as { sites: { history?: { store?: string; connection?: string; bucket?: string; nodes?: number } }[] };
+      const history = status.sites[0]?.history;
+      expect(history, JSON.stringify(status.sites[0]?.history)).toMatchObject({ store: 'kv', connection: 'choria', bucket: 'CHORIA_PROVISIONER_HISTORY' });
+      expect(history?.nodes).toBeGreaterThanOrEqual(n);
+    });
+  });
+
+  it('(i) two sites in one process, each behind its own broker (ours; upstream runs one site per process)', async () => {
+    const n = labServers();
+    await withLab('two-sites', async (l) => {
+      const east = await l.broker({ name: 'broker-east' });
+      const west = await l.broker({ name: 'broker-west' });
+      const eastUrl = `nats://127.0.0.1:${east.port}`;
+      const westUrl = `nats://127.0.0.1:${west.port}`;
+      const fe = await l.fleet({ prefix: 'east', count: n, withConfig: true, provisioningUrls: [eastUrl] });
+      const fw = await l.fleet({ prefix: 'west', count: n, withConfig: true, provisioningUrls: [westUrl] });
+      await l.provisioner({
+        kind: 'ours',
+        name: 'ours',
+        identity: 'provisioner.lab.example',
+        sites: [
+          { site: 'east', brokerUrls: [eastUrl] },
+          { site: 'west', brokerUrls: [westUrl] },
+        ],
+      });
+      const t0 = Date.now();
+      await Promise.all([fe.start(), fw.start()]);
+      const bound = rowBound(2 * n);
+      const r = await waitProvisioned([fe, fw], bound, t0);
+      recordResult('i-two-sites', 'ours', r);
+      assertRow('(i) two sites in one process', 'ours', r, bound);
+    });
+  });
+  it.each(KINDS)('three-broker cluster, Streams replicas 3, leader election: the broker the provisioner uses is SIGKILLed mid-run (%s)', async (kind) => {
+    const n = labServers();
+    await withLab(`cluster-${kind}`, async (l) => {
+      const brokers = await l.cluster(3);
+      const urls = brokers.map((b) => `nats://127.0.0.1:${b.port}`);
+      // the cluster creates its streams once every member is in: wait for the election bucket
+      await waitLog('the election bucket (KV_CHORIA_LEADER_ELECTION) in the cluster', () => brokers.map((b) => b.log()).join('\n'), 'Created stream KV_CHORIA_LEADER_ELECTION', 90_000);
+      const fleet = await l.fleet({ prefix: 'clu', count: n, withConfig: true, provisioningUrls: urls });
+      const p = await l.provisioner({ kind, name: kind, identity: 'provisioner.lab.example', sites: [{ site: 'lab', brokerUrls: urls, yaml: { leader_election: true } }] });
+      await waitLog(`${p.name} to lead`, () => p.log(), LEADER, 90_000);
+      const port = connectedPort(p.log());
+      const used = brokers.find((b) => b.port === port);
+      if (used === undefined) throw new Error(`could not tell from ${p.name}'s log which cluster member it is connected to (ports ${brokers.map((b) => b.port).join(', ')})`);
+      const t0 = Date.now();
+      await fleet.start();
+      await until('the first configure request', () => fleet.states().some((x) => x.configures > 0), 60_000, { stepMs: 100 });
+      await used.stop({ kill: true });
+      const bound = rowBound(n, 90_000);
+      const r = await waitProvisioned([fleet], bound, t0);
+      recordResult('cluster-broker-killed', kind, r, { killed: used.name });
+      assertRow('three-broker cluster, provisioner broker killed', kind, r, bound);
+      const now = connectedPort(p.log());
+      expect(now, `${p.name} moved to another cluster member`).not.toBe(port);
+      expect(brokers.some((b) => b.port === now)).toBe(true);
+    });
+  });
+
+});
+
+/** The port of the broker a provisioner's log says it last connected to (ours and go-choria's wording). */
+function connectedPort(log: string): number | undefined {
+  const all = [...log.matchAll(/[Cc]onnected to (?:Choria broker |nats:\/\/|tls:\/\/)?127\.0\.0\.1:(\d+)/g)];
+  const last = all.at(-1)?.[1];
+  return last === undefined ? undefined : Number(last);
+}
+
+/** ms from `since` to the log line of the standby winning, when the log has timestamps (ours: ISO; upstream: logrus time=). */
+function takeover(log: string, since: number): number | undefined {
+  const line = log.split('\n').find((x) => x.includes(LEADER));
+  const m = line === undefined ? null : /(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z?)/.exec(line);
+  if (m?.[1] === undefined) return undefined;
+  return Date.parse(m[1].endsWith('Z') ? m[1] : `${m[1]}Z`) - since;
+}
