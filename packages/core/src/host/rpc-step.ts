@@ -79,6 +79,18 @@ export const STEP_TRIES: Readonly<Record<RpcName, number>> = {
   'choria_provision#release_update': 3,
 };
 
+/**
+ * Steps that only read the node: sending one again cannot change it, so a try that met a broker
+ * outage (its reply lost, or sent while the servers were still reconnecting) is made again at once
+ * with a short timeout, without counting against the step's tries. Steps that make keys or CSRs
+ * are not here: two of them could both act, and the reply read might not be the last one's.
+ */
+const READ_ONLY_STEPS: ReadonlySet<RpcName> = new Set<RpcName>(['choria_provision#jwt', 'rpcutil#inventory']);
+/** a read-only try while the broker link is unsettled waits this long, not the full timeout */
+const UNSETTLED_TRY_MS = 2_000;
+/** bounds the free tries of one step (a broker that keeps flapping) */
+const MAX_FREE_TRIES = 20;
+
 /** What one step sends and how its reply is read. */
 export interface StepRequest<T> {
   readonly agent: 'choria_provision' | 'rpcutil';
@@ -119,6 +131,9 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
   // rest of a successful step.
   let last: Error | undefined;
   let made = 0;
+  const fleetReconnectMs = ctx.lostReply?.fleetReconnectMs ?? DEFAULT_FLEET_RECONNECT_MS;
+  const readOnly = READ_ONLY_STEPS.has(name);
+  let free = 0;
   for (let attempt = 1; attempt <= tries; attempt++) {
     made = attempt;
     if (ctx.signal.aborted) throw abortError(ctx.signal, name);
@@ -127,8 +142,11 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
     let investigated = false;
     const probeThisTry = probing !== undefined && attempt === 1;
     const linkBefore = ctx.client.link;
+    // sent while the servers may still be reconnecting: it may be lost on the way, so do not wait the full timeout for it
+    const quick = readOnly && !probeThisTry && free < MAX_FREE_TRIES && !linkSettled(linkBefore, linkBefore, fleetReconnectMs);
     try {
-      const options = probeThisTry ? { ...rpcOptions, timeoutMs: Math.min(probing.timeoutMs, ctx.timeoutMs ?? Infinity) } : rpcOptions;
+      const shortMs = probeThisTry ? probing.timeoutMs : quick ? UNSETTLED_TRY_MS : undefined;
+      const options = shortMs !== undefined ? { ...rpcOptions, timeoutMs: Math.min(shortMs, ctx.timeoutMs ?? Infinity) } : rpcOptions;
       const reply = await ctx.client.rpc(ctx.identity, req.agent, req.action, req.data, options);
       ctx.metrics.rpcTime(name, (performance.now() - started) / 1000);
       return { replied: true, value: req.parse(reply.data) };
@@ -137,14 +155,25 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
       if (err instanceof ProvisioningLockError) throw new LockedElsewhereError(ctx.identity, name);
       if (isAbort(err, ctx.signal)) throw abortError(ctx.signal, name);
       last = err instanceof Error ? err : new Error(String(err));
+      if (readOnly && free < MAX_FREE_TRIES && ((quick && err instanceof RpcTimeoutError) || err instanceof RpcReplyLostError)) {
+        free++;
+        attempt--;
+        ctx.logger.info(`${name} to ${ctx.identity} met a broker outage (${last.message}); sending it again once the connection is back`);
+        await untilLinkUp(ctx, name);
+        continue;
+      }
       if (probeThisTry && err instanceof RpcTimeoutError) {
         const checkStarted = performance.now();
         if (!(await probing.check())) {
           if (ctx.signal.aborted) throw abortError(ctx.signal, name);
           // Silence across a broker outage, or while the servers may still be reconnecting after
           // one, says nothing about the node: it gets the full timeout instead of being dropped.
-          if (linkSettled(linkBefore, ctx.client.link, ctx.lostReply?.fleetReconnectMs ?? DEFAULT_FLEET_RECONNECT_MS)) throw new NodeGoneError(ctx.identity, name, Math.round(performance.now() - started));
+          if (linkSettled(linkBefore, ctx.client.link, fleetReconnectMs)) throw new NodeGoneError(ctx.identity, name, Math.round(performance.now() - started));
           ctx.logger.info(`${ctx.identity} did not answer ${name} nor rpcutil#ping while the broker connection was down or just back; not taken as gone, trying again with the full timeout`);
+          continue;
+        }
+        if (!linkSettled(linkBefore, ctx.client.link, fleetReconnectMs)) {
+          ctx.logger.info(`${ctx.identity} did not answer ${name} within ${probing.timeoutMs} ms, and the broker connection was down or just back: trying again`);
           continue;
         }
         // it answered: slow, not gone; the next tries get the full timeout at once
@@ -180,6 +209,17 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
   }
   ctx.metrics.rpcError(name);
   throw new StepFailedError(name, made, last ?? new Error('not attempted'), ctx.identity);
+}
+
+/** Waits (checking every 50 ms) until the broker link is up, or the step is cancelled. */
+async function untilLinkUp(ctx: StepContext, name: RpcName): Promise<void> {
+  while (!ctx.client.link.up) {
+    try {
+      await sleep(50, ctx.signal);
+    } catch {
+      throw abortError(ctx.signal, name);
+    }
+  }
 }
 
 async function investigate(ctx: StepContext, name: RpcName, action: ChangingAction, sentAt: number, err: Error): Promise<LostReplyFinding> {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, startNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { readVector, vectorPath } from '@choria-provisioner/test-support/vectors';
-import { backoffDelayMs, choriaAuthenticator, connectChoria, natsConnectionOptions, natsServers } from '../../src/choria/connector.js';
+import { OutageBackoff, backoffDelayMs, choriaAuthenticator, connectChoria, natsConnectionOptions, natsServers } from '../../src/choria/connector.js';
 import { ConnectError } from '../../src/choria/errors.js';
 import { loadChoriaCredentials } from '../../src/choria/security/choria-credentials.js';
 import { fakeJwt } from './support/jwt.js';
@@ -50,6 +50,22 @@ describe('connection options', () => {
     const pub = createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(publicHex, 'hex')]), format: 'der', type: 'spki' });
     expect(verify(null, Buffer.from('abc123'), pub, Buffer.from(auth['sig'] as string, 'base64url'))).toBe(true);
     expect(choriaAuthenticator(credentials)()).not.toHaveProperty('sig');
+  });
+
+  it('waits between reconnect attempts half the outage so far, from 250 ms to 2 s', () => {
+    let now = 1_000_000;
+    const b = new OutageBackoff(() => now, () => 0.5);
+    expect(b.delay()).toBe(250); // connected: the shortest
+    b.disconnected();
+    now += 1_000;
+    expect(b.delay()).toBe(500);
+    now += 2_000;
+    b.disconnected(); // a second report keeps the first moment
+    expect(b.delay()).toBe(1_500);
+    now += 60_000;
+    expect(b.delay()).toBe(2_000);
+    b.connected();
+    expect(b.delay()).toBe(250);
   });
 
   it('backs off exponentially with jitter, capped', () => {

@@ -16,6 +16,7 @@ import { silentLogger } from '../../src/util/logger.js';
 import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { testClient, testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 import { startResponders, type RpcContext } from '../choria/support/responder.js';
+import { captureLogger } from '../choria/support/logger.js';
 
 const NODE = 'web1.example.net';
 const INVENTORY = { agents: ['choria_provision', 'rpcutil'], version: '0.29.4', upgradable: false, facts: { role: 'web' } };
@@ -325,5 +326,44 @@ describe('Host', () => {
     const result = await new Host(deps, job()).provision();
     expect(dropped).toBeGreaterThanOrEqual(2); // the first inventory and the ping fell into the quiet
     expect(result.outcome).toBe('provisioned');
+  });
+
+  it('a read-only request lost to a broker restart is sent again at once, not after the full timeout, and costs no try', async () => {
+    const srv = await startNatsServer({ jetstream: false });
+    cleanups.push(() => srv.stop());
+    let quietUntil = 0;
+    let inventories = 0;
+    const responders = await startResponders({
+      url: srv.url,
+      identities: [NODE],
+      onRpc: (ctx) => {
+        if (ctx.request.action === 'inventory') inventories++;
+        if (performance.now() < quietUntil) return undefined; // the node is still reconnecting
+        return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
+      },
+    });
+    cleanups.push(() => responders.close());
+    // no liveness probe: without the rule every lost inventory would wait the full 20 s
+    const config = testConfig('liveness_timeout: 0s\n');
+    const client = await testClient(testSettings(srv.url, config));
+    cleanups.push(() => client.close());
+    const helper = createHelperRunner({ fn: (req) => ({ configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' } }) });
+    cleanups.push(() => helper.close());
+    const changes = client.link.changes;
+    await srv.restart();
+    const deadline = performance.now() + 10_000;
+    while (!(client.link.up && client.link.changes > changes) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 300)); // the responders are back on the broker too
+    quietUntil = performance.now() + 4_500; // longer than two quick tries, far shorter than the full timeout
+    const log = captureLogger('info');
+    const lostReply = { ...QUICK, fleetReconnectMs: 5_000 };
+    const deps: HostDeps = { config, client, helper, metrics: new ProvisionerMetrics(new Registry(), 'test'), pause: new PauseFlag(false), rpcTimeoutMs: 20_000, lostReply, backoff: () => 10 };
+    const started = performance.now();
+    const result = await new Host(deps, job({ logger: log.logger })).provision();
+    expect(result.outcome).toBe('provisioned');
+    expect(performance.now() - started).toBeLessThan(12_000);
+    expect(inventories).toBeGreaterThanOrEqual(3); // two quiet tries, then the answered one
+    expect(log.text()).toMatch(/rpcutil#inventory to web1\.example\.net met a broker outage \(.*timed out.*\); sending it again once the connection is back/);
+    expect(log.text()).not.toMatch(/Could not perform rpcutil#inventory/);
   });
 });
