@@ -291,26 +291,27 @@ describe('Host', () => {
     expect(subscriptions()).toBe(before);
   });
 
-  it('a node silent just after a broker restart is not taken as gone: the step goes on with its full timeout', async () => {
-    // Real servers reconnect on their own schedule after a broker restart, so for a few seconds
-    // a healthy node answers neither its request nor the liveness ping.
+  /**
+   * A node behind a broker that has just restarted: the provisioner's client and the node are both
+   * back on it, and for `quietMs` from then the node answers nothing (as a real server that is
+   * still reconnecting). `requests` counts what reached it, answered or not, by action.
+   */
+  async function justAfterBrokerRestart(yaml: string, quietMs: number, rpcTimeoutMs: number): Promise<{ deps: HostDeps; requests: Map<string, number> }> {
     const srv = await startNatsServer({ jetstream: false });
     cleanups.push(() => srv.stop());
-    let quietUntil = 0;
-    let dropped = 0;
+    let quietUntil = Infinity;
+    const requests = new Map<string, number>();
     const responders = await startResponders({
       url: srv.url,
       identities: [NODE],
       onRpc: (ctx) => {
-        if (performance.now() < quietUntil) {
-          dropped++;
-          return undefined;
-        }
+        requests.set(ctx.request.action, (requests.get(ctx.request.action) ?? 0) + 1);
+        if (performance.now() < quietUntil) return undefined;
         return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
       },
     });
     cleanups.push(() => responders.close());
-    const config = testConfig('liveness_timeout: 200ms\n');
+    const config = testConfig(yaml);
     const client = await testClient(testSettings(srv.url, config));
     cleanups.push(() => client.close());
     const helper = createHelperRunner({ fn: (req) => ({ configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' } }) });
@@ -320,49 +321,31 @@ describe('Host', () => {
     const deadline = performance.now() + 10_000;
     while (!(client.link.up && client.link.changes > changes) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     await new Promise((r) => setTimeout(r, 300)); // the responders are back on the broker too
-    quietUntil = performance.now() + 800;
+    requests.clear();
+    quietUntil = performance.now() + quietMs;
     const lostReply = { ...QUICK, fleetReconnectMs: 5_000 };
-    const deps: HostDeps = { config, client, helper, metrics: new ProvisionerMetrics(new Registry(), 'test'), pause: new PauseFlag(false), rpcTimeoutMs: 3_000, lostReply, backoff: () => 10 };
+    return { requests, deps: { config, client, helper, metrics: new ProvisionerMetrics(new Registry(), 'test'), pause: new PauseFlag(false), rpcTimeoutMs, lostReply, backoff: () => 10 } };
+  }
+
+  it('a node silent just after a broker restart is not taken as gone: the step goes on', async () => {
+    // Real servers reconnect on their own schedule after a broker restart, so for a few seconds
+    // a healthy node answers neither its request nor the liveness ping.
+    const { deps, requests } = await justAfterBrokerRestart('liveness_timeout: 200ms\n', 800, 3_000);
     const result = await new Host(deps, job()).provision();
-    expect(dropped).toBeGreaterThanOrEqual(2); // the first inventory and the ping fell into the quiet
+    expect((requests.get('inventory') ?? 0) + (requests.get('ping') ?? 0)).toBeGreaterThanOrEqual(2); // the first inventory and the ping fell into the quiet
     expect(result.outcome).toBe('provisioned');
   });
 
   it('a read-only request lost to a broker restart is sent again at once, not after the full timeout, and costs no try', async () => {
-    const srv = await startNatsServer({ jetstream: false });
-    cleanups.push(() => srv.stop());
-    let quietUntil = 0;
-    let inventories = 0;
-    const responders = await startResponders({
-      url: srv.url,
-      identities: [NODE],
-      onRpc: (ctx) => {
-        if (ctx.request.action === 'inventory') inventories++;
-        if (performance.now() < quietUntil) return undefined; // the node is still reconnecting
-        return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
-      },
-    });
-    cleanups.push(() => responders.close());
-    // no liveness probe: without the rule every lost inventory would wait the full 20 s
-    const config = testConfig('liveness_timeout: 0s\n');
-    const client = await testClient(testSettings(srv.url, config));
-    cleanups.push(() => client.close());
-    const helper = createHelperRunner({ fn: (req) => ({ configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' } }) });
-    cleanups.push(() => helper.close());
-    const changes = client.link.changes;
-    await srv.restart();
-    const deadline = performance.now() + 10_000;
-    while (!(client.link.up && client.link.changes > changes) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    await new Promise((r) => setTimeout(r, 300)); // the responders are back on the broker too
-    quietUntil = performance.now() + 4_500; // longer than two quick tries, far shorter than the full timeout
+    // no liveness probe: without the rule every lost inventory would wait the full 20 s; the
+    // quiet is longer than two quick tries and far shorter than the full timeout
+    const { deps, requests } = await justAfterBrokerRestart('liveness_timeout: 0s\n', 4_500, 20_000);
     const log = captureLogger('info');
-    const lostReply = { ...QUICK, fleetReconnectMs: 5_000 };
-    const deps: HostDeps = { config, client, helper, metrics: new ProvisionerMetrics(new Registry(), 'test'), pause: new PauseFlag(false), rpcTimeoutMs: 20_000, lostReply, backoff: () => 10 };
     const started = performance.now();
     const result = await new Host(deps, job({ logger: log.logger })).provision();
     expect(result.outcome).toBe('provisioned');
     expect(performance.now() - started).toBeLessThan(12_000);
-    expect(inventories).toBeGreaterThanOrEqual(3); // two quiet tries, then the answered one
+    expect(requests.get('inventory') ?? 0).toBeGreaterThanOrEqual(3); // two quiet tries, then the answered one
     expect(log.text()).toMatch(/rpcutil#inventory to web1\.example\.net met a broker outage \(.*timed out.*\); sending it again once the connection is back/);
     expect(log.text()).not.toMatch(/Could not perform rpcutil#inventory/);
   });
