@@ -161,7 +161,11 @@ export function expectProvisionedOnce(fleet: SimulatedFleet, sel: NodeSelection 
   // after a configure reply lost with the broker (docs/protocol.md, "Lost replies"); it happens
   // only where the broker went away, as in these tests. Every other kind is a mistake.
   const { 'restart-refused': _checks, ...mistakes } = r.totals.violationsByKind;
-  expect(Object.values(mistakes).reduce((a, n) => a + n, 0), JSON.stringify(r.totals.violationsByKind)).toBe(0);
+  // the failure names the first few violations, node by node
+  const details = r.nodes
+    .flatMap((n) => n.violations.filter((v) => v.kind !== 'restart-refused').map((v) => `${n.identity} ${v.at} ${v.kind}: ${v.detail}`))
+    .slice(0, 8);
+  expect(Object.values(mistakes).reduce((a, n) => a + n, 0), `${JSON.stringify(r.totals.violationsByKind)}\n${details.join('\n')}`).toBe(0);
   const wrong = selected(fleet, sel)
     .filter((n) => n.restartCount !== 1 || n.configuredCount < 1 || n.state !== 'provisioned')
     .map((n) => `${n.identity}:${n.state}:${n.configuredCount}/${n.restartCount}`);
