@@ -1,7 +1,7 @@
 // One server's provisioning. A Host is built from a config, a
 // Choria client, a helper and metrics; it knows nothing of the scheduler, so it can be run and
 // tested alone. Nothing is kept across attempts: every attempt starts from scratch, like upstream.
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
 import type { ProvisionerConfig } from '../config/types.js';
@@ -136,8 +136,7 @@ export class VerificationKeyCache {
     if (this.#key !== undefined && this.#setting === setting && now - this.#readAt < this.#rereadMs) return this.#key;
     let content: Buffer | undefined;
     try {
-      statSync(setting);
-      content = readFileSync(setting);
+      content = readFileSync(setting); // fails with ENOENT for a missing file, as a stat would
     } catch (err) {
       // Only a missing file makes the setting a hex key, exactly as loadVerificationKey decides.
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return loadVerificationKey(setting);
