@@ -8,8 +8,7 @@ import { until } from '@choria-provisioner/test-support/wait';
 import {
   UPGRADE_VERSION,
   assertRow,
-  labAvailability,
-  labKinds,
+  interopSuite,
   labServers,
   recordResult,
   rowBound,
@@ -24,10 +23,7 @@ import {
   type SiteSpec,
 } from '@choria-provisioner/test-support/lab/index';
 
-const lab = labAvailability();
-if (!lab.available) console.log(lab.skipLine);
-
-const KINDS: readonly ProvisionerKind[] = labKinds();
+const { available, kinds: KINDS } = interopSuite();
 const ACTION_POLICY = 'policy default deny\nallow\trpcutil\tping\t*\t*\n';
 const OPA_POLICY = 'package io.choria.aaa.policy\n\ndefault allow = true\n';
 
@@ -51,7 +47,7 @@ function nodeLog(fleet: LabFleet, id: string): string {
   }
 }
 
-describe.skipIf(!lab.available)('interop: helper answers with real go-choria servers', () => {
+describe.skipIf(!available)('interop: helper answers with real go-choria servers', () => {
   it.each(KINDS)('defer: the helper defers each node once, the node is provisioned on a later try (%s)', async (kind) => {
     const n = labServers();
     await withLab(`defer-${kind}`, async (l) => {

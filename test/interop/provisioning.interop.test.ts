@@ -9,8 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { sleep } from '@choria-provisioner/test-support/wait';
 import {
   assertRow,
-  labAvailability,
-  labKinds,
+  interopSuite,
   labServers,
   recordResult,
   rowBound,
@@ -20,16 +19,12 @@ import {
   writeKeyPair,
   writeProvisionerClientJwt,
   writeServerJwt,
-  type ProvisionerKind,
 } from '@choria-provisioner/test-support/lab/index';
 
-const lab = labAvailability();
-if (!lab.available) console.log(lab.skipLine);
-
-const KINDS: readonly ProvisionerKind[] = labKinds();
+const { available, kinds: KINDS } = interopSuite();
 const PROVISIONER = 'provisioner.lab.example';
 
-describe.skipIf(!lab.available)('interop: provisioning real go-choria servers', () => {
+describe.skipIf(!available)('interop: provisioning real go-choria servers', () => {
   it.each(KINDS)('(a) jwt flow: servers waiting before the provisioner starts (%s)', async (kind) => {
     const n = labServers(200);
     await withLab(`jwt-${kind}`, async (l) => {

@@ -6,8 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { sleep, until } from '@choria-provisioner/test-support/wait';
 import {
   assertRow,
-  labAvailability,
-  labKinds,
+  interopSuite,
   labServers,
   recordResult,
   rowBound,
@@ -15,16 +14,12 @@ import {
   waitProvisioned,
   waitWaiting,
   withLab,
-  type ProvisionerKind,
 } from '@choria-provisioner/test-support/lab/index';
 
-const lab = labAvailability();
-if (!lab.available) console.log(lab.skipLine);
-
-const KINDS: readonly ProvisionerKind[] = labKinds();
+const { available, kinds: KINDS } = interopSuite();
 const LEADER = 'Became leader after winning election';
 
-describe.skipIf(!lab.available)('interop: failures and coordination with real go-choria servers', () => {
+describe.skipIf(!available)('interop: failures and coordination with real go-choria servers', () => {
   it.each(KINDS)('(e) broker restarted mid-run: every node provisioned within 10 s of its return (%s)', async (kind) => {
     const n = labServers();
     await withLab(`broker-restart-${kind}`, async (l) => {

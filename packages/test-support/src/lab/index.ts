@@ -6,5 +6,5 @@ export { openLab, labServers, waitProvisioned, reportLine, type Lab, type FleetS
 export type { LabBroker } from './broker.js';
 export type { LabFleet, ServerState } from './servers.js';
 export type { LabProvisioner, ProvisionerKind, SiteSpec } from './provisioners.js';
-export { withLab, labKinds, rowBound, recordResult, assertRow, waitWaiting, waitLog } from './rows.js';
+export { withLab, interopSuite, labKinds, rowBound, recordResult, assertRow, waitWaiting, waitLog } from './rows.js';
 export { writeKeyPair, writeProvisionerClientJwt, writeServerJwt, type LabKeyPair } from './jwt.js';

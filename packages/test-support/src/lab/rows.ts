@@ -4,7 +4,7 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sleep } from '../wait.js';
-import { labPaths } from './paths.js';
+import { labAvailability, labPaths } from './paths.js';
 import { openLab, reportLine, type Lab, type ProvisionedReport } from './lab.js';
 import type { ProvisionerKind } from './provisioners.js';
 import type { LabFleet } from './servers.js';
@@ -32,6 +32,16 @@ export function labKinds(): ProvisionerKind[] {
   const kinds = (['ours', 'upstream'] as const).filter((k) => wanted.includes(k));
   if (kinds.length === 0) throw new Error(`LAB_KINDS=${process.env['LAB_KINDS'] ?? ''}: expected ours, upstream or both (comma-separated)`);
   return kinds;
+}
+
+/**
+ * What every interop file starts with: whether the lab binaries are there (saying so in one line
+ * when they are not) and the provisioners its rows run.
+ */
+export function interopSuite(): { readonly available: boolean; readonly kinds: readonly ProvisionerKind[] } {
+  const lab = labAvailability();
+  if (!lab.available) console.log(lab.skipLine);
+  return { available: lab.available, kinds: labKinds() };
 }
 
 /** A 10-server row gets 30 s, each further server half a second more. */
