@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { sleep } from '@choria-provisioner/test-support/wait';
 import {
   assertRow,
+  createBucketAsAdmin,
   interopSuite,
   labServers,
   recordResult,
@@ -16,13 +17,16 @@ import {
   waitProvisioned,
   waitWaiting,
   withLab,
+  writeIssuerClientConfig,
   writeKeyPair,
+  writeOperatorClientJwt,
   writeProvisionerClientJwt,
   writeServerJwt,
 } from '@choria-provisioner/test-support/lab/index';
 
 const { available, kinds: KINDS } = interopSuite();
 const PROVISIONER = 'provisioner.lab.example';
+const ADMIN = 'admin.lab.example';
 
 describe.skipIf(!available)('interop: provisioning real go-choria servers', () => {
   it.each(KINDS)('(a) jwt flow: servers waiting before the provisioner starts (%s)', async (kind) => {
@@ -111,12 +115,22 @@ describe.skipIf(!available)('interop: provisioning real go-choria servers', () =
       const issuer = await writeKeyPair(choria, join(l.dir, 'issuer.seed'));
       const signer = await writeKeyPair(choria, join(l.dir, 'provisioner.seed'));
       const token = join(l.dir, 'provisioner.jwt');
-      await writeProvisionerClientJwt(choria, { file: token, identity: PROVISIONER, signingKey: issuer.seedFile, publicKey: signer.publicKey });
+      // --stream-user: ours keeps its node history in Choria Streams (a second connection, in the
+      // choria account), in a bucket a Streams admin made beforehand: a user may not create one
+      await writeProvisionerClientJwt(choria, { file: token, identity: PROVISIONER, signingKey: issuer.seedFile, publicKey: signer.publicKey, streams: kind === 'ours' ? 'user' : undefined });
       const brokerKey = await writeKeyPair(choria, join(l.dir, 'broker.seed'));
       const brokerJwt = join(l.dir, 'broker.jwt');
       await writeServerJwt(choria, { file: brokerJwt, identity: 'broker.lab.example', signingKey: issuer.seedFile, publicKey: brokerKey.publicKey });
       const b = await l.broker({ issuer: { name: 'choria', publicKey: issuer.publicKey, tokenFile: brokerJwt, seedFile: brokerKey.seedFile } });
       const url = `nats://127.0.0.1:${b.port}`;
+      if (kind === 'ours') {
+        const admin = await writeKeyPair(choria, join(l.dir, 'admin.seed'));
+        const adminJwt = join(l.dir, 'admin.jwt');
+        await writeOperatorClientJwt(choria, { file: adminJwt, identity: ADMIN, signingKey: issuer.seedFile, publicKey: admin.publicKey, streams: 'admin' });
+        const configFile = join(l.dir, 'admin-client.cfg');
+        writeIssuerClientConfig(configFile, { identity: ADMIN, brokerUrl: url, tokenFile: adminJwt, seedFile: admin.seedFile });
+        await createBucketAsAdmin(choria, { configFile, identity: ADMIN, bucket: 'CHORIA_PROVISIONER_HISTORY', ttl: '168h' });
+      }
       const fleet = await l.fleet({
         prefix: 'v2',
         count: n,
@@ -129,15 +143,10 @@ describe.skipIf(!available)('interop: provisioning real go-choria servers', () =
       await fleet.start();
       await waitWaiting(fleet);
       const t0 = Date.now();
-      const choriaConfig = [
-        `identity = ${PROVISIONER}`,
-        `plugin.choria.middleware_hosts = ${url}`,
-        'plugin.security.provider = choria',
-        `plugin.security.choria.token_file = ${token}`,
-        `plugin.security.choria.seed_file = ${signer.seedFile}`,
-        '',
-      ].join('\n');
-      await l.provisioner({
+      const choriaConfigFile = join(l.dir, 'provisioner-client.cfg');
+      writeIssuerClientConfig(choriaConfigFile, { identity: PROVISIONER, brokerUrl: url, tokenFile: token, seedFile: signer.seedFile });
+      const choriaConfig = readFileSync(choriaConfigFile, 'utf8');
+      const p = await l.provisioner({
         kind,
         name: kind,
         identity: PROVISIONER,
@@ -160,6 +169,12 @@ describe.skipIf(!available)('interop: provisioning real go-choria servers', () =
       for (const id of fleet.identities) {
         expect(existsSync(join(fleet.nodeDir(id), 'server.seed')), `${id}: its ed25519 seed`).toBe(true);
         expect(readFileSync(join(fleet.nodeDir(id), 'server.jwt'), 'utf8').split('.').length, `${id}: its server JWT`).toBe(3);
+      }
+      if (kind === 'ours') {
+        const status = (await p.status()) as { sites: { history?: unknown }[] };
+        const history = status.sites[0]?.history as { nodes?: number } | undefined;
+        expect(history, 'the node history on an Organization Issuer network').toMatchObject({ store: 'kv', connection: 'choria', bucket: 'CHORIA_PROVISIONER_HISTORY' });
+        expect(history?.nodes).toBeGreaterThanOrEqual(n);
       }
     });
   });

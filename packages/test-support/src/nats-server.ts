@@ -27,7 +27,33 @@ export const CHORIA_BROKER_LOGINS = {
   provisioner: { user: 'provisioner', password: 'provisioner-secret' },
   /** provisioning-mode servers (a Choria Broker admits them by their provisioning token) */
   node: { user: 'node', password: 'node-secret' },
+  /** a client of the choria account granted Choria Streams as a user, not an admin (`--stream-user`) */
+  streamsUser: { user: 'streams-user', password: 'streams-user-secret' },
 } as const;
+
+/**
+ * What a Choria Broker lets a Streams user (not an admin) publish: JetStream's read, consume and
+ * key-value subjects, but no stream creation or deletion.
+ */
+const STREAMS_USER_PUBLISH = [
+  '$JS.API.INFO',
+  '$JS.API.STREAM.NAMES',
+  '$JS.API.STREAM.LIST',
+  '$JS.API.STREAM.INFO.*',
+  '$JS.API.STREAM.MSG.GET.*',
+  '$JS.API.DIRECT.GET.*',
+  '$JS.API.DIRECT.GET.*.>',
+  '$JS.API.CONSUMER.CREATE.*',
+  '$JS.API.CONSUMER.CREATE.*.>',
+  '$JS.API.CONSUMER.DURABLE.CREATE.*.*',
+  '$JS.API.CONSUMER.DELETE.*.*',
+  '$JS.API.CONSUMER.INFO.*.*',
+  '$JS.API.CONSUMER.MSG.NEXT.*.*',
+  '$JS.ACK.>',
+  '$JS.FC.>',
+  '$KV.>',
+  '_INBOX.>',
+];
 
 /**
  * How a test's own connection (a tap on the provisioning traffic, a publisher of events) logs in
@@ -47,12 +73,16 @@ export function provisioningLogin(s: { readonly choriaAccounts: boolean }): { us
  * Unauthenticated connections land in the choria account.
  */
 export function choriaBrokerAccounts(): string {
-  const { provisioner, node } = CHORIA_BROKER_LOGINS;
+  const { provisioner, node, streamsUser } = CHORIA_BROKER_LOGINS;
+  const streamsUserPublish = STREAMS_USER_PUBLISH.map((x) => JSON.stringify(x)).join(', ');
   return [
     'accounts {',
     '  choria {',
     '    jetstream: enabled',
-    '    users: [ { user: "choria-default", password: "unused-default-login" } ]',
+    '    users: [',
+    '      { user: "choria-default", password: "unused-default-login" }',
+    `      { user: "${streamsUser.user}", password: "${streamsUser.password}", permissions: { publish: { allow: [ ${streamsUserPublish} ] }, subscribe: { allow: ">" } } }`,
+    '    ]',
     '    exports: [',
     '      { service: "$JS.API.STREAM.INFO.KV_CHORIA_LEADER_ELECTION", response_type: singleton, accounts: [provisioning] }',
     '      { service: "$KV.CHORIA_LEADER_ELECTION.provisioner", response_type: singleton, accounts: [provisioning] }',

@@ -7,4 +7,5 @@ export type { LabBroker } from './broker.js';
 export type { LabFleet, ServerState } from './servers.js';
 export type { LabProvisioner, ProvisionerKind, SiteSpec } from './provisioners.js';
 export { withLab, interopSuite, labKinds, rowBound, recordResult, assertRow, waitWaiting, waitLog } from './rows.js';
-export { writeKeyPair, writeProvisionerClientJwt, writeServerJwt, type LabKeyPair } from './jwt.js';
+export { writeKeyPair, writeOperatorClientJwt, writeProvisionerClientJwt, writeServerJwt, type LabKeyPair } from './jwt.js';
+export { createBucketAsAdmin, writeIssuerClientConfig } from './streams.js';

@@ -61,16 +61,31 @@ export interface ClientJwtOptions {
   readonly signingKey: string;
   /** the client's own public key (hex) */
   readonly publicKey: string;
+  /**
+   * Choria Streams: `user` may use existing streams and buckets (`--stream-user`), `admin` may
+   * also create them (`--stream-admin`)
+   */
+  readonly streams?: 'user' | 'admin';
+}
+
+async function writeClientJwt(choria: string, o: ClientJwtOptions, permissions: readonly string[], what: string): Promise<void> {
+  const streams = o.streams === undefined ? [] : [`--stream-${o.streams}`];
+  const args = ['jwt', 'client', o.file, o.identity, o.signingKey, '--public-key', o.publicKey, ...permissions, ...streams, '--validity', '24h'];
+  try {
+    await run(choria, args, { timeout: 30_000 });
+  } catch (err) {
+    throw new Error(`could not write ${what} ${o.file} with ${choria} jwt client: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
 }
 
 /** A provisioner's client JWT under an Organization Issuer: may provision servers and issue their JWTs. */
 export async function writeProvisionerClientJwt(choria: string, o: ClientJwtOptions): Promise<void> {
-  const args = ['jwt', 'client', o.file, o.identity, o.signingKey, '--public-key', o.publicKey, '--server-provisioner', '--issuer', '--validity', '24h'];
-  try {
-    await run(choria, args, { timeout: 30_000 });
-  } catch (err) {
-    throw new Error(`could not write the provisioner's client JWT ${o.file} with ${choria} jwt client: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  }
+  await writeClientJwt(choria, o, ['--server-provisioner', '--issuer'], "the provisioner's client JWT");
+}
+
+/** A plain client JWT under an Organization Issuer (an operator's, say, with `streams: 'admin'`). */
+export async function writeOperatorClientJwt(choria: string, o: ClientJwtOptions): Promise<void> {
+  await writeClientJwt(choria, o, [], 'a client JWT');
 }
 
 /** A server JWT under the issuer (the broker's own identity on an Organization Issuer network). */

@@ -42,7 +42,15 @@ export interface WatchHandlers {
 }
 
 /** Why JetStream said no, in an operator's words. */
-function unavailableReason(err: unknown, apiPrefix: string): string {
+function unavailableReason(err: unknown, apiPrefix: string, bucket: string, ttlMs: number): string {
+  // A Choria Streams user (`choria jwt client --stream-user`) may use buckets but not create them
+  if (err instanceof NatsError && err.code === ErrorCode.PermissionsViolation && (err.permissionContext?.subject ?? '').includes('.STREAM.CREATE.')) {
+    return (
+      `this connection may use Choria Streams but not create the bucket (${errorText(err)}): ` +
+      `have a Streams admin create it once, e.g. \`choria kv add ${bucket} --history 1 --ttl ${Math.max(1, Math.round(ttlMs / 3_600_000))}h\`, ` +
+      `or give the provisioner's client JWT --stream-admin`
+    );
+  }
   if (err instanceof NatsError && err.code === ErrorCode.NoResponders) {
     return `no JetStream answers under ${apiPrefix} for this connection's account (JetStream off, or not given to the account)`;
   }
@@ -99,7 +107,7 @@ export class HistoryBucket implements HistoryBacking {
       const kv = await opts.nc.jetstream({ apiPrefix: opts.apiPrefix, timeout, checkAPI: false }).views.kv(opts.bucket, { bindOnly: true });
       return new HistoryBucket(kv, opts.site, { bucket: opts.bucket, ttlMs: Math.round(maxAgeNs / 1e6), created });
     } catch (err) {
-      throw new HistoryUnavailableError(`could not open the history bucket ${opts.bucket}: ${unavailableReason(err, opts.apiPrefix)}`, { cause: err });
+      throw new HistoryUnavailableError(`could not open the history bucket ${opts.bucket}: ${unavailableReason(err, opts.apiPrefix, opts.bucket, opts.ttlMs)}`, { cause: err });
     }
   }
 

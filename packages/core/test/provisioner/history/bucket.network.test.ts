@@ -1,6 +1,6 @@
 import { connect, type NatsConnection } from 'nats';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { CHORIA_BROKER_LOGINS, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { until } from '@choria-provisioner/test-support/wait';
 import { HistoryBucket, HistoryUnavailableError, NodeHistory, HISTORY_BUCKET_MAX_BYTES, encodeRecord, historyKey, type NodeRecord } from '../../../src/provisioner/history/index.js';
 
@@ -98,6 +98,23 @@ describe('HistoryBucket against nats-server', () => {
       config: 'accounts: { JS: { jetstream: enabled, users: [{ user: js, password: js }] }, PROV: { users: [{ user: prov, password: prov }] } }\n',
     });
     await expect(HistoryBucket.open({ nc: await conn(accounts, { user: 'prov', pass: 'prov' }), bucket: 'HIST', ttlMs: HOUR, apiPrefix: '$JS.API', site: 'dc1' })).rejects.toThrow(/no JetStream answers under \$JS\.API/);
+  });
+
+  it('a Streams user (no stream creation) is told how to get the bucket made, then uses the one an admin made', async () => {
+    const s = await server({ choriaAccounts: true });
+    const { user, password } = CHORIA_BROKER_LOGINS.streamsUser;
+    const asUser = await conn(s, { user, pass: password });
+    await expect(HistoryBucket.open({ nc: asUser, bucket: 'HIST', ttlMs: 168 * HOUR, apiPrefix: '$JS.API', site: 'dc1' })).rejects.toThrow(
+      /^could not open the history bucket HIST: this connection may use Choria Streams but not create the bucket \(.*STREAM\.CREATE\.KV_HIST.*\): have a Streams admin create it once, e\.g\. `choria kv add HIST --history 1 --ttl 168h`, or give the provisioner's client JWT --stream-admin$/,
+    );
+    // an admin (the account's unrestricted default login) makes it; the user binds to it as it is
+    await (await conn(s)).jetstreamManager().then((jsm) => jsm.streams.add({ name: 'KV_HIST', subjects: ['$KV.HIST.>'], max_msgs_per_subject: 1, allow_direct: true, allow_rollup_hdrs: true }));
+    const b = await open(asUser, 'dc1', 168 * HOUR);
+    expect(b.info).toMatchObject({ bucket: 'HIST', created: false });
+    const seen: NodeRecord[] = [];
+    await b.watch({ onRecord: (r) => seen.push(r), onInvalid: () => undefined });
+    await b.write(record('web1.example.net', 1000));
+    await until('its own write to come back through the watch', () => seen.some((r) => r.identity === 'web1.example.net'));
   });
 
   it('keeps following through a broker restart, and NodeHistory writes what failed meanwhile', async () => {
