@@ -158,13 +158,14 @@ describe.skipIf(!available)('interop: provisioning real go-choria servers', () =
             brokerUrls: [url],
             choriaConfig,
             features: { ed25519: true },
-            yaml: { jwt_verify_cert: issuer.publicKey, jwt_signing_key: signer.seedFile, jwt_signing_token: token },
+            yaml: { jwt_verify_cert: issuer.publicKey, jwt_signing_key: signer.seedFile, jwt_signing_token: token, leader_election: true },
           },
         ],
       });
       const bound = rowBound(n);
       const r = await waitProvisioned([fleet], bound, t0);
-      recordResult('protocol-v2', kind, r);
+      const election = electionTimes(p.log());
+      recordResult('protocol-v2', kind, r, election);
       assertRow('protocol v2', kind, r, bound);
       for (const id of fleet.identities) {
         expect(existsSync(join(fleet.nodeDir(id), 'server.seed')), `${id}: its ed25519 seed`).toBe(true);
@@ -175,7 +176,30 @@ describe.skipIf(!available)('interop: provisioning real go-choria servers', () =
         const history = status.sites[0]?.history as { nodes?: number } | undefined;
         expect(history, 'the node history on an Organization Issuer network').toMatchObject({ store: 'kv', connection: 'choria', bucket: 'CHORIA_PROVISIONER_HISTORY' });
         expect(history?.nodes).toBeGreaterThanOrEqual(n);
+        // both provisioners wait a random 0-5 s before their first campaign (go-choria's splay);
+        // beyond that, winning an empty election is one request or two
+        expect(election.leaderAfterCampaignMs, p.log()).toBeDefined();
+        expect((election.leaderAfterCampaignMs ?? 0) - (election.splayMs ?? 0), 'the time to lead beyond the random wait').toBeLessThan(1_500);
       }
     });
   });
 });
+
+/** From a provisioner's log: when it began campaigning and when it won (ours also logs its random wait). */
+function electionTimes(log: string): { leaderAfterStartMs?: number; leaderAfterCampaignMs?: number; splayMs?: number } {
+  const lines = log.split('\n');
+  const at = (line: string | undefined): number | undefined => {
+    const m = line === undefined ? null : /(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z?)/.exec(line);
+    return m?.[1] === undefined ? undefined : Date.parse(m[1].endsWith('Z') ? m[1] : `${m[1]}Z`);
+  };
+  const start = at(lines.find((l) => at(l) !== undefined));
+  const campaign = lines.find((l) => /Campaigning for leader election|Starting leader election/.test(l));
+  const won = at(lines.find((l) => l.includes('Became leader after winning election')));
+  const splay = /random wait of (\d+) ms/.exec(campaign ?? '')?.[1];
+  const campaignAt = at(campaign);
+  return {
+    ...(won !== undefined && start !== undefined ? { leaderAfterStartMs: won - start } : {}),
+    ...(won !== undefined && campaignAt !== undefined ? { leaderAfterCampaignMs: won - campaignAt } : {}),
+    ...(splay !== undefined ? { splayMs: Number(splay) } : {}),
+  };
+}

@@ -147,11 +147,13 @@ export class LeaderElection {
     const ttlMs = await this.#waitForUsableBucket(signal);
     if (ttlMs === undefined) return;
     this.#state = 'candidate';
-    this.#logger.info(`Campaigning for leader election ${this.#ref.key} in bucket ${this.#ref.bucket} as ${this.#identity} (bucket TTL ${formatMs(ttlMs)})`, {
-      election: this.#ref.key,
-      bucket: this.#ref.bucket,
-    });
+    // a random wait before the first campaign, as go-choria's elections do, so instances started
+    // together do not all ask at once; said in the log since it is most of the time to a first win
     const splay = Math.floor(this.#random() * this.#splayMs);
+    this.#logger.info(
+      `Campaigning for leader election ${this.#ref.key} in bucket ${this.#ref.bucket} as ${this.#identity} (bucket TTL ${formatMs(ttlMs)}; first campaign after a random wait of ${splay} ms)`,
+      { election: this.#ref.key, bucket: this.#ref.bucket, splayMs: splay },
+    );
     if (!(await abortableSleep(splay, signal))) return;
     while (!signal.aborted) {
       await this.#campaign(signal);
