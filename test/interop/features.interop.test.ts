@@ -7,11 +7,11 @@ import { describe, expect, it } from 'vitest';
 import { until } from '@choria-provisioner/test-support/wait';
 import {
   UPGRADE_VERSION,
-  assertRow,
   interopSuite,
   labServers,
-  recordResult,
+  restartMidFlow,
   rowBound,
+  settleRow,
   waitProvisioned,
   waitWaiting,
   withLab,
@@ -19,24 +19,34 @@ import {
   type Lab,
   type FleetSpec,
   type LabFleet,
-  type ProvisionerKind,
+  type MidFlowRestart,
+  type RowCase,
   type SiteSpec,
 } from '@choria-provisioner/test-support/lab/index';
 
-const { available, kinds: KINDS } = interopSuite();
+const { available, cases: CASES } = interopSuite();
 const ACTION_POLICY = 'policy default deny\nallow\trpcutil\tping\t*\t*\n';
 const OPA_POLICY = 'package io.choria.aaa.policy\n\ndefault allow = true\n';
 
-/** A broker, a fleet waiting in provisioning mode, then the provisioner: the common shape of these rows. */
-async function provisionFleet(l: Lab, kind: ProvisionerKind, fleet: Omit<FleetSpec, 'provisioningUrls' | 'withConfig'>, site: Omit<SiteSpec, 'brokerUrls'> = { site: 'lab' }): Promise<{ fleet: LabFleet; t0: number }> {
+/**
+ * A broker, a fleet waiting in provisioning mode, then the provisioner (with the broker restarted
+ * mid-flow in that variant): the common shape of these rows.
+ */
+async function provisionFleet(
+  l: Lab,
+  c: RowCase,
+  fleet: Omit<FleetSpec, 'provisioningUrls' | 'withConfig'>,
+  site: Omit<SiteSpec, 'brokerUrls'> = { site: 'lab' },
+): Promise<{ fleet: LabFleet; t0: number; restart: MidFlowRestart }> {
   const b = await l.broker();
   const url = `nats://127.0.0.1:${b.port}`;
   const f = await l.fleet({ withConfig: true, provisioningUrls: [url], ...fleet });
   await f.start();
   await waitWaiting(f);
   const t0 = Date.now();
-  await l.provisioner({ kind, name: kind, identity: 'provisioner.lab.example', sites: [{ ...site, brokerUrls: [url] }] });
-  return { fleet: f, t0 };
+  const restart = restartMidFlow(c, b, [f], t0);
+  await l.provisioner({ kind: c.kind, name: c.kind, identity: 'provisioner.lab.example', sites: [{ ...site, brokerUrls: [url] }] });
+  return { fleet: f, t0, restart };
 }
 
 function nodeLog(fleet: LabFleet, id: string): string {
@@ -48,29 +58,30 @@ function nodeLog(fleet: LabFleet, id: string): string {
 }
 
 describe.skipIf(!available)('interop: helper answers with real go-choria servers', () => {
-  it.each(KINDS)('defer: the helper defers each node once, the node is provisioned on a later try (%s)', async (kind) => {
+  it.each(CASES)('defer: the helper defers each node once, the node is provisioned on a later try ($label)', async (c) => {
     const n = labServers();
-    await withLab(`defer-${kind}`, async (l) => {
-      const { fleet, t0 } = await provisionFleet(l, kind, { prefix: 'dfr', count: n, deferRuns: 1 });
+    await withLab(`defer-${c.slug}`, async (l) => {
+      const { fleet, t0, restart } = await provisionFleet(l, c, { prefix: 'dfr', count: n, deferRuns: 1 });
       // upstream forgets a deferred node until the next discovery (interval 1m, the minimum)
       const bound = rowBound(n, 100_000);
-      const r = await waitProvisioned([fleet], bound, t0);
-      recordResult('defer', kind, r);
-      assertRow('defer', kind, r, bound);
+      const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
+      await settleRow({ name: 'defer', id: 'defer', c, r, boundMs: bound, restart });
       for (const s of r.states) expect(s.helperRuns, `${s.identity}: helper runs`).toBeGreaterThanOrEqual(2);
     });
   });
 
-  it.each(KINDS)('shutdown: the helper says shutdown, every node is shut down and never configured (%s)', async (kind) => {
+  it.each(CASES)('shutdown: the helper says shutdown, every node is shut down and never configured ($label)', async (c) => {
     const n = labServers();
-    await withLab(`shutdown-${kind}`, async (l) => {
-      const { fleet, t0 } = await provisionFleet(l, kind, { prefix: 'shut', count: n, reply: { shutdown: true, msg: 'lab: not wanted here' } });
+    await withLab(`shutdown-${c.slug}`, async (l) => {
+      const { fleet, t0, restart } = await provisionFleet(l, c, { prefix: 'shut', count: n, reply: { shutdown: true, msg: 'lab: not wanted here' } });
       const bound = rowBound(n);
       const shut = (): string[] => fleet.identities.filter((id) => /choria_provision#shutdown/.test(nodeLog(fleet, id)));
-      await until('every node to be sent choria_provision#shutdown', () => shut().length === n, bound, { stepMs: 200 });
+      await until('every node to be sent choria_provision#shutdown', () => shut().length === n, bound + restart.extraWaitMs, { stepMs: 200 }).catch(() => undefined);
       const ms = Date.now() - t0;
       const states = fleet.states();
-      recordResult('shutdown', kind, { ms, states, configuredTwice: [], pending: [] }, {}, 'shut down');
+      const done = new Set(shut());
+      const r = { ms, states, configuredTwice: [], pending: fleet.identities.filter((id) => !done.has(id)) };
+      await settleRow({ name: 'shutdown', id: 'shutdown', c, r, boundMs: bound, restart, outcome: 'shut down' });
       for (const s of states) {
         expect(s.configures, `${s.identity}: configured although the helper said shutdown`).toBe(0);
         expect(nodeLog(fleet, s.identity), `${s.identity}: shut down`).toMatch(/[Ss]hutting down|shutdown/);
@@ -78,47 +89,44 @@ describe.skipIf(!available)('interop: helper answers with real go-choria servers
     });
   });
 
-  it.each(KINDS)('action policies: written to policies/ beside the configuration (%s)', async (kind) => {
+  it.each(CASES)('action policies: written to policies/ beside the configuration ($label)', async (c) => {
     const n = labServers();
-    await withLab(`action-policies-${kind}`, async (l) => {
-      const { fleet, t0 } = await provisionFleet(l, kind, { prefix: 'apol', count: n, reply: { action_policies: { 'rpcutil.policy': ACTION_POLICY } } });
+    await withLab(`action-policies-${c.slug}`, async (l) => {
+      const { fleet, t0, restart } = await provisionFleet(l, c, { prefix: 'apol', count: n, reply: { action_policies: { 'rpcutil.policy': ACTION_POLICY } } });
       const bound = rowBound(n);
-      const r = await waitProvisioned([fleet], bound, t0);
-      recordResult('action-policies', kind, r);
-      assertRow('action policies', kind, r, bound);
+      const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
+      await settleRow({ name: 'action policies', id: 'action-policies', c, r, boundMs: bound, restart });
       for (const id of fleet.identities) expect(readFileSync(join(fleet.nodeDir(id), 'policies', 'rpcutil.policy'), 'utf8'), id).toBe(ACTION_POLICY);
     });
   });
 
-  it.each(KINDS)('OPA policies: written to policies/rego/ beside the configuration (%s)', async (kind) => {
+  it.each(CASES)('OPA policies: written to policies/rego/ beside the configuration ($label)', async (c) => {
     const n = labServers();
-    await withLab(`opa-policies-${kind}`, async (l) => {
-      const { fleet, t0 } = await provisionFleet(l, kind, { prefix: 'opa', count: n, reply: { opa_policies: { 'default.rego': OPA_POLICY } } });
+    await withLab(`opa-policies-${c.slug}`, async (l) => {
+      const { fleet, t0, restart } = await provisionFleet(l, c, { prefix: 'opa', count: n, reply: { opa_policies: { 'default.rego': OPA_POLICY } } });
       const bound = rowBound(n);
-      const r = await waitProvisioned([fleet], bound, t0);
-      recordResult('opa-policies', kind, r);
-      assertRow('OPA policies', kind, r, bound);
+      const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
+      await settleRow({ name: 'OPA policies', id: 'opa-policies', c, r, boundMs: bound, restart });
       for (const id of fleet.identities) expect(readFileSync(join(fleet.nodeDir(id), 'policies', 'rego', 'default.rego'), 'utf8'), id).toBe(OPA_POLICY);
     });
   });
 
-  it.each(KINDS)(`upgrades: servers on 0.30.2 are moved to ${UPGRADE_VERSION} from a go-updater repository, then provisioned (%s)`, async (kind) => {
+  it.each(CASES)(`upgrades: servers on 0.30.2 are moved to ${UPGRADE_VERSION} from a go-updater repository, then provisioned ($label)`, async (c) => {
     const n = labServers();
-    await withLab(`upgrades-${kind}`, async (l) => {
+    await withLab(`upgrades-${c.slug}`, async (l) => {
       const root = join(l.dir, 'repository');
       await writeUpgradeRepository({ root, version: UPGRADE_VERSION, binary: l.paths.upgradeChoria, cacheDir: l.paths.cacheDir });
       const repo = await l.httpServer(root);
-      const { fleet, t0 } = await provisionFleet(
+      const { fleet, t0, restart } = await provisionFleet(
         l,
-        kind,
+        c,
         { prefix: 'upg', count: n, jwt: { allowUpdate: true }, reply: { upgrade: UPGRADE_VERSION } },
         { site: 'lab', features: { upgrades: true }, yaml: { upgrades_repository: repo } },
       );
       // every server downloads and unpacks a 100 MB binary on two shared cores
       const bound = rowBound(n, 180_000);
-      const r = await waitProvisioned([fleet], bound, t0);
-      recordResult('upgrades', kind, r);
-      assertRow('upgrades', kind, r, bound);
+      const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
+      await settleRow({ name: 'upgrades', id: 'upgrades', c, r, boundMs: bound, restart });
       for (const s of r.states) {
         expect(s.version, `${s.identity}: the version it runs`).toBe(UPGRADE_VERSION);
         expect(existsSync(join(fleet.nodeDir(s.identity), 'server.conf'))).toBe(true);

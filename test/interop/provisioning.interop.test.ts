@@ -8,12 +8,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sleep } from '@choria-provisioner/test-support/wait';
 import {
-  assertRow,
   createBucketAsAdmin,
   interopSuite,
+  labJwtServers,
   labServers,
-  recordResult,
+  restartMidFlow,
   rowBound,
+  settleRow,
   waitProvisioned,
   waitWaiting,
   withLab,
@@ -24,42 +25,44 @@ import {
   writeServerJwt,
 } from '@choria-provisioner/test-support/lab/index';
 
-const { available, kinds: KINDS } = interopSuite();
+const { available, cases: CASES } = interopSuite();
 const PROVISIONER = 'provisioner.lab.example';
 const ADMIN = 'admin.lab.example';
 
 describe.skipIf(!available)('interop: provisioning real go-choria servers', () => {
-  it.each(KINDS)('(a) jwt flow: servers waiting before the provisioner starts (%s)', async (kind) => {
-    const n = labServers(200);
-    await withLab(`jwt-${kind}`, async (l) => {
+  it.each(CASES)('(a) jwt flow: servers waiting before the provisioner starts ($label)', async (c) => {
+    const { kind } = c;
+    const n = labJwtServers();
+    await withLab(`jwt-${c.slug}`, async (l) => {
       const b = await l.broker();
       const url = `nats://127.0.0.1:${b.port}`;
       const fleet = await l.fleet({ prefix: 'jwt', count: n, withConfig: true, provisioningUrls: [url] });
       await fleet.start();
       await waitWaiting(fleet, 60_000 + 300 * n);
       const t0 = Date.now();
+      const restart = restartMidFlow(c, b, [fleet], t0);
       await l.provisioner({ kind, name: kind, identity: PROVISIONER, sites: [{ site: 'lab', brokerUrls: [url] }] });
       const bound = rowBound(n);
-      const r = await waitProvisioned([fleet], bound, t0);
-      recordResult('a-jwt', kind, r);
-      assertRow('(a) jwt', kind, r, bound);
+      const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
+      await settleRow({ name: '(a) jwt', id: 'a-jwt', c, r, boundMs: bound, restart });
     });
   });
 
-  it.each(KINDS)('(b) pki: CSRs signed by the lab CA, certificate and CA written to the node (%s)', async (kind) => {
+  it.each(CASES)('(b) pki: CSRs signed by the lab CA, certificate and CA written to the node ($label)', async (c) => {
+    const { kind } = c;
     const n = labServers();
-    await withLab(`pki-${kind}`, async (l) => {
+    await withLab(`pki-${c.slug}`, async (l) => {
       const b = await l.broker();
       const url = `nats://127.0.0.1:${b.port}`;
       const fleet = await l.fleet({ prefix: 'pki', count: n, withConfig: true, provisioningUrls: [url], signCsr: true });
       await fleet.start();
       await waitWaiting(fleet);
       const t0 = Date.now();
+      const restart = restartMidFlow(c, b, [fleet], t0);
       await l.provisioner({ kind, name: kind, identity: PROVISIONER, sites: [{ site: 'lab', brokerUrls: [url], features: { pki: true } }] });
       const bound = rowBound(n);
-      const r = await waitProvisioned([fleet], bound, t0);
-      recordResult('b-pki', kind, r);
-      assertRow('(b) pki', kind, r, bound);
+      const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
+      await settleRow({ name: '(b) pki', id: 'b-pki', c, r, boundMs: bound, restart });
       const ca = new X509Certificate(l.pki.ca.certPem);
       for (const id of fleet.identities) {
         const ssl = join(fleet.nodeDir(id), 'ssl');
@@ -72,9 +75,10 @@ describe.skipIf(!available)('interop: provisioning real go-choria servers', () =
     });
   });
 
-  it.each(KINDS)('(c) servers booting after the provisioner are provisioned from their startup events (%s)', async (kind) => {
+  it.each(CASES)('(c) servers booting after the provisioner are provisioned from their startup events ($label)', async (c) => {
+    const { kind } = c;
     const n = labServers();
-    await withLab(`startup-${kind}`, async (l) => {
+    await withLab(`startup-${c.slug}`, async (l) => {
       const b = await l.broker();
       const url = `nats://127.0.0.1:${b.port}`;
       const fleet = await l.fleet({ prefix: 'boot', count: n, withConfig: true, provisioningUrls: [url] });
@@ -83,34 +87,36 @@ describe.skipIf(!available)('interop: provisioning real go-choria servers', () =
       // servers' startup events can get them provisioned within the bound
       await sleep(6_000);
       const t0 = Date.now();
+      const restart = restartMidFlow(c, b, [fleet], t0);
       await fleet.start();
       const bound = rowBound(n, 25_000);
-      const r = await waitProvisioned([fleet], bound, t0);
-      recordResult('c-startup-events', kind, r);
-      assertRow('(c) startup events', kind, r, bound);
+      const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
+      await settleRow({ name: '(c) startup events', id: 'c-startup-events', c, r, boundMs: bound, restart });
     });
   });
 
-  it.each(KINDS)('(d) servers with no configuration file (a --default provisioning JWT) (%s)', async (kind) => {
+  it.each(CASES)('(d) servers with no configuration file (a --default provisioning JWT) ($label)', async (c) => {
+    const { kind } = c;
     const n = labServers();
-    await withLab(`default-${kind}`, async (l) => {
+    await withLab(`default-${c.slug}`, async (l) => {
       const b = await l.broker();
       const url = `nats://127.0.0.1:${b.port}`;
       const fleet = await l.fleet({ prefix: 'bare', count: n, withConfig: false, provisioningUrls: [url], jwt: { provisionByDefault: true } });
       await fleet.start();
       await waitWaiting(fleet);
       const t0 = Date.now();
+      const restart = restartMidFlow(c, b, [fleet], t0);
       await l.provisioner({ kind, name: kind, identity: PROVISIONER, sites: [{ site: 'lab', brokerUrls: [url] }] });
       const bound = rowBound(n);
-      const r = await waitProvisioned([fleet], bound, t0);
-      recordResult('d-no-config-file', kind, r);
-      assertRow('(d) no configuration file', kind, r, bound);
+      const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
+      await settleRow({ name: '(d) no configuration file', id: 'd-no-config-file', c, r, boundMs: bound, restart });
       for (const id of fleet.identities) expect(existsSync(join(fleet.nodeDir(id), 'server.conf')), `${id}: configuration written`).toBe(true);
     });
   });
-  it.each(KINDS)('protocol v2: an Organization Issuer network, ed25519 keys, server JWTs chain-issued by the provisioner (%s)', async (kind) => {
+  it.each(CASES)('protocol v2: an Organization Issuer network, leader election, ed25519 keys, server JWTs chain-issued by the provisioner ($label)', async (c) => {
+    const { kind } = c;
     const n = labServers();
-    await withLab(`v2-${kind}`, async (l) => {
+    await withLab(`v2-${c.slug}`, async (l) => {
       const choria = l.paths.choria;
       const issuer = await writeKeyPair(choria, join(l.dir, 'issuer.seed'));
       const signer = await writeKeyPair(choria, join(l.dir, 'provisioner.seed'));
@@ -143,6 +149,7 @@ describe.skipIf(!available)('interop: provisioning real go-choria servers', () =
       await fleet.start();
       await waitWaiting(fleet);
       const t0 = Date.now();
+      const restart = restartMidFlow(c, b, [fleet], t0);
       const choriaConfigFile = join(l.dir, 'provisioner-client.cfg');
       writeIssuerClientConfig(choriaConfigFile, { identity: PROVISIONER, brokerUrl: url, tokenFile: token, seedFile: signer.seedFile });
       const choriaConfig = readFileSync(choriaConfigFile, 'utf8');
@@ -163,10 +170,9 @@ describe.skipIf(!available)('interop: provisioning real go-choria servers', () =
         ],
       });
       const bound = rowBound(n);
-      const r = await waitProvisioned([fleet], bound, t0);
+      const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
       const election = electionTimes(p.log());
-      recordResult('protocol-v2', kind, r, election);
-      assertRow('protocol v2', kind, r, bound);
+      await settleRow({ name: 'protocol v2', id: 'protocol-v2', c, r, boundMs: bound, restart, extra: election });
       for (const id of fleet.identities) {
         expect(existsSync(join(fleet.nodeDir(id), 'server.seed')), `${id}: its ed25519 seed`).toBe(true);
         expect(readFileSync(join(fleet.nodeDir(id), 'server.jwt'), 'utf8').split('.').length, `${id}: its server JWT`).toBe(3);

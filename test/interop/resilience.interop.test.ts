@@ -5,22 +5,28 @@
 import { describe, expect, it } from 'vitest';
 import { sleep, until } from '@choria-provisioner/test-support/wait';
 import {
-  assertRow,
+  RESTART_DOWN_MS,
   interopSuite,
   labServers,
-  recordResult,
+  restartMidFlow,
   rowBound,
+  rowCases,
+  settleRow,
   waitLog,
   waitProvisioned,
   waitWaiting,
   withLab,
 } from '@choria-provisioner/test-support/lab/index';
 
-const { available, kinds: KINDS } = interopSuite();
+const { available, kinds: KINDS, cases: CASES } = interopSuite();
+// rows of features only this project has run whatever LAB_KINDS says
+const OURS = rowCases(['ours']);
 const LEADER = 'Became leader after winning election';
 
 describe.skipIf(!available)('interop: failures and coordination with real go-choria servers', () => {
-  it.each(KINDS)('(e) broker restarted mid-run: every node provisioned within 10 s of its return (%s)', async (kind) => {
+  // the broker restart is this row's flow: it runs once per provisioner, with no further variant
+  it.each(rowCases(KINDS, ['plain']))('(e) broker restarted mid-run: every node provisioned within 10 s of its return ($label)', async (c) => {
+    const { kind } = c;
     const n = labServers();
     await withLab(`broker-restart-${kind}`, async (l) => {
       const b = await l.broker();
@@ -33,20 +39,21 @@ describe.skipIf(!available)('interop: failures and coordination with real go-cho
       await until('the first configure request', () => fleet.states().some((x) => x.configures > 0), 60_000, { stepMs: 100 });
       await b.stop();
       const before = fleet.states().filter((s) => s.provisioned).length;
-      await sleep(3_000);
+      await sleep(RESTART_DOWN_MS);
       await b.start();
       const back = Date.now();
       // waits past the 10 s limit so the result says how long it really took
       const bound = 60_000;
       const r = await waitProvisioned([fleet], bound, back);
-      recordResult('e-broker-restart', kind, r, { provisionedBeforeStop: before, measuredFrom: 'broker return' });
-      assertRow('(e) broker restarted mid-run', kind, r, bound, 10_000);
+      const restart = restartMidFlow(c, b, [fleet], back);
+      await settleRow({ name: '(e) broker restarted mid-run', id: 'e-broker-restart', c, r, boundMs: bound, restart, limitMs: 10_000, extra: { provisionedBeforeStop: before, measuredFrom: 'broker return' } });
     });
   });
 
-  it.each(KINDS)('(f) leader election: the leader is SIGKILLed, the standby takes over and provisions (%s)', async (kind) => {
+  it.each(CASES)('(f) leader election: the leader is SIGKILLed, the standby takes over and provisions ($label)', async (c) => {
+    const { kind } = c;
     const n = labServers();
-    await withLab(`election-${kind}`, async (l) => {
+    await withLab(`election-${c.slug}`, async (l) => {
       const b = await l.broker({ electionTtl: '10s' });
       const url = `nats://127.0.0.1:${b.port}`;
       const site = { site: 'lab', brokerUrls: [url], yaml: { leader_election: true } };
@@ -58,19 +65,19 @@ describe.skipIf(!available)('interop: failures and coordination with real go-cho
       await a.stop('SIGKILL');
       const killed = Date.now();
       const fleet = await l.fleet({ prefix: 'elec', count: n, withConfig: true, provisioningUrls: [url] });
+      const restart = restartMidFlow(c, b, [fleet], killed);
       await fleet.start();
       // the key lives until the bucket's 10 s TTL, then the standby's next campaign wins
       const bound = rowBound(n, 60_000);
-      const r = await waitProvisioned([fleet], bound, killed);
-      recordResult('f-leader-failover', kind, r, { measuredFrom: 'leader SIGKILL', takeoverMs: takeover(s.log(), killed) });
-      assertRow('(f) leader election fail-over', kind, r, bound);
+      const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, killed);
+      await settleRow({ name: '(f) leader election fail-over', id: 'f-leader-failover', c, r, boundMs: bound, restart, extra: { measuredFrom: 'leader SIGKILL', takeoverMs: takeover(s.log(), killed) } });
       expect(s.log()).toContain(LEADER);
     });
   });
 
-  it('(g) active/active: two instances sharing one certificate, one SIGKILLed mid-run (ours; upstream has no active/active)', async () => {
+  it.each(OURS)('(g) active/active: two instances sharing one certificate, one SIGKILLed mid-run (upstream has no active/active) ($label)', async (c) => {
     const n = labServers();
-    await withLab('active-active', async (l) => {
+    await withLab(`active-active-${c.slug}`, async (l) => {
       const b = await l.broker();
       const url = `nats://127.0.0.1:${b.port}`;
       const site = { site: 'lab', brokerUrls: [url], yaml: { coordination: 'active_active' } };
@@ -80,20 +87,22 @@ describe.skipIf(!available)('interop: failures and coordination with real go-cho
       await sleep(5_000);
       const fleet = await l.fleet({ prefix: 'aa', count: n, withConfig: true, provisioningUrls: [url] });
       const t0 = Date.now();
+      const restart = restartMidFlow(c, b, [fleet], t0);
       await fleet.start();
-      await until('the first configure request', () => fleet.states().some((x) => x.configures > 0), 60_000, { stepMs: 100 });
+      // killed at the first configure; after a broker restart, as soon as the broker is back
+      if (c.variant === 'plain') await until('the first configure request', () => fleet.states().some((x) => x.configures > 0), 60_000, { stepMs: 100 });
+      else await restart.done();
       await one.stop('SIGKILL');
       const doneAtKill = new Set(fleet.states().filter((x) => x.provisioned).map((x) => x.identity));
       const bound = rowBound(n, 60_000);
-      const r = await waitProvisioned([fleet], bound, t0);
+      const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
       // A node the killed instance configured but never restarted is configured again by the
       // survivor (with one shared identity the node lock cannot hold it back, and that first
       // configuration never took effect): the one second configure allowed. Anything else
       // configured twice means the two live instances both worked on it.
       const retaken = r.states.filter((x) => !doneAtKill.has(x.identity) && x.helperRunBy.includes(one.name) && x.helperRunBy.includes(two.name) && x.configures === 2);
       const twice = r.configuredTwice.filter((id) => !retaken.some((x) => x.identity === id));
-      recordResult('g-active-active', 'ours', { ...r, configuredTwice: twice }, { killed: one.name, retakenAfterKill: retaken.length });
-      assertRow('(g) active/active with one instance killed', 'ours', { ...r, configuredTwice: twice }, bound);
+      await settleRow({ name: '(g) active/active with one instance killed', id: 'g-active-active', c, r: { ...r, configuredTwice: twice }, boundMs: bound, restart, extra: { killed: one.name, retakenAfterKill: retaken.length } });
       // the split worked: both instances provisioned part of the fleet
       const byOne = r.states.filter((x) => x.helperRunBy.includes(one.name)).length;
       const byTwo = r.states.filter((x) => x.helperRunBy.includes(two.name)).length;
@@ -103,19 +112,19 @@ describe.skipIf(!available)('interop: failures and coordination with real go-cho
     });
   });
 
-  it('(h) node history: with history_store kv the history is opened over the choria account (ours; upstream keeps none)', async () => {
+  it.each(OURS)('(h) node history: with history_store kv the history is opened over the choria account (upstream keeps none) ($label)', async (c) => {
     const n = labServers();
-    await withLab('history', async (l) => {
+    await withLab(`history-${c.slug}`, async (l) => {
       const b = await l.broker();
       const url = `nats://127.0.0.1:${b.port}`;
       const fleet = await l.fleet({ prefix: 'hist', count: n, withConfig: true, provisioningUrls: [url] });
       const p = await l.provisioner({ kind: 'ours', name: 'ours', identity: 'provisioner.lab.example', sites: [{ site: 'lab', brokerUrls: [url] }] });
       const t0 = Date.now();
+      const restart = restartMidFlow(c, b, [fleet], t0);
       await fleet.start();
       const bound = rowBound(n);
-      const r = await waitProvisioned([fleet], bound, t0);
-      recordResult('h-history', 'ours', r);
-      assertRow('(h) node history', 'ours', r, bound);
+      const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
+      await settleRow({ name: '(h) node history', id: 'h-history', c, r, boundMs: bound, restart });
       const status = (await p.status()) as { sites: { history?: { store?: string; connection?: string; bucket?: string; nodes?: number } }[] };
       const history = status.sites[0]?.history;
       expect(history, JSON.stringify(status.sites[0]?.history)).toMatchObject({ store: 'kv', connection: 'choria', bucket: 'CHORIA_PROVISIONER_HISTORY' });
@@ -123,9 +132,9 @@ describe.skipIf(!available)('interop: failures and coordination with real go-cho
     });
   });
 
-  it('(i) two sites in one process, each behind its own broker (ours; upstream runs one site per process)', async () => {
+  it.each(OURS)('(i) two sites in one process, each behind its own broker (upstream runs one site per process) ($label)', async (c) => {
     const n = labServers();
-    await withLab('two-sites', async (l) => {
+    await withLab(`two-sites-${c.slug}`, async (l) => {
       const east = await l.broker({ name: 'broker-east' });
       const west = await l.broker({ name: 'broker-west' });
       const eastUrl = `nats://127.0.0.1:${east.port}`;
@@ -142,16 +151,18 @@ describe.skipIf(!available)('interop: failures and coordination with real go-cho
         ],
       });
       const t0 = Date.now();
+      // one site's broker restarts; the other site goes on
+      const restart = restartMidFlow(c, east, [fe], t0);
       await Promise.all([fe.start(), fw.start()]);
       const bound = rowBound(2 * n);
-      const r = await waitProvisioned([fe, fw], bound, t0);
-      recordResult('i-two-sites', 'ours', r);
-      assertRow('(i) two sites in one process', 'ours', r, bound);
+      const r = await waitProvisioned([fe, fw], bound + restart.extraWaitMs, t0);
+      await settleRow({ name: '(i) two sites in one process', id: 'i-two-sites', c, r, boundMs: bound, restart });
     });
   });
-  it.each(KINDS)('three-broker cluster, Streams replicas 3, leader election: the broker the provisioner uses is SIGKILLed mid-run (%s)', async (kind) => {
+  it.each(CASES)('three-broker cluster, Streams replicas 3, leader election: the broker the provisioner uses is SIGKILLed mid-run ($label)', async (c) => {
+    const { kind } = c;
     const n = labServers();
-    await withLab(`cluster-${kind}`, async (l) => {
+    await withLab(`cluster-${c.slug}`, async (l) => {
       const brokers = await l.cluster(3);
       const urls = brokers.map((b) => `nats://127.0.0.1:${b.port}`);
       // the cluster creates its streams once every member is in: wait for the election bucket
@@ -166,10 +177,11 @@ describe.skipIf(!available)('interop: failures and coordination with real go-cho
       await fleet.start();
       await until('the first configure request', () => fleet.states().some((x) => x.configures > 0), 60_000, { stepMs: 100 });
       await used.stop({ kill: true });
+      // the restarted variant brings the killed member back while the flow goes on
+      const restart = restartMidFlow(c, used, [fleet], t0, { when: () => true, alreadyStopped: true });
       const bound = rowBound(n, 90_000);
-      const r = await waitProvisioned([fleet], bound, t0);
-      recordResult('cluster-broker-killed', kind, r, { killed: used.name });
-      assertRow('three-broker cluster, provisioner broker killed', kind, r, bound);
+      const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
+      await settleRow({ name: 'three-broker cluster, provisioner broker killed', id: 'cluster-broker-killed', c, r, boundMs: bound, restart, extra: { killed: used.name } });
       const now = connectedPort(p.log());
       expect(now, `${p.name} moved to another cluster member`).not.toBe(port);
       expect(brokers.some((b) => b.port === now)).toBe(true);

@@ -2,10 +2,11 @@
 // real servers, this project's provisioner and the upstream one.
 export { labAvailability, labPaths, UPGRADE_VERSION, type LabPaths } from './paths.js';
 export { writeUpgradeRepository } from './upgrades.js';
-export { openLab, labServers, waitProvisioned, reportLine, type Lab, type FleetSpec, type ProvisionedReport } from './lab.js';
+export { openLab, labServers, labJwtServers, waitProvisioned, reportLine, type Lab, type FleetSpec, type ProvisionedReport } from './lab.js';
 export type { LabBroker } from './broker.js';
 export type { LabFleet, ServerState } from './servers.js';
 export type { LabProvisioner, ProvisionerKind, SiteSpec } from './provisioners.js';
-export { withLab, interopSuite, labKinds, rowBound, recordResult, assertRow, waitWaiting, waitLog } from './rows.js';
+export { withLab, interopSuite, labKinds, rowBound, recordResult, assertRow, settleRow, waitWaiting, waitLog } from './rows.js';
+export { labVariants, restartMidFlow, rowCases, RESTART_DOWN_MS, type MidFlowRestart, type RestartReport, type RowCase, type RowVariant } from './variants.js';
 export { writeKeyPair, writeOperatorClientJwt, writeProvisionerClientJwt, writeServerJwt, type LabKeyPair } from './jwt.js';
 export { createBucketAsAdmin, writeIssuerClientConfig } from './streams.js';

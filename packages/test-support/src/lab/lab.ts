@@ -150,10 +150,20 @@ export async function openLab(name: string, paths: LabPaths = labPaths()): Promi
   };
 }
 
-/** LAB_SERVERS (default 10): servers per row. */
+/** LAB_SERVERS (default 20): servers per row. */
 export function labServers(max = 50): number {
-  const n = Number(process.env['LAB_SERVERS'] ?? '10');
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`LAB_SERVERS=${process.env['LAB_SERVERS'] ?? ''}: expected a whole number from 1 to ${max}`);
+  return wholeNumber('LAB_SERVERS', process.env['LAB_SERVERS'] ?? '20', max);
+}
+
+/** LAB_JWT_SERVERS: servers of the jwt row; default 200, or LAB_SERVERS when only that is set. */
+export function labJwtServers(): number {
+  const given = process.env['LAB_JWT_SERVERS'];
+  return given === undefined ? (process.env['LAB_SERVERS'] === undefined ? 200 : labServers(200)) : wholeNumber('LAB_JWT_SERVERS', given, 200);
+}
+
+function wholeNumber(name: string, text: string, max: number): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`${name}=${text}: expected a whole number from 1 to ${max}`);
   return n;
 }
 

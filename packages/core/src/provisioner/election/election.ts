@@ -12,6 +12,7 @@ import {
   DEFAULT_ELECTION_BUCKET,
   DEFAULT_ELECTION_KEY,
   DEFAULT_KV_REQUEST_TIMEOUT_MS,
+  ElectionKvError,
   bucketTtlMs,
   create,
   update,
@@ -53,6 +54,21 @@ export interface LeaderElectionOptions {
 
 const WIN_ANNOUNCE_DELAY_MS = 200;
 const DEFAULT_SPLAY_MS = 5_000;
+/**
+ * A leader whose refresh could not reach the bucket stops this long before its key can expire.
+ * Another instance can only win once the key expired (its create expects no key), so until then
+ * this one is still the only possible leader.
+ */
+const HOLD_MARGIN_MS = 2_000;
+
+/**
+ * Whether a failed refresh says nothing about who holds the key: the request never got an answer
+ * (no responders while a JetStream cluster moves its stream leader after a member died, a timeout,
+ * a connection between brokers). An answer that refuses the write (another revision) is a loss.
+ */
+function refreshUnanswered(err: unknown): boolean {
+  return err instanceof ElectionKvError && (err.kind === 'no-responders' || err.kind === 'timeout' || err.kind === 'request-failed');
+}
 
 export class LeaderElection {
   readonly #nc: NatsConnection;
@@ -74,6 +90,12 @@ export class LeaderElection {
   #winPending = false;
   /** onWon was delivered for the current term */
   #announced = false;
+  /** the bucket's TTL, read before campaigning */
+  #ttlMs = 0;
+  /** when the last write that holds the key was sent (performance.now()): it expires no sooner than TTL after */
+  #heldSince = 0;
+  /** a refresh failed unanswered and the key is held on the strength of the last good one */
+  #holding = false;
   #started = false;
   #abort: AbortController | undefined;
   #loop: Promise<void> | undefined;
@@ -140,12 +162,14 @@ export class LeaderElection {
     this.#lastSeq = undefined;
     this.#winPending = false;
     this.#announced = false;
+    this.#holding = false;
     return wasLeader;
   }
 
   async #run(signal: AbortSignal): Promise<void> {
     const ttlMs = await this.#waitForUsableBucket(signal);
     if (ttlMs === undefined) return;
+    this.#ttlMs = ttlMs;
     this.#state = 'candidate';
     // a random wait before the first campaign, as go-choria's elections do, so instances started
     // together do not all ask at once; said in the log since it is most of the time to a first win
@@ -202,6 +226,7 @@ export class LeaderElection {
 
   async #campaignForLeadership(signal: AbortSignal): Promise<void> {
     let seq: number;
+    const sentAt = performance.now();
     try {
       const result = await untilAborted(create(this.#nc, this.#ref, this.#identity), signal);
       if (result === ABORTED) return;
@@ -215,6 +240,7 @@ export class LeaderElection {
       return;
     }
     this.#lastSeq = seq;
+    this.#heldSince = sentAt;
     this.#state = 'leader';
     this.#tries = 0;
     this.#winPending = true;
@@ -225,6 +251,7 @@ export class LeaderElection {
   async #maintainLeadership(signal: AbortSignal): Promise<void> {
     const lastSeq = this.#lastSeq;
     let seq: number;
+    const sentAt = performance.now();
     try {
       if (lastSeq === undefined) throw new Error('no revision recorded for the held key');
       const result = await untilAborted(update(this.#nc, this.#ref, this.#identity, lastSeq), signal);
@@ -232,11 +259,13 @@ export class LeaderElection {
       seq = result;
     } catch (err) {
       if (signal.aborted) return;
+      if (this.#mayHold(err)) return;
       const wasAnnounced = this.#announced;
       this.#state = 'candidate';
       this.#lastSeq = undefined;
       this.#winPending = false;
       this.#announced = false;
+      this.#holding = false;
       this.#logger.warn(`Leadership of ${this.#ref.key} in bucket ${this.#ref.bucket} lost: ${errorText(err)}`, { election: this.#ref.key, bucket: this.#ref.bucket });
       this.#notify('onCampaign', () => this.#onCampaign?.('leader', false));
       // onLost pairs with a delivered onWon; a win lost before it was announced changes nothing outside
@@ -244,6 +273,11 @@ export class LeaderElection {
       return;
     }
     this.#lastSeq = seq;
+    this.#heldSince = sentAt;
+    if (this.#holding) {
+      this.#holding = false;
+      this.#logger.info(`Refreshed ${this.#ref.key} in bucket ${this.#ref.bucket} again: still the leader`, { election: this.#ref.key, bucket: this.#ref.bucket });
+    }
     this.#notify('onCampaign', () => this.#onCampaign?.('leader', true));
     if (!this.#winPending) return;
     this.#winPending = false;
@@ -251,6 +285,26 @@ export class LeaderElection {
     if (!(await abortableSleep(WIN_ANNOUNCE_DELAY_MS, signal))) return;
     this.#announced = true;
     this.#notify('onWon', () => this.#onWon());
+  }
+
+  /**
+   * Whether a failed refresh leaves this instance the leader for now: the refresh got no answer at
+   * all and the key written by the last good one cannot have expired yet (less the margin). Upstream
+   * gives up at the first failure, which turns every JetStream hiccup (a cluster member dying, a
+   * broker restarting) into a lost term and a TTL's wait for a new one.
+   */
+  #mayHold(err: unknown): boolean {
+    const holdUntil = this.#heldSince + this.#ttlMs - HOLD_MARGIN_MS;
+    if (!refreshUnanswered(err) || performance.now() >= holdUntil) return false;
+    if (!this.#holding) {
+      this.#holding = true;
+      this.#logger.warn(
+        `Could not refresh ${this.#ref.key} in bucket ${this.#ref.bucket} (${errorText(err)}); still the leader for up to ${formatMs(holdUntil - performance.now())} while retrying: the key cannot expire before then`,
+        { election: this.#ref.key, bucket: this.#ref.bucket },
+      );
+    }
+    this.#notify('onCampaign', () => this.#onCampaign?.('leader', false));
+    return true;
   }
 
   /** A throwing callback must not end the campaign loop. */

@@ -1,10 +1,10 @@
-import type { MsgHdrs, NatsConnection, RequestOptions } from 'nats';
+import { ErrorCode, NatsError, type MsgHdrs, type NatsConnection, type RequestOptions } from 'nats';
 import { describe, expect, it } from 'vitest';
 import { LeaderElection, type LeaderElectionOptions } from '../../../src/provisioner/election/election.js';
 import { capturingLogger, } from './election-support.js';
 import { until } from '@choria-provisioner/test-support/wait';
 
-type Reply = Record<string, unknown> | 'hang';
+type Reply = Record<string, unknown> | 'hang' | 'no-responders';
 
 /** Just enough of NatsConnection.request for the election: a scripted in-memory bucket. */
 class FakeBucket {
@@ -38,6 +38,7 @@ class FakeBucket {
       }
     }
     if (reply === 'hang') return new Promise(() => undefined);
+    if (reply === 'no-responders') return Promise.reject(NatsError.errorForCode(ErrorCode.NoResponders));
     return Promise.resolve({ data: new TextEncoder().encode(JSON.stringify(reply)), headers: undefined });
   }
 }
@@ -131,6 +132,61 @@ describe('LeaderElection (scripted bucket)', () => {
     await until('the loss', () => events.includes('lost'), 3_000);
     expect(election.state).toBe('candidate');
     expect(events.filter((e) => e === 'lost')).toHaveLength(1);
+    await election.stop();
+  });
+
+  it('stays the leader while refreshes go unanswered for less than the key can live, and says so', async () => {
+    // the scripted bucket's TTL is 5 s: a leader may hold on for 3 s after its last good refresh
+    const bucket = new FakeBucket();
+    let unanswered = false;
+    bucket.writeReply = (expected) => {
+      if (unanswered) return 'no-responders';
+      if (expected !== bucket.seq) return { error: { code: 400, err_code: 10071, description: `wrong last sequence: ${bucket.seq}` } };
+      bucket.seq += 1;
+      return { stream: 'KV_CHORIA_LEADER_ELECTION', seq: bucket.seq };
+    };
+    const { election, events, entries } = makeElection(bucket);
+    election.start();
+    await until('a win', () => events.includes('won'), 3_000);
+    unanswered = true;
+    await until('the hold to be announced', () => entries.some((e) => e.level === 'warn' && /still the leader for up to/.test(e.message)), 3_000);
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(events).not.toContain('lost');
+    expect(election.isLeader).toBe(true);
+    unanswered = false;
+    await until('the refresh to get through again', () => entries.some((e) => /again: still the leader/.test(e.message)), 3_000);
+    expect(events).not.toContain('lost');
+    expect(election.isLeader).toBe(true);
+    await election.stop();
+  });
+
+  it('loses leadership once unanswered refreshes reach the key TTL less the margin, and at once on a refused write', async () => {
+    const bucket = new FakeBucket();
+    let mode: 'ok' | 'unanswered' | 'refused' = 'ok';
+    bucket.writeReply = (expected) => {
+      if (mode === 'unanswered') return 'no-responders';
+      if (mode === 'refused' || expected !== bucket.seq) return { error: { code: 400, err_code: 10071, description: `wrong last sequence: ${bucket.seq + 7}` } };
+      bucket.seq += 1;
+      return { stream: 'KV_CHORIA_LEADER_ELECTION', seq: bucket.seq };
+    };
+    const { election, events } = makeElection(bucket);
+    election.start();
+    await until('a win', () => events.includes('won'), 3_000);
+    mode = 'unanswered';
+    const since = performance.now();
+    await until('the loss', () => events.includes('lost'), 6_000);
+    const heldMs = performance.now() - since;
+    // 5 s TTL - 2 s margin, counted from the last good refresh (sent up to ~0.5 s before)
+    expect(heldMs).toBeGreaterThan(2_000);
+    expect(heldMs).toBeLessThan(3_500);
+    // the key has expired by now: the next create wins
+    bucket.seq = 0;
+    mode = 'ok';
+    await until('a new win', () => events.filter((e) => e === 'won').length === 2, 5_000);
+    mode = 'refused';
+    const refusedAt = performance.now();
+    await until('the second loss', () => events.filter((e) => e === 'lost').length === 2, 3_000);
+    expect(performance.now() - refusedAt).toBeLessThan(1_500);
     await election.stop();
   });
 
