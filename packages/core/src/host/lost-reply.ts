@@ -147,8 +147,11 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
     }
     if (answered.includes(req.identity)) {
       misses = 0;
+      // Waiting cannot tell more: its `provisioned` event may be lost with the broker, and the
+      // restart that follows either way is what tells (a node not configured refuses it)
+      if (req.action === 'configure' && req.reconnected) return 'unsure';
       // Without a reconnect the request itself was lost: nothing ever came back, nor any event.
-      if (performance.now() >= deadline) return req.action === 'configure' && req.reconnected ? 'unsure' : 'not_acted';
+      if (performance.now() >= deadline) return 'not_acted';
     } else if (++misses >= MISSES_FOR_ABSENT) {
       return rule.goneMeansActed ? 'acted' : 'gone';
     }
