@@ -163,10 +163,9 @@ describe.skipIf(!available)('interop: failures and coordination with real go-cho
     const { kind } = c;
     const n = labServers();
     await withLab(`cluster-${c.slug}`, async (l) => {
+      // resolves once the cluster has made its election bucket
       const brokers = await l.cluster(3);
       const urls = brokers.map((b) => `nats://127.0.0.1:${b.port}`);
-      // the cluster creates its streams once every member is in: wait for the election bucket
-      await waitLog('the election bucket (KV_CHORIA_LEADER_ELECTION) in the cluster', () => brokers.map((b) => b.log()).join('\n'), 'Created stream KV_CHORIA_LEADER_ELECTION', 90_000);
       const fleet = await l.fleet({ prefix: 'clu', count: n, withConfig: true, provisioningUrls: urls });
       const p = await l.provisioner({ kind, name: kind, identity: 'provisioner.lab.example', sites: [{ site: 'lab', brokerUrls: urls, yaml: { leader_election: true } }] });
       await waitLog(`${p.name} to lead`, () => p.log(), LEADER, 90_000);

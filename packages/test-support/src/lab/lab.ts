@@ -35,7 +35,10 @@ export interface Lab {
   readonly pki: LabPki;
   readonly nodesDir: string;
   broker(opts?: Partial<Omit<BrokerOptions, 'choria' | 'pki' | 'dir'>>): Promise<LabBroker>;
-  /** `count` brokers clustered with each other, Streams replicated `count` times, all started */
+  /**
+   * `count` brokers clustered with each other, Streams replicated `count` times, all started,
+   * resolved once the cluster has made its leader election bucket
+   */
   cluster(count?: number): Promise<LabBroker[]>;
   fleet(spec: FleetSpec): Promise<LabFleet>;
   provisioner(spec: Omit<ProvisionerSpec, 'dir' | 'pki' | 'nodesDir' | 'upstreamBinary'>): Promise<LabProvisioner>;
@@ -103,6 +106,7 @@ export async function openLab(name: string, paths: LabPaths = labPaths()): Promi
       );
       brokers.push(...members);
       await Promise.all(members.map((b) => b.start()));
+      await clusterStreamsReady(members);
       return members;
     },
     async fleet(spec) {
@@ -148,6 +152,35 @@ export async function openLab(name: string, paths: LabPaths = labPaths()): Promi
       if (!keep && process.env['LAB_KEEP'] !== '1') rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+const STREAMS_READY = 'Created stream KV_CHORIA_LEADER_ELECTION';
+const STREAMS_FAILED = 'could not setup system streams';
+
+/**
+ * Waits for the cluster's election bucket. A go-choria broker gives its stream set-up a few
+ * seconds; on a loaded machine a cluster member can miss that (`could not setup system streams:
+ * ... context deadline exceeded`) and then never makes the rest: that member is restarted, as an
+ * operator would, and makes them on its next start (twice at most).
+ */
+async function clusterStreamsReady(members: readonly LabBroker[], timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const restarted = new Map<LabBroker, number>();
+  for (;;) {
+    if (members.some((b) => b.log().includes(STREAMS_READY))) return;
+    for (const b of members) {
+      const failures = b.log().split(STREAMS_FAILED).length - 1;
+      if (failures > (restarted.get(b) ?? 0) && (restarted.get(b) ?? 0) < 2) {
+        restarted.set(b, failures);
+        await b.stop();
+        await b.start();
+      }
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`the cluster made no election bucket within ${timeoutMs / 1000} s (no "${STREAMS_READY}" in ${members.map((b) => b.logFile).join(', ')})`);
+    }
+    await sleep(250);
+  }
 }
 
 /** LAB_SERVERS (default 20): servers per row. */
