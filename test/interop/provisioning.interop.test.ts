@@ -12,6 +12,7 @@ import {
   interopSuite,
   labJwtServers,
   labServers,
+  provisionedIdentities,
   restartMidFlow,
   rowBound,
   settleRow,
@@ -64,7 +65,7 @@ describe.skipIf(!available)('interop: provisioning real go-choria servers', () =
       const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
       await settleRow({ name: '(b) pki', id: 'b-pki', c, r, boundMs: bound, restart });
       const ca = new X509Certificate(l.pki.ca.certPem);
-      for (const id of fleet.identities) {
+      for (const id of provisionedIdentities(r)) {
         const ssl = join(fleet.nodeDir(id), 'ssl');
         expect(existsSync(join(ssl, 'private.pem')), `${id}: the key its CSR was made with`).toBe(true);
         const cert = new X509Certificate(readFileSync(join(ssl, 'certificate.pem')));
@@ -110,7 +111,7 @@ describe.skipIf(!available)('interop: provisioning real go-choria servers', () =
       const bound = rowBound(n);
       const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
       await settleRow({ name: '(d) no configuration file', id: 'd-no-config-file', c, r, boundMs: bound, restart });
-      for (const id of fleet.identities) expect(existsSync(join(fleet.nodeDir(id), 'server.conf')), `${id}: configuration written`).toBe(true);
+      for (const id of provisionedIdentities(r)) expect(existsSync(join(fleet.nodeDir(id), 'server.conf')), `${id}: configuration written`).toBe(true);
     });
   });
   it.each(CASES)('protocol v2: an Organization Issuer network, leader election, ed25519 keys, server JWTs chain-issued by the provisioner ($label)', async (c) => {
@@ -173,7 +174,7 @@ describe.skipIf(!available)('interop: provisioning real go-choria servers', () =
       const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
       const election = electionTimes(p.log());
       await settleRow({ name: 'protocol v2', id: 'protocol-v2', c, r, boundMs: bound, restart, extra: election });
-      for (const id of fleet.identities) {
+      for (const id of provisionedIdentities(r)) {
         expect(existsSync(join(fleet.nodeDir(id), 'server.seed')), `${id}: its ed25519 seed`).toBe(true);
         expect(readFileSync(join(fleet.nodeDir(id), 'server.jwt'), 'utf8').split('.').length, `${id}: its server JWT`).toBe(3);
       }

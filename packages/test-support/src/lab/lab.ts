@@ -226,6 +226,16 @@ export async function waitProvisioned(fleets: readonly LabFleet[], boundMs: numb
   }
 }
 
+/**
+ * The identities a row's per-server checks look at: every server for this project's provisioner
+ * (whose rows fail unless all were provisioned), the ones it got to for upstream (measured, not
+ * held to ours' checks; see settleRow).
+ */
+export function provisionedIdentities(r: ProvisionedReport): string[] {
+  const pending = new Set(r.pending);
+  return r.states.map((s) => s.identity).filter((id) => !pending.has(id));
+}
+
 /** One line a row prints: `interop <row> <kind>: <n>/<total> servers <outcome> in <s> s, configured twice: <n>`. */
 export function reportLine(row: string, kind: string, r: ProvisionedReport, outcome = 'provisioned'): string {
   return `interop ${row} ${kind}: ${r.states.length - r.pending.length}/${r.states.length} servers ${outcome} in ${(r.ms / 1000).toFixed(1)} s, configured twice: ${r.configuredTwice.length}`;
