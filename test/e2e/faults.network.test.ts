@@ -188,6 +188,25 @@ describe('end-to-end faults', () => {
     expect(p.status().connected).toBe(true);
   }, 90_000);
 
+  it('nodes whose startup events were lost are found soon after the broker comes back, not at the next interval', async () => {
+    const s = await h.broker();
+    const p = h.provisioner(s.url, 'workers: 4\ninterval: 10m\n');
+    await p.start();
+    // booted after the start-up discovery, and their events never reached the provisioner (as
+    // events published while the broker was going away): only a discovery can find them
+    await sleep(500);
+    const fleet = await h.fleet(s.url, { count: 10, eventFormat: 'none' });
+    await fleet.waitForBooted(10_000);
+    await sleep(1_000);
+    expect(fleet.countByState().provisioned).toBe(0);
+    await s.restart();
+    const back = Date.now();
+    // the rediscovery runs 5 s after the reconnect; the interval's next one is 10 minutes away
+    await until('every node provisioned', () => fleet.countByState().provisioned === 10, 20_000);
+    expect(Date.now() - back).toBeGreaterThanOrEqual(4_000);
+    expectProvisionedOnce(fleet);
+  }, 60_000);
+
   it('the leader killed mid-run under 5% request loss: the standby takes over and finishes', async () => {
     // provisioner.test.ts covers a clean failover; here requests are lost at the same time, and the
     // dead leader's provisioning locks (3 s) are still held on the nodes it was working on. The

@@ -131,6 +131,7 @@ export class ChoriaClient {
   readonly #entropy = new RandomPool();
   readonly #outbox: { subject: string; bytes: Uint8Array; what: string; fail: (err: Error) => void }[] = [];
   readonly #lifecycleSubscriptions = new Set<Subscription>();
+  readonly #linkRestoredListeners = new Set<() => void>();
   readonly #ownsConnection: boolean;
   #closed = false;
   #linkChanges = 0;
@@ -206,6 +207,7 @@ export class ChoriaClient {
         const dropped = this.#droppedAt;
         this.#droppedAt = undefined;
         if (dropped === undefined) continue;
+        for (const listener of this.#linkRestoredListeners) listener();
         const cutoff = performance.now();
         for (const p of [...this.#pending.values()]) {
           if (p.sentAt === undefined || p.sentAt > cutoff) continue;
@@ -214,6 +216,16 @@ export class ChoriaClient {
         }
       }
     }
+  }
+
+  /**
+   * Calls `listener` whenever the broker connection comes back after it dropped (what was
+   * published meanwhile, requests, replies and the fleet's lifecycle events, is lost); returns
+   * the function that stops the calls.
+   */
+  onLinkRestored(listener: () => void): () => void {
+    this.#linkRestoredListeners.add(listener);
+    return () => this.#linkRestoredListeners.delete(listener);
   }
 
   /**

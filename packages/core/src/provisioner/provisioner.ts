@@ -26,6 +26,7 @@ import { FleetShare } from './fleet-share.js';
 import { OutcomeRecorder, logOutcome } from './record-outcome.js';
 import { runAttempt } from './attempt.js';
 import { discoverNodes } from './discovery.js';
+import { RediscoveryAfterReconnect } from './rediscovery.js';
 import { startLeadership } from './leadership.js';
 import { announceStartup, choriaAccountConnection, connectSite, type SiteConnectionOptions } from './site-connection.js';
 import { listenToNodeLifecycle } from './lifecycle-events.js';
@@ -61,6 +62,8 @@ export class Provisioner {
   #runner: HostRunner | undefined;
   #election: LeaderElection | undefined;
   #unsubscribe: (() => void) | undefined;
+  readonly #rediscovery = new RediscoveryAfterReconnect(() => this.discover());
+  #unwatchLink: (() => void) | undefined;
   #timers: NodeJS.Timeout[] = [];
   #workers: Promise<void>[] = [];
   #busy = 0;
@@ -175,6 +178,7 @@ export class Provisioner {
     });
     for (let i = 0; i < this.config.workers; i++) this.#workers.push(this.#work(i));
     this.#timers.push(setInterval(() => void this.discover(), this.config.intervalMs));
+    this.#unwatchLink = client.onLinkRestored(() => this.#rediscovery.linkRestored());
     this.#timers.push(setInterval(() => this.#sweep(), 1_000));
     this.#state = 'running';
     this.#gauges.load();
@@ -192,6 +196,8 @@ export class Provisioner {
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
     this.#unsubscribe?.();
+    this.#unwatchLink?.();
+    this.#rediscovery.stop();
     await stopParts({
       site: this.config.site,
       logger: this.logger,
