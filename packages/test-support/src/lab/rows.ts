@@ -46,9 +46,9 @@ export function interopSuite(): { readonly available: boolean; readonly kinds: r
   return { available: lab.available, kinds, cases: rowCases(kinds) };
 }
 
-/** A 10-server row gets 30 s, each further server half a second more. */
-export function rowBound(servers: number, baseMs = 30_000): number {
-  return baseMs + 500 * Math.max(0, servers - 10);
+/** A 10-server row gets 30 s, each further server half a second more (or `perServerMs`). */
+export function rowBound(servers: number, baseMs = 30_000, perServerMs = 500): number {
+  return baseMs + perServerMs * Math.max(0, servers - 10);
 }
 
 /** Appends the row's result to <runDir>/results.jsonl (BENCHMARKS.md's side-by-side table) and prints its line. */
