@@ -16,6 +16,7 @@ import {
   restartMidFlow,
   rowBound,
   settleRow,
+  siteHistory,
   waitProvisioned,
   waitWaiting,
   withLab,
@@ -181,8 +182,7 @@ describe.skipIf(!available)('interop: provisioning real go-choria servers', () =
         expect(readFileSync(join(fleet.nodeDir(id), 'server.jwt'), 'utf8').split('.').length, `${id}: its server JWT`).toBe(3);
       }
       if (kind === 'ours') {
-        const status = (await p.status()) as { sites: { history?: unknown }[] };
-        const history = status.sites[0]?.history as { nodes?: number } | undefined;
+        const history = await siteHistory(p, n);
         expect(history, 'the node history on an Organization Issuer network').toMatchObject({ store: 'kv', connection: 'choria', bucket: 'CHORIA_PROVISIONER_HISTORY' });
         expect(history?.nodes).toBeGreaterThanOrEqual(n);
         // both provisioners wait a random 0-5 s before their first campaign (go-choria's splay);

@@ -12,6 +12,7 @@ import {
   rowBound,
   rowCases,
   settleRow,
+  siteHistory,
   waitLog,
   waitProvisioned,
   waitWaiting,
@@ -125,9 +126,8 @@ describe.skipIf(!available)('interop: failures and coordination with real go-cho
       const bound = rowBound(n);
       const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
       await settleRow({ name: '(h) node history', id: 'h-history', c, r, boundMs: bound, restart });
-      const status = (await p.status()) as { sites: { history?: { store?: string; connection?: string; bucket?: string; nodes?: number } }[] };
-      const history = status.sites[0]?.history;
-      expect(history, JSON.stringify(status.sites[0]?.history)).toMatchObject({ store: 'kv', connection: 'choria', bucket: 'CHORIA_PROVISIONER_HISTORY' });
+      const history = await siteHistory(p, n);
+      expect(history, JSON.stringify(history)).toMatchObject({ store: 'kv', connection: 'choria', bucket: 'CHORIA_PROVISIONER_HISTORY' });
       expect(history?.nodes).toBeGreaterThanOrEqual(n);
     });
   });

@@ -6,7 +6,7 @@ export { openLab, labServers, labJwtServers, provisionedIdentities, waitProvisio
 export type { LabBroker } from './broker.js';
 export type { LabFleet, ServerState } from './servers.js';
 export type { LabProvisioner, ProvisionerKind, SiteSpec } from './provisioners.js';
-export { withLab, interopSuite, labKinds, rowBound, recordResult, assertRow, settleRow, waitWaiting, waitLog } from './rows.js';
+export { withLab, interopSuite, labKinds, rowBound, recordResult, assertRow, settleRow, siteHistory, waitWaiting, waitLog, type SiteHistoryStatus } from './rows.js';
 export { labVariants, restartMidFlow, rowCases, RESTART_DOWN_MS, type MidFlowRestart, type RestartReport, type RowCase, type RowVariant } from './variants.js';
 export { writeKeyPair, writeOperatorClientJwt, writeProvisionerClientJwt, writeServerJwt, type LabKeyPair } from './jwt.js';
 export { createBucketAsAdmin, writeIssuerClientConfig } from './streams.js';

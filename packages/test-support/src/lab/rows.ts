@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { sleep } from '../wait.js';
 import { labAvailability, labPaths } from './paths.js';
 import { openLab, reportLine, type Lab, type ProvisionedReport } from './lab.js';
-import type { ProvisionerKind } from './provisioners.js';
+import type { LabProvisioner, ProvisionerKind } from './provisioners.js';
 import type { LabFleet } from './servers.js';
 import { rowCases, type MidFlowRestart, type RowCase } from './variants.js';
 
@@ -127,6 +127,29 @@ export async function waitWaiting(fleet: LabFleet, timeoutMs = 60_000): Promise<
     if (waiting.length === fleet.identities.length) return;
     if (Date.now() > deadline) throw new Error(`only ${waiting.length} of ${fleet.identities.length} servers reached provisioning mode within ${timeoutMs / 1000} s`);
     await sleep(250);
+  }
+}
+
+export interface SiteHistoryStatus {
+  readonly store?: string;
+  readonly connection?: string;
+  readonly bucket?: string;
+  readonly nodes?: number;
+}
+
+/**
+ * The first site's node history from a provisioner's `/status`, once it holds `atLeast` nodes
+ * (or after `timeoutMs`, as it is then). A server can run its new configuration before the
+ * provisioner's attempt on it ends (a restart whose reply died with a restarted broker is
+ * confirmed by watching the node, ~15 s), and the history records the attempt when it ends.
+ */
+export async function siteHistory(p: LabProvisioner, atLeast: number, timeoutMs = 30_000): Promise<SiteHistoryStatus | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = (await p.status()) as { sites?: { history?: SiteHistoryStatus }[] };
+    const history = status.sites?.[0]?.history;
+    if ((history?.nodes ?? 0) >= atLeast || Date.now() > deadline) return history;
+    await sleep(500);
   }
 }
 
