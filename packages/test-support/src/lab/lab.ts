@@ -159,27 +159,29 @@ const STREAMS_FAILED = 'could not setup system streams';
 
 /**
  * Waits for the cluster's election bucket. A go-choria broker gives its stream set-up a few
- * seconds; on a loaded machine a cluster member can miss that (`could not setup system streams:
- * ... context deadline exceeded`) and then never makes the rest: that member is restarted, as an
- * operator would, and makes them on its next start (twice at most).
+ * seconds and does not try again; on a loaded machine a cluster can miss that (`could not setup
+ * system streams: ... context deadline exceeded`, or `no suitable peers for placement` while a
+ * member is still joining) and then never makes the rest. Then the whole cluster is restarted
+ * together, as an operator would, and makes them on its next start (three starts at most).
  */
 async function clusterStreamsReady(members: readonly LabBroker[], timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  const restarted = new Map<LabBroker, number>();
-  for (;;) {
-    if (members.some((b) => b.log().includes(STREAMS_READY))) return;
-    for (const b of members) {
-      const failures = b.log().split(STREAMS_FAILED).length - 1;
-      if (failures > (restarted.get(b) ?? 0) && (restarted.get(b) ?? 0) < 2) {
-        restarted.set(b, failures);
-        await b.stop();
-        await b.start();
+  for (let start = 1; ; start++) {
+    const offsets = members.map((b) => b.log().length);
+    const since = (b: LabBroker, i: number): string => b.log().slice(offsets[i]);
+    let failedAt: number | undefined;
+    for (;;) {
+      if (members.some((b, i) => since(b, i).includes(STREAMS_READY))) return;
+      if (Date.now() > deadline) {
+        throw new Error(`the cluster made no election bucket within ${timeoutMs / 1000} s, ${start} start(s) (no "${STREAMS_READY}" in ${members.map((b) => b.logFile).join(', ')})`);
       }
+      if (failedAt === undefined && members.some((b, i) => since(b, i).includes(STREAMS_FAILED))) failedAt = Date.now();
+      // another member may still make them: give the cluster a few seconds after a failure
+      if (failedAt !== undefined && Date.now() - failedAt > 8_000 && start < 3) break;
+      await sleep(250);
     }
-    if (Date.now() > deadline) {
-      throw new Error(`the cluster made no election bucket within ${timeoutMs / 1000} s (no "${STREAMS_READY}" in ${members.map((b) => b.logFile).join(', ')})`);
-    }
-    await sleep(250);
+    await Promise.all(members.map((b) => b.stop()));
+    await Promise.all(members.map((b) => b.start()));
   }
 }
 
