@@ -10,6 +10,7 @@ import {
   interopSuite,
   labServers,
   provisionedIdentities,
+  provisionedStates,
   restartMidFlow,
   rowBound,
   settleRow,
@@ -67,7 +68,7 @@ describe.skipIf(!available)('interop: helper answers with real go-choria servers
       const bound = rowBound(n, 100_000);
       const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
       await settleRow({ name: 'defer', id: 'defer', c, r, boundMs: bound, restart });
-      for (const s of r.states.filter((x) => provisionedIdentities(r).includes(x.identity))) expect(s.helperRuns, `${s.identity}: helper runs`).toBeGreaterThanOrEqual(2);
+      for (const s of provisionedStates(r)) expect(s.helperRuns, `${s.identity}: helper runs`).toBeGreaterThanOrEqual(2);
     });
   });
 
@@ -128,7 +129,7 @@ describe.skipIf(!available)('interop: helper answers with real go-choria servers
       const bound = rowBound(n, 180_000);
       const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
       await settleRow({ name: 'upgrades', id: 'upgrades', c, r, boundMs: bound, restart });
-      for (const s of r.states.filter((x) => provisionedIdentities(r).includes(x.identity))) {
+      for (const s of provisionedStates(r)) {
         expect(s.version, `${s.identity}: the version it runs`).toBe(UPGRADE_VERSION);
         expect(existsSync(join(fleet.nodeDir(s.identity), 'server.conf'))).toBe(true);
       }

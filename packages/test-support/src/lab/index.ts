@@ -2,7 +2,7 @@
 // real servers, this project's provisioner and the upstream one.
 export { labAvailability, labPaths, UPGRADE_VERSION, type LabPaths } from './paths.js';
 export { writeUpgradeRepository } from './upgrades.js';
-export { openLab, labServers, labJwtServers, provisionedIdentities, waitProvisioned, reportLine, type Lab, type FleetSpec, type ProvisionedReport } from './lab.js';
+export { openLab, labServers, labJwtServers, provisionedIdentities, provisionedStates, waitProvisioned, reportLine, type Lab, type FleetSpec, type ProvisionedReport } from './lab.js';
 export type { LabBroker } from './broker.js';
 export type { LabFleet, ServerState } from './servers.js';
 export type { LabProvisioner, ProvisionerKind, SiteSpec } from './provisioners.js';

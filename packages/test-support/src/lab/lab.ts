@@ -233,9 +233,14 @@ export async function waitProvisioned(fleets: readonly LabFleet[], boundMs: numb
  * (whose rows fail unless all were provisioned), the ones it got to for upstream (measured, not
  * held to ours' checks; see settleRow).
  */
-export function provisionedIdentities(r: ProvisionedReport): string[] {
+export function provisionedStates(r: ProvisionedReport): ServerState[] {
   const pending = new Set(r.pending);
-  return r.states.map((s) => s.identity).filter((id) => !pending.has(id));
+  return r.states.filter((s) => !pending.has(s.identity));
+}
+
+/** The identities of provisionedStates(r). */
+export function provisionedIdentities(r: ProvisionedReport): string[] {
+  return provisionedStates(r).map((s) => s.identity);
 }
 
 /** One line a row prints: `interop <row> <kind>: <n>/<total> servers <outcome> in <s> s, configured twice: <n>`. */
