@@ -3,7 +3,7 @@
 //   does not contain (every rule is explained where it is used, or in docs/);
 // - the unit project passes in a copy of the working tree placed where nothing is beside it (no
 //   `shared/` or any other sibling folder), so no test reads outside the checkout.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +20,34 @@ function repositoryFiles(): string[] {
 const OUTSIDE = [/§/, /\bproduct\.md\b/, /(?<!docs\/)\bsecurity\.md\b/, /\bshared\/(?:spec|vectors)\b/, /\.\.\/shared\b/, /\bCHORIA_VECTORS_DIR\b/];
 // this file names the patterns it looks for
 const SELF = 'test/packaging/standalone.test.ts';
+
+interface Finished {
+  status: number | null;
+  output: string;
+}
+
+/**
+ * Runs a command without blocking this test worker: a synchronous child of a minute or more holds
+ * the worker's event loop, and vitest's own calls from the worker to the main process then time
+ * out ("Timeout calling onTaskUpdate"), an unhandled error that fails the whole run.
+ */
+function runAsync(command: string, args: string[], cwd: string, timeoutMs: number): Promise<Finished> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, output });
+    });
+  });
+}
 
 describe('the repository stands alone', () => {
   it('names no path outside the checkout and no section of a document it does not contain', () => {
@@ -39,7 +67,7 @@ describe('the repository stands alone', () => {
     expect(found).toEqual([]);
   });
 
-  it('passes its unit tests in a copy of the working tree with nothing beside it', () => {
+  it('passes its unit tests in a copy of the working tree with nothing beside it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cpts-standalone-'));
     const copy = join(dir, 'repo');
     try {
@@ -49,9 +77,8 @@ describe('the repository stands alone', () => {
       // every unit test file but this one, named (this file would copy and run again, for ever)
       const unitFiles = repositoryFiles().filter((f) => f.endsWith('.test.ts') && !f.endsWith('.network.test.ts') && f !== SELF && !f.startsWith('test/interop/'));
       const vitest = join(repoRoot, 'node_modules', 'vitest', 'vitest.mjs');
-      const run = spawnSync(process.execPath, [vitest, 'run', '--project', 'unit', ...unitFiles], { cwd: copy, encoding: 'utf8', timeout: 540_000, killSignal: 'SIGKILL', env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } });
-      const output = `${run.stdout}\n${run.stderr}`;
-      expect(run.status, output.slice(-4000)).toBe(0);
+      const { status, output } = await runAsync(process.execPath, [vitest, 'run', '--project', 'unit', ...unitFiles], copy, 540_000);
+      expect(status, output.slice(-4000)).toBe(0);
       expect(output).toMatch(/Tests\s+\d+ passed/);
       expect(output).toMatch(new RegExp(`Test Files\\s+${unitFiles.length} passed`));
     } finally {
