@@ -50,11 +50,18 @@ export async function closeClient(s: StoppingSite, client: ChoriaClient): Promis
 }
 
 export async function stopParts(p: SiteParts): Promise<void> {
-  await boundedStep(p, 'the leader election', p.election?.stop());
+  // A leader keeps its term (its key refreshed) until its workers are done: a configure already
+  // sent is finished with its restart before the attempt ends (the commit grace), and a term let
+  // lapse then would let the next leader find the same node, still answering in provisioning mode
+  // during its restart, and work on it beside this one. A standby stops campaigning first, so that
+  // it cannot win in its last seconds and hold the key from the instances that stay.
+  const leading = p.election?.isLeader === true;
+  if (!leading) await boundedStep(p, 'the leader election', p.election?.stop());
   // leave first: the others take over this instance's queued share at once
   await boundedStep(p, 'leaving the coordination group', p.membership?.stop());
   p.abortWork();
   if (!(await settledWithin(Promise.allSettled(p.workers), p.workersTimeoutMs))) p.logger.warn(`Workers did not finish within ${p.workersTimeoutMs} ms, closing anyway`);
+  if (leading) await boundedStep(p, 'the leader election', p.election?.stop());
   // after the workers: an attempt finishing its restart may still look for the node's events
   p.runner?.close?.();
   // the last attempts' records, so the next process (or another instance) knows them
