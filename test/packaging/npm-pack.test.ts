@@ -83,9 +83,11 @@ const ALLOWED = (p: string): boolean =>
 const FORBIDDEN = [/(^|\/)src\//, /(^|\/)test\//, /\.test\.[cm]?[jt]s$/, /\.tsbuildinfo$/, /\.map$/, /(^|\/)tsconfig[^/]*\.json$/, /\.ts$/];
 const DECLARATION = /\.d\.ts$/;
 
+// `{import('./x.js').T}` is a type in a JSDoc comment (the CLI's bundle keeps its dependencies'
+// comments), not an import: hence the dynamic import may not follow a `{`
 function importSpecifiers(js: string): string[] {
   const out: string[] = [];
-  for (const m of js.matchAll(/(?:^|[;\s])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|(?:^|[;\s])import\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm)) {
+  for (const m of js.matchAll(/(?:^|[;\s])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|(?:^|[;\s])import\s*['"]([^'"]+)['"]|(?<!\{)import\(\s*['"]([^'"]+)['"]\s*\)/gm)) {
     const spec = m[1] ?? m[2] ?? m[3];
     if (spec !== undefined) out.push(spec);
   }
