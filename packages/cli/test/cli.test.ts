@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { main } from '../src/cli.js';
+import { asDefaultCommand, main } from '../src/cli.js';
 import { capture } from './capture-io.js';
 
 let dir: string;
@@ -128,6 +128,25 @@ describe('choria-provisioner run', () => {
     const io = capture();
     expect(await main(['run', '--config', a, '--config', b, '--choria-config', choriaCfg], io)).toBe(1);
     expect(io.stderr).toContain('both use site "same"');
+  });
+
+  it('is parsed as the default command when named (no help text rendered), but run --help is run\'s help', async () => {
+    expect(asDefaultCommand(['run', '--config', 'a.yaml'])).toEqual(['--config', 'a.yaml']);
+    expect(asDefaultCommand(['validate', '--config', 'a.yaml'])).toEqual(['validate', '--config', 'a.yaml']);
+    expect(asDefaultCommand(['--config', 'run'])).toEqual(['--config', 'run']);
+    for (const flag of ['--help', '-h', '--version']) expect(asDefaultCommand(['run', flag])).toEqual(['run', flag]);
+    const logs: string[] = [];
+    vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void logs.push(a.join(' ')));
+    expect(await main(['run', '--help'], capture())).toBe(0);
+    const text = logs.join('\n');
+    for (const option of ['--dry-run', '--monitor-address', '--pid']) expect(text).toContain(option);
+    // named or not, an unknown option is the same usage error
+    vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const named = capture();
+    const unnamed = capture();
+    expect(await main(['run', '--config', 'a.yaml', '--no-such-option'], named)).toBe(2);
+    expect(await main(['--config', 'a.yaml', '--no-such-option'], unnamed)).toBe(2);
+    expect(named.stderr).toBe(unnamed.stderr);
   });
 });
 
