@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { sleep } from '../wait.js';
 import { freePort } from '../nats-server.js';
 import { createBroker, type BrokerOptions, type LabBroker } from './broker.js';
+import { wholeNumberSetting } from './env.js';
 import { writeProvisioningJwt, type ProvisioningJwtOptions } from './jwt.js';
 import { compiledJwtFile, labPaths, type LabPaths } from './paths.js';
 import { createLabPki, type LabPki } from './pki.js';
@@ -187,19 +188,13 @@ async function clusterStreamsReady(members: readonly LabBroker[], timeoutMs = 90
 
 /** LAB_SERVERS (default 20): servers per row. */
 export function labServers(max = 50): number {
-  return wholeNumber('LAB_SERVERS', process.env['LAB_SERVERS'] ?? '20', max);
+  return wholeNumberSetting('LAB_SERVERS', 20, max);
 }
 
 /** LAB_JWT_SERVERS: servers of the jwt row; default 200, or LAB_SERVERS when only that is set. */
 export function labJwtServers(): number {
-  const given = process.env['LAB_JWT_SERVERS'];
-  return given === undefined ? (process.env['LAB_SERVERS'] === undefined ? 200 : labServers(200)) : wholeNumber('LAB_JWT_SERVERS', given, 200);
-}
-
-function wholeNumber(name: string, text: string, max: number): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`${name}=${text}: expected a whole number from 1 to ${max}`);
-  return n;
+  if (process.env['LAB_JWT_SERVERS'] === undefined && process.env['LAB_SERVERS'] !== undefined) return labServers(200);
+  return wholeNumberSetting('LAB_JWT_SERVERS', 200, 200);
 }
 
 export interface ProvisionedReport {

@@ -4,6 +4,7 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sleep } from '../wait.js';
+import { listSetting } from './env.js';
 import { labAvailability, labPaths } from './paths.js';
 import { openLab, reportLine, type Lab, type ProvisionedReport } from './lab.js';
 import type { LabProvisioner, ProvisionerKind } from './provisioners.js';
@@ -29,10 +30,7 @@ export async function withLab<T>(row: string, fn: (lab: Lab) => Promise<T>): Pro
  * short pass in .ci/run runs ours only.
  */
 export function labKinds(): ProvisionerKind[] {
-  const wanted = (process.env['LAB_KINDS'] ?? 'ours,upstream').split(',').map((k) => k.trim());
-  const kinds = (['ours', 'upstream'] as const).filter((k) => wanted.includes(k));
-  if (kinds.length === 0) throw new Error(`LAB_KINDS=${process.env['LAB_KINDS'] ?? ''}: expected ours, upstream or both (comma-separated)`);
-  return kinds;
+  return listSetting('LAB_KINDS', ['ours', 'upstream'] as const);
 }
 
 /**

@@ -7,6 +7,7 @@
 // (a minute on), is given that minute more and measured, not held to our bound.
 import { sleep, until } from '../wait.js';
 import type { LabBroker } from './broker.js';
+import { listSetting } from './env.js';
 import type { ProvisionerKind } from './provisioners.js';
 import type { LabFleet } from './servers.js';
 
@@ -26,10 +27,7 @@ export interface RowCase {
 
 /** The variants to run, from LAB_VARIANTS (comma-separated; default both): the CI short pass runs `plain`. */
 export function labVariants(): RowVariant[] {
-  const wanted = (process.env['LAB_VARIANTS'] ?? VARIANTS.join(',')).split(',').map((v) => v.trim());
-  const variants = VARIANTS.filter((v) => wanted.includes(v));
-  if (variants.length === 0) throw new Error(`LAB_VARIANTS=${process.env['LAB_VARIANTS'] ?? ''}: expected plain, broker-restart or both (comma-separated)`);
-  return variants;
+  return listSetting('LAB_VARIANTS', VARIANTS);
 }
 
 /** Every provisioner in every variant, for `it.each`. */
