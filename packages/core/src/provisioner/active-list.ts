@@ -26,6 +26,12 @@ export interface ActiveEntry {
   readonly heldUntil: number | undefined;
   /** the go-choria version of the node's latest startup event (HostJob.reportedVersion) */
   readonly reportedVersion: string | undefined;
+  /**
+   * A startup event of the node came while it was being provisioned: it started again in
+   * provisioning mode before the attempt ended (an upgrade that came back faster than its reply
+   * was handled, a reboot). Such an event cannot add the node then; the attempt's end does.
+   */
+  readonly startedDuringAttempt: boolean;
 }
 
 /** A wait on the deadline heap; an entry knows its current one, so a superseded wait is skipped. */
@@ -96,6 +102,7 @@ export class ActiveList {
     const existing = this.#active.get(identity);
     if (existing !== undefined) {
       if (reportedVersion !== undefined) existing.reportedVersion = reportedVersion;
+      if (source === 'event' && existing.state === 'provisioning') existing.startedDuringAttempt = true;
       if (isWaiting(existing) && now - existing.discoveredAt > refreshAfterMs) {
         existing.discoveredAt = now;
         existing.updatedAt = now;
@@ -114,6 +121,7 @@ export class ActiveList {
       updatedAt: now,
       heldUntil: undefined,
       reportedVersion,
+      startedDuringAttempt: false,
       abort: undefined,
       wait: undefined,
     };

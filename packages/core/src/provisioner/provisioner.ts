@@ -317,11 +317,17 @@ export class Provisioner {
   #finish(entry: ActiveEntry, result: HostResult, logger: Logger, startedAt: number): void {
     const now = Date.now();
     this.#recorder.record({ identity: entry.identity, discoveredAt: entry.discoveredAt, startedAt, endedAt: now, result }, logger);
-    let lockWaitUntil: number | undefined;
     // another provisioner holds the lock of a node that is not ours (any more): the owner's
-    if (result.outcome === 'skipped_locked' && this.#list.isCurrent(entry) && !this.#policy.mayWork(entry.identity)) this.#share.handOver(entry);
-    else if (this.#list.settle(entry, result.outcome, now, this.#policy.waitsOutLocks) === 'locked') lockWaitUntil = entry.heldUntil;
-    logOutcome(logger, entry.identity, result, lockWaitUntil);
+    const toOwner = result.outcome === 'skipped_locked' && this.#list.isCurrent(entry) && !this.#policy.mayWork(entry.identity);
+    if (toOwner) this.#share.handOver(entry);
+    const settled = toOwner ? undefined : this.#list.settle(entry, result.outcome, now, this.#policy.waitsOutLocks);
+    logOutcome(logger, entry.identity, result, settled === 'locked' ? entry.heldUntil : undefined);
+    // its startup event came while the attempt ran, and could not add it then: the node is waiting
+    // in provisioning mode again (an upgrade, a reboot), not until the next discovery
+    if (settled === 'removed' && entry.startedDuringAttempt && !this.paused) {
+      logger.info(`${entry.identity} started again in provisioning mode while it was being provisioned: adding it again`);
+      this.offer(entry.identity, 'event', entry.reportedVersion);
+    }
     this.#gauges.load();
   }
 

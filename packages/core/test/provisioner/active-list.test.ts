@@ -38,6 +38,20 @@ describe('ActiveList', () => {
     expect(second.generation).toBeGreaterThan(first.generation);
   });
 
+  it('notes a startup event that came while the node was being provisioned, and only that', () => {
+    const l = list();
+    const e = l.offer('a', 'discovery', 0, 1000).entry;
+    l.offer('a', 'event', 1, 1000);
+    expect(e.startedDuringAttempt).toBe(false); // queued: the event found it waiting
+    l.startAttempt(e, 2);
+    l.offer('a', 'discovery', 3, 1000);
+    expect(e.startedDuringAttempt).toBe(false); // a discovery reply is no news of a restart
+    l.offer('a', 'event', 4, 1000, 0, '0.30.0');
+    expect(e).toMatchObject({ startedDuringAttempt: true, reportedVersion: '0.30.0' });
+    expect(l.settle(e, 'upgraded', 5, false)).toBe('removed');
+    expect(l.offer('a', 'event', 6, 1000).entry.startedDuringAttempt).toBe(false);
+  });
+
   it("counts a new entry's attempts on from the node's past ones", () => {
     const l = list();
     expect(l.offer('c', 'discovery', 9, 60_000, 3).entry.attempts).toBe(3);

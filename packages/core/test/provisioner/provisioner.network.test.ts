@@ -127,6 +127,32 @@ describe('Provisioner scheduling', () => {
     expect(jobs[1]?.reportedVersion).toBe('0.24.1');
   });
 
+  // An upgraded node comes back in provisioning mode and says so with a startup event; when that
+  // event arrives before the attempt that upgraded it has ended, the node was on the list and the
+  // event could not add it: the attempt's end adds it again, instead of the next discovery.
+  it('a startup event that arrives while the node is being provisioned adds it again once the attempt ends', async () => {
+    const jobs: HostJob[] = [];
+    let url = '';
+    const { p, url: brokerUrl } = await setup(async (job) => {
+      jobs.push(job);
+      if (jobs.length > 1) return { outcome: 'provisioned' };
+      // release_update accepted; the node is back on the new version before this attempt ends
+      const nc = await connect({ servers: url });
+      const ev = { protocol: 'io.choria.lifecycle.v1.startup', id: 'u1', identity: 'n1', component: 'provision_mode_server', version: '0.30.0', timestamp: Math.floor(Date.now() / 1000) };
+      nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(JSON.stringify(ev)));
+      await nc.flush();
+      await nc.close();
+      // the event goes over loopback in about a millisecond; nothing the provisioner shows tells
+      // when it has seen an event that could not add a node, so the attempt just lasts a while
+      await new Promise((r) => setTimeout(r, 500));
+      return { outcome: 'upgraded', message: 'updating to version 0.30.0' };
+    });
+    url = brokerUrl;
+    expect(p.offer('n1', 'discovery')).toBe(true);
+    await until('the attempt after the upgrade', () => jobs.length === 2 && p.status().busyWorkers === 0, 5000);
+    expect(jobs[1]?.reportedVersion).toBe('0.30.0');
+  });
+
   it('queues an identity once, holds it after success, then forgets it', async () => {
     const runs: string[] = [];
     const { p, registry } = await setup(async (job) => {
