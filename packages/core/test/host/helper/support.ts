@@ -45,7 +45,11 @@ export function q(path: string): string {
   return `'${path.replace(/'/g, `'\\''`)}'`;
 }
 
-/** Reads a pid a script wrote to a file (waiting for it to appear). */
+/**
+ * Reads a pid a script wrote to a file (waiting for it to appear). The wait covers starting the
+ * helper spawner (a Node process) and the script: well under a second alone, but CI runs a second
+ * copy of the unit tests beside the whole suite on two cores, where 2 s was once not enough.
+ */
 export async function readPid(file: string): Promise<number> {
   let text = '';
   await until(`a pid in ${file}`, () => {
@@ -55,7 +59,7 @@ export async function readPid(file: string): Promise<number> {
       text = '';
     }
     return text !== '';
-  }, 2000);
+  }, 10_000);
   return Number(text);
 }
 
