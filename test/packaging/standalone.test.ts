@@ -3,7 +3,7 @@
 //   does not contain (every rule is explained where it is used, or in docs/);
 // - the unit project passes in a copy of the working tree placed where nothing is beside it (no
 //   `shared/` or any other sibling folder), so no test reads outside the checkout.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,19 +32,10 @@ interface Finished {
  * out ("Timeout calling onTaskUpdate"), an unhandled error that fails the whole run.
  */
 function runAsync(command: string, args: string[], cwd: string, timeoutMs: number): Promise<Finished> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    child.on('close', (status) => {
-      clearTimeout(timer);
-      resolve({ status, output });
+  const env = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' };
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd, env, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      resolve({ status: err === null ? 0 : typeof err.code === 'number' ? err.code : null, output: `${stdout}\n${stderr}` });
     });
   });
 }
