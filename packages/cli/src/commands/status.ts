@@ -51,10 +51,10 @@ export function formatStatus(body: unknown): string {
     if (history !== undefined) out.push(history);
     const members = s.coordination?.membership?.members ?? [];
     if (members.length > 0) {
-      const rows = [['MEMBER', 'OWNED', 'FINISHED', 'LAST HEARD']];
+      const rows = [['MEMBER', 'OWNED', 'QUEUED', 'FINISHED', 'LAST HEARD']];
       // two processes sharing one identity are told apart by their process id
       const shared = (m: MemberView): boolean => members.filter((x) => x.instance === m.instance).length > 1;
-      for (const m of members) rows.push([`${shared(m) ? m.member : m.instance}${m.self ? ' (this)' : ''}`, String(m.owned), String(m.provisioned), m.self ? '-' : `${(m.lastSeenMs / 1000).toFixed(1)}s ago`]);
+      for (const m of members) rows.push([`${shared(m) ? m.member : m.instance}${m.self ? ' (this)' : ''}`, String(m.owned), String(m.queued), String(m.provisioned), m.self ? '-' : `${(m.lastSeenMs / 1000).toFixed(1)}s ago`]);
       out.push(formatTable(rows));
     }
     if (s.hosts.length > 0) {

@@ -60,6 +60,7 @@ interface ValidatedYaml {
   coordination_group: string;
   coordination_heartbeat: string;
   coordination_lock_retry: string;
+  coordination_handover: boolean;
   streams_api_prefix: string;
   upgrades_repository: string;
   upgrades_optional: boolean;
@@ -145,6 +146,7 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
     coordinationGroup: coordinationGroup(yaml),
     coordinationHeartbeatMs: durations.coordinationHeartbeat,
     coordinationLockRetryMs: durations.coordinationLockRetry,
+    coordinationHandover: yaml.coordination_handover,
     livenessTimeoutMs: durations.livenessTimeout,
     monitorApiToken: yaml.monitor_api_token,
     monitorTlsCert: yaml.monitor_tls_cert,

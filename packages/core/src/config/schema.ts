@@ -389,6 +389,13 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     description:
       "active_active: when a node this instance owns answers that another provisioner holds its lock, try again after this long (go-choria's lock lasts 2 minutes), unless the holder reports it finished first.",
   },
+  coordination_handover: {
+    type: 'boolean',
+    default: true,
+    'x-extension': true,
+    description:
+      'active_active: an instance with nothing queued asks the member with the longest queue for some of its queued nodes, so that no instance idles while another still has a backlog. Sent on provisioning.coordination.<group>.work.<process>.',
+  },
   streams_api_prefix: {
     type: 'string',
     default: 'choria.streams',

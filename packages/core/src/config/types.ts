@@ -52,6 +52,8 @@ export interface ProvisionerConfig {
   readonly coordinationHeartbeatMs: number;
   /** extension: wait before retrying an owned node whose lock another provisioner holds */
   readonly coordinationLockRetryMs: number;
+  /** extension: active_active: an idle member takes queued nodes from the busiest one (`coordination_handover`) */
+  readonly coordinationHandover: boolean;
   /** extension: first-try wait and ping wait that tell a vanished node from a slow one; 0 = off */
   readonly livenessTimeoutMs: number;
   /** extension: HTTPS on the monitor port with these PEM files ('' for both: plain HTTP) */

@@ -2,12 +2,14 @@
 // membership decides the share: when the members change, waiting nodes no longer ours go to the
 // foreign list (their owner takes them) and foreign nodes now ours are offered. Nodes another
 // member finished, or that announced a restart (whoever provisioned them is done), leave the list
-// unless this instance is busy with them.
+// unless this instance is busy with them. An idle member takes queued nodes from a busy one
+// (work-handover.ts) unless coordination_handover is off.
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
 import type { ProvisionerConfig } from '../config/types.js';
 import { isWaiting, type ActiveEntry, type ActiveList, type DiscoverySource } from './active-list.js';
-import { Membership } from './coordination/index.js';
+import { Membership, type GrantedNode } from './coordination/index.js';
+import { WorkHandover } from './work-handover.js';
 import type { WorkPolicy } from './work-policy.js';
 
 export interface FleetShareOptions {
@@ -30,11 +32,16 @@ export interface JoinOptions {
   readonly identity: string;
   readonly version: string;
   /** what this instance reports in each heartbeat */
-  readonly report: () => { owned: number; provisioned: number };
+  readonly report: () => { owned: number; provisioned: number; queued: number };
+  /** nothing queued and a worker free: this instance could take queued nodes from a busier member */
+  readonly idle: () => boolean;
+  /** adds a node another member handed over (Provisioner's path for it) */
+  readonly take: (identity: string, source: DiscoverySource, reportedVersion: string | undefined) => boolean;
 }
 
 export class FleetShare {
   readonly #opts: FleetShareOptions;
+  #handover: WorkHandover | undefined;
 
   constructor(opts: FleetShareOptions) {
     this.#opts = opts;
@@ -43,6 +50,7 @@ export class FleetShare {
   /** active/active: joins the site's group; from now on the membership decides this instance's share. */
   join(client: ChoriaClient, join: JoinOptions): void {
     const logger = this.#opts.logger;
+    const handover = join.config.coordinationHandover;
     const membership = new Membership({
       nc: client.nats,
       group: join.config.coordinationGroup,
@@ -50,13 +58,38 @@ export class FleetShare {
       heartbeatMs: join.config.coordinationHeartbeatMs,
       logger,
       version: join.version,
-      report: join.report,
+      // without the hand-over, no one is to ask this instance for its queue
+      report: handover ? join.report : () => ({ ...join.report(), queued: 0 }),
       onChange: () => this.#rebalance(),
       onDone: (nodes) => this.#othersFinished(nodes),
+      ...(handover
+        ? {
+            onAsk: (from: string, want: number) => this.#handover?.answer(from, want),
+            onGrant: (from: string, nodes: readonly GrantedNode[]) => this.#handover?.received(from, nodes),
+          }
+        : {}),
       onInvalid: (reason) => logger.debug(`Ignoring an invalid active/active message: ${reason}`),
     });
+    if (handover) {
+      this.#handover = new WorkHandover({
+        membership,
+        list: this.#opts.list,
+        policy: this.#opts.policy,
+        logger,
+        workers: join.config.workers,
+        askTimeoutMs: 2 * join.config.coordinationHeartbeatMs,
+        idle: join.idle,
+        take: join.take,
+        listChanged: this.#opts.listChanged,
+      });
+    }
     this.#opts.policy.follow(membership);
     membership.start();
+  }
+
+  /** This instance may have run out of queued work: ask a busier member for some (when the hand-over is on). */
+  mayBeIdle(): void {
+    if (this.#opts.running()) this.#handover?.maybeAsk();
   }
 
   /** A node another member owns leaves this instance's list (not in flight: the lock covers those). */
@@ -81,6 +114,8 @@ export class FleetShare {
   #rebalance(): void {
     const { list, policy } = this.#opts;
     if (policy.ready && this.#opts.running()) {
+      const members = policy.membership?.members();
+      if (members !== undefined) policy.membersChanged(members);
       for (const e of [...list.entries()]) if (isWaiting(e) && !policy.mayWork(e.identity)) this.handOver(e);
       const mine = policy.takeOwned();
       for (const n of mine) this.#opts.offer(n.identity, n.source, n.reportedVersion);
@@ -97,6 +132,7 @@ export class FleetShare {
   }
 
   #forget(identity: string): boolean {
+    this.#opts.policy.forgetHandover(identity);
     const foreign = this.#opts.policy.forgetForeign(identity);
     const e = this.#opts.list.get(identity);
     const waiting = e !== undefined && isWaiting(e) && this.#opts.list.remove(e);

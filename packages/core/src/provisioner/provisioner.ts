@@ -95,7 +95,14 @@ export class Provisioner {
     const { history, sync } = siteHistory({ ...opts, logger: this.logger, readOnly: opts.dryRun === true, retryMs: opts.historyRetryMs, choriaAccount: () => choriaAccountConnection(this.#connection) });
     this.#history = history;
     this.#historySync = sync;
-    this.#recorder = new OutcomeRecorder({ metrics: this.metrics, history, onSuccess: (identity) => this.#policy.membership?.announceDone(identity) });
+    this.#recorder = new OutcomeRecorder({
+      metrics: this.metrics,
+      history,
+      onSuccess: (identity) => {
+        this.#policy.forgetHandover(identity);
+        this.#policy.membership?.announceDone(identity);
+      },
+    });
     const parts = { config: opts.config, identity: opts.choria.identity, version: this.version, dryRun: opts.dryRun === true, policy: this.#policy, list: this.#list, queue: this.#queue, history };
     this.#gauges = new SiteGauges({ ...parts, metrics: this.metrics, mode: opts.config.coordination, busyWorkers: () => this.#busy });
     this.#report = new SiteReport({ ...parts, historySync: sync, recorder: this.#recorder }, () => ({
@@ -160,7 +167,14 @@ export class Provisioner {
     // start while the history loads: neither offers a node before this instance is running.
     if (this.config.leaderElection) this.#startElection(client);
     if (this.config.coordination === 'active_active') {
-      this.#share.join(client, { config: this.config, identity: this.choria.identity, version: this.version, report: () => ({ owned: this.#list.size, provisioned: this.#recorder.finished }) });
+      this.#share.join(client, {
+        config: this.config,
+        identity: this.choria.identity,
+        version: this.version,
+        report: () => ({ owned: this.#list.size, provisioned: this.#recorder.finished, queued: this.#queue.length }),
+        idle: () => this.#state === 'running' && !this.paused && this.#queue.length === 0 && this.#busy < this.config.workers,
+        take: (identity, source, reportedVersion) => this.#add(identity, source, reportedVersion, 'handover'),
+      });
     }
     this.#gauges.coordination();
     // before any node is offered: a restarted instance holds back what the site quarantined
@@ -180,6 +194,8 @@ export class Provisioner {
     this.#timers.push(setInterval(() => void this.discover(), this.config.intervalMs));
     this.#unwatchLink = client.onLinkRestored(() => this.#rediscovery.linkRestored());
     this.#timers.push(setInterval(() => this.#sweep(), 1_000));
+    // active/active: an instance with nothing to do asks a busier member for queued nodes
+    if (this.config.coordination === 'active_active') this.#timers.push(setInterval(() => this.#share.mayBeIdle(), this.config.coordinationHeartbeatMs));
     this.#state = 'running';
     this.#gauges.load();
     // active/active: while the members are still getting to know each other, what the first
@@ -253,6 +269,11 @@ export class Provisioner {
    * `reportedVersion`: the go-choria version its startup event names, if any.
    */
   offer(identity: string, source: DiscoverySource, reportedVersion?: string): boolean {
+    return this.#add(identity, source, reportedVersion, 'offer');
+  }
+
+  /** offer(), and the path of a node another active/active member handed over (not a new sighting). */
+  #add(identity: string, source: DiscoverySource, reportedVersion: string | undefined, how: 'offer' | 'handover'): boolean {
     if (this.#state !== 'running') return false;
     const now = Date.now();
     // a failing node waits out its back-off; a quarantined one waits for an operator or a reboot
@@ -264,9 +285,13 @@ export class Provisioner {
     }
     const { result, entry } = this.#list.offer(identity, source, now, this.config.intervalMs, this.#history.get(identity)?.attempts ?? 0, reportedVersion);
     if (result !== 'added' || !this.#enqueue(entry)) return false;
-    if (source === 'discovery') this.metrics.discovered();
-    else if (source === 'event') this.metrics.eventDiscovered();
-    this.logger.info(`Adding ${identity} to the provision list after ${source === 'discovery' ? 'discovering it' : source === 'event' ? 'receiving an event' : 'an operator asked'}`);
+    if (how === 'handover') {
+      this.logger.info(`Adding ${identity} to the provision list after another active/active member handed it over`);
+    } else {
+      if (source === 'discovery') this.metrics.discovered();
+      else if (source === 'event') this.metrics.eventDiscovered();
+      this.logger.info(`Adding ${identity} to the provision list after ${source === 'discovery' ? 'discovering it' : source === 'event' ? 'receiving an event' : 'an operator asked'}`);
+    }
     this.#gauges.load();
     return true;
   }
@@ -329,6 +354,7 @@ export class Provisioner {
       this.offer(entry.identity, 'event', entry.reportedVersion);
     }
     this.#gauges.load();
+    if (this.#queue.length === 0) this.#share.mayBeIdle();
   }
 
   /** Once a second: the waits that are over end, unseen foreign nodes and old history records go. */
@@ -338,6 +364,7 @@ export class Provisioner {
     for (const e of due.lockWaitsOver) this.#retryLocked(e, now);
     // a node still waiting is seen again by every discovery; one not seen for two intervals left
     const forgotten = this.#policy.forgetUnseenSince(now - 2 * this.config.intervalMs);
+    this.#policy.expireHandovers(now);
     this.#history.expire(now);
     this.#gauges.counts();
     if (due.released + due.lockWaitsOver.length + forgotten > 0) this.#gauges.load();

@@ -3,6 +3,9 @@
 // membership is unavailable and the node lock alone keeps the instances apart). Everything that
 // takes, keeps or hands over a node asks mayWork here. Nodes seen that another member owns are
 // kept (the foreign nodes), so this instance takes its new share at once when the members change.
+// Queued nodes handed over between members (work-handover.ts) bend the share: a node granted to
+// this instance is its own, one it handed to another member is not, for as long as the membership
+// is formed and the hand-over stands (the taker finishes the node or leaves, or it expires).
 import type { CoordinationMode } from '../config/types.js';
 import type { EffectiveCoordination } from '../metrics/metrics.js';
 import type { DiscoverySource } from './active-list.js';
@@ -17,9 +20,21 @@ function shuffle<T>(items: T[]): T[] {
   return items;
 }
 
+/**
+ * How long a hand-over bends the share. A taker finishes its nodes within seconds; this only
+ * bounds what a lost grant (the taker never heard of its nodes) or a node that never finished
+ * leaves behind, after which the share is rendezvous hashing's again and the node lock keeps
+ * the two apart.
+ */
+export const HANDOVER_TTL_MS = 5 * 60_000;
+
 export class WorkPolicy {
   readonly #foreign: ForeignNodes;
   #membership: Membership | undefined;
+  /** nodes other members handed to this instance: identity -> when */
+  readonly #granted = new Map<string, number>();
+  /** nodes this instance handed to another member: identity -> the taker and when */
+  readonly #handed = new Map<string, { readonly member: string; readonly at: number }>();
 
   /** `foreignCapacity`: how many foreign nodes are kept at most (the oldest sighting goes first) */
   constructor(foreignCapacity: number) {
@@ -37,7 +52,47 @@ export class WorkPolicy {
 
   /** May this instance work on `identity` now? */
   mayWork(identity: string): boolean {
-    return this.#membership === undefined || this.#membership.owns(identity);
+    const membership = this.#membership;
+    if (membership === undefined) return true;
+    if (membership.state === 'formed') {
+      if (this.#handed.has(identity)) return false;
+      if (this.#granted.has(identity)) return true;
+    }
+    return membership.owns(identity);
+  }
+
+  /** Another member handed `identity` to this instance. */
+  granted(identity: string, now: number): void {
+    this.#handed.delete(identity);
+    this.#granted.set(identity, now);
+  }
+
+  /** This instance handed `identity` to `member` (a memberKey). */
+  handedTo(identity: string, member: string, now: number): void {
+    this.#granted.delete(identity);
+    this.#handed.set(identity, { member, at: now });
+  }
+
+  /** The node is finished (here or by its taker): the hand-over is over. */
+  forgetHandover(identity: string): void {
+    this.#granted.delete(identity);
+    this.#handed.delete(identity);
+  }
+
+  /** Nodes handed to members no longer in `members` are back to rendezvous hashing (maybe ours). */
+  membersChanged(members: readonly string[]): void {
+    const live = new Set(members);
+    for (const [identity, h] of this.#handed) if (!live.has(h.member)) this.#handed.delete(identity);
+  }
+
+  /** Ends the hand-overs older than HANDOVER_TTL_MS. */
+  expireHandovers(now: number): void {
+    for (const [identity, at] of this.#granted) if (now - at > HANDOVER_TTL_MS) this.#granted.delete(identity);
+    for (const [identity, h] of this.#handed) if (now - h.at > HANDOVER_TTL_MS) this.#handed.delete(identity);
+  }
+
+  get handovers(): { granted: number; handed: number } {
+    return { granted: this.#granted.size, handed: this.#handed.size };
   }
 
   /**

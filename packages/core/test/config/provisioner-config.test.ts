@@ -76,6 +76,7 @@ describe('defaults', () => {
       coordinationGroup: 'provisioner',
       coordinationHeartbeatMs: 2000,
       coordinationLockRetryMs: 130_000,
+      coordinationHandover: true,
       livenessTimeoutMs: 2000,
       monitorApiToken: '',
       monitorTlsCert: '',

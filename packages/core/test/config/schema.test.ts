@@ -27,6 +27,7 @@ describe('provisioner schema', () => {
         'choria_config',
         'coordination',
         'coordination_group',
+        'coordination_handover',
         'coordination_heartbeat',
         'coordination_lock_retry',
         'helper_mode',

@@ -6,6 +6,7 @@ import { Registry } from 'prom-client';
 import { connect } from 'nats';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Provisioner } from '../../src/provisioner/provisioner.js';
+import { rendezvousOwner } from '../../src/provisioner/coordination/index.js';
 import type { HostJob, HostResult } from '../../src/host/types.js';
 import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
@@ -34,6 +35,14 @@ async function instance(url: string, name: string, runner: (job: HostJob) => Pro
   return p;
 }
 
+/** The nodes rendezvous hashing gives `p` (its share without any hand-over). */
+function shareOf(p: Provisioner, of: readonly string[]): string[] {
+  const view = p.status().coordination.membership;
+  const self = view?.members.find((m) => m.self)?.member;
+  const members = view?.members.map((m) => m.member) ?? [];
+  return of.filter((n) => rendezvousOwner(n, members) === self);
+}
+
 const formed = (p: Provisioner, members: number): boolean => p.status().coordination.membership?.state === 'formed' && p.status().coordination.membership?.members.length === members;
 
 describe('Provisioner in active/active mode', () => {
@@ -43,15 +52,27 @@ describe('Provisioner in active/active mode', () => {
     // b's workers stay busy until released, so its share waits in its queue
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const a = await instance(srv.url, 'a.example.net', async (job) => {
-      ran['a']!.push(job.identity);
-      return { outcome: 'provisioned' };
-    });
-    const b = await instance(srv.url, 'b.example.net', async (job) => {
-      ran['b']!.push(job.identity);
-      await Promise.race([gate, new Promise((r) => job.signal.addEventListener('abort', r))]);
-      return { outcome: 'failed', message: 'stopped' };
-    });
+    // without the hand-over: idle a would take b's queue (tested below)
+    const noHandover = 'coordination_handover: false\n';
+    const a = await instance(
+      srv.url,
+      'a.example.net',
+      async (job) => {
+        ran['a']!.push(job.identity);
+        return { outcome: 'provisioned' };
+      },
+      noHandover,
+    );
+    const b = await instance(
+      srv.url,
+      'b.example.net',
+      async (job) => {
+        ran['b']!.push(job.identity);
+        await Promise.race([gate, new Promise((r) => job.signal.addEventListener('abort', r))]);
+        return { outcome: 'failed', message: 'stopped' };
+      },
+      noHandover,
+    );
     await until('both formed with two members', () => formed(a, 2) && formed(b, 2), 5000);
     for (const n of nodes) {
       a.offer(n, 'discovery');
@@ -119,6 +140,70 @@ describe('Provisioner in active/active mode', () => {
     const metrics = await p.metrics.registry.metrics();
     expect(metrics).toContain('choria_provisioner_coordination_mode{site="test",identity="a.example.net",mode="lock_only"} 1');
     expect(metrics).toContain('choria_provisioner_coordination_mode{site="test",identity="a.example.net",mode="active_active"} 0');
+  });
+});
+
+describe('Provisioner in active/active mode: the hand-over of queued nodes', () => {
+  it('an idle member takes queued nodes from a busy one; every node runs once', async () => {
+    const srv = await broker();
+    const ran: Record<string, string[]> = { a: [], b: [] };
+    const a = await instance(srv.url, 'a.example.net', async (job) => {
+      ran['a']!.push(job.identity);
+      return { outcome: 'provisioned' };
+    });
+    // b is slow: alone it would need ~30 x 120 ms / 2 workers for its share
+    const b = await instance(srv.url, 'b.example.net', async (job) => {
+      ran['b']!.push(job.identity);
+      await sleep(120);
+      return { outcome: 'provisioned' };
+    });
+    await until('both formed with two members', () => formed(a, 2) && formed(b, 2), 5000);
+    const bShare = shareOf(b, nodes);
+    expect(bShare.length).toBeGreaterThan(10);
+    for (const n of nodes) {
+      a.offer(n, 'discovery');
+      b.offer(n, 'discovery');
+    }
+    await until('every node ran', () => ran['a']!.length + ran['b']!.length === nodes.length && a.status().busyWorkers + b.status().busyWorkers === 0, 10_000);
+    await sleep(300);
+    const all = [...ran['a']!, ...ran['b']!];
+    expect(all.length).toBe(nodes.length);
+    expect(new Set(all).size).toBe(nodes.length);
+    // a ran part of b's share: b handed it over from its queue
+    const taken = ran['a']!.filter((n) => bShare.includes(n));
+    expect(taken.length).toBeGreaterThan(0);
+    expect(ran['b']!.length).toBeLessThan(bShare.length);
+    expect(b.status().hosts.filter((h) => h.state === 'queued')).toEqual([]);
+  });
+
+  it('a taker that leaves before running what it took gives it back to the member that handed it over', async () => {
+    const srv = await broker();
+    const done = new Set<string>();
+    let bShare: string[] = [];
+    // a finishes its own share at once and stalls on what it takes from b (until it stops)
+    const a = await instance(srv.url, 'a.example.net', async (job) => {
+      if (!bShare.includes(job.identity)) {
+        done.add(job.identity);
+        return { outcome: 'provisioned' };
+      }
+      await new Promise((r) => job.signal.addEventListener('abort', r));
+      return { outcome: 'failed', message: 'stopped' };
+    });
+    const b = await instance(srv.url, 'b.example.net', async (job) => {
+      await sleep(100);
+      done.add(job.identity);
+      return { outcome: 'provisioned' };
+    });
+    await until('both formed with two members', () => formed(a, 2) && formed(b, 2), 5000);
+    bShare = shareOf(b, nodes);
+    for (const n of nodes) {
+      a.offer(n, 'discovery');
+      b.offer(n, 'discovery');
+    }
+    await until('a took some of b\'s queue', () => a.status().hosts.some((h) => bShare.includes(h.identity)), 5000);
+    await a.stop();
+    await until('b provisioned everything a left', () => nodes.every((n) => done.has(n)), 15_000);
+    expect(b.status().hosts.filter((h) => h.state === 'queued')).toEqual([]);
   });
 });
 

@@ -18,7 +18,19 @@ import { randomBytes } from 'node:crypto';
 import type { NatsConnection, Subscription } from 'nats';
 import type { Logger } from 'winston';
 import { errorText } from '../../util/values.js';
-import { coordinationSubjects, encodeDone, encodeHeartbeat, parseDone, parseHeartbeat, type CoordinationSubjects, type Heartbeat } from './messages.js';
+import {
+  coordinationSubjects,
+  encodeAsk,
+  encodeDone,
+  encodeGrant,
+  encodeHeartbeat,
+  parseDone,
+  parseHeartbeat,
+  parseWorkMessage,
+  type CoordinationSubjects,
+  type GrantedNode,
+  type Heartbeat,
+} from './messages.js';
 import { rendezvousOwner } from './rendezvous.js';
 
 export type MembershipState = 'forming' | 'formed' | 'unavailable';
@@ -40,6 +52,8 @@ export interface MemberView {
   readonly lastSeenMs: number;
   readonly owned: number;
   readonly provisioned: number;
+  /** nodes waiting in its work queue, as its last heartbeat said */
+  readonly queued: number;
   readonly version: string;
 }
 
@@ -59,11 +73,18 @@ export interface MembershipOptions {
   readonly logger: Logger;
   readonly version: string;
   /** what this instance reports about itself in each heartbeat */
-  readonly report: () => { owned: number; provisioned: number };
+  readonly report: () => { owned: number; provisioned: number; queued: number };
   /** the live member list changed (also when the membership formed or became unavailable) */
   readonly onChange: () => void;
   /** another member finished these nodes */
   readonly onDone: (nodes: readonly string[], from: string) => void;
+  /**
+   * The hand-over of queued nodes (work-handover.ts): a live member asks for up to `want` of this
+   * instance's queued nodes, or a member granted some to this instance. Without these handlers
+   * this process does not listen on its work subject (it neither asks nor answers).
+   */
+  readonly onAsk?: (from: string, want: number) => void;
+  readonly onGrant?: (from: string, nodes: readonly GrantedNode[]) => void;
   /** a coordination message that does not parse */
   readonly onInvalid?: (reason: string) => void;
   readonly now?: () => number;
@@ -167,6 +188,10 @@ export class Membership {
         },
       }),
     );
+    if (this.#opts.onAsk !== undefined || this.#opts.onGrant !== undefined) {
+      const work = this.#subjects.work(this.#incarnation);
+      this.#subs.push(nc.subscribe(work, { callback: (err, msg) => (err === null ? this.#onWork(msg.data) : this.#opts.onInvalid?.(`subscribing to ${work} failed: ${errorText(err)}`)) }));
+    }
     this.#timers.push(setInterval(() => this.#tick(), heartbeatMs));
     this.#timers.push(
       setTimeout(() => {
@@ -176,6 +201,23 @@ export class Membership {
       }, heartbeatMs * FORMING_HEARTBEATS),
     );
     this.#publishHeartbeat(false);
+  }
+
+  /** The live peer whose last heartbeat reported the most queued nodes, if any reported some. */
+  busiest(): { member: string; queued: number } | undefined {
+    let best: { member: string; queued: number } | undefined;
+    for (const [member, p] of this.#peers) if (p.heartbeat.queued > (best?.queued ?? 0)) best = { member, queued: p.heartbeat.queued };
+    return best;
+  }
+
+  /** Asks a live peer for up to `want` of its queued nodes; false when it is not (or no longer) a member. */
+  ask(member: string, want: number): boolean {
+    return this.#sendWork(member, encodeAsk({ instance: this.instance, incarnation: this.#incarnation, want }));
+  }
+
+  /** Tells a peer which queued nodes are now its own (none: nothing to spare). */
+  grant(member: string, nodes: readonly GrantedNode[]): boolean {
+    return this.#sendWork(member, encodeGrant({ instance: this.instance, incarnation: this.#incarnation, nodes }));
   }
 
   /** Queues a finished node for the next done notice. */
@@ -213,6 +255,7 @@ export class Membership {
         lastSeenMs: p === undefined ? 0 : now - p.seenAt,
         owned: p?.heartbeat.owned ?? 0,
         provisioned: p?.heartbeat.provisioned ?? 0,
+        queued: p?.heartbeat.queued ?? 0,
         version: p?.heartbeat.version ?? '',
       };
     });
@@ -231,7 +274,7 @@ export class Membership {
   }
 
   #publishHeartbeat(leaving: boolean): void {
-    const { owned, provisioned } = this.#opts.report();
+    const { owned, provisioned, queued } = this.#opts.report();
     const body = encodeHeartbeat({
       instance: this.instance,
       incarnation: this.#incarnation,
@@ -239,6 +282,7 @@ export class Membership {
       leaving,
       owned,
       provisioned,
+      queued,
       version: this.#opts.version,
     });
     try {
@@ -291,6 +335,28 @@ export class Membership {
       if (!own) this.#opts.onDone(notice.nodes, notice.instance);
     } catch (err) {
       this.#opts.onInvalid?.(`done notice: ${errorText(err)}`);
+    }
+  }
+
+  #sendWork(member: string, body: string): boolean {
+    const peer = this.#peers.get(member);
+    if (peer === undefined || this.#stopped) return false;
+    try {
+      this.#opts.nc.publish(this.#subjects.work(peer.heartbeat.incarnation), body);
+      return true;
+    } catch (err) {
+      this.#opts.logger.debug(`Could not send to active/active member ${label(peer.heartbeat)}: ${errorText(err)}`);
+      return false;
+    }
+  }
+
+  #onWork(data: Uint8Array): void {
+    try {
+      const m = parseWorkMessage(data);
+      if ('ask' in m) this.#opts.onAsk?.(memberKey(m.ask.instance, m.ask.incarnation), m.ask.want);
+      else this.#opts.onGrant?.(memberKey(m.grant.instance, m.grant.incarnation), m.grant.nodes);
+    } catch (err) {
+      this.#opts.onInvalid?.(`work message: ${errorText(err)}`);
     }
   }
 

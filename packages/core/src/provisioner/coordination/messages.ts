@@ -8,14 +8,22 @@ import { errorText } from '../../util/values.js';
 
 export const HEARTBEAT_PROTOCOL = 'choria-provisioner:member:1';
 export const DONE_PROTOCOL = 'choria-provisioner:done:1';
+export const ASK_PROTOCOL = 'choria-provisioner:ask:1';
+export const GRANT_PROTOCOL = 'choria-provisioner:grant:1';
 
 export interface CoordinationSubjects {
   readonly members: string;
   readonly done: string;
+  /** one member process's own subject, for asks and grants of queued nodes (the hand-over) */
+  work(incarnation: string): string;
 }
 
 export function coordinationSubjects(group: string): CoordinationSubjects {
-  return { members: `provisioning.coordination.${group}.members`, done: `provisioning.coordination.${group}.done` };
+  return {
+    members: `provisioning.coordination.${group}.members`,
+    done: `provisioning.coordination.${group}.done`,
+    work: (incarnation) => `provisioning.coordination.${group}.work.${incarnation}`,
+  };
 }
 
 /** One member's announcement, sent every heartbeat and once more (leaving) when it stops. */
@@ -30,6 +38,8 @@ export interface Heartbeat {
   readonly owned: number;
   /** nodes this instance finished since it started */
   readonly provisioned: number;
+  /** nodes waiting in this instance's work queue (what an idle member may ask for); 0 from senders that predate it */
+  readonly queued: number;
   readonly version: string;
 }
 
@@ -39,6 +49,26 @@ export interface DoneNotice {
   /** the sender's process (Heartbeat.incarnation); absent from senders that predate it */
   readonly incarnation?: string;
   readonly nodes: readonly string[];
+}
+
+/** An idle member asks a busy one (on the busy one's work subject) for up to `want` queued nodes. */
+export interface AskNotice {
+  readonly instance: string;
+  readonly incarnation: string;
+  readonly want: number;
+}
+
+/** A node handed over in a grant, with the go-choria version its startup event named, if any. */
+export interface GrantedNode {
+  readonly identity: string;
+  readonly reportedVersion?: string;
+}
+
+/** The answer to an ask (on the asker's work subject): the queued nodes now the asker's, maybe none. */
+export interface GrantNotice {
+  readonly instance: string;
+  readonly incarnation: string;
+  readonly nodes: readonly GrantedNode[];
 }
 
 /** A coordination message that does not parse: dropped (and counted) by the receiver. */
@@ -53,7 +83,21 @@ export function encodeHeartbeat(h: Heartbeat): string {
     leaving: h.leaving,
     owned: h.owned,
     provisioned: h.provisioned,
+    queued: h.queued,
     version: h.version,
+  });
+}
+
+export function encodeAsk(a: AskNotice): string {
+  return JSON.stringify({ protocol: ASK_PROTOCOL, instance: a.instance, incarnation: a.incarnation, want: a.want });
+}
+
+export function encodeGrant(g: GrantNotice): string {
+  return JSON.stringify({
+    protocol: GRANT_PROTOCOL,
+    instance: g.instance,
+    incarnation: g.incarnation,
+    nodes: g.nodes.map((n) => (n.reportedVersion !== undefined ? { identity: n.identity, version: n.reportedVersion } : { identity: n.identity })),
   });
 }
 
@@ -61,7 +105,7 @@ export function encodeDone(d: DoneNotice): string {
   return JSON.stringify({ protocol: DONE_PROTOCOL, instance: d.instance, ...(d.incarnation !== undefined ? { incarnation: d.incarnation } : {}), nodes: d.nodes });
 }
 
-function objectOf(data: Uint8Array, protocol: string): Record<string, unknown> {
+function jsonObject(data: Uint8Array): Record<string, unknown> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8'));
@@ -69,7 +113,11 @@ function objectOf(data: Uint8Array, protocol: string): Record<string, unknown> {
     throw new CoordinationMessageError(`not JSON: ${errorText(err)}`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new CoordinationMessageError('not a JSON object');
-  const obj = parsed as Record<string, unknown>;
+  return parsed as Record<string, unknown>;
+}
+
+function objectOf(data: Uint8Array, protocol: string): Record<string, unknown> {
+  const obj = jsonObject(data);
   if (obj['protocol'] !== protocol) throw new CoordinationMessageError(`protocol ${JSON.stringify(obj['protocol'])} is not ${protocol}`);
   return obj;
 }
@@ -97,8 +145,38 @@ export function parseHeartbeat(data: Uint8Array): Heartbeat {
     leaving,
     owned: count(obj, 'owned'),
     provisioned: count(obj, 'provisioned'),
+    queued: obj['queued'] === undefined ? 0 : count(obj, 'queued'),
     version: typeof obj['version'] === 'string' ? obj['version'] : '',
   };
+}
+
+/** A message on a member's work subject: an ask or a grant. */
+export type WorkMessage = { readonly ask: AskNotice } | { readonly grant: GrantNotice };
+
+export function parseWorkMessage(data: Uint8Array): WorkMessage {
+  const obj = jsonObject(data);
+  if (obj['protocol'] === ASK_PROTOCOL) return { ask: askOf(obj) };
+  if (obj['protocol'] === GRANT_PROTOCOL) return { grant: grantOf(obj) };
+  throw new CoordinationMessageError(`protocol ${JSON.stringify(obj['protocol'])} is neither ${ASK_PROTOCOL} nor ${GRANT_PROTOCOL}`);
+}
+
+function askOf(obj: Record<string, unknown>): AskNotice {
+  return { instance: text(obj, 'instance'), incarnation: text(obj, 'incarnation'), want: count(obj, 'want', 1) };
+}
+
+function grantOf(obj: Record<string, unknown>): GrantNotice {
+  const nodes = obj['nodes'];
+  if (!Array.isArray(nodes)) throw new CoordinationMessageError('"nodes" must be an array');
+  const granted = nodes.map((n: unknown, i): GrantedNode => {
+    if (typeof n !== 'object' || n === null || Array.isArray(n)) throw new CoordinationMessageError(`nodes[${i}] must be an object`);
+    const node = n as Record<string, unknown>;
+    const identity = node['identity'];
+    if (typeof identity !== 'string' || identity === '') throw new CoordinationMessageError(`nodes[${i}].identity must be a non-empty string`);
+    const version = node['version'];
+    if (version !== undefined && typeof version !== 'string') throw new CoordinationMessageError(`nodes[${i}].version must be a string`);
+    return version !== undefined && version !== '' ? { identity, reportedVersion: version } : { identity };
+  });
+  return { instance: text(obj, 'instance'), incarnation: text(obj, 'incarnation'), nodes: granted };
 }
 
 export function parseDone(data: Uint8Array): DoneNotice {

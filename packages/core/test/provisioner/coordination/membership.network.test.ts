@@ -42,7 +42,7 @@ async function member(url: string, instance: string, extra: Partial<MembershipOp
     heartbeatMs: HEARTBEAT_MS,
     logger: log.logger,
     version: 'test',
-    report: () => ({ owned: 7, provisioned: 3 }),
+    report: () => ({ owned: 7, provisioned: 3, queued: 0 }),
     onChange: () => t.changes++,
     onDone: (n) => t.done.push(...n),
     ...extra,
@@ -175,5 +175,30 @@ describe('active/active membership', () => {
     // both views must hold both members before the split can be checked: each hears the other in turn
     await until('two members each', () => [a!, b!].every((t) => t.m.state === 'formed' && t.m.ready && t.m.members().length === 2));
     expect(ownedBy(a!).length + ownedBy(b!).length).toBe(nodes.length);
+  });
+
+  it('carries asks and grants of queued nodes between two processes, also in the Choria Broker account layout', async () => {
+    const s = await startNatsServer({ choriaAccounts: true });
+    cleanups.push(() => s.stop());
+    const { user, password } = CHORIA_BROKER_LOGINS.provisioner;
+    const asks: [string, number][] = [];
+    const grants: [string, unknown][] = [];
+    const a = await member(s.url, 'prov-a.example.net', { user, pass: password, report: () => ({ owned: 30, provisioned: 0, queued: 24 }), onAsk: (from, want) => asks.push([from, want]) });
+    const b = await member(s.url, 'prov-b.example.net', { user, pass: password, onGrant: (from, granted) => grants.push([from, granted]) });
+    await until('two members each', () => [a, b].every((t) => t.m.ready && t.m.members().length === 2));
+    // b learns a's queue from a's heartbeats; b reports none queued
+    await until('b knows a is the busiest', () => b.m.busiest()?.member === a.m.member);
+    expect(b.m.busiest()).toEqual({ member: a.m.member, queued: 24 });
+    expect(a.m.busiest()).toBeUndefined();
+    expect(b.m.view().members.find((m) => !m.self)?.queued).toBe(24);
+
+    expect(b.m.ask(a.m.member, 8)).toBe(true);
+    await until('a heard the ask', () => asks.length === 1);
+    expect(asks).toEqual([[b.m.member, 8]]);
+    expect(a.m.grant(b.m.member, [{ identity: 'n1.example.net', reportedVersion: '0.30.2' }, { identity: 'n2.example.net' }])).toBe(true);
+    await until('b heard the grant', () => grants.length === 1);
+    expect(grants).toEqual([[a.m.member, [{ identity: 'n1.example.net', reportedVersion: '0.30.2' }, { identity: 'n2.example.net' }]]]);
+    // only live members are asked
+    expect(b.m.ask('prov-z.example.net#00', 1)).toBe(false);
   });
 });

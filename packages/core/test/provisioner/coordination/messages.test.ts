@@ -2,15 +2,18 @@ import { describe, expect, it } from 'vitest';
 import {
   CoordinationMessageError,
   coordinationSubjects,
+  encodeAsk,
   encodeDone,
+  encodeGrant,
   encodeHeartbeat,
   parseDone,
   parseHeartbeat,
+  parseWorkMessage,
   type Heartbeat,
 } from '../../../src/provisioner/coordination/messages.js';
 
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
-const hb: Heartbeat = { instance: 'prov-a.example.net', incarnation: '0011aabb', intervalMs: 2000, leaving: false, owned: 12, provisioned: 40, version: '1.2.3' };
+const hb: Heartbeat = { instance: 'prov-a.example.net', incarnation: '0011aabb', intervalMs: 2000, leaving: false, owned: 12, provisioned: 40, queued: 9, version: '1.2.3' };
 
 describe('active/active messages', () => {
   it('round-trips a heartbeat and a done notice', () => {
@@ -22,12 +25,46 @@ describe('active/active messages', () => {
 
   it('uses subjects in the provisioning account that nodes may not publish to', () => {
     const s = coordinationSubjects('lon');
-    expect(s).toEqual({ members: 'provisioning.coordination.lon.members', done: 'provisioning.coordination.lon.done' });
+    expect({ members: s.members, done: s.done, work: s.work('0011aabb') }).toEqual({
+      members: 'provisioning.coordination.lon.members',
+      done: 'provisioning.coordination.lon.done',
+      work: 'provisioning.coordination.lon.work.0011aabb',
+    });
     // what go-choria lets a provisioning-mode server publish
     for (const allowed of ['choria.lifecycle.', 'provisioning.reply.', 'provisioning.registration.']) {
-      expect(s.members.startsWith(allowed)).toBe(false);
-      expect(s.done.startsWith(allowed)).toBe(false);
+      for (const subject of [s.members, s.done, s.work('0011aabb')]) expect(subject.startsWith(allowed)).toBe(false);
     }
+  });
+
+  it('reads a heartbeat without "queued" (a sender that predates the hand-over) as nothing queued', () => {
+    const { queued: _queued, ...old } = JSON.parse(encodeHeartbeat(hb)) as Record<string, unknown>;
+    expect(parseHeartbeat(bytes(JSON.stringify(old)))).toEqual({ ...hb, queued: 0 });
+  });
+
+  it('round-trips asks and grants on one work subject, told apart by protocol', () => {
+    expect(parseWorkMessage(bytes(encodeAsk({ instance: 'prov-b.example.net', incarnation: 'ff00', want: 8 })))).toEqual({ ask: { instance: 'prov-b.example.net', incarnation: 'ff00', want: 8 } });
+    const nodes = [{ identity: 'n1.example.net', reportedVersion: '0.30.2' }, { identity: 'n2.example.net' }];
+    expect(parseWorkMessage(bytes(encodeGrant({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes })))).toEqual({
+      grant: { instance: 'prov-a.example.net', incarnation: '0011aabb', nodes },
+    });
+    // an empty grant: nothing to spare
+    expect(parseWorkMessage(bytes(encodeGrant({ instance: 'a', incarnation: 'b', nodes: [] })))).toEqual({ grant: { instance: 'a', incarnation: 'b', nodes: [] } });
+  });
+
+  it('rejects garbage on the work subject with the reason', () => {
+    const ask = JSON.parse(encodeAsk({ instance: 'a', incarnation: 'b', want: 2 })) as Record<string, unknown>;
+    const grant = JSON.parse(encodeGrant({ instance: 'a', incarnation: 'b', nodes: [{ identity: 'n1' }] })) as Record<string, unknown>;
+    const bad: [unknown, RegExp][] = [
+      [{ ...ask, protocol: 'choria-provisioner:done:1' }, /neither choria-provisioner:ask:1 nor choria-provisioner:grant:1/],
+      [{ ...ask, want: 0 }, /"want" must be an integer >= 1/],
+      [{ ...ask, incarnation: '' }, /"incarnation" must be a non-empty string/],
+      [{ ...grant, nodes: 'n1' }, /"nodes" must be an array/],
+      [{ ...grant, nodes: ['n1'] }, /nodes\[0\] must be an object/],
+      [{ ...grant, nodes: [{ identity: '' }] }, /nodes\[0\].identity must be a non-empty string/],
+      [{ ...grant, nodes: [{ identity: 'n1', version: 3 }] }, /nodes\[0\].version must be a string/],
+    ];
+    for (const [obj, reason] of bad) expect(() => parseWorkMessage(bytes(JSON.stringify(obj))), JSON.stringify(obj)).toThrow(reason);
+    expect(() => parseWorkMessage(bytes('{'))).toThrow(CoordinationMessageError);
   });
 
   it('rejects garbage with the reason', () => {
@@ -39,6 +76,7 @@ describe('active/active messages', () => {
       [JSON.stringify({ ...JSON.parse(encodeHeartbeat(hb)), interval_ms: 0 }), /"interval_ms" must be an integer >= 1/],
       [JSON.stringify({ ...JSON.parse(encodeHeartbeat(hb)), owned: -1 }), /"owned" must be an integer >= 0/],
       [JSON.stringify({ ...JSON.parse(encodeHeartbeat(hb)), leaving: 'no' }), /"leaving" must be a boolean/],
+      [JSON.stringify({ ...JSON.parse(encodeHeartbeat(hb)), queued: 1.5 }), /"queued" must be an integer >= 0/],
     ];
     for (const [text, reason] of bad) {
       expect(() => parseHeartbeat(bytes(text)), text).toThrow(CoordinationMessageError);

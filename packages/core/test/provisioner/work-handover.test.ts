@@ -1,0 +1,197 @@
+// The hand-over of queued nodes between active/active members, with a scripted membership: who is
+// asked and for how much, what is handed over (queued nodes only, from the end of the queue, at
+// most half), and how the share bends while a hand-over stands (WorkPolicy).
+import { describe, expect, it } from 'vitest';
+import { ActiveList, type DiscoverySource } from '../../src/provisioner/active-list.js';
+import type { GrantedNode, Membership, MembershipState } from '../../src/provisioner/coordination/index.js';
+import { ASK_PER_WORKER, WorkHandover, type HandoverMembership } from '../../src/provisioner/work-handover.js';
+import { HANDOVER_TTL_MS, WorkPolicy } from '../../src/provisioner/work-policy.js';
+import { silentLogger } from '../../src/util/logger.js';
+
+const SELF = 'a.example.net#01';
+const PEER = 'b.example.net#02';
+const OTHER = 'c.example.net#03';
+
+/** A membership where this instance owns every node by rendezvous hashing (so only hand-overs change mayWork). */
+class FakeMembership implements HandoverMembership {
+  state: MembershipState = 'formed';
+  ready = true;
+  readonly member = SELF;
+  live = [SELF, PEER, OTHER];
+  peerQueues = new Map<string, number>();
+  asks: [string, number][] = [];
+  grants: [string, readonly GrantedNode[]][] = [];
+  members(): readonly string[] {
+    return this.live;
+  }
+  busiest(): { member: string; queued: number } | undefined {
+    let best: { member: string; queued: number } | undefined;
+    for (const [member, queued] of this.peerQueues) if (queued > (best?.queued ?? 0)) best = { member, queued };
+    return best;
+  }
+  ask(member: string, want: number): boolean {
+    if (!this.live.includes(member)) return false;
+    this.asks.push([member, want]);
+    return true;
+  }
+  failGrants = false;
+  grant(member: string, nodes: readonly GrantedNode[]): boolean {
+    if (!this.live.includes(member) || this.failGrants) return false;
+    this.grants.push([member, nodes]);
+    return true;
+  }
+  owns(): boolean {
+    return this.state === 'unavailable' || this.ready;
+  }
+}
+
+function setup(opts: { idle?: boolean; workers?: number } = {}) {
+  const membership = new FakeMembership();
+  const policy = new WorkPolicy(1000);
+  policy.follow(membership as unknown as Membership);
+  const list = new ActiveList({ holdMs: 60_000, lockRetryMs: 120_000 });
+  let now = 1_000_000;
+  const taken: [string, DiscoverySource, string | undefined][] = [];
+  const handover = new WorkHandover({
+    membership,
+    list,
+    policy,
+    logger: silentLogger(),
+    workers: opts.workers ?? 4,
+    askTimeoutMs: 500,
+    idle: () => opts.idle ?? true,
+    take: (identity, source, version) => {
+      taken.push([identity, source, version]);
+      return list.offer(identity, source, now, 60_000, 0, version).result === 'added';
+    },
+    listChanged: () => undefined,
+    now: () => now,
+  });
+  return { membership, policy, list, handover, taken, tick: (ms: number) => (now += ms), now: () => now };
+}
+
+describe('WorkHandover', () => {
+  it('asks the member with the longest queue for half of it, at most four per worker, and waits for the answer', () => {
+    const t = setup({ workers: 2 });
+    t.membership.peerQueues.set(PEER, 30).set(OTHER, 7);
+    t.handover.maybeAsk();
+    expect(t.membership.asks).toEqual([[PEER, 2 * ASK_PER_WORKER]]);
+    t.handover.maybeAsk(); // the ask is in flight
+    expect(t.membership.asks).toHaveLength(1);
+    t.tick(600); // unanswered for longer than the ask timeout: ask again, whoever is busiest now
+    t.membership.peerQueues.set(PEER, 5);
+    t.handover.maybeAsk();
+    expect(t.membership.asks).toEqual([
+      [PEER, 8],
+      [OTHER, 4],
+    ]);
+  });
+
+  it('does not ask while busy, before the membership is formed, or a member with almost nothing queued', () => {
+    const busy = setup({ idle: false });
+    busy.membership.peerQueues.set(PEER, 30);
+    busy.handover.maybeAsk();
+    expect(busy.membership.asks).toEqual([]);
+
+    const forming = setup();
+    forming.membership.peerQueues.set(PEER, 30);
+    forming.membership.state = 'forming';
+    forming.handover.maybeAsk();
+    forming.membership.state = 'unavailable';
+    forming.handover.maybeAsk();
+    expect(forming.membership.asks).toEqual([]);
+
+    const little = setup();
+    little.membership.peerQueues.set(PEER, 1);
+    little.handover.maybeAsk();
+    expect(little.membership.asks).toEqual([]);
+  });
+
+  it('hands over at most half of its queued nodes, from the end of the queue, and none in flight, held or locked', () => {
+    const t = setup();
+    const entries = Array.from({ length: 10 }, (_, i) => t.list.offer(`n${i}`, 'discovery', t.now(), 60_000, 0, i === 9 ? '0.30.2' : undefined).entry);
+    t.list.startAttempt(entries[0]!, t.now()); // in flight
+    t.list.startAttempt(entries[8]!, t.now()); // in flight, near the end
+    // 8 queued: n1..n7, n9; half is 4, the asker wants 6
+    t.handover.answer(PEER, 6);
+    expect(t.membership.grants).toEqual([[PEER, [{ identity: 'n5' }, { identity: 'n6' }, { identity: 'n7' }, { identity: 'n9', reportedVersion: '0.30.2' }]]]);
+    expect([...t.list.entries()].map((e) => e.identity)).toEqual(['n0', 'n1', 'n2', 'n3', 'n4', 'n8']);
+    for (const n of ['n5', 'n6', 'n7', 'n9']) expect(t.policy.mayWork(n)).toBe(false);
+    expect(t.policy.mayWork('n4')).toBe(true);
+    // kept as foreign, to come back if the taker leaves
+    expect(t.policy.foreignCount).toBe(4);
+  });
+
+  it('answers an ask with nothing to spare with an empty grant, and ignores one from a non-member', () => {
+    const t = setup();
+    t.list.offer('only', 'discovery', t.now(), 60_000);
+    t.handover.answer(PEER, 4);
+    expect(t.membership.grants).toEqual([[PEER, []]]);
+    t.handover.answer('z.example.net#09', 4);
+    t.handover.answer(SELF, 4);
+    expect(t.membership.grants).toHaveLength(1);
+    expect(t.list.get('only')?.state).toBe('queued');
+  });
+
+  it('takes granted nodes as its own, and an empty grant holds the next ask back', () => {
+    const t = setup();
+    t.policy.noteForeign('g1', 'event', t.now(), '0.30.1');
+    t.membership.peerQueues.set(PEER, 10);
+    t.handover.maybeAsk();
+    t.handover.received(PEER, [{ identity: 'g1', reportedVersion: '0.30.2' }, { identity: 'g2' }]);
+    expect(t.taken).toEqual([
+      ['g1', 'discovery', '0.30.2'],
+      ['g2', 'discovery', undefined],
+    ]);
+    expect(t.policy.foreignCount).toBe(0);
+    expect(t.policy.handovers).toEqual({ granted: 2, handed: 0 });
+    // answered: the next ask may go at once
+    t.handover.maybeAsk();
+    expect(t.membership.asks).toHaveLength(2);
+    t.handover.received(PEER, []);
+    t.handover.maybeAsk();
+    expect(t.membership.asks).toHaveLength(2);
+  });
+
+  it('keeps what it was about to hand over when the grant cannot be sent', () => {
+    const t = setup();
+    for (let i = 0; i < 6; i++) t.list.offer(`n${i}`, 'discovery', t.now(), 60_000);
+    t.membership.failGrants = true;
+    t.handover.answer(PEER, 4);
+    expect(t.membership.grants).toEqual([]);
+    expect(t.policy.handovers.handed).toBe(0);
+    expect(t.policy.foreignCount).toBe(0);
+    expect([...t.list.entries()].map((e) => [e.identity, e.state])).toEqual(['n0', 'n1', 'n2', 'n3', 'n4', 'n5'].map((n) => [n, 'queued']));
+  });
+});
+
+describe('WorkPolicy with hand-overs', () => {
+  it('a granted node is ours and a handed one is not, while the membership is formed', () => {
+    const t = setup();
+    t.membership.ready = false; // rendezvous hashing gives this instance nothing
+    t.policy.granted('g', t.now());
+    t.policy.handedTo('h', PEER, t.now());
+    expect(t.policy.mayWork('g')).toBe(true);
+    expect(t.policy.mayWork('x')).toBe(false);
+    t.membership.ready = true;
+    expect(t.policy.mayWork('h')).toBe(false);
+    // lock-only: every node, hand-overs or not
+    t.membership.state = 'unavailable';
+    expect(t.policy.mayWork('h')).toBe(true);
+  });
+
+  it('ends a hand-over when the node is finished, the taker leaves, or it expires', () => {
+    const t = setup();
+    t.policy.handedTo('done', PEER, t.now());
+    t.policy.handedTo('left', OTHER, t.now());
+    t.policy.handedTo('old', PEER, t.now());
+    t.policy.forgetHandover('done');
+    expect(t.policy.mayWork('done')).toBe(true);
+    t.policy.membersChanged([SELF, PEER]);
+    expect(t.policy.mayWork('left')).toBe(true);
+    expect(t.policy.mayWork('old')).toBe(false);
+    t.policy.expireHandovers(t.now() + HANDOVER_TTL_MS + 1);
+    expect(t.policy.mayWork('old')).toBe(true);
+    expect(t.policy.handovers).toEqual({ granted: 0, handed: 0 });
+  });
+});
