@@ -35,6 +35,7 @@ interface MetricSet {
   coordinationMembers: Gauge<Labels<'site' | 'identity'>>;
   ownedNodes: Gauge<Labels<'site' | 'identity'>>;
   foreignNodes: Gauge<Labels<'site' | 'identity'>>;
+  handedOver: Counter<Labels<'site' | 'identity' | 'direction'>>;
   quarantined: Gauge<Labels<'site'>>;
 }
 
@@ -162,6 +163,12 @@ function register(registry: Registry): MetricSet {
     ownedNodes: gauge(registry, 'choria_provisioner_owned_nodes', 'Nodes on this instance\'s list (queued, being provisioned, held, waiting for a lock)', ['site', 'identity'] as const),
     quarantined: gauge(registry, 'choria_provisioner_quarantined_nodes', 'Nodes not tried again until released or restarted (quarantine_after failed attempts in a row)', s),
     foreignNodes: gauge(registry, 'choria_provisioner_foreign_nodes', 'Nodes this active/active instance has seen that another member owns (0 in the other modes)', ['site', 'identity'] as const),
+    handedOver: counter(
+      registry,
+      'choria_provisioner_handed_over_nodes',
+      'Queued nodes moved between active/active members: given to an idle member, or taken from a busy one',
+      ['site', 'identity', 'direction'] as const,
+    ),
   };
 }
 
@@ -262,6 +269,10 @@ export class ProvisionerMetrics implements HostMetrics {
   }
   setQuarantined(n: number): void {
     this.#m.quarantined.set({ site: this.site }, n);
+  }
+  /** active/active: `n` queued nodes given to another member or taken from one */
+  handedOver(identity: string, direction: 'given' | 'taken', n: number): void {
+    if (n > 0) this.#m.handedOver.inc({ site: this.site, identity, direction }, n);
   }
   setCoordination(identity: string, owned: number, members: number, foreign: number): void {
     const l = { site: this.site, identity };

@@ -24,6 +24,8 @@ export interface FleetShareOptions {
   readonly listChanged: () => void;
   /** the membership changed (the coordination metrics) */
   readonly membershipChanged: () => void;
+  /** queued nodes were handed over to another member or taken from one (the metric) */
+  readonly handedOver: (direction: 'given' | 'taken', n: number) => void;
 }
 
 /** What joining the active/active group needs besides the connection. */
@@ -81,6 +83,7 @@ export class FleetShare {
         idle: join.idle,
         take: join.take,
         listChanged: this.#opts.listChanged,
+        moved: this.#opts.handedOver,
       });
     }
     this.#opts.policy.follow(membership);

@@ -90,6 +90,7 @@ export class Provisioner {
       offer: (identity, source, reportedVersion) => this.offer(identity, source, reportedVersion),
       listChanged: () => this.#gauges.load(),
       membershipChanged: () => this.#gauges.coordination(),
+      handedOver: (direction, n) => this.metrics.handedOver(opts.choria.identity, direction, n),
     });
     this.#connection = { site: opts.config.site, choria: opts.choria, logger: this.logger, signal: this.#stop.signal };
     const { history, sync } = siteHistory({ ...opts, logger: this.logger, readOnly: opts.dryRun === true, retryMs: opts.historyRetryMs, choriaAccount: () => choriaAccountConnection(this.#connection) });

@@ -40,6 +40,8 @@ export interface WorkHandoverOptions {
   /** adds a node handed over to this instance to its list and queue; false when it could not */
   readonly take: (identity: string, source: DiscoverySource, reportedVersion: string | undefined) => boolean;
   readonly listChanged: () => void;
+  /** counts the nodes moved (the metric) */
+  readonly moved: (direction: 'given' | 'taken', n: number) => void;
   readonly now?: () => number;
 }
 
@@ -84,6 +86,7 @@ export class WorkHandover {
       // kept as a foreign node, so that it comes back at once if the taker leaves
       policy.noteForeign(e.identity, e.source, now, e.reportedVersion);
     }
+    this.#opts.moved('given', nodes.length);
     if (nodes.length > 0) {
       this.#opts.logger.info(`Handed ${nodes.length} queued nodes over to active/active member ${from}, which asked for ${want}`);
       this.#opts.listChanged();
@@ -101,6 +104,7 @@ export class WorkHandover {
       policy.forgetForeign(n.identity);
       if (this.#opts.take(n.identity, 'discovery', n.reportedVersion)) added++;
     }
+    this.#opts.moved('taken', added);
     if (nodes.length > 0) this.#opts.logger.info(`Took over ${added} of ${nodes.length} queued nodes from active/active member ${from}`);
     // asked and given nothing: ask again (the same member or another) after the next heartbeats
     else this.#asking = { member: from, at: now };

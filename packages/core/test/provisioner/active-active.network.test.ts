@@ -174,6 +174,10 @@ describe('Provisioner in active/active mode: the hand-over of queued nodes', () 
     expect(taken.length).toBeGreaterThan(0);
     expect(ran['b']!.length).toBeLessThan(bShare.length);
     expect(b.status().hosts.filter((h) => h.state === 'queued')).toEqual([]);
+    const given = await b.metrics.registry.getSingleMetricAsString('choria_provisioner_handed_over_nodes');
+    const takenMetric = await a.metrics.registry.getSingleMetricAsString('choria_provisioner_handed_over_nodes');
+    expect(given).toMatch(/choria_provisioner_handed_over_nodes\{site="test",identity="b.example.net",direction="given"\} [1-9]/);
+    expect(takenMetric).toContain(`choria_provisioner_handed_over_nodes{site="test",identity="a.example.net",direction="taken"} ${taken.length}`);
   });
 
   it('a taker that leaves before running what it took gives it back to the member that handed it over', async () => {

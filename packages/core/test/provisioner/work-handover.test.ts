@@ -52,6 +52,7 @@ function setup(opts: { idle?: boolean; workers?: number } = {}) {
   const list = new ActiveList({ holdMs: 60_000, lockRetryMs: 120_000 });
   let now = 1_000_000;
   const taken: [string, DiscoverySource, string | undefined][] = [];
+  const moved = { given: 0, taken: 0 };
   const handover = new WorkHandover({
     membership,
     list,
@@ -65,9 +66,10 @@ function setup(opts: { idle?: boolean; workers?: number } = {}) {
       return list.offer(identity, source, now, 60_000, 0, version).result === 'added';
     },
     listChanged: () => undefined,
+    moved: (direction, n) => (moved[direction] += n),
     now: () => now,
   });
-  return { membership, policy, list, handover, taken, tick: (ms: number) => (now += ms), now: () => now };
+  return { membership, policy, list, handover, taken, moved, tick: (ms: number) => (now += ms), now: () => now };
 }
 
 describe('WorkHandover', () => {
@@ -120,6 +122,7 @@ describe('WorkHandover', () => {
     expect(t.policy.mayWork('n4')).toBe(true);
     // kept as foreign, to come back if the taker leaves
     expect(t.policy.foreignCount).toBe(4);
+    expect(t.moved).toEqual({ given: 4, taken: 0 });
   });
 
   it('answers an ask with nothing to spare with an empty grant, and ignores one from a non-member', () => {
@@ -145,6 +148,7 @@ describe('WorkHandover', () => {
     ]);
     expect(t.policy.foreignCount).toBe(0);
     expect(t.policy.handovers).toEqual({ granted: 2, handed: 0 });
+    expect(t.moved).toEqual({ given: 0, taken: 2 });
     // answered: the next ask may go at once
     t.handover.maybeAsk();
     expect(t.membership.asks).toHaveLength(2);
