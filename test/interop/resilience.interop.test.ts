@@ -1,6 +1,7 @@
-// Interop rows (e)-(i): what goes wrong in production, against real go-choria servers and a real
+// Interop rows (e)-(j): what goes wrong in production, against real go-choria servers and a real
 // Choria Broker: the broker restarting mid-run, leader election fail-over, active/active instances
-// sharing one identity, the node history in the choria account, two sites in one process. Ours and
+// sharing one identity, the node history in the choria account, two sites in one process, an
+// active/active member with a slow helper whose queue an idle member takes over. Ours and
 // the upstream provisioner side by side where upstream has the feature.
 import { describe, expect, it } from 'vitest';
 import { sleep, until } from '@choria-provisioner/test-support/wait';
@@ -159,6 +160,31 @@ describe.skipIf(!available)('interop: failures and coordination with real go-cho
       await settleRow({ name: '(i) two sites in one process', id: 'i-two-sites', c, r, boundMs: bound, restart });
     });
   });
+  it.each(OURS)('(j) active/active hand-over: an idle member takes queued nodes from a member with a slow helper ($label)', async (c) => {
+    const n = labServers();
+    await withLab(`handover-${c.slug}`, async (l) => {
+      const b = await l.broker();
+      const url = `nats://127.0.0.1:${b.port}`;
+      const site = { site: 'lab', brokerUrls: [url], yaml: { coordination: 'active_active', workers: 2 } };
+      const slow = await l.provisioner({ kind: 'ours', name: 'ho-slow', identity: 'prov-slow.lab.example', sites: [site], env: { LAB_HELPER_DELAY_MS: '2000' } });
+      const fast = await l.provisioner({ kind: 'ours', name: 'ho-fast', identity: 'prov-fast.lab.example', sites: [site] });
+      await sleep(5_000);
+      const fleet = await l.fleet({ prefix: 'ho', count: n, withConfig: true, provisioningUrls: [url] });
+      const t0 = Date.now();
+      const restart = restartMidFlow(c, b, [fleet], t0);
+      await fleet.start();
+      const bound = rowBound(n, 60_000);
+      const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
+      const bySlow = r.states.filter((x) => x.helperRunBy.includes(slow.name)).length;
+      const byFast = r.states.filter((x) => x.helperRunBy.includes(fast.name)).length;
+      await settleRow({ name: '(j) active/active hand-over', id: 'j-handover', c, r, boundMs: bound, restart, extra: { bySlow, byFast } });
+      // the slow member's share waited in its queue, and the fast one took part of it
+      expect(slow.log()).toMatch(/Handed \d+ queued nodes over to active\/active member prov-fast\.lab\.example#/);
+      expect(fast.log()).toMatch(/Took over \d+ of \d+ queued nodes from active\/active member prov-slow\.lab\.example#/);
+      expect(byFast, `nodes the fast member ran its helper for (the slow one: ${bySlow})`).toBeGreaterThan(bySlow);
+    });
+  });
+
   it.each(CASES)('three-broker cluster, Streams replicas 3, leader election: the broker the provisioner uses is SIGKILLed mid-run ($label)', async (c) => {
     const { kind } = c;
     const n = labServers();

@@ -9,7 +9,9 @@
 // - with signCsr (the pki row) the node's CSR is signed with the lab CA, and the certificate and
 //   CA go to the ssl directory the node named; otherwise the node keeps its throw-away pair;
 // - every run appends `<ms> <pid> <instance>` to <nodeDir>/helper.log (the lab counts helper
-//   runs per node and per provisioner instance).
+//   runs per node and per provisioner instance);
+// - LAB_HELPER_DELAY_MS (from the provisioner's environment) makes every run wait that long
+//   before it answers: a slow helper for one instance of a site (the hand-over row).
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes, webcrypto } from 'node:crypto';
@@ -54,6 +56,8 @@ async function decide(req) {
   if (typeof req.identity !== 'string' || req.identity === '') return { defer: true, msg: 'no identity in the request' };
   if (nodesDir === undefined) return { defer: true, msg: 'LAB_NODES_DIR is not set' };
   const dir = join(nodesDir, req.identity);
+  const delayMs = Number(process.env.LAB_HELPER_DELAY_MS ?? '0');
+  if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
   // LAB_INSTANCE names the provisioner instance that ran us (its environment, which helpers inherit)
   appendFileSync(join(dir, 'helper.log'), `${Date.now()} ${process.pid} ${process.env.LAB_INSTANCE ?? '-'}\n`);
   const node = JSON.parse(readFileSync(join(dir, 'lab-node.json'), 'utf8'));
