@@ -3,8 +3,8 @@
 // differ in speed (helpers, load), so without this the member with the most work sets the end
 // while the others idle. Here a member whose queue is empty asks the member whose heartbeat
 // reports the longest queue for some of its queued nodes; that member hands over up to half of
-// what it has queued, from the end of its queue (the nodes it would reach last), and stops
-// working on them (WorkPolicy). Only queued nodes move: a node being provisioned, held or waiting
+// what it has queued of its own share, from the end of its queue (the nodes it would reach
+// last), and stops working on them (WorkPolicy). Nodes it was handed itself are not passed on. Only queued nodes move: a node being provisioned, held or waiting
 // for a lock stays where it is, so two members never work on one node because of a hand-over.
 //
 // What can go wrong, and what happens then:
@@ -73,7 +73,7 @@ export class WorkHandover {
   answer(from: string, want: number): void {
     const { membership, list, policy } = this.#opts;
     if (membership.state !== 'formed' || !membership.members().includes(from) || from === membership.member) return;
-    const queued = [...list.entries()].filter((e) => e.state === 'queued' && policy.mayWork(e.identity));
+    const queued = [...list.entries()].filter((e) => e.state === 'queued' && policy.mayHandOver(e.identity));
     const give = queued.slice(queued.length - Math.min(want, Math.floor(queued.length / 2)));
     const nodes = give.map((e): GrantedNode => (e.reportedVersion !== undefined ? { identity: e.identity, reportedVersion: e.reportedVersion } : { identity: e.identity }));
     // sent first, taken off the list after (in the same turn, so no worker starts one meanwhile):

@@ -61,6 +61,15 @@ export class WorkPolicy {
     return membership.owns(identity);
   }
 
+  /**
+   * May this instance hand `identity` over to another member? Only a node of its own share: one it
+   * was handed itself stays (passed on, the first giver would wait for the wrong taker).
+   */
+  mayHandOver(identity: string): boolean {
+    const membership = this.#membership;
+    return membership !== undefined && membership.state === 'formed' && !this.#granted.has(identity) && !this.#handed.has(identity) && membership.owns(identity);
+  }
+
   /** Another member handed `identity` to this instance. */
   granted(identity: string, now: number): void {
     this.#handed.delete(identity);

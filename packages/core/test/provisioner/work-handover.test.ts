@@ -125,6 +125,16 @@ describe('WorkHandover', () => {
     expect(t.moved).toEqual({ given: 4, taken: 0 });
   });
 
+  it('does not pass on nodes it was handed itself', () => {
+    const t = setup();
+    for (let i = 0; i < 4; i++) t.list.offer(`own${i}`, 'discovery', t.now(), 60_000);
+    t.handover.received(OTHER, [{ identity: 'g1' }, { identity: 'g2' }, { identity: 'g3' }, { identity: 'g4' }]);
+    // 8 queued, 4 of them granted by OTHER: only its own 4 count, half of them go, from the end
+    t.handover.answer(PEER, 8);
+    expect(t.membership.grants).toEqual([[PEER, [{ identity: 'own2' }, { identity: 'own3' }]]]);
+    expect(['g1', 'g2', 'g3', 'g4'].every((g) => t.list.get(g)?.state === 'queued')).toBe(true);
+  });
+
   it('answers an ask with nothing to spare with an empty grant, and ignores one from a non-member', () => {
     const t = setup();
     t.list.offer('only', 'discovery', t.now(), 60_000);
