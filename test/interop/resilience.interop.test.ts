@@ -165,14 +165,16 @@ describe.skipIf(!available)('interop: failures and coordination with real go-cho
     await withLab(`handover-${c.slug}`, async (l) => {
       const b = await l.broker();
       const url = `nats://127.0.0.1:${b.port}`;
-      const site = { site: 'lab', brokerUrls: [url], yaml: { coordination: 'active_active', workers: 2 } };
-      const slow = await l.provisioner({ kind: 'ours', name: 'ho-slow', identity: 'prov-slow.lab.example', sites: [site], env: { LAB_HELPER_DELAY_MS: '2000' } });
-      const fast = await l.provisioner({ kind: 'ours', name: 'ho-fast', identity: 'prov-fast.lab.example', sites: [site] });
-      await sleep(5_000);
+      // every server waits before the instances start, so the first discovery queues the slow
+      // member's whole share at once: one worker and a helper that takes 2 s per node
       const fleet = await l.fleet({ prefix: 'ho', count: n, withConfig: true, provisioningUrls: [url] });
+      await fleet.start();
+      await waitWaiting(fleet, 60_000 + 300 * n);
       const t0 = Date.now();
       const restart = restartMidFlow(c, b, [fleet], t0);
-      await fleet.start();
+      const site = (workers: number) => ({ site: 'lab', brokerUrls: [url], yaml: { coordination: 'active_active', workers } });
+      const slow = await l.provisioner({ kind: 'ours', name: 'ho-slow', identity: 'prov-slow.lab.example', sites: [site(1)], env: { LAB_HELPER_DELAY_MS: '2000' } });
+      const fast = await l.provisioner({ kind: 'ours', name: 'ho-fast', identity: 'prov-fast.lab.example', sites: [site(2)] });
       const bound = rowBound(n, 60_000);
       const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);
       const bySlow = r.states.filter((x) => x.helperRunBy.includes(slow.name)).length;
