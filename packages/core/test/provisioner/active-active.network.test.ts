@@ -211,6 +211,49 @@ describe('Provisioner in active/active mode: the hand-over of queued nodes', () 
   });
 });
 
+describe('Provisioner in active/active mode: the hand-over, spoken to from outside', () => {
+  it('grants queued nodes to a member that asks, and takes them back when that member dies silently', async () => {
+    const srv = await broker();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const ran: string[] = [];
+    const a = await instance(srv.url, 'a.example.net', async (job) => {
+      ran.push(job.identity);
+      await gate;
+      return { outcome: 'provisioned' };
+    });
+    // a member written against the wire format alone: heartbeats, one ask, then silence
+    const nc = await connect({ servers: srv.url });
+    cleanups.push(() => nc.close());
+    const enc = (o: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(o));
+    const grants: { nodes: { identity: string }[] }[] = [];
+    nc.subscribe('provisioning.coordination.test.work.fake01', { callback: (_e, m) => grants.push(JSON.parse(new TextDecoder().decode(m.data)) as { nodes: { identity: string }[] }) });
+    const beat = (): void =>
+      nc.publish('provisioning.coordination.test.members', enc({ protocol: 'choria-provisioner:member:1', instance: 'z.example.net', incarnation: 'fake01', interval_ms: 100, leaving: false, owned: 0, provisioned: 0, queued: 0, version: 'fake' }));
+    beat();
+    const beating = setInterval(beat, 100);
+    cleanups.push(async () => clearInterval(beating));
+    await until('a formed with the fake member', () => formed(a, 2), 5000);
+    const self = a.status().coordination.membership?.members.find((m) => m.self)?.member ?? '';
+    for (const n of nodes) a.offer(n, 'discovery');
+    const aShare = shareOf(a, nodes);
+    await until('a busy with a queue', () => a.status().busyWorkers === 2 && a.status().queue > 4);
+    nc.publish(`provisioning.coordination.test.work.${self.split('#')[1]}`, enc({ protocol: 'choria-provisioner:ask:1', instance: 'z.example.net', incarnation: 'fake01', want: 5 }));
+    await until('a granted some', () => grants.length === 1);
+    const granted = grants[0]!.nodes.map((n) => n.identity);
+    expect(granted).toHaveLength(5);
+    expect(granted.every((n) => aShare.includes(n))).toBe(true);
+    expect(a.status().hosts.filter((h) => granted.includes(h.identity))).toEqual([]);
+    // the taker dies without a word: after three of its heartbeats a takes its nodes back
+    clearInterval(beating);
+    await until('the fake member expired', () => formed(a, 1), 5000);
+    release();
+    await until('a ran its whole share, the granted nodes too', () => aShare.every((n) => ran.includes(n)) && a.status().busyWorkers === 0, 10_000);
+    expect(new Set(ran).size).toBe(ran.length);
+    expect(await a.metrics.registry.getSingleMetricAsString('choria_provisioner_handed_over_nodes')).toContain('direction="given"} 5');
+  });
+});
+
 describe('Provisioner, every mode', () => {
   it('drops a queued node that announces a restart or shutdown, but not the one in flight', async () => {
     const srv = await broker();
