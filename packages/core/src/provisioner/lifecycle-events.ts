@@ -14,7 +14,8 @@ export interface NodeLifecycleOptions {
   readonly metrics: ProvisionerMetrics;
   readonly logger: Logger;
   readonly history: NodeHistory;
-  readonly paused: () => boolean;
+  /** whether a startup event may add its node now (not while paused: Provisioner.acceptsStartups) */
+  readonly acceptsStartups: () => boolean;
   readonly offer: (identity: string, source: DiscoverySource, reportedVersion?: string) => boolean;
   /** the node announced a restart or shutdown */
   readonly leftProvisioning: (identity: string) => void;
@@ -32,7 +33,7 @@ export function listenToNodeLifecycle(client: ChoriaClient, o: NodeLifecycleOpti
     // the node booted again: whatever made it fail may be gone, and what it was configured with before is no longer a given
     const released = o.history.release(ev.identity, Date.now(), { rebooted: true, keepQuarantine: !o.config.quarantineReleaseOnStartup });
     if (released) o.logger.info(`Releasing ${ev.identity} from quarantine: it started again`);
-    if (o.paused()) {
+    if (!o.acceptsStartups()) {
       o.logger.debug(`Ignoring the startup event of ${ev.identity} while paused`);
       return;
     }

@@ -187,7 +187,7 @@ export class Provisioner {
       metrics: this.metrics,
       logger: this.logger,
       history: this.#history,
-      paused: () => this.paused,
+      acceptsStartups: () => this.#acceptsStartups(),
       offer: (identity, source, reportedVersion) => this.offer(identity, source, reportedVersion),
       leftProvisioning: (identity) => this.#share.leftProvisioning(identity),
     });
@@ -350,12 +350,21 @@ export class Provisioner {
     logOutcome(logger, entry.identity, result, settled === 'locked' ? entry.heldUntil : undefined);
     // its startup event came while the attempt ran, and could not add it then: the node is waiting
     // in provisioning mode again (an upgrade, a reboot), not until the next discovery
-    if (settled === 'removed' && entry.startedDuringAttempt && !this.paused) {
+    if (settled === 'removed' && entry.startedDuringAttempt && this.#acceptsStartups()) {
       logger.info(`${entry.identity} started again in provisioning mode while it was being provisioned: adding it again`);
       this.offer(entry.identity, 'event', entry.reportedVersion);
     }
     this.#gauges.load();
     if (this.#queue.length === 0) this.#share.mayBeIdle();
+  }
+
+  /**
+   * Whether a node's startup event may add it now: not while paused (an operator's pause holds the
+   * site; the next discovery after resuming finds the node). Asked for events as they arrive and
+   * for one that came during an attempt, when that attempt ends.
+   */
+  #acceptsStartups(): boolean {
+    return !this.paused;
   }
 
   /** Once a second: the waits that are over end, unseen foreign nodes and old history records go. */

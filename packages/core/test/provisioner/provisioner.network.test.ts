@@ -153,6 +153,45 @@ describe('Provisioner scheduling', () => {
     expect(jobs[1]?.reportedVersion).toBe('0.30.0');
   });
 
+  it('while paused, a startup event adds nothing: neither as it arrives nor when an attempt it came during ends', async () => {
+    const jobs: HostJob[] = [];
+    let url = '';
+    const startup = async (identity: string): Promise<void> => {
+      const nc = await connect({ servers: url });
+      const ev = { protocol: 'io.choria.lifecycle.v1.startup', id: `p-${identity}-${jobs.length}`, identity, component: 'provision_mode_server', timestamp: Math.floor(Date.now() / 1000) };
+      nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(JSON.stringify(ev)));
+      await nc.flush();
+      await nc.close();
+    };
+    let pauseNow: () => void = () => undefined;
+    const { p, url: brokerUrl, registry } = await setup(async (job) => {
+      jobs.push(job);
+      if (job.identity !== 'n1' || jobs.length > 1) return { outcome: 'provisioned' };
+      // n1 starts again during its attempt, and the site is paused before the attempt ends
+      await startup('n1');
+      await new Promise((r) => setTimeout(r, 300));
+      pauseNow();
+      return { outcome: 'upgraded', message: 'updating' };
+    });
+    url = brokerUrl;
+    pauseNow = () => p.pause();
+    expect(p.offer('n1', 'discovery')).toBe(true);
+    await until('the attempt ended', () => jobs.length === 1 && p.status().busyWorkers === 0 && p.paused, 5000);
+    // and a startup event while paused
+    await startup('n2');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(jobs.map((j) => j.identity)).toEqual(['n1']);
+    expect(p.status().queue).toBe(0);
+    expect(p.status().hosts.filter((h) => h.state === 'queued' || h.state === 'provisioning')).toEqual([]);
+    // (a node added while paused would be dropped by its worker at once: the count says it was not added)
+    expect(await registry.metrics()).toContain('choria_provisioner_event_discovered{site="test"} 0');
+    // resumed: the next startup event adds its node
+    p.resume();
+    await startup('n2');
+    await until('n2 provisioned', () => jobs.some((j) => j.identity === 'n2'), 5000);
+    expect(await registry.metrics()).toContain('choria_provisioner_event_discovered{site="test"} 1');
+  });
+
   it('queues an identity once, holds it after success, then forgets it', async () => {
     const runs: string[] = [];
     const { p, registry } = await setup(async (job) => {
