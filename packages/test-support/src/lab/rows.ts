@@ -3,7 +3,7 @@
 // mode, and the row's verdict as one structured error naming what failed.
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { sleep } from '../wait.js';
+import { until } from '../wait.js';
 import { listSetting } from './env.js';
 import { labAvailability, labPaths } from './paths.js';
 import { openLab, reportLine, type Lab, type ProvisionedReport } from './lab.js';
@@ -119,12 +119,11 @@ function readText(file: string): string {
 
 /** Waits until every server of the fleet subscribed to its provisioning subject (it waits to be provisioned). */
 export async function waitWaiting(fleet: LabFleet, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const waiting = fleet.identities.filter((id) => readText(join(fleet.nodeDir(id), 'server.log')).includes(`to provisioning.node.${id}`));
-    if (waiting.length === fleet.identities.length) return;
-    if (Date.now() > deadline) throw new Error(`only ${waiting.length} of ${fleet.identities.length} servers reached provisioning mode within ${timeoutMs / 1000} s`);
-    await sleep(250);
+  const waiting = (): number => fleet.identities.filter((id) => readText(join(fleet.nodeDir(id), 'server.log')).includes(`to provisioning.node.${id}`)).length;
+  try {
+    await until('every server in provisioning mode', () => waiting() === fleet.identities.length, timeoutMs, { stepMs: 250 });
+  } catch {
+    throw new Error(`only ${waiting()} of ${fleet.identities.length} servers reached provisioning mode within ${timeoutMs / 1000} s`);
   }
 }
 
@@ -142,22 +141,22 @@ export interface SiteHistoryStatus {
  * confirmed by watching the node, ~15 s), and the history records the attempt when it ends.
  */
 export async function siteHistory(p: LabProvisioner, atLeast: number, timeoutMs = 30_000): Promise<SiteHistoryStatus | undefined> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  let history: SiteHistoryStatus | undefined;
+  const read = async (): Promise<boolean> => {
     const status = (await p.status()) as { sites?: { history?: SiteHistoryStatus }[] };
-    const history = status.sites?.[0]?.history;
-    if ((history?.nodes ?? 0) >= atLeast || Date.now() > deadline) return history;
-    await sleep(500);
-  }
+    history = status.sites?.[0]?.history;
+    return (history?.nodes ?? 0) >= atLeast;
+  };
+  // on a timeout the last reading is returned all the same: the row's assertion shows it
+  await until(`the history to hold ${atLeast} nodes`, read, timeoutMs, { stepMs: 500 }).catch(() => undefined);
+  return history;
 }
 
 /** Waits for `text` in a log (a provisioner's, a broker's). */
-export async function waitLog(what: string, log: () => string, text: string | RegExp, timeoutMs = 60_000): Promise<number> {
-  const started = Date.now();
-  for (;;) {
+export function waitLog(what: string, log: () => string, text: string | RegExp, timeoutMs = 60_000): Promise<number> {
+  const found = (): boolean => {
     const l = log();
-    if (typeof text === 'string' ? l.includes(text) : text.test(l)) return Date.now() - started;
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what} (${String(text)})`);
-    await sleep(200);
-  }
+    return typeof text === 'string' ? l.includes(text) : text.test(l);
+  };
+  return until(`${what} (${String(text)})`, found, timeoutMs, { stepMs: 200 });
 }
