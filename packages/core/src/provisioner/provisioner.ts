@@ -196,7 +196,7 @@ export class Provisioner {
     this.#unwatchLink = client.onLinkRestored(() => this.#rediscovery.linkRestored());
     this.#timers.push(setInterval(() => this.#sweep(), 1_000));
     // active/active: an instance with nothing to do asks a busier member for queued nodes
-    if (this.config.coordination === 'active_active') this.#timers.push(setInterval(() => this.#share.mayBeIdle(), this.config.coordinationHeartbeatMs));
+    if (this.config.coordination === 'active_active' && this.config.coordinationHandover) this.#timers.push(setInterval(() => this.#share.mayBeIdle(), this.config.coordinationHeartbeatMs));
     this.#state = 'running';
     this.#gauges.load();
     // active/active: while the members are still getting to know each other, what the first

@@ -4,8 +4,9 @@
 // while the others idle. Here a member whose queue is empty asks the member whose heartbeat
 // reports the longest queue for some of its queued nodes; that member hands over up to half of
 // what it has queued of its own share, from the end of its queue (the nodes it would reach
-// last), and stops working on them (WorkPolicy). Nodes it was handed itself are not passed on. Only queued nodes move: a node being provisioned, held or waiting
-// for a lock stays where it is, so two members never work on one node because of a hand-over.
+// last), and stops working on them (WorkPolicy). Nodes it was handed itself are not passed on.
+// Only queued nodes move: a node being provisioned, held or waiting for a lock stays where it is,
+// so two members never work on one node because of a hand-over.
 //
 // What can go wrong, and what happens then:
 // - the grant is lost: the nodes are in no one's queue; the giver takes them back when the
@@ -14,8 +15,7 @@
 // - the giver leaves: the taker keeps what it was given; the node lock keeps it apart from the
 //   member that now owns those nodes by rendezvous hashing.
 import type { Logger } from 'winston';
-import type { ActiveList } from './active-list.js';
-import type { DiscoverySource } from './active-list.js';
+import type { ActiveList, DiscoverySource } from './active-list.js';
 import type { GrantedNode, Membership } from './coordination/index.js';
 import type { WorkPolicy } from './work-policy.js';
 
@@ -101,7 +101,6 @@ export class WorkHandover {
     let added = 0;
     for (const n of nodes) {
       policy.granted(n.identity, now);
-      policy.forgetForeign(n.identity);
       if (this.#opts.take(n.identity, 'discovery', n.reportedVersion)) added++;
     }
     this.#opts.moved('taken', added);

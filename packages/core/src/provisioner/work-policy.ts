@@ -70,8 +70,9 @@ export class WorkPolicy {
     return membership !== undefined && membership.state === 'formed' && !this.#granted.has(identity) && !this.#handed.has(identity) && membership.owns(identity);
   }
 
-  /** Another member handed `identity` to this instance. */
+  /** Another member handed `identity` to this instance: ours now, no longer a foreign node. */
   granted(identity: string, now: number): void {
+    this.#foreign.delete(identity);
     this.#handed.delete(identity);
     this.#granted.set(identity, now);
   }

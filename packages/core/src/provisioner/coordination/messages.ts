@@ -4,7 +4,7 @@
 // provisioning.reply.> and provisioning.registration.> (go-choria broker/network/choria_auth.go):
 // a node can neither forge a member nor read the member list.
 import { ProvisionerError } from '../../util/errors.js';
-import { errorText } from '../../util/values.js';
+import { errorText, isPlainObject } from '../../util/values.js';
 
 export const HEARTBEAT_PROTOCOL = 'choria-provisioner:member:1';
 export const DONE_PROTOCOL = 'choria-provisioner:done:1';
@@ -112,8 +112,8 @@ function jsonObject(data: Uint8Array): Record<string, unknown> {
   } catch (err) {
     throw new CoordinationMessageError(`not JSON: ${errorText(err)}`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new CoordinationMessageError('not a JSON object');
-  return parsed as Record<string, unknown>;
+  if (!isPlainObject(parsed)) throw new CoordinationMessageError('not a JSON object');
+  return parsed;
 }
 
 function objectOf(data: Uint8Array, protocol: string): Record<string, unknown> {
@@ -167,9 +167,8 @@ function askOf(obj: Record<string, unknown>): AskNotice {
 function grantOf(obj: Record<string, unknown>): GrantNotice {
   const nodes = obj['nodes'];
   if (!Array.isArray(nodes)) throw new CoordinationMessageError('"nodes" must be an array');
-  const granted = nodes.map((n: unknown, i): GrantedNode => {
-    if (typeof n !== 'object' || n === null || Array.isArray(n)) throw new CoordinationMessageError(`nodes[${i}] must be an object`);
-    const node = n as Record<string, unknown>;
+  const granted = nodes.map((node: unknown, i): GrantedNode => {
+    if (!isPlainObject(node)) throw new CoordinationMessageError(`nodes[${i}] must be an object`);
     const identity = node['identity'];
     if (typeof identity !== 'string' || identity === '') throw new CoordinationMessageError(`nodes[${i}].identity must be a non-empty string`);
     const version = node['version'];
