@@ -64,6 +64,12 @@ export interface DiscoverOptions {
   readonly windowMs?: number;
   /** finish as soon as this many distinct nodes answered (an identity probe needs one) */
   readonly limit?: number;
+  /**
+   * Called once per node as its first reply arrives, before the discovery ends: a caller can start
+   * on the first nodes while the quiet window after the last reply runs out (the result still
+   * lists every node).
+   */
+  readonly onFound?: (identity: string) => void;
   readonly signal?: AbortSignal;
 }
 
@@ -301,7 +307,14 @@ export class ChoriaClient {
         onMessage: (msg) => {
           const sender = this.#discoverySender(msg, id);
           if (sender === undefined) return;
-          found.add(sender);
+          if (!found.has(sender)) {
+            found.add(sender);
+            try {
+              opts.onFound?.(sender);
+            } catch (err) {
+              return fail(err instanceof Error ? err : new Error(String(err)));
+            }
+          }
           if (opts.limit !== undefined && found.size >= opts.limit) return finish();
           lastReplyAt = performance.now();
           if (windowDeadline > lastReplyAt + windowMs) armWindow(lastReplyAt + windowMs);

@@ -5,11 +5,20 @@ import type { ChoriaClient } from '../choria/client.js';
 import type { ProvisionerMetrics } from '../metrics/metrics.js';
 import { errorText } from '../util/values.js';
 
-/** The identities that answered; none when discovery failed or `signal` stopped it. */
-export async function discoverNodes(client: ChoriaClient, metrics: ProvisionerMetrics, logger: Logger, signal: AbortSignal): Promise<string[]> {
+/**
+ * The identities that answered; none when discovery failed or `signal` stopped it. `onFound`, when
+ * given, hears each node as its reply arrives (see ChoriaClient.discover).
+ */
+export async function discoverNodes(
+  client: ChoriaClient,
+  metrics: ProvisionerMetrics,
+  logger: Logger,
+  signal: AbortSignal,
+  onFound?: (identity: string) => void,
+): Promise<string[]> {
   metrics.discoverCycle();
   try {
-    return await client.discover({ agent: 'choria_provision', signal });
+    return await client.discover({ agent: 'choria_provision', signal, ...(onFound === undefined ? {} : { onFound }) });
   } catch (err) {
     if (signal.aborted) return [];
     metrics.discoveryError();

@@ -258,9 +258,15 @@ export class Provisioner {
       this.logger.warn('Skipping discovery while paused');
       return 0;
     }
-    const found = await discoverNodes(client, this.metrics, this.logger, this.#stop.signal);
     let added = 0;
-    for (const identity of this.#policy.order(found)) if (this.offer(identity, 'discovery')) added++;
+    const offer = (identity: string): void => {
+      if (this.offer(identity, 'discovery')) added++;
+    };
+    // the first nodes start while the discovery's quiet window runs out, unless the policy wants
+    // the whole list first to shuffle it
+    const asFound = this.#policy.offersAsFound;
+    const found = await discoverNodes(client, this.metrics, this.logger, this.#stop.signal, asFound ? offer : undefined);
+    if (!asFound) for (const identity of this.#policy.order(found)) offer(identity);
     this.logger.debug(`Discovery found ${found.length} nodes, ${added} new`);
     return added;
   });

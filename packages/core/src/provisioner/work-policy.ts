@@ -114,6 +114,15 @@ export class WorkPolicy {
     return this.#membership?.state === 'formed';
   }
 
+  /**
+   * Whether a discovery offers each node as its reply arrives. Not when lock-only: instances that
+   * all try every node must each go through them in an order of their own (`order`), so the
+   * offers wait for the whole list.
+   */
+  get offersAsFound(): boolean {
+    return !this.#lockOnly;
+  }
+
   /** The order in which to offer the nodes a discovery found (in place): random when lock-only. */
   order(found: string[]): string[] {
     return this.#lockOnly ? shuffle(found) : found;

@@ -124,6 +124,60 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
     }
   });
 
+  it('tells onFound of each node once, as its first reply arrives, long before the discovery ends', async () => {
+    const raw = await connect({ servers: server.url });
+    const codec = codecFor('v1');
+    raw.subscribe('provisioning.broadcast.agent.discovery', {
+      callback: (_err, msg) => {
+        const req = codec.decodeRequest(msg.data);
+        const replyTo = req.headers.replyTo as string;
+        const send = (sender: string): void => raw.publish(replyTo, codec.encodeReply({ requestId: req.id, sender, agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' }).transportJson);
+        send('early.example.net');
+        send('early.example.net');
+        setTimeout(() => send('late.example.net'), 200);
+      },
+    });
+    await raw.flush();
+    try {
+      const started = Date.now();
+      const heard: { identity: string; afterMs: number }[] = [];
+      const found = await client.discover({ initialWaitMs: 1500, timeoutMs: 5000, onFound: (identity) => heard.push({ identity, afterMs: Date.now() - started }) });
+      const elapsed = Date.now() - started;
+      expect(found.sort()).toEqual(['early.example.net', 'late.example.net']);
+      expect(heard.map((h) => h.identity)).toEqual(['early.example.net', 'late.example.net']);
+      // the first at once, the discovery itself only 300 ms after the last reply (~500 ms)
+      expect(heard[0]?.afterMs).toBeLessThan(150);
+      expect(elapsed).toBeGreaterThanOrEqual(490);
+      expect(elapsed - (heard[1]?.afterMs ?? 0)).toBeGreaterThanOrEqual(290);
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it('fails the discovery when onFound throws, naming the error', async () => {
+    const raw = await connect({ servers: server.url });
+    const codec = codecFor('v1');
+    raw.subscribe('provisioning.broadcast.agent.discovery', {
+      callback: (_err, msg) => {
+        const req = codec.decodeRequest(msg.data);
+        raw.publish(req.headers.replyTo as string, codec.encodeReply({ requestId: req.id, sender: 'one.example.net', agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' }).transportJson);
+      },
+    });
+    await raw.flush();
+    try {
+      await expect(
+        client.discover({
+          initialWaitMs: 1000,
+          onFound: () => {
+            throw new Error('cannot take one.example.net');
+          },
+        }),
+      ).rejects.toThrow('cannot take one.example.net');
+    } finally {
+      await raw.close();
+    }
+  });
+
   it('returns nothing when nobody answers, after the initial wait', async () => {
     const started = Date.now();
     expect(await client.discover({ initialWaitMs: 200 })).toEqual([]);

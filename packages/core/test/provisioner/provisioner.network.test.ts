@@ -9,6 +9,8 @@ import type { HostJob, HostResult } from '../../src/host/types.js';
 import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { testClient, testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 import { until } from '@choria-provisioner/test-support/wait';
+import { codecFor } from '../../src/choria/protocol/codec.js';
+import { nowNanoseconds } from '../../src/choria/protocol/ids.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -211,6 +213,48 @@ describe('Provisioner scheduling', () => {
     const text = await registry.metrics();
     expect(text).toContain('choria_provisioner_discovered{site="test"} 2');
     expect(text).toContain('choria_provisioner_provisioned{site="test"} 2');
+  });
+
+  it('starts on the first node a discovery finds while that discovery is still waiting for more', async () => {
+    const srv = await startNatsServer({ jetstream: false });
+    cleanups.push(() => srv.stop());
+    // a fleet that answers at once for one node and 150 ms later for another (within the 300 ms
+    // quiet window): the discovery ends 300 ms after that, ~450 ms in
+    const fleet = await connect({ servers: srv.url });
+    cleanups.push(() => fleet.close());
+    const codec = codecFor('v1');
+    fleet.subscribe('provisioning.broadcast.agent.discovery', {
+      callback: (_err, msg) => {
+        const req = codec.decodeRequest(msg.data);
+        const send = (sender: string): void => fleet.publish(req.headers.replyTo as string, codec.encodeReply({ requestId: req.id, sender, agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' }).transportJson);
+        send('early.example.net');
+        setTimeout(() => send('late.example.net'), 150);
+      },
+    });
+    await fleet.flush();
+    const started = new Map<string, number>();
+    const config = testConfig('workers: 2\n');
+    const p = new Provisioner({
+      config,
+      choria: testSettings(srv.url, config),
+      registry: new Registry(),
+      hostRunner: async (job) => {
+        started.set(job.identity, performance.now());
+        return { outcome: 'provisioned' };
+      },
+      helper: () => ({}),
+      stopTimeoutMs: 2000,
+    });
+    cleanups.push(() => p.stop());
+    await p.start();
+    // start() began the first discovery; this call shares it
+    const added = await p.discover();
+    const discoveryEndedAt = performance.now();
+    expect(added).toBe(2);
+    // the early node was started right away, not when the quiet window after the late one ran out
+    expect(discoveryEndedAt - (started.get('early.example.net') ?? Infinity)).toBeGreaterThan(200);
+    await until('the late node to be started', () => started.size === 2);
+    expect([...started.keys()].sort()).toEqual(['early.example.net', 'late.example.net']);
   });
 
   it('drops failed, deferred and locked nodes at once so the next discovery retries them; counts each outcome', async () => {

@@ -209,3 +209,17 @@ describe('WorkPolicy with hand-overs', () => {
     expect(t.policy.handovers).toEqual({ granted: 0, handed: 0 });
   });
 });
+
+describe('WorkPolicy: how a discovery offers what it finds', () => {
+  it('one node at a time as the replies arrive, except lock-only, where every instance shuffles the whole list', () => {
+    expect(new WorkPolicy(10).offersAsFound).toBe(true);
+    const t = setup();
+    expect(t.policy.offersAsFound).toBe(true);
+    t.membership.state = 'unavailable';
+    expect(t.policy.offersAsFound).toBe(false);
+    const found = Array.from({ length: 50 }, (_, i) => `n${i}`);
+    const ordered = t.policy.order([...found]);
+    expect([...ordered].sort()).toEqual([...found].sort());
+    expect(ordered).not.toEqual(found); // 1 in 50! to fail by chance
+  });
+});
