@@ -5,6 +5,10 @@
 // others can forget them (a node restarted into its new configuration is no one's to take over).
 //
 // The membership is "formed" once this instance hears its own heartbeat come back from the broker.
+// A member that hears a process it does not know yet answers with a heartbeat of its own at once,
+// so a newcomer learns every live member within a round trip; it acts on ownership ("settled")
+// SETTLE_MS after forming, or at its next heartbeat if that comes first, instead of waiting a whole
+// heartbeat interval (2 s by default) for every peer's own schedule.
 // When that does not happen within FORMING_HEARTBEATS (the broker denies the subjects, say), the
 // membership is "unavailable" and this instance owns every node: the node lock alone keeps
 // instances apart (lock-only active/active). Hearing itself later forms it after all.
@@ -39,6 +43,13 @@ export type MembershipState = 'forming' | 'formed' | 'unavailable';
 export const MEMBER_TIMEOUT_HEARTBEATS = 3;
 /** How many heartbeats to wait for this instance's own announcement before going lock-only. */
 export const FORMING_HEARTBEATS = 3;
+/**
+ * How long a newly formed member waits for the others' answers to its first heartbeat before it
+ * acts on ownership. The answers come within a broker round trip from every member whose event loop
+ * is not blocked; one that answers later (or runs a version that does not answer) is taken in at
+ * its next heartbeat, like any member that joins.
+ */
+export const SETTLE_MS = 100;
 const DONE_FLUSH_MS = 200;
 const DONE_BATCH_MAX = 500;
 
@@ -124,6 +135,7 @@ export class Membership {
   #done: string[] = [];
   #doneTimer: NodeJS.Timeout | undefined;
   #readyWaiters: (() => void)[] = [];
+  #welcomeTimer: NodeJS.Timeout | undefined;
   #stopped = false;
 
   constructor(opts: MembershipOptions) {
@@ -234,6 +246,7 @@ export class Membership {
     this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
+    clearTimeout(this.#welcomeTimer);
     this.#flushDone();
     this.#publishHeartbeat(true);
     for (const s of this.#subs) s.unsubscribe();
@@ -264,13 +277,30 @@ export class Membership {
 
   #tick(): void {
     this.#publishHeartbeat(false);
-    // settled one heartbeat after forming: every live peer has announced itself once by then
-    if (this.#state === 'formed' && !this.#settled) {
-      this.#settled = true;
-      this.#opts.logger.info(`Active/active group "${this.group}" formed with ${this.#members.length} member(s): ${this.#members.join(', ')}`);
-      this.#changed();
-    }
+    // at the latest one heartbeat after forming: every live peer has announced itself once by then
+    this.#settle();
     this.#expire();
+  }
+
+  /** Formed, and the members that answered this instance's first heartbeat are known: act on ownership. */
+  #settle(): void {
+    if (this.#state !== 'formed' || this.#settled || this.#stopped) return;
+    this.#settled = true;
+    this.#opts.logger.info(`Active/active group "${this.group}" formed with ${this.#members.length} member(s): ${this.#members.join(', ')}`);
+    this.#changed();
+  }
+
+  /**
+   * A process this instance did not know announced itself: answer with a heartbeat now rather than
+   * at the next interval, so that a newcomer knows every member before it settles. Several
+   * newcomers heard in one turn get one answer.
+   */
+  #welcome(): void {
+    if (this.#stopped || this.#welcomeTimer !== undefined) return;
+    this.#welcomeTimer = setTimeout(() => {
+      this.#welcomeTimer = undefined;
+      if (!this.#stopped) this.#publishHeartbeat(false);
+    }, 0);
   }
 
   #publishHeartbeat(leaving: boolean): void {
@@ -323,6 +353,7 @@ export class Membership {
     this.#peers.set(key, { heartbeat: hb, seenAt: this.#now() });
     if (!known) {
       this.#opts.logger.info(`Active/active member ${label(hb)} joined group "${this.group}"`);
+      this.#welcome();
       this.#recompute();
     }
   }
@@ -389,6 +420,7 @@ export class Membership {
   #formed(): void {
     const was = this.#state;
     this.#state = 'formed';
+    if (was === 'forming') this.#timers.push(setTimeout(() => this.#settle(), Math.min(SETTLE_MS, this.#opts.heartbeatMs)));
     if (was === 'unavailable') {
       // heard itself after all: leave lock-only mode at once, the peers are already known
       this.#settled = true;

@@ -82,6 +82,22 @@ describe('active/active membership', () => {
     expect(ownedBy(a)).toHaveLength(nodes.length);
   });
 
+  it('a newcomer knows every live member when it settles, within a round trip rather than a heartbeat', async () => {
+    const s = await server();
+    const slow = { heartbeatMs: 2_000 };
+    const [a, b] = await Promise.all(['a', 'b'].map((x) => member(s.url, `prov-${x}.example.net`, slow)));
+    await until('a and b formed together', () => [a, b].every((t) => t!.m.ready && t!.m.members().length === 2), 5_000);
+    const started = Date.now();
+    const c = await member(s.url, 'prov-c.example.net', slow);
+    await c.m.whenReady();
+    const took = Date.now() - started;
+    // the others answered its first heartbeat at once; it did not wait for their next ones
+    expect(c.m.members()).toHaveLength(3);
+    expect(took).toBeLessThan(1_000);
+    for (const t of [a!, b!]) expect(t.m.members()).toHaveLength(3);
+    expect(ownedBy(c).length).toBeLessThan(nodes.length / 2);
+  });
+
   it('takes over at once after a leave and within a few heartbeats after a silent death', async () => {
     const s = await server();
     const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((x) => member(s.url, `prov-${x}.example.net`)));
