@@ -1,50 +1,88 @@
 #!/usr/bin/env node
 // Bundles the CLI into dist/bundle/ after tsc has built the packages. Why: a Node process loading
 // the CLI from ~400 separate modules (ours and its dependencies') spends most of its start-up
-// resolving, reading and compiling files; one bundle with its rarely used parts split off (the
-// demo and its simulator load only for `demo`) starts in about two thirds of the time, which is
-// what several instances started at once on a small machine wait for (BENCHMARKS.md,
+// resolving, reading and compiling files; one bundle starts in about two thirds of the time, and
+// a V8 code cache of it (made here, see scripts/bundle-loader.js) takes another quarter off, which
+// is what several instances started at once on a small machine wait for (BENCHMARKS.md,
 // "Active/active").
 //
 // dist/bin.js stays the entry point everything names (package.json's bin, the service files): it
 // imports dist/bundle/cli.js. tsc itself emits that file as a plain re-export (src/bundle/cli.ts),
-// which this script replaces with the bundle; without this step the CLI still works, only slower.
+// which this script replaces with the loader of the bundle (dist/bundle/cli.cjs); without this step
+// the CLI still works, only slower.
 //
 // Two programs are started by file name relative to the module that starts them, so they are put
 // beside the bundle: the process helpers' spawner (core) and the demo's event-loop watchdog worker
 // (simulator). @peculiar/x509 stays outside: it is loaded, lazily, only for `features.pki` and the
-// demo; so does reflect-metadata, which must be evaluated before it (imports of outside packages
-// are evaluated before the code of the chunk that names them, so a bundled copy would come late).
+// demo; so does reflect-metadata, which must be evaluated before it.
 import { build } from 'esbuild';
-import { rmSync } from 'node:fs';
-import { URL, fileURLToPath } from 'node:url';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { URL, fileURLToPath, pathToFileURL } from 'node:url';
 
 const cli = new URL('../', import.meta.url);
 const outdir = fileURLToPath(new URL('dist/bundle/', cli));
 const started = Date.now();
 
+const common = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  // the bundled packages' licence notices go with the code
+  legalComments: 'eof',
+  logLevel: 'warning',
+};
+
 rmSync(outdir, { recursive: true, force: true });
+// The CLI: one CommonJS file, so that scripts/bundle-loader.js can run it with a V8 code cache
+// (see there). The demo and its simulator are in it too, but CommonJS bundles evaluate a module
+// only when it is first required, so only `demo` runs them.
 await build({
+  ...common,
+  entryPoints: { cli: fileURLToPath(new URL('src/bundle/cli.ts', cli)) },
+  outdir,
+  outExtension: { '.js': '.cjs' },
+  format: 'cjs',
+  external: ['@peculiar/x509', 'reflect-metadata'],
+  // code that finds files relative to its own module (the spawner, the demo's helpers in
+  // ../../helpers/) gets the bundle's own URL: it sits where dist/<folder>/*.js sat
+  define: { 'import.meta.url': '__bundleUrl' },
+  banner: { js: "const __bundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+});
+// The two programs started by file name, beside the bundle, as ES modules of their own.
+await build({
+  ...common,
   entryPoints: {
-    cli: fileURLToPath(new URL('src/bundle/cli.ts', cli)),
     'spawner-child': fileURLToPath(new URL('../core/dist/host/helper/spawner-child.js', cli)),
     'watchdog-worker': fileURLToPath(new URL('../simulator/dist/watchdog-worker.js', cli)),
   },
   outdir,
-  bundle: true,
-  splitting: true,
   format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  external: ['@peculiar/x509', 'reflect-metadata'],
-  // the CommonJS dependencies (winston, prom-client, yargs' helpers) call require(): give the ES
-  // module chunks one
   banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
-  // beside the entry, not in a folder: code that finds files relative to its own module (the
-  // spawner, the demo's helpers in ../../helpers/) must sit where dist/<folder>/*.js sat
-  chunkNames: '[name]-[hash]',
-  // the bundled packages' licence notices go with the code
-  legalComments: 'eof',
-  logLevel: 'warning',
 });
+// dist/bundle/cli.js, what dist/bin.js imports: the loader in place of tsc's re-export
+const loader = join(outdir, 'cli.js');
+copyFileSync(fileURLToPath(new URL('scripts/bundle-loader.js', cli)), loader);
+
+// The code cache: made after a run that compiles what every start-up needs (yargs, reading and
+// checking a configuration), by a Node.js of the version that built the package. A process whose
+// V8 rejects it compiles the bundle as usual.
+const scratch = mkdtempSync(join(tmpdir(), 'cpts-bundle-'));
+try {
+  const config = join(scratch, 'provisioner.yaml');
+  writeFileSync(config, 'site: build\ntoken: build\nhelper: /bin/true\nchoria_insecure: true\n');
+  const warmUp = `
+    import { writeFileSync } from 'node:fs';
+    const m = await import(${JSON.stringify(pathToFileURL(loader).href)});
+    const quiet = { out() {}, err() {} };
+    await m.main(['validate', '--config', ${JSON.stringify(config)}], quiet);
+    await m.main(['--help'], quiet);
+    writeFileSync(${JSON.stringify(join(outdir, 'cli.cjs.cache'))}, m.createCodeCache());
+  `;
+  execFileSync(process.execPath, ['--input-type=module', '-e', warmUp], { stdio: ['ignore', 'ignore', 'inherit'] });
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}
 process.stdout.write(`bundled the CLI into ${outdir} in ${Date.now() - started} ms\n`);

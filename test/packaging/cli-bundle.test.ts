@@ -1,0 +1,60 @@
+// The CLI's bundle runs with the V8 code cache the build made (packages/cli/scripts/bundle-loader.js):
+// the Node.js that built it takes the cache, and a cache V8 rejects (another Node.js version,
+// other flags, a damaged file) only means the bundle is compiled as usual.
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repoRoot } from '@choria-provisioner/test-support/vectors';
+
+const bundleDir = join(repoRoot, 'packages', 'cli', 'dist', 'bundle');
+
+/** Imports the loader in a fresh Node.js process and runs `args`; what it printed, and whether the cache was taken. */
+function runLoader(loader: string, args: readonly string[]): { cacheUsed: boolean; out: string } {
+  const script = `
+    const m = await import(${JSON.stringify(pathToFileURL(loader).href)});
+    let out = '';
+    const code = await m.main(${JSON.stringify(args)}, { out: (t) => { out += t; }, err: (t) => { out += t; } });
+    process.stdout.write(JSON.stringify({ cacheUsed: m.codeCacheUsed, code, out }));
+  `;
+  const result = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { cacheUsed: boolean; code: number; out: string };
+  expect(result.code, result.out).toBe(0);
+  return result;
+}
+
+describe('the CLI bundle and its code cache', () => {
+  let scratch: string;
+  let config: string;
+  beforeAll(() => {
+    scratch = mkdtempSync(join(tmpdir(), 'cpts-bundle-cache-'));
+    const choria = join(scratch, 'choria.cfg');
+    writeFileSync(choria, 'identity = prov.example.net\nplugin.choria.middleware_hosts = nats://127.0.0.1:4222\nplugin.security.provider = file\n');
+    config = join(scratch, 'provisioner.yaml');
+    writeFileSync(config, `site: bundle\ntoken: s3cret\nhelper: /bin/true\nchoria_insecure: true\nchoria_config: ${choria}\n`);
+  });
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it('is built with a code cache that the same Node.js takes', () => {
+    expect(existsSync(join(bundleDir, 'cli.cjs.cache')), 'packages/cli/dist/bundle/cli.cjs.cache is missing: run "npm run build" first').toBe(true);
+    const { cacheUsed, out } = runLoader(join(bundleDir, 'cli.js'), ['validate', '--config', config]);
+    expect(out).toContain('provisioner.yaml: OK');
+    expect(out).toMatch(/site: +bundle/);
+    expect(cacheUsed).toBe(true);
+  });
+
+  it('runs as well with a cache V8 rejects, or none', () => {
+    const dir = join(scratch, 'copy');
+    mkdirSync(dir);
+    try {
+      for (const f of ['cli.js', 'cli.cjs']) copyFileSync(join(bundleDir, f), join(dir, f));
+      writeFileSync(join(dir, 'cli.cjs.cache'), Buffer.alloc(4096, 7));
+      expect(runLoader(join(dir, 'cli.js'), ['validate', '--config', config]).cacheUsed).toBe(false);
+      rmSync(join(dir, 'cli.cjs.cache'));
+      expect(runLoader(join(dir, 'cli.js'), ['validate', '--config', config]).cacheUsed).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
