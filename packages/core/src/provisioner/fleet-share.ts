@@ -2,8 +2,10 @@
 // membership decides the share: when the members change, waiting nodes no longer ours go to the
 // foreign list (their owner takes them) and foreign nodes now ours are offered. Nodes another
 // member finished, or that announced a restart (whoever provisioned them is done), leave the list
-// unless this instance is busy with them. An idle member takes queued nodes from a busy one
-// (work-handover.ts) unless coordination_handover is off.
+// unless this instance is busy with them. Nodes in flight here that a change gives to another
+// member are reported to it (a busy notice), so that it leaves them to this instance rather than
+// meet its node lock. An idle member takes queued nodes from a busy one (work-handover.ts) unless
+// coordination_handover is off.
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
 import type { ProvisionerConfig } from '../config/types.js';
@@ -64,6 +66,7 @@ export class FleetShare {
       report: handover ? join.report : () => ({ ...join.report(), queued: 0 }),
       onChange: () => this.#rebalance(),
       onDone: (nodes) => this.#othersFinished(nodes),
+      onBusy: (from, nodes) => this.#othersBusy(from, nodes),
       ...(handover
         ? {
             onAsk: (from: string, want: number) => this.#handover?.answer(from, want),
@@ -120,11 +123,39 @@ export class FleetShare {
       const members = policy.membership?.members();
       if (members !== undefined) policy.membersChanged(members);
       for (const e of [...list.entries()]) if (isWaiting(e) && !policy.mayWork(e.identity)) this.handOver(e);
+      if (policy.membership !== undefined) this.#reportBusy(policy.membership);
       const mine = policy.takeOwned();
       for (const n of mine) this.#opts.offer(n.identity, n.source, n.reportedVersion);
       if (mine.length > 0) this.#opts.logger.info(`Took over ${mine.length} nodes after the active/active membership changed`);
     }
     this.#opts.membershipChanged();
+  }
+
+  /** Nodes in flight here that the member list now gives to another member: tell their owners. */
+  #reportBusy(membership: Membership): void {
+    const byOwner = new Map<string, string[]>();
+    for (const e of this.#opts.list.entries()) {
+      if (e.state !== 'provisioning' || this.#opts.policy.mayWork(e.identity)) continue;
+      const owner = membership.ownerOf(e.identity);
+      if (owner === membership.member) continue;
+      const nodes = byOwner.get(owner);
+      if (nodes === undefined) byOwner.set(owner, [e.identity]);
+      else nodes.push(e.identity);
+    }
+    for (const [owner, nodes] of byOwner) membership.busy(owner, nodes);
+  }
+
+  /** A live member is provisioning these nodes of this instance's share: leave them to it until its done notice. */
+  #othersBusy(from: string, nodes: readonly string[]): void {
+    const { list, policy, logger } = this.#opts;
+    if (policy.membership?.members().includes(from) !== true) return;
+    const now = Date.now();
+    for (const identity of nodes) {
+      policy.handedTo(identity, from, now);
+      const e = list.get(identity);
+      if (e !== undefined && isWaiting(e)) this.handOver(e);
+    }
+    logger.debug(`Leaving ${nodes.length} node(s) to active/active member ${from}, which is provisioning them`);
   }
 
   /** Another member finished these: forget them here unless one is in flight. */

@@ -77,7 +77,10 @@ export class WorkPolicy {
     this.#granted.set(identity, now);
   }
 
-  /** This instance handed `identity` to `member` (a memberKey). */
+  /**
+   * `identity` is `member`'s (a memberKey) whatever rendezvous hashing says: this instance handed
+   * it over, or `member` reported that it is provisioning it (a busy notice).
+   */
   handedTo(identity: string, member: string, now: number): void {
     this.#granted.delete(identity);
     this.#handed.set(identity, { member, at: now });

@@ -27,8 +27,8 @@ async function broker(config?: string): Promise<RunningNatsServer> {
   return srv;
 }
 
-async function instance(url: string, name: string, runner: (job: HostJob) => Promise<HostResult>, yaml = ''): Promise<Provisioner> {
-  const config = testConfig(`workers: 2\ncoordination: active_active\ncoordination_heartbeat: 100ms\ncoordination_lock_retry: 1s\n${yaml}`);
+async function instance(url: string, name: string, runner: (job: HostJob) => Promise<HostResult>, yaml = '', workers = 2): Promise<Provisioner> {
+  const config = testConfig(`workers: ${workers}\ncoordination: active_active\ncoordination_heartbeat: 100ms\ncoordination_lock_retry: 1s\n${yaml}`);
   const p = new Provisioner({ config, choria: testSettings(url, config, name), registry: new Registry(), hostRunner: runner, helper: () => ({}), stopTimeoutMs: 2000 });
   cleanups.push(() => p.stop());
   await p.start();
@@ -118,6 +118,54 @@ describe('Provisioner in active/active mode', () => {
     expect(jobs).toEqual(['x1', 'x2', 'x3', 'x1']);
     expect(p.status().hostCounts).toMatchObject({ held: 1 });
     expect(p.status().hostCounts['locked']).toBeUndefined();
+  });
+
+  it('a member that joins leaves the nodes others are provisioning to them (busy notice) and runs the rest of its share', async () => {
+    const srv = await broker();
+    const ranA: string[] = [];
+    const ranB: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    // a's 16 workers stay in their nodes until released; with the hand-over off b asks for none
+    const a = await instance(
+      srv.url,
+      'a.example.net',
+      async (job) => {
+        ranA.push(job.identity);
+        await Promise.race([gate, new Promise((r) => job.signal.addEventListener('abort', r))]);
+        return { outcome: 'provisioned' };
+      },
+      'coordination_handover: false\n',
+      16,
+    );
+    await until('a formed alone', () => formed(a, 1) && a.status().coordination.membership !== undefined, 5000);
+    for (const n of nodes) a.offer(n, 'discovery');
+    await until('a busy with 16 nodes', () => ranA.length === 16);
+    const inFlightAtA = [...ranA];
+    const b = await instance(
+      srv.url,
+      'b.example.net',
+      async (job) => {
+        ranB.push(job.identity);
+        return { outcome: 'provisioned' };
+      },
+      'coordination_handover: false\n',
+    );
+    await until('both formed with two members', () => formed(a, 2) && formed(b, 2), 5000);
+    // b's discovery finds the whole fleet
+    for (const n of nodes) b.offer(n, 'discovery');
+    const bShare = shareOf(b, nodes);
+    const busyForB = inFlightAtA.filter((n) => bShare.includes(n));
+    expect(busyForB.length).toBeGreaterThan(0); // 16 nodes in flight: all a's by chance once in 65,536 runs
+    await until("b ran its share but a's nodes in flight", () => bShare.filter((n) => !busyForB.includes(n)).every((n) => ranB.includes(n)), 5000);
+    await sleep(300);
+    expect(ranB.filter((n) => busyForB.includes(n))).toEqual([]);
+    // a finishes them; its done notices end b's interest
+    release();
+    await until('every node run', () => new Set([...ranA, ...ranB]).size === nodes.length, 5000);
+    await sleep(300);
+    expect([...ranA, ...ranB].sort()).toEqual([...nodes].sort());
+    expect(b.status().hosts.filter((h) => busyForB.includes(h.identity) && h.state !== 'provisioned')).toEqual([]);
   });
 
   it('goes lock-only when the broker denies the coordination subjects, and says so in status and metrics', async () => {

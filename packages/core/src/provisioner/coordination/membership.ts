@@ -25,6 +25,7 @@ import { errorText } from '../../util/values.js';
 import {
   coordinationSubjects,
   encodeAsk,
+  encodeBusy,
   encodeDone,
   encodeGrant,
   encodeHeartbeat,
@@ -92,10 +93,12 @@ export interface MembershipOptions {
   /**
    * The hand-over of queued nodes (work-handover.ts): a live member asks for up to `want` of this
    * instance's queued nodes, or a member granted some to this instance. Without these handlers
-   * this process does not listen on its work subject (it neither asks nor answers).
+   * (and onBusy) this process does not listen on its work subject.
    */
   readonly onAsk?: (from: string, want: number) => void;
   readonly onGrant?: (from: string, nodes: readonly GrantedNode[]) => void;
+  /** a live member is provisioning these nodes, which the membership now gives to this instance */
+  readonly onBusy?: (from: string, nodes: readonly string[]) => void;
   /** a coordination message that does not parse */
   readonly onInvalid?: (reason: string) => void;
   readonly now?: () => number;
@@ -135,7 +138,8 @@ export class Membership {
   #done: string[] = [];
   #doneTimer: NodeJS.Timeout | undefined;
   #readyWaiters: (() => void)[] = [];
-  #welcomeTimer: NodeJS.Timeout | undefined;
+  /** set while the answer to a newcomer's heartbeat is out, until the end of the turn */
+  #welcomed: NodeJS.Immediate | undefined;
   #stopped = false;
 
   constructor(opts: MembershipOptions) {
@@ -200,7 +204,7 @@ export class Membership {
         },
       }),
     );
-    if (this.#opts.onAsk !== undefined || this.#opts.onGrant !== undefined) {
+    if (this.#opts.onAsk !== undefined || this.#opts.onGrant !== undefined || this.#opts.onBusy !== undefined) {
       const work = this.#subjects.work(this.#incarnation);
       this.#subs.push(nc.subscribe(work, { callback: (err, msg) => (err === null ? this.#onWork(msg.data) : this.#opts.onInvalid?.(`subscribing to ${work} failed: ${errorText(err)}`)) }));
     }
@@ -232,6 +236,11 @@ export class Membership {
     return this.#sendWork(member, encodeGrant({ instance: this.instance, incarnation: this.#incarnation, nodes }));
   }
 
+  /** Tells a peer that this instance is provisioning these nodes of its share (see BusyNotice). */
+  busy(member: string, nodes: readonly string[]): boolean {
+    return this.#sendWork(member, encodeBusy({ instance: this.instance, incarnation: this.#incarnation, nodes }));
+  }
+
   /** Queues a finished node for the next done notice. */
   announceDone(node: string): void {
     if (this.#stopped || this.#state === 'unavailable') return;
@@ -246,7 +255,7 @@ export class Membership {
     this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
-    clearTimeout(this.#welcomeTimer);
+    clearImmediate(this.#welcomed);
     this.#flushDone();
     this.#publishHeartbeat(true);
     for (const s of this.#subs) s.unsubscribe();
@@ -292,15 +301,17 @@ export class Membership {
 
   /**
    * A process this instance did not know announced itself: answer with a heartbeat now rather than
-   * at the next interval, so that a newcomer knows every member before it settles. Several
+   * at the next interval, so that a newcomer knows every member before it settles. At once, not
+   * later in the turn: whatever this instance sends the newcomer because of the change (a busy
+   * notice) must reach it after the heartbeat that makes this instance a member there. Several
    * newcomers heard in one turn get one answer.
    */
   #welcome(): void {
-    if (this.#stopped || this.#welcomeTimer !== undefined) return;
-    this.#welcomeTimer = setTimeout(() => {
-      this.#welcomeTimer = undefined;
-      if (!this.#stopped) this.#publishHeartbeat(false);
-    }, 0);
+    if (this.#stopped || this.#welcomed !== undefined) return;
+    this.#publishHeartbeat(false);
+    this.#welcomed = setImmediate(() => {
+      this.#welcomed = undefined;
+    });
   }
 
   #publishHeartbeat(leaving: boolean): void {
@@ -385,7 +396,8 @@ export class Membership {
     try {
       const m = parseWorkMessage(data);
       if ('ask' in m) this.#opts.onAsk?.(memberKey(m.ask.instance, m.ask.incarnation), m.ask.want);
-      else this.#opts.onGrant?.(memberKey(m.grant.instance, m.grant.incarnation), m.grant.nodes);
+      else if ('grant' in m) this.#opts.onGrant?.(memberKey(m.grant.instance, m.grant.incarnation), m.grant.nodes);
+      else this.#opts.onBusy?.(memberKey(m.busy.instance, m.busy.incarnation), m.busy.nodes);
     } catch (err) {
       this.#opts.onInvalid?.(`work message: ${errorText(err)}`);
     }

@@ -10,6 +10,7 @@ export const HEARTBEAT_PROTOCOL = 'choria-provisioner:member:1';
 export const DONE_PROTOCOL = 'choria-provisioner:done:1';
 export const ASK_PROTOCOL = 'choria-provisioner:ask:1';
 export const GRANT_PROTOCOL = 'choria-provisioner:grant:1';
+export const BUSY_PROTOCOL = 'choria-provisioner:busy:1';
 
 export interface CoordinationSubjects {
   readonly members: string;
@@ -71,6 +72,17 @@ export interface GrantNotice {
   readonly nodes: readonly GrantedNode[];
 }
 
+/**
+ * Sent to a member (on its work subject) that the membership has just made the owner of nodes the
+ * sender is provisioning at that moment (a member joined): leave them to the sender until its done
+ * notice, instead of trying them and meeting the sender's node lock.
+ */
+export interface BusyNotice {
+  readonly instance: string;
+  readonly incarnation: string;
+  readonly nodes: readonly string[];
+}
+
 /** A coordination message that does not parse: dropped (and counted) by the receiver. */
 export class CoordinationMessageError extends ProvisionerError {}
 
@@ -99,6 +111,10 @@ export function encodeGrant(g: GrantNotice): string {
     incarnation: g.incarnation,
     nodes: g.nodes.map((n) => (n.reportedVersion !== undefined ? { identity: n.identity, version: n.reportedVersion } : { identity: n.identity })),
   });
+}
+
+export function encodeBusy(b: BusyNotice): string {
+  return JSON.stringify({ protocol: BUSY_PROTOCOL, instance: b.instance, incarnation: b.incarnation, nodes: b.nodes });
 }
 
 export function encodeDone(d: DoneNotice): string {
@@ -150,14 +166,23 @@ export function parseHeartbeat(data: Uint8Array): Heartbeat {
   };
 }
 
-/** A message on a member's work subject: an ask or a grant. */
-export type WorkMessage = { readonly ask: AskNotice } | { readonly grant: GrantNotice };
+/** A message on a member's work subject: an ask, a grant or a busy notice. */
+export type WorkMessage = { readonly ask: AskNotice } | { readonly grant: GrantNotice } | { readonly busy: BusyNotice };
 
 export function parseWorkMessage(data: Uint8Array): WorkMessage {
   const obj = jsonObject(data);
   if (obj['protocol'] === ASK_PROTOCOL) return { ask: askOf(obj) };
   if (obj['protocol'] === GRANT_PROTOCOL) return { grant: grantOf(obj) };
-  throw new CoordinationMessageError(`protocol ${JSON.stringify(obj['protocol'])} is neither ${ASK_PROTOCOL} nor ${GRANT_PROTOCOL}`);
+  if (obj['protocol'] === BUSY_PROTOCOL) return { busy: { instance: text(obj, 'instance'), incarnation: text(obj, 'incarnation'), nodes: identities(obj) } };
+  throw new CoordinationMessageError(`protocol ${JSON.stringify(obj['protocol'])} is none of ${ASK_PROTOCOL}, ${GRANT_PROTOCOL}, ${BUSY_PROTOCOL}`);
+}
+
+function identities(obj: Record<string, unknown>): string[] {
+  const nodes = obj['nodes'];
+  if (!Array.isArray(nodes) || !nodes.every((n): n is string => typeof n === 'string' && n !== '')) {
+    throw new CoordinationMessageError('"nodes" must be an array of non-empty strings');
+  }
+  return nodes;
 }
 
 function askOf(obj: Record<string, unknown>): AskNotice {
@@ -180,10 +205,7 @@ function grantOf(obj: Record<string, unknown>): GrantNotice {
 
 export function parseDone(data: Uint8Array): DoneNotice {
   const obj = objectOf(data, DONE_PROTOCOL);
-  const nodes = obj['nodes'];
-  if (!Array.isArray(nodes) || !nodes.every((n): n is string => typeof n === 'string' && n !== '')) {
-    throw new CoordinationMessageError('"nodes" must be an array of non-empty strings');
-  }
+  const nodes = identities(obj);
   const incarnation = obj['incarnation'];
   if (incarnation !== undefined && (typeof incarnation !== 'string' || incarnation === '')) throw new CoordinationMessageError('"incarnation" must be a non-empty string');
   return { instance: text(obj, 'instance'), ...(incarnation !== undefined ? { incarnation } : {}), nodes };

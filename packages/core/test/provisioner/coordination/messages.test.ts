@@ -3,6 +3,7 @@ import {
   CoordinationMessageError,
   coordinationSubjects,
   encodeAsk,
+  encodeBusy,
   encodeDone,
   encodeGrant,
   encodeHeartbeat,
@@ -41,7 +42,10 @@ describe('active/active messages', () => {
     expect(parseHeartbeat(bytes(JSON.stringify(old)))).toEqual({ ...hb, queued: 0 });
   });
 
-  it('round-trips asks and grants on one work subject, told apart by protocol', () => {
+  it('round-trips asks, grants and busy notices on one work subject, told apart by protocol', () => {
+    expect(parseWorkMessage(bytes(encodeBusy({ instance: 'prov-c.example.net', incarnation: 'c0c0', nodes: ['n3.example.net', 'n4.example.net'] })))).toEqual({
+      busy: { instance: 'prov-c.example.net', incarnation: 'c0c0', nodes: ['n3.example.net', 'n4.example.net'] },
+    });
     expect(parseWorkMessage(bytes(encodeAsk({ instance: 'prov-b.example.net', incarnation: 'ff00', want: 8 })))).toEqual({ ask: { instance: 'prov-b.example.net', incarnation: 'ff00', want: 8 } });
     const nodes = [{ identity: 'n1.example.net', reportedVersion: '0.30.2' }, { identity: 'n2.example.net' }];
     expect(parseWorkMessage(bytes(encodeGrant({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes })))).toEqual({
@@ -54,8 +58,11 @@ describe('active/active messages', () => {
   it('rejects garbage on the work subject with the reason', () => {
     const ask = JSON.parse(encodeAsk({ instance: 'a', incarnation: 'b', want: 2 })) as Record<string, unknown>;
     const grant = JSON.parse(encodeGrant({ instance: 'a', incarnation: 'b', nodes: [{ identity: 'n1' }] })) as Record<string, unknown>;
+    const busy = JSON.parse(encodeBusy({ instance: 'a', incarnation: 'b', nodes: ['n1'] })) as Record<string, unknown>;
     const bad: [unknown, RegExp][] = [
-      [{ ...ask, protocol: 'choria-provisioner:done:1' }, /neither choria-provisioner:ask:1 nor choria-provisioner:grant:1/],
+      [{ ...ask, protocol: 'choria-provisioner:done:1' }, /none of choria-provisioner:ask:1, choria-provisioner:grant:1, choria-provisioner:busy:1/],
+      [{ ...busy, nodes: [{ identity: 'n1' }] }, /"nodes" must be an array of non-empty strings/],
+      [{ ...busy, instance: 7 }, /"instance" must be a non-empty string/],
       [{ ...ask, want: 0 }, /"want" must be an integer >= 1/],
       [{ ...ask, incarnation: '' }, /"incarnation" must be a non-empty string/],
       [{ ...grant, nodes: 'n1' }, /"nodes" must be an array/],
