@@ -2,9 +2,9 @@
 // membership decides the share: when the members change, waiting nodes no longer ours go to the
 // foreign list (their owner takes them) and foreign nodes now ours are offered. Nodes another
 // member finished, or that announced a restart (whoever provisioned them is done), leave the list
-// unless this instance is busy with them. Nodes in flight here that a change gives to another
-// member are reported to it (a busy notice), so that it leaves them to this instance rather than
-// meet its node lock. An idle member takes queued nodes from a busy one (work-handover.ts) unless
+// unless this instance is busy with them. Nodes in flight here, or handed to this instance, that a
+// change gives to another member are reported to it (a busy notice), so that it leaves them to
+// this instance rather than meet its node lock. An idle member takes queued nodes from a busy one (work-handover.ts) unless
 // coordination_handover is off.
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
@@ -131,11 +131,16 @@ export class FleetShare {
     this.#opts.membershipChanged();
   }
 
-  /** Nodes in flight here that the member list now gives to another member: tell their owners. */
+  /**
+   * Nodes this instance is working on, or was handed and will work on, that rendezvous hashing
+   * over the new member list gives to another member: tell their owners, who know nothing of them
+   * (a joiner heard of no grant made before it came).
+   */
   #reportBusy(membership: Membership): void {
     const byOwner = new Map<string, string[]>();
     for (const e of this.#opts.list.entries()) {
-      if (e.state !== 'provisioning' || this.#opts.policy.mayWork(e.identity)) continue;
+      const working = e.state === 'provisioning' || (e.state === 'queued' && this.#opts.policy.mayWork(e.identity));
+      if (!working) continue;
       const owner = membership.ownerOf(e.identity);
       if (owner === membership.member) continue;
       const nodes = byOwner.get(owner);

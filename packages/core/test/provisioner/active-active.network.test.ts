@@ -228,6 +228,52 @@ describe('Provisioner in active/active mode: the hand-over of queued nodes', () 
     expect(takenMetric).toContain(`choria_provisioner_handed_over_nodes{site="test",identity="a.example.net",direction="taken"} ${taken.length}`);
   });
 
+  it('a member that joins leaves the nodes handed over to another member to it, queued or in flight', async () => {
+    const srv = await broker();
+    const fleet = Array.from({ length: 120 }, (_, i) => `m${i}.example.net`);
+    const ranC: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const held = async (job: HostJob): Promise<HostResult> => {
+      await Promise.race([gate, new Promise((r) => job.signal.addEventListener('abort', r))]);
+      return { outcome: 'provisioned' };
+    };
+    let aShare: string[] = [];
+    // a: one worker, held, so its queue stays long; b: runs its own share at once, then holds
+    // what it takes from a
+    const a = await instance(srv.url, 'a.example.net', held, '', 1);
+    const b = await instance(
+      srv.url,
+      'b.example.net',
+      async (job) => (aShare.includes(job.identity) ? held(job) : { outcome: 'provisioned' }),
+      '',
+      8,
+    );
+    await until('a and b formed with two members', () => formed(a, 2) && formed(b, 2), 5000);
+    aShare = shareOf(a, fleet);
+    for (const n of fleet) {
+      a.offer(n, 'discovery');
+      b.offer(n, 'discovery');
+    }
+    // b, idle after its own share, asks a and is handed part of a's queue
+    const grantedToB = (): string[] => b.status().hosts.filter((h) => aShare.includes(h.identity) && (h.state === 'queued' || h.state === 'provisioning')).map((h) => h.identity);
+    await until('b holds nodes handed over by a', () => grantedToB().length >= 16, 5000);
+    const c = await instance(srv.url, 'c.example.net', async (job) => {
+      ranC.push(job.identity);
+      return { outcome: 'provisioned' };
+    });
+    await until('three members everywhere', () => [a, b, c].every((p) => formed(p, 3)), 5000);
+    for (const n of fleet) c.offer(n, 'discovery');
+    await until('c done with what it may run', () => ranC.length > 0 && c.status().busyWorkers === 0 && c.status().hostCounts['queued'] === undefined, 5000);
+    await sleep(500);
+    // b still holds what a handed it (its runner waits); some of it is c's by rendezvous hashing
+    const handed = grantedToB();
+    expect(handed.length).toBeGreaterThanOrEqual(16);
+    expect(handed.filter((n) => shareOf(c, fleet).includes(n)).length).toBeGreaterThan(0); // each c's by a chance of one in three
+    expect(ranC.filter((n) => handed.includes(n))).toEqual([]);
+    release();
+  });
+
   it('a taker that leaves before running what it took gives it back to the member that handed it over', async () => {
     const srv = await broker();
     const done = new Set<string>();
