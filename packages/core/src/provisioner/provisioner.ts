@@ -199,10 +199,13 @@ export class Provisioner {
     if (this.config.coordination === 'active_active' && this.config.coordinationHandover) this.#timers.push(setInterval(() => this.#share.mayBeIdle(), this.config.coordinationHeartbeatMs));
     this.#state = 'running';
     this.#gauges.load();
-    // active/active: while the members are still getting to know each other, what the first
-    // discovery finds waits in the foreign list; the membership's first change takes this
-    // instance's share from there (so discovery and the settling heartbeat overlap)
-    void this.discover();
+    // active/active: the first discovery once the membership has settled (its share known). Not
+    // during the settling: the replies of a large fleet, each offered as it arrives, would queue
+    // ahead of the other members' heartbeats on the connection, and the instance would settle
+    // before it has read who else is there. Discovery offers the first nodes within a round trip.
+    const membership = this.#policy.membership;
+    if (membership === undefined) void this.discover();
+    else void membership.whenReady().then(() => this.discover());
   }
 
   /** Stops intake, aborts in-flight work, waits (bounded) for the workers and closes the connection. */

@@ -168,6 +168,24 @@ describe('Provisioner in active/active mode', () => {
     expect(b.status().hosts.filter((h) => busyForB.includes(h.identity) && h.state !== 'provisioned')).toEqual([]);
   });
 
+  it('sends its first discovery once the membership has settled, not while it still listens for the members', async () => {
+    const srv = await broker();
+    const watcher = await connect({ servers: srv.url });
+    cleanups.push(() => watcher.close());
+    const seen: { what: string; at: number }[] = [];
+    watcher.subscribe('provisioning.coordination.>', { callback: () => seen.push({ what: 'heartbeat', at: performance.now() }) });
+    watcher.subscribe('provisioning.broadcast.agent.discovery', { callback: () => seen.push({ what: 'discovery', at: performance.now() }) });
+    await watcher.flush();
+    await instance(srv.url, 'a.example.net', async () => ({ outcome: 'provisioned' }), '', 2);
+    await until('a discovery', () => seen.some((s) => s.what === 'discovery'), 5000);
+    const heartbeat = seen.find((s) => s.what === 'heartbeat');
+    const discovery = seen.find((s) => s.what === 'discovery');
+    // settled 100 ms after its own first heartbeat came back (the 100 ms heartbeat of these tests
+    // would settle it as well): the discovery comes after that
+    expect(heartbeat).toBeDefined();
+    expect(discovery!.at - heartbeat!.at).toBeGreaterThanOrEqual(80);
+  });
+
   it('goes lock-only when the broker denies the coordination subjects, and says so in status and metrics', async () => {
     const srv = await broker(
       'authorization { users: [ { user: provisioner, password: pw, permissions: { publish: { deny: ["provisioning.coordination.>"] }, subscribe: { deny: ["provisioning.coordination.>"] } } } ] }',
