@@ -37,6 +37,9 @@ import type { NodePage } from './node-listing.js';
 import { helperFor, hostRunnerFor, type ProvisionerOptions } from './options.js';
 import { QueueFullError, WorkQueue } from './work-queue.js';
 
+/** How many nodes a discovery offers in one turn of the event loop (see discover). */
+const DISCOVERY_OFFER_BATCH = 50;
+
 export class Provisioner {
   readonly config: ProvisionerConfig;
   readonly choria: ChoriaSettings;
@@ -265,10 +268,26 @@ export class Provisioner {
     const offer = (identity: string): void => {
       if (this.offer(identity, 'discovery')) added++;
     };
-    // the first nodes start while the discovery's quiet window runs out, unless the policy wants
-    // the whole list first to shuffle it
+    // The first nodes start while the discovery's quiet window runs out, unless the policy wants
+    // the whole list first to shuffle it. Offered in small batches once the replies at hand have
+    // been read, not reply by reply: an offer costs far more than reading a reply, and what comes
+    // on the connection meanwhile (a new member's heartbeat, to be answered before it settles)
+    // should not wait for the offers of a whole fleet.
     const asFound = this.#policy.offersAsFound;
-    const found = await discoverNodes(client, this.metrics, this.logger, this.#stop.signal, asFound ? offer : undefined);
+    const pending: string[] = [];
+    let offering: NodeJS.Immediate | undefined;
+    const offerPending = (batch = Infinity): void => {
+      offering = undefined;
+      for (const identity of pending.splice(0, batch)) offer(identity);
+      if (pending.length > 0 && batch !== Infinity) offering = setImmediate(() => offerPending(DISCOVERY_OFFER_BATCH));
+    };
+    const onFound = (identity: string): void => {
+      pending.push(identity);
+      offering ??= setImmediate(() => offerPending(DISCOVERY_OFFER_BATCH));
+    };
+    const found = await discoverNodes(client, this.metrics, this.logger, this.#stop.signal, asFound ? onFound : undefined);
+    clearImmediate(offering);
+    offerPending();
     if (!asFound) for (const identity of this.#policy.order(found)) offer(identity);
     this.logger.debug(`Discovery found ${found.length} nodes, ${added} new`);
     return added;

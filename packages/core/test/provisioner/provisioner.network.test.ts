@@ -257,6 +257,55 @@ describe('Provisioner scheduling', () => {
     expect([...started.keys()].sort()).toEqual(['early.example.net', 'late.example.net']);
   });
 
+  it('offers a burst of discovery replies a few dozen at a time, leaving the event loop to other messages in between', async () => {
+    const srv = await startNatsServer({ jetstream: false });
+    cleanups.push(() => srv.stop());
+    const fleet = await connect({ servers: srv.url });
+    cleanups.push(() => fleet.close());
+    const codec = codecFor('v1');
+    const count = 2000;
+    fleet.subscribe('provisioning.broadcast.agent.discovery', {
+      callback: (_err, msg) => {
+        const req = codec.decodeRequest(msg.data);
+        for (let i = 0; i < count; i++) {
+          fleet.publish(req.headers.replyTo as string, codec.encodeReply({ requestId: req.id, sender: `burst-${i}.example.net`, agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' }).transportJson);
+        }
+      },
+    });
+    await fleet.flush();
+    const config = testConfig('workers: 1\n');
+    const p = new Provisioner({
+      config,
+      choria: testSettings(srv.url, config),
+      registry: new Registry(),
+      hostRunner: (job) => new Promise((resolve) => job.signal.addEventListener('abort', () => resolve({ outcome: 'failed', message: 'stopped' }))),
+      helper: () => ({}),
+      stopTimeoutMs: 2000,
+    });
+    cleanups.push(() => p.stop());
+    // how many nodes were offered from one turn of the event loop to the next
+    let offers = 0;
+    const offer = p.offer.bind(p);
+    p.offer = (...args) => {
+      offers++;
+      return offer(...args);
+    };
+    let last = 0;
+    let largestStep = 0;
+    let sampling = true;
+    const sample = (): void => {
+      largestStep = Math.max(largestStep, offers - last);
+      last = offers;
+      if (sampling) setImmediate(sample);
+    };
+    sample();
+    await p.start();
+    expect(await p.discover()).toBe(count);
+    sampling = false;
+    expect(last).toBe(count);
+    expect(largestStep).toBeLessThanOrEqual(100);
+  });
+
   it('drops failed, deferred and locked nodes at once so the next discovery retries them; counts each outcome', async () => {
     const outcomes: HostResult[] = [
       { outcome: 'failed', message: 'could not perform rpcutil#inventory on f: 5 tries, last: timed out' },

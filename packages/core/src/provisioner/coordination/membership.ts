@@ -287,8 +287,19 @@ export class Membership {
   #tick(): void {
     this.#publishHeartbeat(false);
     // at the latest one heartbeat after forming: every live peer has announced itself once by then
-    this.#settle();
+    this.#settleAfterPendingMessages();
     this.#expire();
+  }
+
+  /**
+   * Settles once the messages already received have been read. A timer whose time has come runs
+   * before the event loop reads the connection; when the process was busy (a burst of work, a
+   * slow start on a loaded machine) a member's answer can be waiting there, and settling first
+   * would act on a member list without it.
+   */
+  #settleAfterPendingMessages(): void {
+    // #settle itself does nothing after stop()
+    if (this.#state === 'formed' && !this.#settled) setImmediate(() => this.#settle());
   }
 
   /** Formed, and the members that answered this instance's first heartbeat are known: act on ownership. */
@@ -432,7 +443,7 @@ export class Membership {
   #formed(): void {
     const was = this.#state;
     this.#state = 'formed';
-    if (was === 'forming') this.#timers.push(setTimeout(() => this.#settle(), Math.min(SETTLE_MS, this.#opts.heartbeatMs)));
+    if (was === 'forming') this.#timers.push(setTimeout(() => this.#settleAfterPendingMessages(), Math.min(SETTLE_MS, this.#opts.heartbeatMs)));
     if (was === 'unavailable') {
       // heard itself after all: leave lock-only mode at once, the peers are already known
       this.#settled = true;
