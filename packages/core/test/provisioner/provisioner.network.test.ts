@@ -36,6 +36,29 @@ async function setup(runner: (job: HostJob) => Promise<HostResult>, opts: { hold
   return { p, registry, url: srv.url };
 }
 
+/**
+ * A broker with a fleet that answers every discovery through `answer`, which gets a function that
+ * sends one node's reply, and a provisioner on it with a scripted runner.
+ */
+async function discoveringSetup(answer: (send: (sender: string) => void) => void, runner: (job: HostJob) => Promise<HostResult>, workers: number) {
+  const srv = await startNatsServer({ jetstream: false });
+  cleanups.push(() => srv.stop());
+  const fleet = await connect({ servers: srv.url });
+  cleanups.push(() => fleet.close());
+  const codec = codecFor('v1');
+  fleet.subscribe('provisioning.broadcast.agent.discovery', {
+    callback: (_err, msg) => {
+      const req = codec.decodeRequest(msg.data);
+      answer((sender) => fleet.publish(req.headers.replyTo as string, codec.encodeReply({ requestId: req.id, sender, agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' }).transportJson));
+    },
+  });
+  await fleet.flush();
+  const config = testConfig(`workers: ${workers}\n`);
+  const p = new Provisioner({ config, choria: testSettings(srv.url, config), registry: new Registry(), hostRunner: runner, helper: () => ({}), stopTimeoutMs: 2000 });
+  cleanups.push(() => p.stop());
+  return p;
+}
+
 describe('Provisioner scheduling', () => {
   it('backs a failing node off, quarantines it after quarantine_after failures, and lets it go on release, retry or reboot', async () => {
     const jobs: string[] = [];
@@ -216,36 +239,20 @@ describe('Provisioner scheduling', () => {
   });
 
   it('starts on the first node a discovery finds while that discovery is still waiting for more', async () => {
-    const srv = await startNatsServer({ jetstream: false });
-    cleanups.push(() => srv.stop());
+    const started = new Map<string, number>();
     // a fleet that answers at once for one node and 150 ms later for another (within the 300 ms
     // quiet window): the discovery ends 300 ms after that, ~450 ms in
-    const fleet = await connect({ servers: srv.url });
-    cleanups.push(() => fleet.close());
-    const codec = codecFor('v1');
-    fleet.subscribe('provisioning.broadcast.agent.discovery', {
-      callback: (_err, msg) => {
-        const req = codec.decodeRequest(msg.data);
-        const send = (sender: string): void => fleet.publish(req.headers.replyTo as string, codec.encodeReply({ requestId: req.id, sender, agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' }).transportJson);
+    const p = await discoveringSetup(
+      (send) => {
         send('early.example.net');
         setTimeout(() => send('late.example.net'), 150);
       },
-    });
-    await fleet.flush();
-    const started = new Map<string, number>();
-    const config = testConfig('workers: 2\n');
-    const p = new Provisioner({
-      config,
-      choria: testSettings(srv.url, config),
-      registry: new Registry(),
-      hostRunner: async (job) => {
+      async (job) => {
         started.set(job.identity, performance.now());
         return { outcome: 'provisioned' };
       },
-      helper: () => ({}),
-      stopTimeoutMs: 2000,
-    });
-    cleanups.push(() => p.stop());
+      2,
+    );
     await p.start();
     // start() began the first discovery; this call shares it
     const added = await p.discover();
@@ -258,31 +265,14 @@ describe('Provisioner scheduling', () => {
   });
 
   it('offers a burst of discovery replies a few dozen at a time, leaving the event loop to other messages in between', async () => {
-    const srv = await startNatsServer({ jetstream: false });
-    cleanups.push(() => srv.stop());
-    const fleet = await connect({ servers: srv.url });
-    cleanups.push(() => fleet.close());
-    const codec = codecFor('v1');
     const count = 2000;
-    fleet.subscribe('provisioning.broadcast.agent.discovery', {
-      callback: (_err, msg) => {
-        const req = codec.decodeRequest(msg.data);
-        for (let i = 0; i < count; i++) {
-          fleet.publish(req.headers.replyTo as string, codec.encodeReply({ requestId: req.id, sender: `burst-${i}.example.net`, agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' }).transportJson);
-        }
+    const p = await discoveringSetup(
+      (send) => {
+        for (let i = 0; i < count; i++) send(`burst-${i}.example.net`);
       },
-    });
-    await fleet.flush();
-    const config = testConfig('workers: 1\n');
-    const p = new Provisioner({
-      config,
-      choria: testSettings(srv.url, config),
-      registry: new Registry(),
-      hostRunner: (job) => new Promise((resolve) => job.signal.addEventListener('abort', () => resolve({ outcome: 'failed', message: 'stopped' }))),
-      helper: () => ({}),
-      stopTimeoutMs: 2000,
-    });
-    cleanups.push(() => p.stop());
+      (job) => new Promise((resolve) => job.signal.addEventListener('abort', () => resolve({ outcome: 'failed', message: 'stopped' }))),
+      1,
+    );
     // how many nodes were offered from one turn of the event loop to the next
     let offers = 0;
     const offer = p.offer.bind(p);
