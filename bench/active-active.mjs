@@ -67,6 +67,26 @@ function provisioningPhaseMs(logFiles) {
   return last - first;
 }
 
+/**
+ * Each instance's start-up, in ms from spawning the processes, from its JSON log lines: its first
+ * line, the membership settled ("formed with"), its first node started and finished.
+ */
+function startupTimeline(logFiles, spawnedAt) {
+  return logFiles.map((file) => {
+    const entries = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l)) : [];
+    const at = (test) => {
+      const e = entries.find((x) => test(x.message));
+      return e === undefined ? undefined : Date.parse(e.timestamp) - spawnedAt;
+    };
+    return {
+      firstLineMs: at(() => true),
+      settledMs: at((m) => m.includes(' formed with ')),
+      firstStartedMs: at((m) => m.startsWith('Provisioning ')),
+      firstFinishedMs: at((m) => m.startsWith('Provisioned ')),
+    };
+  });
+}
+
 export async function activeActiveScenario(s) {
   const sim = await startSimulator({ url: s.url, count: s.count, flow: 'plain', nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
   const dir = mkdtempSync(join(tmpdir(), 'cpts-bench-aa-'));
@@ -75,11 +95,14 @@ export async function activeActiveScenario(s) {
   try {
     const configs = Array.from({ length: s.instances }, (_, i) => instanceConfig(dir, s, `prov-${i + 1}`, runs));
     const t0 = performance.now();
+    const spawnedAt = Date.now();
     for (const config of configs) children.push(spawn(process.execPath, [CLI, 'run', '--config', config], { stdio: 'ignore' }));
     // polled often: the poll interval adds to both the one-instance and the three-instance time
     const summary = await sim.waitFor((x) => (x.totals.byState.provisioned ?? 0) >= s.count, s.timeoutMs ?? 300_000, 25);
     const ms = performance.now() - t0;
-    const phaseMs = provisioningPhaseMs(configs.map((c) => c.replace(/\.yaml$/, '.log')));
+    const logFiles = configs.map((c) => c.replace(/\.yaml$/, '.log'));
+    const phaseMs = provisioningPhaseMs(logFiles);
+    const startup = startupTimeline(logFiles, spawnedAt);
     const lines = existsSync(runs) ? readFileSync(runs, 'utf8').split('\n').filter((l) => l !== '') : [];
     const perInstance = {};
     for (const l of lines) {
@@ -102,6 +125,7 @@ export async function activeActiveScenario(s) {
       helperRunsPerInstance: perInstance,
       maxConfiguredPerCycle: summary.totals.maxConfiguredPerCycle,
       lockRefusals: summary.totals.violationsByKind?.['lock-held'] ?? 0,
+      startup,
     };
   } finally {
     const exited = children.map((c) => (c.exitCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r))));

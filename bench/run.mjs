@@ -293,7 +293,11 @@ function summaryLine(r) {
   if (r.kind === 'history-scale') {
     return `${fmt.int(r.count)} records: written at ${fmt.int(r.write.perSecond)}/s (${r.write.cpuUsPerRecord.toFixed(0)} us CPU each), bucket ${fmt.mb(r.bucketBytes / 1048576)} (${r.bytesPerRecord.toFixed(0)} B each), after rewriting all ${fmt.mb(r.bucketBytesAfterRewrite / 1048576)}, loaded by a new instance in ${fmt.s(r.loadMs)}, ${r.heapBytesPerRecord.toFixed(0)} B heap each`;
   }
-  if (r.kind === 'active-active') return `${r.instances} instance(s): ${r.provisioned}/${r.count} nodes in ${fmt.s(r.ms)}, ${r.helperRunsPerNode.toFixed(3)} helper runs per node, max ${r.maxConfiguredPerCycle} configure per node, ${r.lockRefusals} lock refusals`;
+  if (r.kind === 'active-active') {
+    // ms from spawning: first log line / membership settled / first node started / finished, per instance
+    const startup = (r.startup ?? []).map((i) => [i.firstLineMs, i.settledMs, i.firstStartedMs, i.firstFinishedMs].map((v) => (v === undefined ? '-' : String(v))).join('/')).join(', ');
+    return `${r.instances} instance(s): ${r.provisioned}/${r.count} nodes in ${fmt.s(r.ms)}, ${r.helperRunsPerNode.toFixed(3)} helper runs per node, max ${r.maxConfiguredPerCycle} configure per node, ${r.lockRefusals} lock refusals; start-up (ms: first line/settled/first node started/finished) ${startup}`;
+  }
   if (r.kind === 'queue') return `${r.offered} offered, ${r.queued} queued: RSS ${fmt.mb(r.rssBeforeMb)} -> ${fmt.mb(r.rssAfterMb)}`;
   return JSON.stringify(r);
 }
