@@ -138,8 +138,6 @@ export class Membership {
   #done: string[] = [];
   #doneTimer: NodeJS.Timeout | undefined;
   #readyWaiters: (() => void)[] = [];
-  /** set while the answer to a newcomer's heartbeat is out, until the end of the turn */
-  #welcomed: NodeJS.Immediate | undefined;
   #stopped = false;
 
   constructor(opts: MembershipOptions) {
@@ -255,7 +253,6 @@ export class Membership {
     this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
-    clearImmediate(this.#welcomed);
     this.#flushDone();
     this.#publishHeartbeat(true);
     for (const s of this.#subs) s.unsubscribe();
@@ -314,15 +311,12 @@ export class Membership {
    * A process this instance did not know announced itself: answer with a heartbeat now rather than
    * at the next interval, so that a newcomer knows every member before it settles. At once, not
    * later in the turn: whatever this instance sends the newcomer because of the change (a busy
-   * notice) must reach it after the heartbeat that makes this instance a member there. Several
-   * newcomers heard in one turn get one answer.
+   * notice) must reach it after the heartbeat that makes this instance a member there. One answer
+   * per newcomer, not one for several heard together: a heartbeat published before a newcomer's
+   * subscription reached the broker would not reach it. A join costs each member one heartbeat.
    */
   #welcome(): void {
-    if (this.#stopped || this.#welcomed !== undefined) return;
-    this.#publishHeartbeat(false);
-    this.#welcomed = setImmediate(() => {
-      this.#welcomed = undefined;
-    });
+    if (!this.#stopped) this.#publishHeartbeat(false);
   }
 
   #publishHeartbeat(leaving: boolean): void {
