@@ -4,8 +4,8 @@
 // member finished, or that announced a restart (whoever provisioned them is done), leave the list
 // unless this instance is busy with them. Nodes in flight here, or handed to this instance, that a
 // change gives to another member are reported to it (a busy notice), so that it leaves them to
-// this instance rather than meet its node lock. An idle member takes queued nodes from a busy one (work-handover.ts) unless
-// coordination_handover is off.
+// this instance rather than meet its node lock. An idle member takes queued nodes from a busy one
+// (work-handover.ts) unless coordination_handover is off.
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
 import type { ProvisionerConfig } from '../config/types.js';

@@ -276,18 +276,18 @@ export class Provisioner {
     const asFound = this.#policy.offersAsFound;
     const pending: string[] = [];
     let offering: NodeJS.Immediate | undefined;
-    const offerPending = (batch = Infinity): void => {
-      offering = undefined;
-      for (const identity of pending.splice(0, batch)) offer(identity);
-      if (pending.length > 0 && batch !== Infinity) offering = setImmediate(() => offerPending(DISCOVERY_OFFER_BATCH));
+    const offerBatch = (): void => {
+      for (const identity of pending.splice(0, DISCOVERY_OFFER_BATCH)) offer(identity);
+      offering = pending.length > 0 ? setImmediate(offerBatch) : undefined;
     };
     const onFound = (identity: string): void => {
       pending.push(identity);
-      offering ??= setImmediate(() => offerPending(DISCOVERY_OFFER_BATCH));
+      offering ??= setImmediate(offerBatch);
     };
     const found = await discoverNodes(client, this.metrics, this.logger, this.#stop.signal, asFound ? onFound : undefined);
+    // what is still waiting for its turn goes now
     clearImmediate(offering);
-    offerPending();
+    for (const identity of pending.splice(0)) offer(identity);
     if (!asFound) for (const identity of this.#policy.order(found)) offer(identity);
     this.logger.debug(`Discovery found ${found.length} nodes, ${added} new`);
     return added;

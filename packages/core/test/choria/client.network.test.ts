@@ -29,6 +29,22 @@ import { until } from '@choria-provisioner/test-support/wait';
 
 const names = (n: number, prefix = 'node'): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(5, '0')}.example.net`);
 
+type DiscoveryRequest = ReturnType<ReturnType<typeof codecFor>['decodeRequest']>;
+
+/** A raw connection that answers every discovery through `answer`, given the request and a function sending one node's reply. */
+async function discoveryResponder(url: string, answer: (req: DiscoveryRequest, send: (sender: string) => void) => void): Promise<NatsConnection> {
+  const raw = await connect({ servers: url });
+  const codec = codecFor('v1');
+  raw.subscribe('provisioning.broadcast.agent.discovery', {
+    callback: (_err, msg) => {
+      const req = codec.decodeRequest(msg.data);
+      answer(req, (sender) => raw.publish(req.headers.replyTo as string, codec.encodeReply({ requestId: req.id, sender, agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' }).transportJson));
+    },
+  });
+  await raw.flush();
+  return raw;
+}
+
 describe('ChoriaClient against nats-server (protocol v1)', () => {
   let server: RunningNatsServer;
   let nc: NatsConnection;
@@ -98,18 +114,11 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
   });
 
   it('sends the Choria discovery request and ends 300 ms after the last reply', async () => {
-    const raw = await connect({ servers: server.url });
-    const codec = codecFor('v1');
     const seen: { message: string; agent: string; filterAgent: readonly string[]; filterIdentity: readonly string[] }[] = [];
-    raw.subscribe('provisioning.broadcast.agent.discovery', {
-      callback: (_err, msg) => {
-        const req = codec.decodeRequest(msg.data);
-        seen.push({ message: req.payload.toString(), agent: req.agent, filterAgent: req.filter.agent, filterIdentity: req.filter.identity });
-        const reply = codec.encodeReply({ requestId: req.id, sender: 'only.example.net', agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' });
-        setTimeout(() => raw.publish(req.headers.replyTo as string, reply.transportJson), 100);
-      },
+    const raw = await discoveryResponder(server.url, (req, send) => {
+      seen.push({ message: req.payload.toString(), agent: req.agent, filterAgent: req.filter.agent, filterIdentity: req.filter.identity });
+      setTimeout(() => send('only.example.net'), 100);
     });
-    await raw.flush();
     try {
       const started = Date.now();
       const found = await client.discover({ initialWaitMs: 1500, timeoutMs: 5000, identityFilter: ['/^only/'] });
@@ -125,19 +134,11 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
   });
 
   it('tells onFound of each node once, as its first reply arrives, long before the discovery ends', async () => {
-    const raw = await connect({ servers: server.url });
-    const codec = codecFor('v1');
-    raw.subscribe('provisioning.broadcast.agent.discovery', {
-      callback: (_err, msg) => {
-        const req = codec.decodeRequest(msg.data);
-        const replyTo = req.headers.replyTo as string;
-        const send = (sender: string): void => raw.publish(replyTo, codec.encodeReply({ requestId: req.id, sender, agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' }).transportJson);
-        send('early.example.net');
-        send('early.example.net');
-        setTimeout(() => send('late.example.net'), 200);
-      },
+    const raw = await discoveryResponder(server.url, (_req, send) => {
+      send('early.example.net');
+      send('early.example.net');
+      setTimeout(() => send('late.example.net'), 200);
     });
-    await raw.flush();
     try {
       const started = Date.now();
       const heard: { identity: string; afterMs: number }[] = [];
@@ -155,15 +156,7 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
   });
 
   it('fails the discovery when onFound throws, naming the error', async () => {
-    const raw = await connect({ servers: server.url });
-    const codec = codecFor('v1');
-    raw.subscribe('provisioning.broadcast.agent.discovery', {
-      callback: (_err, msg) => {
-        const req = codec.decodeRequest(msg.data);
-        raw.publish(req.headers.replyTo as string, codec.encodeReply({ requestId: req.id, sender: 'one.example.net', agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' }).transportJson);
-      },
-    });
-    await raw.flush();
+    const raw = await discoveryResponder(server.url, (_req, send) => send('one.example.net'));
     try {
       await expect(
         client.discover({
