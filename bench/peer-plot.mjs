@@ -20,7 +20,8 @@ const { info, results } = JSON.parse(readFileSync(file, 'utf8'));
 const SERIES = [
   { who: 'upstream', label: 'upstream Go provisioner (one process per node)', color: '#d62728' },
   { who: 'process', label: 'this project, helper_mode process', color: '#1f77b4' },
-  { who: 'pool', label: 'this project, helper_mode pool', color: '#2ca02c' },
+  { who: 'pool', label: 'this project, helper_mode pool (Perl helper)', color: '#2ca02c' },
+  { who: 'pool-sh', label: 'this project, helper_mode pool (shell helper)', color: '#9467bd' },
 ];
 const series = [];
 for (const s of SERIES) {

@@ -27,11 +27,17 @@ import { childPids, cpuSecondsOf, machineBusySeconds, memoryFromProc } from './l
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'packages', 'cli', 'dist', 'bin.js');
-/** the one-process-per-node helper (upstream and helper_mode process) and its JSON-lines twin (helper_mode pool) */
+/**
+ * The one-process-per-node helper (upstream and helper_mode process) and its JSON-lines twins for
+ * helper_mode pool: `pool` a Perl loop (buffered input, as a long-lived helper is usually written),
+ * `pool-sh` a shell loop (whose `read` takes a byte per system call), to show what that costs.
+ */
 export const PEER_HELPERS = {
   process: join(ROOT, 'bench', 'helpers', 'trivial-helper.sh'),
-  pool: join(ROOT, 'bench', 'helpers', 'trivial-pool-helper.sh'),
+  pool: join(ROOT, 'bench', 'helpers', 'trivial-pool-helper.pl'),
+  'pool-sh': join(ROOT, 'bench', 'helpers', 'trivial-pool-helper.sh'),
 };
+const helperModeOf = (provisioner) => (provisioner.startsWith('pool') ? 'pool' : provisioner);
 const POLL_MS = 25;
 
 /** Where the upstream provisioner is looked for. */
@@ -96,10 +102,10 @@ function writeConfigs(dir, s) {
     choria_config: choria,
     // upstream keeps no history: memory here, the bucket's cost is the history/* scenarios'
     history_store: 'memory',
-    helper_mode: s.provisioner,
+    helper_mode: helperModeOf(s.provisioner),
     helper: PEER_HELPERS[s.provisioner],
-    ...(s.provisioner === 'pool' && s.poolSize !== undefined ? { helper_pool_size: s.poolSize } : {}),
-    ...(s.provisioner === 'pool' && s.poolDepth !== undefined ? { helper_pool_depth: s.poolDepth } : {}),
+    ...(helperModeOf(s.provisioner) === 'pool' && s.poolSize !== undefined ? { helper_pool_size: s.poolSize } : {}),
+    ...(helperModeOf(s.provisioner) === 'pool' && s.poolDepth !== undefined ? { helper_pool_depth: s.poolDepth } : {}),
   };
   writeFileSync(config, stringifyYaml(ours));
   // BENCH_PROVISIONER_NODE_OPTIONS: e.g. --cpu-prof --cpu-prof-dir=DIR (bench/run.mjs --profile)

@@ -157,7 +157,7 @@ function scenarios() {
   // at the same concurrency first, as it bounds the one-process-per-node runs
   const peerBase = { kind: 'peer', count: KNOBS.peerCount, workers: KNOBS.peerWorkers, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale };
   list.push({ id: 'peer/bare-start', passes: passes(2), bare: { runs: ['simple', 'product'].map((method) => ({ method, concurrency: KNOBS.peerWorkers, count: KNOBS.peerCount })) } });
-  for (const provisioner of ['upstream', 'process', 'pool']) {
+  for (const provisioner of ['upstream', 'process', 'pool', 'pool-sh']) {
     list.push({ id: `peer/jwt/${provisioner}/${KNOBS.peerCount}`, passes: passes(2), spec: { ...peerBase, provisioner } });
   }
   list.push({ id: `queue/${KNOBS.queueCount}`, passes: 1, spec: { kind: 'queue', flow: 'plain', count: KNOBS.queueCount, workers: KNOBS.functionWorkers }, gc: true });
@@ -314,7 +314,7 @@ function peerReport(results) {
   const lines = [];
   const targets = [];
   const runs = (who) => results.get(`peer/jwt/${who}/${KNOBS.peerCount}`) ?? [];
-  const who = ['upstream', 'process', 'pool'].filter((w) => runs(w).length > 0);
+  const who = ['upstream', 'process', 'pool', 'pool-sh'].filter((w) => runs(w).length > 0);
   if (who.length === 0) return { lines, targets };
   const W = KNOBS.peerWorkers;
   lines.push('');
@@ -360,6 +360,7 @@ function peerReport(results) {
   for (const [mine, goal] of [
     ['pool', 10],
     ['process', 2],
+    ['pool-sh', undefined], // context: the same pool with the shell loop as its helper, no target
   ]) {
     const up = runs('upstream');
     const ours = runs(mine);
@@ -375,6 +376,7 @@ function peerReport(results) {
       })
       .filter(Number.isFinite);
     lines.push(`${mine}/upstream: nodes/min ${x(median(ratios))} (per pass: ${ratios.map(x).join(', ')}); upstream's CPU per node (with helpers) over ${mine}'s ${x(median(cpuRatios))} (per pass: ${cpuRatios.map(x).join(', ')})`);
+    if (goal === undefined) continue;
     targets.push([`jwt flow, ${fmt.int(KNOBS.peerCount)} nodes, ${W} workers: helper_mode ${mine} vs the upstream Go provisioner, nodes/min first to last node`, `${fmt.int(m(ours, (r) => r.nodesPerMin))} vs ${fmt.int(m(up, (r) => r.nodesPerMin))}, ${x(median(ratios))} (per pass: ${ratios.map(x).join(', ')})`, `>= ${goal}x`, median(ratios) >= goal]);
   }
   if (bare.length > 0) {
