@@ -24,14 +24,6 @@ import { settledWithin } from '../../util/deadline.js';
 export const DEFAULT_POOL_SIZE = 4;
 /** how long a process above the warm count may sit idle before it is asked to finish */
 export const DEFAULT_POOL_IDLE_MS = 30_000;
-/**
- * How long a request waits for a busy process to free up before the pool starts another (above
- * the warm count). A helper that answers in a millisecond is kept busy by the warm processes, and
- * starting one process per worker for it would only cost forks (each blocks the event loop for
- * several ms in a provisioner with a large heap) and memory; a helper that waits on a CA or a CMDB
- * for 100s of ms gets its processes this much later, once.
- */
-export const DEFAULT_POOL_GROW_AFTER_MS = 10;
 const DEFAULT_CLOSE_GRACE_MS = 2000;
 /**
  * How long close() waits for a SIGKILLed process to be reported gone. SIGKILL cannot be caught or
@@ -54,11 +46,6 @@ export interface PoolHelperOptions {
   readonly warm?: number;
   /** idle time after which a process above `warm` finishes; default 30 000 ms */
   readonly idleMs?: number;
-  /**
-   * how long a request waits with every process busy before the pool starts another (above
-   * `warm`, up to `size`); default DEFAULT_POOL_GROW_AFTER_MS, 0 starts one at once
-   */
-  readonly growAfterMs?: number;
   /**
    * requests a process may have unanswered (written, not yet answered): 1 (the default) waits for
    * each reply before writing the next request; more lets one write and one wake-up of the helper
@@ -84,8 +71,6 @@ interface Job {
   readonly redact: Redactor;
   readonly resolve: (result: HelperResult) => void;
   readonly reject: (err: HelperError) => void;
-  /** performance.now() when run() queued it: how long it has waited for a process */
-  readonly queuedAt: number;
   onAbort: () => void;
 }
 
@@ -103,7 +88,6 @@ export class PoolHelper implements HelperRunner {
   readonly #size: number;
   readonly #warm: number;
   readonly #idleMs: number;
-  readonly #growAfterMs: number;
   readonly #depth: number;
   readonly #closeGraceMs: number;
   readonly #queue: Job[] = [];
@@ -111,8 +95,6 @@ export class PoolHelper implements HelperRunner {
   /** processes asked to finish for idleness, until they are gone (close() waits for them) */
   readonly #leaving = new Set<Promise<void>>();
   #idleCheck: NodeJS.Timeout | undefined;
-  /** armed while the head of the queue waits to be old enough to start a process */
-  #growCheck: NodeJS.Timeout | undefined;
   #closed = false;
 
   /** Throws HelperCommandError when the command cannot be split. Processes start on demand, or all at once with warmUp(). */
@@ -124,9 +106,6 @@ export class PoolHelper implements HelperRunner {
     if (!Number.isInteger(warm) || warm < 1 || warm > size) throw new RangeError(`helper pool warm count must be an integer from 1 to the pool size ${size}, got ${warm}`);
     this.#warm = warm;
     this.#idleMs = options.idleMs ?? DEFAULT_POOL_IDLE_MS;
-    const growAfterMs = options.growAfterMs ?? DEFAULT_POOL_GROW_AFTER_MS;
-    if (!Number.isFinite(growAfterMs) || growAfterMs < 0) throw new RangeError(`helper pool grow-after time must be a finite number of ms >= 0, got ${growAfterMs}`);
-    this.#growAfterMs = growAfterMs;
     const depth = options.depth ?? 1;
     if (!Number.isInteger(depth) || depth < 1) throw new RangeError(`helper pool depth must be a positive integer, got ${depth}`);
     this.#depth = depth;
@@ -200,7 +179,7 @@ export class PoolHelper implements HelperRunner {
     }
     const input = `${encodeHelperRequest(req)}\n`;
     return new Promise<HelperResult>((resolve, reject) => {
-      const job: Job = { input, identity: opts.identity, signal: opts.signal, redact, resolve, reject, queuedAt: performance.now(), onAbort: () => undefined };
+      const job: Job = { input, identity: opts.identity, signal: opts.signal, redact, resolve, reject, onAbort: () => undefined };
       // Until a process takes it, aborting just drops the job from the queue.
       job.onAbort = this.#queueAbort(job);
       opts.signal?.addEventListener('abort', job.onAbort, { once: true });
@@ -217,7 +196,6 @@ export class PoolHelper implements HelperRunner {
       job.reject(this.#queuedError(job, 'the helper pool was closed before a helper process took the request'));
     }
     clearInterval(this.#idleCheck);
-    clearTimeout(this.#growCheck);
     await Promise.all([...[...this.#workers].map((w) => w.shutdown(this.#closeGraceMs)), ...this.#leaving]);
     // Every process has exited or been SIGKILLed (one stuck in the kernel finishes on its own);
     // their 'close' events (which retire them) may still be queued.
@@ -229,9 +207,8 @@ export class PoolHelper implements HelperRunner {
   }
 
   /**
-   * Hands queued jobs to processes: an idle one first, then a new one up to the pool size (at once
-   * up to the warm count, beyond it once the oldest job has waited growAfterMs), then the least
-   * loaded one below the depth.
+   * Hands queued jobs to processes: an idle one first, then a new one up to the pool size, then
+   * the least loaded one below the depth.
    */
   #dispatch(): void {
     while (this.#queue.length > 0 && !this.#closed) {
@@ -239,10 +216,6 @@ export class PoolHelper implements HelperRunner {
       for (const w of this.#workers) if (w.load < (worker?.load ?? this.#depth)) worker = w;
       if (worker === undefined || (worker.load > 0 && this.#workers.size < this.#size)) {
         if (this.#workers.size >= this.#size) return;
-        if (!this.#mayGrow(this.#queue[0] as Job)) {
-          this.#checkGrowthLater(this.#queue[0] as Job);
-          return;
-        }
         worker = this.#newWorker();
         this.#workers.add(worker);
       }
@@ -250,27 +223,6 @@ export class PoolHelper implements HelperRunner {
       job.signal?.removeEventListener('abort', job.onAbort);
       worker.take(job);
     }
-  }
-
-  /** Whether `head` (the oldest queued job) may start a process now. */
-  #mayGrow(head: Job): boolean {
-    return this.#workers.size < this.#warm || performance.now() - head.queuedAt >= this.#growAfterMs;
-  }
-
-  /**
-   * Looks again once `head` has waited growAfterMs. The look runs after the event loop's next
-   * read of I/O (setImmediate): when the loop was busy past the deadline, replies already waiting
-   * on the pipes free processes first, and a late read is not mistaken for a slow helper.
-   */
-  #checkGrowthLater(head: Job): void {
-    if (this.#growCheck !== undefined) return;
-    const wait = Math.max(0, this.#growAfterMs - (performance.now() - head.queuedAt));
-    this.#growCheck = setTimeout(() => {
-      setImmediate(() => {
-        this.#growCheck = undefined;
-        this.#dispatch();
-      });
-    }, wait);
   }
 
   /** A process left the pool; what it had not started goes back to the front of the queue. */

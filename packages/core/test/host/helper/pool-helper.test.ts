@@ -36,9 +36,9 @@ const script = dir.script('pool.mjs', POOL_SCRIPT);
 const command = `${q(process.execPath)} ${q(script)} ${q(dir.path)}`;
 const pools: PoolHelper[] = [];
 
-function pool(options: { size?: number; warm?: number; idleMs?: number; growAfterMs?: number; timeoutMs?: number } = {}): PoolHelper {
+function pool(options: { size?: number; warm?: number; idleMs?: number; timeoutMs?: number } = {}): PoolHelper {
   const size = options.size ?? 1;
-  const p = new PoolHelper({ command, size, warm: options.warm ?? size, idleMs: options.idleMs, growAfterMs: options.growAfterMs, timeoutMs: options.timeoutMs ?? 3000, closeGraceMs: 500 });
+  const p = new PoolHelper({ command, size, warm: options.warm ?? size, idleMs: options.idleMs, timeoutMs: options.timeoutMs ?? 3000, closeGraceMs: 500 });
   pools.push(p);
   return p;
 }
@@ -104,49 +104,6 @@ describe('PoolHelper', () => {
     // the pool still serves, and grows again on the next burst
     const again = await Promise.all(['wait-5', 'wait-6'].map((id) => run(p, id)));
     expect(new Set(again.map((r) => r.reply.msg)).size).toBe(2);
-  });
-
-  it('leaves a burst of quick requests to its warm process while each frees up within growAfterMs', async () => {
-    const p = pool({ size: 4, warm: 1, growAfterMs: 5_000 });
-    p.warmUp();
-    const [only] = p.pids;
-    // answered at once (no trailing digits: no delay); 30 in flight, one process serves them all
-    const ids = Array.from({ length: 30 }, (_, i) => `fast-${i}x`);
-    const results = await Promise.all(ids.map((id) => run(p, id)));
-    expect(results.map((r) => r.reply.configuration?.['identity'])).toEqual(ids);
-    expect(p.pids).toEqual([only]);
-  });
-
-  it('starts another process once a request has waited growAfterMs with every process busy', async () => {
-    const p = pool({ size: 3, warm: 1, growAfterMs: 150 });
-    p.warmUp();
-    // each waits 200 ms: one at a time on the warm process would take 600 ms
-    const running = Promise.all(['wait-1', 'wait-2', 'wait-3'].map((id) => run(p, id)));
-    await new Promise((r) => setTimeout(r, 75));
-    expect(p.pids).toHaveLength(1);
-    const results = await running;
-    expect(new Set(results.map((r) => r.reply.msg)).size).toBe(3);
-  });
-
-  it('reads the replies already waiting before it decides to grow, after its event loop was busy past growAfterMs', async () => {
-    const p = pool({ size: 2, warm: 1, growAfterMs: 20 });
-    p.warmUp();
-    await run(p, 'ready'); // the warm process is up
-    const first = run(p, 'fast-ax');
-    const second = run(p, 'fast-bx'); // queued behind the first: depth 1
-    await new Promise((r) => setImmediate(r)); // the first request is written
-    // Busy for longer than growAfterMs: the helper answers meanwhile, and the reply waits on the
-    // pipe. The grow check is due first; the reply frees the process before it looks.
-    const until = performance.now() + 500;
-    while (performance.now() < until) {
-      /* spin */
-    }
-    await Promise.all([first, second]);
-    expect(p.pids).toHaveLength(1);
-  });
-
-  it('refuses a negative grow-after time', () => {
-    expect(() => new PoolHelper({ command, size: 2, growAfterMs: -1 })).toThrow(/grow-after time must be a finite number of ms >= 0, got -1/);
   });
 
   it('keeps the warm process while a newer one is still busy', async () => {
