@@ -22,28 +22,13 @@ import { nowNanoseconds } from '../../src/choria/protocol/ids.js';
 import { transportJson } from '../../src/choria/protocol/envelope-codec.js';
 import { v1Layers } from '../../src/choria/protocol/v1.js';
 import { fakeJwt } from './support/jwt.js';
+import { discoveryResponder } from './support/discovery-responder.js';
 import { captureLogger } from './support/logger.js';
 import { startResponders, type Responders } from './support/responder.js';
 import { choriaSettingsWith } from '@choria-provisioner/test-support/settings';
 import { until } from '@choria-provisioner/test-support/wait';
 
 const names = (n: number, prefix = 'node'): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(5, '0')}.example.net`);
-
-type DiscoveryRequest = ReturnType<ReturnType<typeof codecFor>['decodeRequest']>;
-
-/** A raw connection that answers every discovery through `answer`, given the request and a function sending one node's reply. */
-async function discoveryResponder(url: string, answer: (req: DiscoveryRequest, send: (sender: string) => void) => void): Promise<NatsConnection> {
-  const raw = await connect({ servers: url });
-  const codec = codecFor('v1');
-  raw.subscribe('provisioning.broadcast.agent.discovery', {
-    callback: (_err, msg) => {
-      const req = codec.decodeRequest(msg.data);
-      answer(req, (sender) => raw.publish(req.headers.replyTo as string, codec.encodeReply({ requestId: req.id, sender, agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' }).transportJson));
-    },
-  });
-  await raw.flush();
-  return raw;
-}
 
 describe('ChoriaClient against nats-server (protocol v1)', () => {
   let server: RunningNatsServer;

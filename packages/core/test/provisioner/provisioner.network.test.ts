@@ -9,8 +9,7 @@ import type { HostJob, HostResult } from '../../src/host/types.js';
 import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { testClient, testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 import { until } from '@choria-provisioner/test-support/wait';
-import { codecFor } from '../../src/choria/protocol/codec.js';
-import { nowNanoseconds } from '../../src/choria/protocol/ids.js';
+import { discoveryResponder } from '../choria/support/discovery-responder.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -43,16 +42,8 @@ async function setup(runner: (job: HostJob) => Promise<HostResult>, opts: { hold
 async function discoveringSetup(answer: (send: (sender: string) => void) => void, runner: (job: HostJob) => Promise<HostResult>, workers: number) {
   const srv = await startNatsServer({ jetstream: false });
   cleanups.push(() => srv.stop());
-  const fleet = await connect({ servers: srv.url });
+  const fleet = await discoveryResponder(srv.url, (_req, send) => answer(send));
   cleanups.push(() => fleet.close());
-  const codec = codecFor('v1');
-  fleet.subscribe('provisioning.broadcast.agent.discovery', {
-    callback: (_err, msg) => {
-      const req = codec.decodeRequest(msg.data);
-      answer((sender) => fleet.publish(req.headers.replyTo as string, codec.encodeReply({ requestId: req.id, sender, agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' }).transportJson));
-    },
-  });
-  await fleet.flush();
   const config = testConfig(`workers: ${workers}\n`);
   const p = new Provisioner({ config, choria: testSettings(srv.url, config), registry: new Registry(), hostRunner: runner, helper: () => ({}), stopTimeoutMs: 2000 });
   cleanups.push(() => p.stop());
