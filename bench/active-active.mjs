@@ -47,36 +47,41 @@ function instanceConfig(dir, s, name, runs) {
   return config;
 }
 
+/** An instance's JSON log lines, as { message, at } with `at` in ms since the epoch ([] when it wrote none). */
+function readLog(file) {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => {
+      const entry = JSON.parse(l);
+      return { message: entry.message, at: Date.parse(entry.timestamp) };
+    });
+}
+
 /**
  * From the first node an instance started on to the last one any finished, from the instances'
- * JSON log lines: the sharing itself, without process start-up and the first discovery.
+ * logs: the sharing itself, without process start-up and the first discovery.
  */
-function provisioningPhaseMs(logFiles) {
+function provisioningPhaseMs(logs) {
   let first = Infinity;
   let last = -Infinity;
-  for (const file of logFiles) {
-    if (!existsSync(file)) continue;
-    for (const line of readFileSync(file, 'utf8').split('\n')) {
-      if (!line.includes('"Provisioning ') && !line.includes('"Provisioned ')) continue;
-      const entry = JSON.parse(line);
-      const at = Date.parse(entry.timestamp);
-      if (entry.message.startsWith('Provisioning ')) first = Math.min(first, at);
-      else if (entry.message.startsWith('Provisioned ')) last = Math.max(last, at);
-    }
+  for (const { message, at } of logs.flat()) {
+    if (message.startsWith('Provisioning ')) first = Math.min(first, at);
+    else if (message.startsWith('Provisioned ')) last = Math.max(last, at);
   }
   return last - first;
 }
 
 /**
- * Each instance's start-up, in ms from spawning the processes, from its JSON log lines: its first
- * line, the membership settled ("formed with"), its first node started and finished.
+ * Each instance's start-up, in ms from spawning the processes, from its log: its first line, the
+ * membership settled ("formed with"), its first node started and finished.
  */
-function startupTimeline(logFiles, spawnedAt) {
-  return logFiles.map((file) => {
-    const entries = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l)) : [];
+function startupTimeline(logs, spawnedAt) {
+  return logs.map((entries) => {
     const at = (test) => {
       const e = entries.find((x) => test(x.message));
-      return e === undefined ? undefined : Date.parse(e.timestamp) - spawnedAt;
+      return e === undefined ? undefined : e.at - spawnedAt;
     };
     return {
       firstLineMs: at(() => true),
@@ -100,9 +105,9 @@ export async function activeActiveScenario(s) {
     // polled often: the poll interval adds to both the one-instance and the three-instance time
     const summary = await sim.waitFor((x) => (x.totals.byState.provisioned ?? 0) >= s.count, s.timeoutMs ?? 300_000, 25);
     const ms = performance.now() - t0;
-    const logFiles = configs.map((c) => c.replace(/\.yaml$/, '.log'));
-    const phaseMs = provisioningPhaseMs(logFiles);
-    const startup = startupTimeline(logFiles, spawnedAt);
+    const logs = configs.map((c) => readLog(c.replace(/\.yaml$/, '.log')));
+    const phaseMs = provisioningPhaseMs(logs);
+    const startup = startupTimeline(logs, spawnedAt);
     const lines = existsSync(runs) ? readFileSync(runs, 'utf8').split('\n').filter((l) => l !== '') : [];
     const perInstance = {};
     for (const l of lines) {

@@ -97,15 +97,16 @@ function writeConfigs(dir, s) {
     // --version needs an existing --choria-config (its default, checked first, usually is not)
     return { command: upstreamBinary(), args: ['run', '--config', config, '--choria-config', choria], versionArgs: ['run', '--choria-config', choria, '--version'] };
   }
+  const mode = helperModeOf(s.provisioner);
   const ours = {
     ...common,
     choria_config: choria,
     // upstream keeps no history: memory here, the bucket's cost is the history/* scenarios'
     history_store: 'memory',
-    helper_mode: helperModeOf(s.provisioner),
+    helper_mode: mode,
     helper: PEER_HELPERS[s.provisioner],
-    ...(helperModeOf(s.provisioner) === 'pool' && s.poolSize !== undefined ? { helper_pool_size: s.poolSize } : {}),
-    ...(helperModeOf(s.provisioner) === 'pool' && s.poolDepth !== undefined ? { helper_pool_depth: s.poolDepth } : {}),
+    ...(mode === 'pool' && s.poolSize !== undefined ? { helper_pool_size: s.poolSize } : {}),
+    ...(mode === 'pool' && s.poolDepth !== undefined ? { helper_pool_depth: s.poolDepth } : {}),
   };
   writeFileSync(config, stringifyYaml(ours));
   // BENCH_PROVISIONER_NODE_OPTIONS: e.g. --cpu-prof --cpu-prof-dir=DIR (bench/run.mjs --profile)
