@@ -62,6 +62,12 @@ export interface DiscoverOptions {
   readonly initialWaitMs?: number;
   /** sliding window after each reply (default 300 ms) */
   readonly windowMs?: number;
+  /**
+   * Keep listening until the overall limit even after a quiet spell (no sliding window): for a
+   * caller that acts on each node as it is found (`onFound`), ending early saves nothing, and
+   * listening on catches nodes that answer late.
+   */
+  readonly listenToEnd?: boolean;
   /** finish as soon as this many distinct nodes answered (an identity probe needs one) */
   readonly limit?: number;
   /**
@@ -254,7 +260,8 @@ export class ChoriaClient {
     const agent = opts.agent ?? DEFAULT_DISCOVERY_AGENT;
     const timeoutMs = opts.timeoutMs ?? DEFAULT_DISCOVERY_TIMEOUT_MS;
     const initialWaitMs = opts.initialWaitMs ?? this.#settings.discoveryTimeout * 1000;
-    const windowMs = opts.windowMs ?? DEFAULT_DISCOVERY_WINDOW_MS;
+    // listening to the end: a window no reply can bring before the overall limit
+    const windowMs = opts.listenToEnd === true ? timeoutMs : (opts.windowMs ?? DEFAULT_DISCOVERY_WINDOW_MS);
     const signal = opts.signal;
     if (signal?.aborted === true) throw new RpcAbortError(`discovery aborted: ${errorText(signal.reason)}`, signal.reason);
 

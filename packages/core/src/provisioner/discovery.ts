@@ -7,7 +7,11 @@ import { errorText } from '../util/values.js';
 
 /**
  * The identities that answered; none when discovery failed or `signal` stopped it. `onFound`, when
- * given, hears each node as its reply arrives (see ChoriaClient.discover).
+ * given, hears each node as its reply arrives (see ChoriaClient.discover), and the discovery then
+ * listens for its whole time limit: the nodes found are at work already, so ending at the first
+ * quiet spell would save nothing, and a busy fleet answers late and in bursts (200 real servers
+ * starting up on two cores left gaps longer than the 300 ms window between their replies, and each
+ * discovery ended with a handful of the nodes).
  */
 export async function discoverNodes(
   client: ChoriaClient,
@@ -18,7 +22,7 @@ export async function discoverNodes(
 ): Promise<string[]> {
   metrics.discoverCycle();
   try {
-    return await client.discover({ agent: 'choria_provision', signal, ...(onFound === undefined ? {} : { onFound }) });
+    return await client.discover({ agent: 'choria_provision', signal, ...(onFound === undefined ? {} : { onFound, listenToEnd: true }) });
   } catch (err) {
     if (signal.aborted) return [];
     metrics.discoveryError();

@@ -268,11 +268,11 @@ export class Provisioner {
     const offer = (identity: string): void => {
       if (this.offer(identity, 'discovery')) added++;
     };
-    // The first nodes start while the discovery's quiet window runs out, unless the policy wants
-    // the whole list first to shuffle it. Offered in small batches once the replies at hand have
-    // been read, not reply by reply: an offer costs far more than reading a reply, and what comes
-    // on the connection meanwhile (a new member's heartbeat, to be answered before it settles)
-    // should not wait for the offers of a whole fleet.
+    // The first nodes start while the discovery listens on for late answers, unless the policy
+    // wants the whole list first to shuffle it. Offered in small batches once the replies at hand
+    // have been read, not reply by reply: an offer costs far more than reading a reply, and what
+    // comes on the connection meanwhile (a new member's heartbeat, to be answered before it
+    // settles) should not wait for the offers of a whole fleet.
     const asFound = this.#policy.offersAsFound;
     const pending: string[] = [];
     let offering: NodeJS.Immediate | undefined;

@@ -255,6 +255,29 @@ describe('Provisioner scheduling', () => {
     expect([...started.keys()].sort()).toEqual(['early.example.net', 'late.example.net']);
   });
 
+  it('listens for the whole discovery while offering as found: a node that answers after a quiet spell is found by the same discovery', async () => {
+    const started: string[] = [];
+    // the second answer comes 800 ms after the first, far beyond the 300 ms quiet window
+    const p = await discoveringSetup(
+      (send) => {
+        send('prompt.example.net');
+        setTimeout(() => send('slow.example.net'), 800);
+      },
+      async (job) => {
+        started.push(job.identity);
+        return { outcome: 'provisioned' };
+      },
+      2,
+    );
+    const t0 = performance.now();
+    await p.start();
+    expect(await p.discover()).toBe(2);
+    // the discovery ran to its 2 s limit
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(1900);
+    await until('both nodes to be started', () => started.length === 2);
+    expect(started.sort()).toEqual(['prompt.example.net', 'slow.example.net']);
+  });
+
   it('offers a burst of discovery replies a few dozen at a time, leaving the event loop to other messages in between', async () => {
     const count = 2000;
     const p = await discoveringSetup(
