@@ -257,11 +257,11 @@ describe('Provisioner scheduling', () => {
 
   it('listens for the whole discovery while offering as found: a node that answers after a quiet spell is found by the same discovery', async () => {
     const started: string[] = [];
-    // the second answer comes 800 ms after the first, far beyond the 300 ms quiet window
+    // the second answer comes 1 s after the first, far beyond the 300 ms quiet window
     const p = await discoveringSetup(
       (send) => {
         send('prompt.example.net');
-        setTimeout(() => send('slow.example.net'), 800);
+        setTimeout(() => send('slow.example.net'), 1000);
       },
       async (job) => {
         started.push(job.identity);
