@@ -2,7 +2,8 @@
 // the Node.js that built it takes the cache, and a cache V8 rejects (another Node.js version,
 // other flags, a damaged file) only means the bundle is compiled as usual.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { isAscii } from 'node:buffer';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -42,6 +43,25 @@ describe('the CLI bundle and its code cache', () => {
     expect(out).toContain('provisioner.yaml: OK');
     expect(out).toMatch(/site: +bundle/);
     expect(cacheUsed).toBe(true);
+  });
+
+  it('is ASCII only, so that the loader reads it as one-byte text without decoding UTF-8', () => {
+    expect(isAscii(readFileSync(join(bundleDir, 'cli.cjs')))).toBe(true);
+  });
+
+  it('reads a bundle that is not ASCII only as UTF-8', () => {
+    const dir = join(scratch, 'utf8');
+    mkdirSync(dir);
+    try {
+      for (const f of ['cli.js', 'cli.cjs']) copyFileSync(join(bundleDir, f), join(dir, f));
+      // a bundle whose main prints a non-ASCII text first: read as Latin-1 it would print "Âµs"
+      appendFileSync(join(dir, 'cli.cjs'), '\nconst built = module.exports;\nmodule.exports = { ...built, main: (args, io, guard) => { io.out("µs\\n"); return built.main(args, io, guard); } };\n');
+      const { out } = runLoader(join(dir, 'cli.js'), ['validate', '--config', config]);
+      expect(out.split('\n')[0]).toBe('µs');
+      expect(out).toContain('provisioner.yaml: OK');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('runs as well with a cache V8 rejects, or none', () => {

@@ -17,7 +17,7 @@
 // demo; so does reflect-metadata, which must be evaluated before it.
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { URL, fileURLToPath, pathToFileURL } from 'node:url';
@@ -51,6 +51,13 @@ await build({
   define: { 'import.meta.url': '__bundleUrl' },
   banner: { js: "const __bundleUrl = require('node:url').pathToFileURL(__filename).href;" },
 });
+// ASCII only, so that the loader reads it without decoding UTF-8 (see there). esbuild already
+// escapes every non-ASCII character in code; what it leaves is in comments it keeps (a `µ` in a
+// dependency's, a `…` in ours). Each UTF-16 unit of those becomes its \u escape: in a comment only
+// text, and in code it would spell the same character.
+const bundleFile = join(outdir, 'cli.cjs');
+const asciiOnly = readFileSync(bundleFile, 'utf8').replace(/[\u0080-\uffff]/g, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
+writeFileSync(bundleFile, asciiOnly);
 // The two programs started by file name, beside the bundle, as ES modules of their own.
 await build({
   ...common,
