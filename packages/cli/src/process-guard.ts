@@ -44,6 +44,14 @@ export class ProcessGuard {
     };
     process.on('uncaughtException', (err) => fatal('unexpected error', err));
     process.on('unhandledRejection', (reason) => fatal('unhandled promise rejection', reason));
+    // A reader that went away (`choria-provisioner validate ... | head -1`) is not a failure of the
+    // command: what is left to print is dropped, as a Unix filter does, and the command ends with
+    // its own status. Any other write error on the terminal's streams is.
+    for (const stream of [process.stdout, process.stderr]) {
+      stream.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EPIPE') fatal(`cannot write to ${stream === process.stdout ? 'stdout' : 'stderr'}`, err);
+      });
+    }
   }
 }
 
