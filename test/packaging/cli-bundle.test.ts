@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeCliConfig } from '@choria-provisioner/test-support/settings';
 import { repoRoot } from '@choria-provisioner/test-support/vectors';
 
 const bundleDir = join(repoRoot, 'packages', 'cli', 'dist', 'bundle');
@@ -30,10 +31,7 @@ describe('the CLI bundle and its code cache', () => {
   let config: string;
   beforeAll(() => {
     scratch = mkdtempSync(join(tmpdir(), 'cpts-bundle-cache-'));
-    const choria = join(scratch, 'choria.cfg');
-    writeFileSync(choria, 'identity = prov.example.net\nplugin.choria.middleware_hosts = nats://127.0.0.1:4222\nplugin.security.provider = file\n');
-    config = join(scratch, 'provisioner.yaml');
-    writeFileSync(config, `site: bundle\ntoken: s3cret\nhelper: /bin/true\nchoria_insecure: true\nchoria_config: ${choria}\n`);
+    config = writeCliConfig(scratch, 'bundle');
   });
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeCliConfig } from '@choria-provisioner/test-support/settings';
 import { repoRoot } from '@choria-provisioner/test-support/vectors';
 
 const bin = join(repoRoot, 'packages', 'cli', 'dist', 'bin.js');
@@ -24,10 +25,7 @@ describe('the CLI with its output closed', () => {
   let config: string;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'cpts-closed-output-'));
-    const choria = join(dir, 'choria.cfg');
-    writeFileSync(choria, 'identity = prov.example.net\nplugin.choria.middleware_hosts = nats://127.0.0.1:4222\nplugin.security.provider = file\n');
-    config = join(dir, 'provisioner.yaml');
-    writeFileSync(config, `site: closed\ntoken: s3cret\nhelper: /bin/true\nchoria_insecure: true\nchoria_config: ${choria}\n`);
+    config = writeCliConfig(dir, 'closed');
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,4 +1,6 @@
 // Configurations, Choria settings and clients for tests against a test broker.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   ChoriaClient,
   applyProvisionerOverrides,
@@ -24,6 +26,18 @@ export function testConfig(yaml: string, source = 'test.yaml'): ProvisionerConfi
 export function testSettings(url: string, config: ProvisionerConfig, identity = 'provisioner.example.net', extra = ''): ChoriaSettings {
   const text = `identity = ${identity}\nplugin.choria.middleware_hosts = ${url}\nplugin.security.provider = file\n${extra}`;
   return applyProvisionerOverrides(parseChoriaConfig(text, 'test-choria.cfg'), config);
+}
+
+/**
+ * A valid configuration for the CLI as files in `dir` (provisioner.yaml and the Choria client
+ * configuration it names, for a broker that need not run): what a test runs `validate` on.
+ */
+export function writeCliConfig(dir: string, site: string): string {
+  const choria = join(dir, 'choria.cfg');
+  writeFileSync(choria, 'identity = prov.example.net\nplugin.choria.middleware_hosts = nats://127.0.0.1:4222\nplugin.security.provider = file\n');
+  const config = join(dir, 'provisioner.yaml');
+  writeFileSync(config, `site: ${site}\ntoken: s3cret\nhelper: /bin/true\nchoria_insecure: true\nchoria_config: ${choria}\n`);
+  return config;
 }
 
 export async function testClient(settings: ChoriaSettings): Promise<ChoriaClient> {
