@@ -11,7 +11,7 @@ import { BoundedBuffer, makeRedactor, requestSecrets, type Redactor } from './ou
 import { parseHelperReply } from './reply.js';
 import { encodeHelperRequest } from './request.js';
 import { parseHelperCommand } from './spawn.js';
-import { HelperSpawner } from './spawner.js';
+import { HelperSpawners } from './spawner.js';
 import type { HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
 
 export const DEFAULT_HELPER_TIMEOUT_MS = 10_000;
@@ -41,6 +41,8 @@ export interface ProcessHelperOptions {
   readonly maxOutputBytes?: number;
   /** stderr kept for logging (the rest is dropped, not an error); default 64 KiB */
   readonly maxStderrBytes?: number;
+  /** spawner processes that start the helpers; default one per core, at most MAX_SPAWNERS (see spawner.ts) */
+  readonly spawners?: number;
 }
 
 export class ProcessHelper implements HelperRunner {
@@ -51,8 +53,8 @@ export class ProcessHelper implements HelperRunner {
   /** cancel functions of runs in progress, so close() can stop them */
   readonly #active = new Set<() => Promise<void>>();
   #closed = false;
-  /** starts the helper processes, away from this process's event loop (see spawner.ts) */
-  readonly #spawner = new HelperSpawner();
+  /** start the helper processes, away from this process's event loop (see spawner.ts) */
+  readonly #spawners: HelperSpawners;
 
   /** Throws HelperCommandError when the command cannot be split (fail at start-up, not per node). */
   readonly #options: ProcessHelperOptions;
@@ -63,6 +65,7 @@ export class ProcessHelper implements HelperRunner {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_HELPER_TIMEOUT_MS;
     this.#maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     this.#maxStderrBytes = options.maxStderrBytes ?? DEFAULT_MAX_STDERR_BYTES;
+    this.#spawners = new HelperSpawners(options.spawners);
   }
 
   /** The program that runs (argv[0]); named in errors instead of the full command line. */
@@ -82,7 +85,7 @@ export class ProcessHelper implements HelperRunner {
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all([...this.#active].map((cancel) => cancel()));
-    await this.#spawner.close();
+    await this.#spawners.close();
   }
 
   #runProcess(input: string, opts: HelperRunOptions, redact: Redactor): Promise<HelperResult> {
@@ -130,7 +133,7 @@ export class ProcessHelper implements HelperRunner {
           redact,
         });
 
-      const run = this.#spawner.run(
+      const run = this.#spawners.run(
         {
           argv: this.#argv,
           cwd: this.#options.cwd ?? process.cwd(),

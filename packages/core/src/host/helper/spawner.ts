@@ -18,10 +18,14 @@
 // the time of each run.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { RunMessage } from './spawner-protocol.js';
 import { errorText, isPlainObject as isRecord } from '../../util/values.js';
 import { settledWithin } from '../../util/deadline.js';
+
+/** The most spawner processes a ProcessHelper starts, whatever the core count (each is a Node process of ~45 MB). */
+export const MAX_SPAWNERS = 4;
 
 /** How long close() waits for the spawner to exit, after closing its channel and again after SIGKILL. */
 const SPAWNER_EXIT_MS = 2000;
@@ -97,6 +101,11 @@ export class HelperSpawner {
   readonly #runs = new Map<number, SpawnEvents>();
   #nextId = 1;
   #closed = false;
+
+  /** Runs handed to this spawner and not reported done yet. */
+  get inFlight(): number {
+    return this.#runs.size;
+  }
 
   run(req: SpawnRequest, events: SpawnEvents): SpawnedRun {
     const id = this.#nextId++;
@@ -221,5 +230,35 @@ export class HelperSpawner {
       child.unref();
       child.channel?.unref();
     }
+  }
+}
+
+/**
+ * Several spawners; each run goes to the one with the fewest runs in flight. Why more than one:
+ * spawn() blocks a spawner until the new process has called exec() (libuv waits for that, so that
+ * a kill right after the start cannot hit the forked copy of Node), and on a 2-core VM whose forks
+ * are slow that wait was ~9 ms a helper: with 50 workers a single spawner spent most of its time
+ * in it and the helpers' starts queued behind one another. With one spawner per core the starts
+ * overlap (process mode 1.25 times the nodes/min on 2 cores, BENCHMARKS.md); more spawners than
+ * cores gained nothing. A spawner starts on first use, so a site that runs one helper at a time
+ * has only one.
+ */
+export class HelperSpawners {
+  readonly #spawners: readonly HelperSpawner[];
+
+  constructor(count = Math.min(availableParallelism(), MAX_SPAWNERS)) {
+    if (!Number.isInteger(count) || count < 1) throw new RangeError(`the number of helper spawners must be a positive integer, got ${count}`);
+    this.#spawners = Array.from({ length: count }, () => new HelperSpawner());
+  }
+
+  run(req: SpawnRequest, events: SpawnEvents): SpawnedRun {
+    let least = this.#spawners[0] as HelperSpawner;
+    for (const s of this.#spawners) if (s.inFlight < least.inFlight) least = s;
+    return least.run(req, events);
+  }
+
+  /** Stops every spawner; helpers still running are killed with them. */
+  async close(): Promise<void> {
+    await Promise.all(this.#spawners.map((s) => s.close()));
   }
 }

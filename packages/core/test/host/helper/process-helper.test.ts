@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HelperCommandError, HelperError } from '../../../src/host/helper/errors.js';
 import { ProcessHelper } from '../../../src/host/helper/process-helper.js';
 import { encodeHelperRequest } from '../../../src/host/helper/request.js';
+import { childProcesses } from '@choria-provisioner/test-support/fleet';
 import { isAlive } from '@choria-provisioner/test-support/processes';
 import { becomesDead, PASSWORD, q, readPid, sampleRequest, ScriptDir, TOKEN } from './support.js';
 
@@ -305,5 +306,45 @@ describe('ProcessHelper.close() in a process with nothing else to do', () => {
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe('closed\n');
+  });
+});
+
+describe('ProcessHelper spawner processes', () => {
+  const spawnerPids = (): Set<number> => new Set(childProcesses('spawner-child'));
+  const newOnes = (before: Set<number>): number[] => [...spawnerPids()].filter((pid) => !before.has(pid));
+  let slow: string;
+  beforeAll(() => {
+    slow = dir.script('slow-ok.sh', `#!/bin/sh\ncat >/dev/null\nsleep 0.5\nprintf '{"configuration":{"a":"b"}}'\n`);
+  });
+
+  it('helpers running at the same time are started by as many spawners as allowed; close() ends them all', async () => {
+    const before = spawnerPids();
+    const h = new ProcessHelper({ command: q(slow), timeoutMs: 5000, spawners: 2 });
+    try {
+      const runs = ['a1', 'a2', 'a3', 'a4'].map((id) => h.run(sampleRequest(`${id}.example.net`), { identity: `${id}.example.net` }));
+      // each run goes to the spawner with the fewest in flight: two each
+      for (const r of await Promise.all(runs)) expect(r.reply.configuration).toEqual({ a: 'b' });
+      const started = newOnes(before);
+      expect(started).toHaveLength(2);
+      await h.close();
+      for (const pid of started) await becomesDead(pid);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('one helper at a time needs one spawner only', async () => {
+    const before = spawnerPids();
+    const h = new ProcessHelper({ command: q(slow), timeoutMs: 5000, spawners: 2 });
+    try {
+      for (const id of ['b1', 'b2', 'b3']) expect((await h.run(sampleRequest(`${id}.example.net`), { identity: `${id}.example.net` })).reply.configuration).toEqual({ a: 'b' });
+      expect(newOnes(before)).toHaveLength(1);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('refuses a spawner count that is not a positive integer', () => {
+    for (const spawners of [0, -1, 1.5]) expect(() => new ProcessHelper({ command: q(slow), spawners })).toThrow(/number of helper spawners must be a positive integer/);
   });
 });
