@@ -1,11 +1,14 @@
 // The helper's bare start rate: N runs of the trivial helper with no provisioner in the process,
-// K at a time, the request on stdin, the reply read from stdout. Two methods:
-//   product  spawned the way the product's helper spawner does it (own process group, three pipes)
+// K at a time, the request on stdin, the reply read from stdout. Three methods:
+//   product  spawned from Node the way the product's Node helper spawner does it (own process
+//            group, three pipes): the fallback where python3 is missing
+//   python3  through the product's default helper spawner, spawner-child.py (posix_spawn), alone
 //   simple   the way anyone would measure it: a plain Node parent, default spawn options
 // Deliberately imports nothing else: process creation costs more the more memory the parent has
 // mapped, so this is the rate of a minimal parent.
 // usage: node bench/bare-start.mjs '{"runs":[{"method":"simple","concurrency":16,"count":2000}]}'  -> BENCH-RESULT <json>
 import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { URL, fileURLToPath } from 'node:url';
@@ -15,7 +18,37 @@ const spec = JSON.parse(process.argv[2] ?? '{}');
 const runs = spec.runs ?? [{ method: 'simple', concurrency: 16, count: 1000 }];
 const input = JSON.stringify({ identity: 'node-1.example.net', csr: null, ed25519_pubkey: null, inventory: '{"agents":["rpcutil"],"facts":{}}', jwt: null });
 
-const SPAWN_OPTIONS = { product: { detached: true, stdio: ['pipe', 'pipe', 'pipe'] }, simple: undefined };
+const SPAWN_OPTIONS = { product: { detached: true, stdio: ['pipe', 'pipe', 'pipe'] }, simple: undefined, python3: undefined };
+const PYTHON_SPAWNER = fileURLToPath(new URL('../packages/core/dist/host/helper/spawner-child.py', import.meta.url));
+
+/** The product's Python spawner, driven over its JSON-lines protocol; close() waits for its exit (so its children's CPU is reaped into ours). */
+function pythonSpawner() {
+  const child = spawn('python3', ['-I', '-S', PYTHON_SPAWNER], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const waiting = new Map();
+  let nextId = 1;
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    const m = JSON.parse(line);
+    if (m.t !== 'done') return;
+    const settle = waiting.get(m.id);
+    waiting.delete(m.id);
+    const out = Buffer.from(m.stdout, 'base64').toString();
+    if (m.code === 0 && out.includes('configuration')) settle.resolve();
+    else settle.reject(new Error(`helper exited ${m.code} ${m.spawnError ?? ''}: ${out}`));
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  return {
+    run: () =>
+      new Promise((resolve, reject) => {
+        const id = nextId++;
+        waiting.set(id, { resolve, reject });
+        child.stdin.write(`${JSON.stringify({ t: 'run', id, file: HELPER, args: [], cwd: process.cwd(), input, maxStdout: 1 << 20, maxStderr: 65536, pipeGraceMs: 1000, timeoutMs: 10000 })}\n`);
+      }),
+    close: async () => {
+      child.stdin.end();
+      await exited;
+    },
+  };
+}
 
 function runOnce(method) {
   return new Promise((resolve, reject) => {
@@ -47,6 +80,7 @@ const results = [];
 for (const { method, concurrency, count } of runs) {
   if (!(method in SPAWN_OPTIONS)) throw new Error(`unknown method ${method}`);
   let started = 0;
+  const companion = method === 'python3' ? pythonSpawner() : undefined;
   const cpu0 = process.cpuUsage();
   const reaped0 = reapedCpuSeconds();
   const busy0 = machineBusySeconds();
@@ -55,11 +89,12 @@ for (const { method, concurrency, count } of runs) {
     Array.from({ length: concurrency }, async () => {
       while (started < count) {
         started++;
-        await runOnce(method);
+        await (companion === undefined ? runOnce(method) : companion.run());
       }
     }),
   );
   const ms = performance.now() - t;
+  await companion?.close();
   const cpu = process.cpuUsage(cpu0);
   const helperCpuS = reapedCpuSeconds() - reaped0;
   const busy = machineBusySeconds() - busy0;

@@ -116,7 +116,7 @@ function scenarios() {
     passes: passes(2),
     spec: { kind: 'provision', flow, helper: 'process', count: KNOBS.processCount, workers: KNOBS.processWorkers, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale },
   });
-  const bareConcurrent = ['simple', 'product'].map((method) => ({ method, concurrency: KNOBS.processWorkers, count: KNOBS.bareCount }));
+  const bareConcurrent = ['simple', 'product', 'python3'].map((method) => ({ method, concurrency: KNOBS.processWorkers, count: KNOBS.bareCount }));
   list.push({ id: 'bare-start', passes: passes(2), bare: { runs: [{ method: 'product', concurrency: 1, count: KNOBS.bareSequentialCount }, ...bareConcurrent] } });
   list.push(processRun('plain'));
   list.push({ id: 'bare-start-after', passes: passes(2), bare: { runs: bareConcurrent } });
@@ -156,7 +156,7 @@ function scenarios() {
   // provisioner spawned as its own process (bench/peer.mjs); the process helper's bare start rate
   // at the same concurrency first, as it bounds the one-process-per-node runs
   const peerBase = { kind: 'peer', count: KNOBS.peerCount, workers: KNOBS.peerWorkers, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale };
-  list.push({ id: 'peer/bare-start', passes: passes(2), bare: { runs: ['simple', 'product'].map((method) => ({ method, concurrency: KNOBS.peerWorkers, count: KNOBS.peerCount })) } });
+  list.push({ id: 'peer/bare-start', passes: passes(2), bare: { runs: ['simple', 'product', 'python3'].map((method) => ({ method, concurrency: KNOBS.peerWorkers, count: KNOBS.peerCount })) } });
   for (const provisioner of ['upstream', 'process', 'pool', 'pool-sh']) {
     list.push({ id: `peer/jwt/${provisioner}/${KNOBS.peerCount}`, passes: passes(2), spec: { ...peerBase, provisioner } });
   }
@@ -382,12 +382,14 @@ function peerReport(results) {
   if (bare.length > 0) {
     const simple = median(bare.map((r) => rate(r, 'simple')));
     const product = median(bare.map((r) => rate(r, 'product')));
+    const python = median(bare.map((r) => rate(r, 'python3')));
     const proc = m(runs('process'), (r) => r.nodesPerMin);
     const up = m(runs('upstream'), (r) => r.nodesPerMin);
     lines.push(
       `Bare start rate of the same process helper (bench/helpers/trivial-helper.sh, ${fmt.int(KNOBS.peerCount)} runs ${W} at a time, no provisioner): ` +
-        `simple ${fmt.int(simple)}/min, product's method ${fmt.int(product)}/min (per pass: ${bare.map((r) => fmt.int(rate(r, 'simple'))).join(', ')} / ${bare.map((r) => fmt.int(rate(r, 'product'))).join(', ')}); ` +
-        `helper_mode process reached ${fmt.pct(proc / simple)} of the simple rate` +
+        `simple ${fmt.int(simple)}/min, product's Node method ${fmt.int(product)}/min, product's Python spawner alone ${fmt.int(python)}/min ` +
+        `(per pass: ${bare.map((r) => fmt.int(rate(r, 'simple'))).join(', ')} / ${bare.map((r) => fmt.int(rate(r, 'product'))).join(', ')} / ${bare.map((r) => fmt.int(rate(r, 'python3'))).join(', ')}); ` +
+        `helper_mode process reached ${fmt.pct(proc / simple)} of the simple rate and ${fmt.pct(proc / python)} of the Python spawner's` +
         (Number.isFinite(up) ? `, upstream ${fmt.pct(up / simple)}: at the bare rate, process/upstream would be ${x(simple / up)}` : ''),
     );
   }
@@ -532,7 +534,8 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
       `${fmt.int(bareMedian(method))}/min ${W} at a time (CPU per start: parent ${cpu(method, (x) => x.parentCpuMsPerStart)} ms, helper ${cpu(method, (x) => x.helperCpuMsPerStart)} ms)`;
     lines.push(`Helper bare start rate (${KNOBS.bareCount} runs of bench/helpers/trivial-helper.sh, no provisioner, before and after each plain one-process-per-node run; medians):`);
     lines.push(`  simple (plain Node parent, default spawn options): ${describe('simple')}`);
-    lines.push(`  product's method (own process group, three pipes): ${describe('product')}; one at a time ${fmt.int(bareSeq)}/min`);
+    lines.push(`  product's Node method (own process group, three pipes; the fallback spawner): ${describe('product')}; one at a time ${fmt.int(bareSeq)}/min`);
+    lines.push(`  product's default spawner alone (spawner-child.py, posix_spawn): ${describe('python3')}`);
   }
   const peer = peerReport(results);
   lines.push(...peer.lines);
@@ -567,9 +570,10 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
   const simpleRatios = procRatios('simple');
   if (Number.isFinite(proc) && simpleRatios.length > 0) {
     const productRatios = procRatios('product');
+    const pythonRatios = procRatios('python3');
     target(
       `plain flow, one process per node (${KNOBS.processCount} nodes, ${W} workers) vs the simple bare start rate around it`,
-      `${fmt.int(proc)} nodes/min, ${fmt.pct(median(simpleRatios))} (per pass: ${simpleRatios.map((x) => fmt.pct(x)).join(', ')}; vs the product's method: ${productRatios.map((x) => fmt.pct(x)).join(', ')})`,
+      `${fmt.int(proc)} nodes/min, ${fmt.pct(median(simpleRatios))} (per pass: ${simpleRatios.map((x) => fmt.pct(x)).join(', ')}; vs the product's Node method: ${productRatios.map((x) => fmt.pct(x)).join(', ')}; vs its Python spawner alone: ${pythonRatios.map((x) => fmt.pct(x)).join(', ')})`,
       '>= 80%',
       median(simpleRatios) >= 0.8,
     );

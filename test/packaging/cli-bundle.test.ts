@@ -76,3 +76,31 @@ describe('the CLI bundle and its code cache', () => {
     }
   });
 });
+
+// The bundle starts process helpers with the same companions as the library: the Python one,
+// copied beside the bundle by the build, by default; the Node one when told so. The helper names
+// its parent process, which is the companion that started it.
+describe('the CLI bundle starts process helpers', () => {
+  let scratch: string;
+  beforeAll(() => {
+    scratch = mkdtempSync(join(tmpdir(), 'cpts-bundle-spawner-'));
+    const helper = join(scratch, 'parent.sh');
+    writeFileSync(helper, `#!/bin/sh\ncat >/dev/null\nprintf '{"configuration":{"plugin.choria.server.provision":"false","started_by":"%s"}}' "$(cat /proc/$PPID/comm)"\n`, { mode: 0o755 });
+    writeFileSync(join(scratch, 'request.json'), JSON.stringify({ identity: 'n1.example.net', csr: null, ed25519_pubkey: null, inventory: '{}', jwt: null }));
+  });
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it.each([
+    ['auto', /^python3/],
+    ['node', /^node/],
+  ])('helper_spawner %s', (setting, parent) => {
+    expect(existsSync(join(bundleDir, 'spawner-child.py')), 'packages/cli/dist/bundle/spawner-child.py is missing: run "npm run build" first').toBe(true);
+    const dir = join(scratch, setting);
+    mkdirSync(dir);
+    const config = writeCliConfig(dir, 'spawn');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('helper: /bin/true', `helper: ${join(scratch, 'parent.sh')}\nhelper_spawner: ${setting}`));
+    const { out } = runLoader(join(bundleDir, 'cli.js'), ['helper', 'test', '--config', config, '--request', join(scratch, 'request.json'), '--json']);
+    const startedBy = /"started_by": ?"([^"]*)"/.exec(out)?.[1];
+    expect(startedBy, out).toMatch(parent);
+  });
+});

@@ -12,7 +12,7 @@
 // the CLI still works, only slower.
 //
 // Two programs are started by file name relative to the module that starts them, so they are put
-// beside the bundle: the process helpers' spawner (core) and the demo's event-loop watchdog worker
+// beside the bundle: the process helpers' spawners (core: the Node one bundled, the Python one copied) and the demo's event-loop watchdog worker
 // (simulator). @peculiar/x509 stays outside: it is loaded, lazily, only for `features.pki` and the
 // demo; so does reflect-metadata, which must be evaluated before it.
 import { build } from 'esbuild';
@@ -69,6 +69,8 @@ await build({
   format: 'esm',
   banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
 });
+// the helper spawner's Python companion, found beside the module that starts it
+copyFileSync(fileURLToPath(new URL('../core/dist/host/helper/spawner-child.py', cli)), join(outdir, 'spawner-child.py'));
 // dist/bundle/cli.js, what dist/bin.js imports: the loader in place of tsc's re-export
 const loader = join(outdir, 'cli.js');
 copyFileSync(fileURLToPath(new URL('scripts/bundle-loader.js', cli)), loader);

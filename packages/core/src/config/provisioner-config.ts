@@ -28,6 +28,7 @@ interface ValidatedYaml {
   helper_mode: 'process' | 'pool';
   helper_pool_size: number;
   helper_pool_depth: number;
+  helper_spawner: 'auto' | 'python3' | 'node';
   token: string;
   lifecycle_component: string;
   choria_insecure: boolean;
@@ -130,6 +131,7 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
     // CPU-bound helper is capped with helper_pool_size.
     helperPoolSize: yaml.helper_pool_size > 0 ? yaml.helper_pool_size : workers,
     helperPoolDepth: yaml.helper_pool_depth,
+    helperSpawner: yaml.helper_spawner,
     token: yaml.token,
     lifecycleComponent: yaml.lifecycle_component === '' ? 'provision_mode_server' : yaml.lifecycle_component,
     choriaInsecure: yaml.choria_insecure,

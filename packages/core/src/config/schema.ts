@@ -150,6 +150,14 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     description:
       'Requests a pool helper process may have unanswered with helper_mode pool: 1 writes the next request only after the reply; more lets one write carry several (replies still one per request, in order).',
   },
+  helper_spawner: {
+    type: 'string',
+    enum: ['auto', 'python3', 'node'],
+    default: 'auto',
+    'x-extension': true,
+    description:
+      'What starts the helper processes with helper_mode process. auto: python3 (3.9 or later) where it works, else node. python3 starts helpers with posix_spawn, which costs about half the CPU of node, whose start copies the page tables of a Node process for every helper.',
+  },
   token: {
     type: 'string',
     default: '',

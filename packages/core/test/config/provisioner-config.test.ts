@@ -40,6 +40,7 @@ describe('defaults', () => {
     expect(parse(`${BASE}workers: 2\n`).config.helperPoolSize).toBe(2);
     expect(parse(`${BASE}workers: 40\n`).config.helperPoolSize).toBe(40);
     expect(parse(`${BASE}workers: 40\nhelper_pool_size: 8\nhelper_pool_depth: 16\n`).config).toMatchObject({ helperPoolSize: 8, helperPoolDepth: 16 });
+    expect(parse(`${BASE}helper_spawner: node\n`).config).toMatchObject({ helperSpawner: 'node' });
   });
 
   it('fills every key with its documented default', () => {
@@ -60,6 +61,7 @@ describe('defaults', () => {
       // one per worker (workers defaults to the CPU count, 3 here)
       helperPoolSize: 3,
       helperPoolDepth: 1,
+      helperSpawner: 'auto',
       token: 's3cret',
       lifecycleComponent: 'provision_mode_server',
       choriaInsecure: false,

@@ -33,6 +33,7 @@ describe('provisioner schema', () => {
         'helper_mode',
         'helper_pool_depth',
         'helper_pool_size',
+        'helper_spawner',
         'helper_timeout',
         'history_api_prefix',
         'history_bucket',

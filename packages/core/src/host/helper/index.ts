@@ -3,6 +3,7 @@
 import { FunctionHelper } from './function-helper.js';
 import { PoolHelper } from './pool-helper.js';
 import { ProcessHelper } from './process-helper.js';
+import type { SpawnerSetting } from './spawner.js';
 import type { ProvisionerConfig } from '../../config/types.js';
 import type { HelperFunction, HelperRunner } from './types.js';
 
@@ -24,6 +25,7 @@ export { encodeHelperRequest } from './request.js';
 export { describeValue, parseHelperReply, validateHelperReply } from './reply.js';
 export { assertAcceptedByNode, assertConfigurable, RELATIVE_EXP_LIMIT, replyWarnings, type ReplyWarningOptions } from './reply-checks.js';
 export { parseHelperCommand } from './spawn.js';
+export { SPAWNER_SETTINGS, type SpawnerKind, type SpawnerSetting } from './spawner.js';
 export {
   DEFAULT_HELPER_TIMEOUT_MS,
   DEFAULT_MAX_OUTPUT_BYTES,
@@ -43,6 +45,8 @@ export type HelperRunnerSpec =
       readonly poolSize?: number;
       /** requests a pool process may have unanswered (default 1) */
       readonly poolDepth?: number;
+      /** helper_mode process: what starts the helper processes (default 'auto') */
+      readonly spawner?: SpawnerSetting;
       readonly timeoutMs?: number;
       readonly cwd?: string;
       readonly env?: NodeJS.ProcessEnv;
@@ -58,7 +62,7 @@ export function helperRunnerFor(config: ProvisionerConfig, fn?: HelperFunction):
   if (config.helperMode === 'pool') {
     return createHelperRunner({ command: config.helper, mode: 'pool', poolSize: config.helperPoolSize, poolDepth: config.helperPoolDepth, timeoutMs: config.helperTimeoutMs });
   }
-  return createHelperRunner({ command: config.helper, timeoutMs: config.helperTimeoutMs });
+  return createHelperRunner({ command: config.helper, timeoutMs: config.helperTimeoutMs, spawner: config.helperSpawner });
 }
 
 /** Builds the runner for a spec; throws HelperCommandError for an unusable command line. */
@@ -66,5 +70,5 @@ export function createHelperRunner(spec: HelperRunnerSpec): HelperRunner {
   if ('fn' in spec) return new FunctionHelper(spec.fn, { timeoutMs: spec.timeoutMs, name: spec.name });
   const common = { command: spec.command, timeoutMs: spec.timeoutMs, cwd: spec.cwd, env: spec.env };
   if (spec.mode === 'pool') return new PoolHelper({ ...common, size: spec.poolSize, depth: spec.poolDepth });
-  return new ProcessHelper(common);
+  return new ProcessHelper({ ...common, spawner: spec.spawner });
 }

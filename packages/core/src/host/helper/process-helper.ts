@@ -11,7 +11,7 @@ import { BoundedBuffer, makeRedactor, requestSecrets, type Redactor } from './ou
 import { parseHelperReply } from './reply.js';
 import { encodeHelperRequest } from './request.js';
 import { parseHelperCommand } from './spawn.js';
-import { HelperSpawners } from './spawner.js';
+import { HelperSpawners, type SpawnerKind, type SpawnerSetting } from './spawner.js';
 import type { HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
 
 export const DEFAULT_HELPER_TIMEOUT_MS = 10_000;
@@ -43,6 +43,8 @@ export interface ProcessHelperOptions {
   readonly maxStderrBytes?: number;
   /** spawner processes that start the helpers; default one per core, at most MAX_SPAWNERS (see spawner.ts) */
   readonly spawners?: number;
+  /** which companion program starts the helpers: 'auto' (default: python3 where it works, else node), 'python3' or 'node' (see spawner.ts) */
+  readonly spawner?: SpawnerSetting;
 }
 
 export class ProcessHelper implements HelperRunner {
@@ -65,7 +67,13 @@ export class ProcessHelper implements HelperRunner {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_HELPER_TIMEOUT_MS;
     this.#maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     this.#maxStderrBytes = options.maxStderrBytes ?? DEFAULT_MAX_STDERR_BYTES;
-    this.#spawners = new HelperSpawners(options.spawners);
+    this.#spawners = new HelperSpawners(options.spawners, options.spawner);
+  }
+
+  /** The companion program that starts the helpers (under 'auto', python3 until it failed to come up). */
+  get spawner(): { readonly kind: SpawnerKind; readonly fallbackReason?: string } {
+    const why = this.#spawners.fallbackReason;
+    return { kind: this.#spawners.companion, ...(why === undefined ? {} : { fallbackReason: why }) };
   }
 
   /** The program that runs (argv[0]); named in errors instead of the full command line. */

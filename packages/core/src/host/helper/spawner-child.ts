@@ -1,7 +1,8 @@
 // The helper-spawning companion process (see spawner.ts for why it exists). Started by the
-// provisioner as `node spawner-child.js` with an IPC channel; runs each helper in its own process
-// group with three pipes and bounded output, and reports back. Imports nothing of the library:
-// it must start fast and stay small.
+// provisioner as `node spawner-child.js`, talking JSON lines on stdin and stdout
+// (spawner-protocol.ts); runs each helper in its own process group with three pipes and bounded
+// output, and reports back. Imports nothing of the library: it must start fast and stay small.
+// spawner-child.py does the same where Python can start processes more cheaply.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
@@ -24,7 +25,8 @@ const runs = new Map<number, Run>();
 const ENV: NodeJS.ProcessEnv = { ...process.env };
 
 function send(m: FromSpawner): void {
-  if (process.connected && process.send !== undefined) process.send(m);
+  // a pipe's writes are synchronous on Linux: a report is out before the next line runs
+  process.stdout.write(`${JSON.stringify(m)}\n`);
 }
 
 function keep(b: Captured, chunk: Buffer, limit: number): void {
@@ -66,8 +68,7 @@ function enqueue(m: RunMessage): void {
 /** A kill for a run not started yet: it never starts; the report has nothing to say. */
 function dropQueued(id: number): boolean {
   if (!queued.delete(id)) return false;
-  const none = Buffer.alloc(0);
-  send({ t: 'done', id, code: null, signal: null, exitCode: null, exitAfterMs: null, forced: false, tooLarge: false, timedOut: false, stdout: none, stdoutBytes: 0, stderr: none, stderrBytes: 0 });
+  send({ t: 'done', id, code: null, signal: null, exitCode: null, exitAfterMs: null, forced: false, tooLarge: false, timedOut: false, stdout: '', stdoutBytes: 0, stderr: '', stderrBytes: 0 });
   return true;
 }
 
@@ -101,9 +102,9 @@ function start(m: RunMessage): void {
       exitAfterMs,
       tooLarge,
       timedOut,
-      stdout: Buffer.concat(out.kept),
+      stdout: Buffer.concat(out.kept).toString('base64'),
       stdoutBytes: out.seen,
-      stderr: Buffer.concat(err.kept),
+      stderr: Buffer.concat(err.kept).toString('base64'),
       stderrBytes: err.seen,
       ...fields,
     });
@@ -183,11 +184,31 @@ function start(m: RunMessage): void {
 }
 
 // The provisioner closed the channel or died: no helper outlives it (a clean stop has none running).
-process.on('disconnect', () => {
+function shutDown(): void {
   for (const r of runs.values()) r.killGroup();
   process.exit(0);
-});
-process.on('message', (m: ToSpawner) => {
+}
+
+function onLine(line: string): void {
+  if (line.trim() === '') return;
+  let m: ToSpawner;
+  try {
+    m = JSON.parse(line) as ToSpawner;
+  } catch {
+    return;
+  }
   if (m.t === 'run') enqueue(m);
   else if (m.t === 'kill' && !dropQueued(m.id)) runs.get(m.id)?.kill();
+}
+
+let partial = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk: string) => {
+  const lines = (partial + chunk).split('\n');
+  partial = lines.pop() ?? '';
+  for (const line of lines) onLine(line);
 });
+process.stdin.once('end', shutDown);
+process.stdin.once('error', shutDown);
+process.stdout.on('error', shutDown);
+send({ t: 'ready', companion: 'node', protocol: 1 });

@@ -1,5 +1,7 @@
-// The IPC messages between the provisioner (spawner.ts) and its helper-spawning companion process
-// (spawner-child.ts). Plain data: they cross the channel with Node's `advanced` serialization.
+// The messages between the provisioner (spawner.ts) and its helper-spawning companion process
+// (spawner-child.ts, or spawner-child.py). One JSON object per line on the companion's stdin and
+// stdout, so that a companion in any language can speak it; the helper's output crosses as base64.
+// End of the companion's stdin means the provisioner is gone.
 
 /** provisioner -> companion: start a helper */
 export interface RunMessage {
@@ -8,7 +10,8 @@ export interface RunMessage {
   readonly file: string;
   readonly args: readonly string[];
   readonly cwd: string;
-  readonly env: NodeJS.ProcessEnv | undefined;
+  /** the helper's environment; absent: the companion's own (the provisioner's when it started it) */
+  readonly env?: NodeJS.ProcessEnv | undefined;
   /** the helper's stdin */
   readonly input: string;
   /** stdout above this many bytes kills the process group (`tooLarge`) */
@@ -32,6 +35,19 @@ export interface KillMessage {
 
 export type ToSpawner = RunMessage | KillMessage;
 
+/** companion -> provisioner, its first line: it reads run messages from now on */
+export interface ReadyMessage {
+  readonly t: 'ready';
+  readonly companion: string;
+  readonly protocol: 1;
+}
+
+/** companion -> provisioner, its only line: it cannot work here (too old an interpreter or kernel) */
+export interface UnsupportedMessage {
+  readonly t: 'unsupported';
+  readonly why: string;
+}
+
 /** companion -> provisioner: the helper process was started (its time limit runs from here) */
 export interface StartedMessage {
   readonly t: 'started';
@@ -52,10 +68,12 @@ export interface DoneMessage {
   readonly tooLarge: boolean;
   /** the companion killed the group because the run was still going at its time limit */
   readonly timedOut: boolean;
-  readonly stdout: Uint8Array;
+  /** base64 of the stdout kept (at most maxStdout bytes) */
+  readonly stdout: string;
   readonly stdoutBytes: number;
-  readonly stderr: Uint8Array;
+  /** base64 of the stderr kept (at most maxStderr bytes) */
+  readonly stderr: string;
   readonly stderrBytes: number;
 }
 
-export type FromSpawner = StartedMessage | DoneMessage;
+export type FromSpawner = ReadyMessage | UnsupportedMessage | StartedMessage | DoneMessage;

@@ -3,11 +3,16 @@
 // Why: Node starts a child with fork() + exec(), and fork() copies the page tables of the whole
 // parent. A provisioner with 150 MB of heap forks much more slowly than a bare Node process (on the
 // 2-core benchmark VM ~9 ms instead of ~6 ms per helper), and the fork runs on the provisioner's
-// event-loop thread, stalling every RPC meanwhile. The companion ("spawner") is a bare Node process
-// that does only this: the provisioner sends it the program, arguments and stdin text, it runs the
-// helper exactly as ProcessHelper did (own process group, three pipes, bounded output, the kill
-// grace period) and sends back the exit status and the output. Three IPC messages per helper run
-// (run, started, done).
+// event-loop thread, stalling every RPC meanwhile. The companion ("spawner") does only this: the
+// provisioner sends it the program, arguments and stdin text, it runs the helper exactly as
+// ProcessHelper did (own process group, three pipes, bounded output, the kill grace period) and
+// sends back the exit status and the output (spawner-protocol.ts: JSON lines, three per run).
+//
+// Two companions speak that protocol. spawner-child.py, used when `python3` (3.9 or later) is on
+// PATH, starts helpers with posix_spawn(), a vfork-style start that copies no page tables: on the
+// benchmark VM that halves the machine's CPU per helper start (~11 ms from Node, ~5 ms from it;
+// BENCHMARKS.md). spawner-child.ts, a bare Node process, is the fallback and does the same with
+// Node's spawn(). Which one runs is SpawnerChoice's decision, made once per runner.
 //
 // The companion also keeps the helper's time limit, from its own spawn of the helper: this
 // process may read a report late (its event loop busy with two sites' start-up), and a run that
@@ -20,7 +25,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import type { RunMessage } from './spawner-protocol.js';
+import type { RunMessage, ToSpawner } from './spawner-protocol.js';
 import { errorText, isPlainObject as isRecord } from '../../util/values.js';
 import { settledWithin } from '../../util/deadline.js';
 
@@ -70,21 +75,69 @@ export interface SpawnedRun {
   kill(): void;
 }
 
+/** The companion programs. */
+export type SpawnerKind = 'python3' | 'node';
+/** 'auto': python3 where it works, else node (the default); a kind: that one only. */
+export type SpawnerSetting = 'auto' | SpawnerKind;
+export const SPAWNER_SETTINGS: readonly SpawnerSetting[] = ['auto', 'python3', 'node'];
+
 /**
- * The companion program: the compiled spawner-child.js beside this module, or (when this module is
- * loaded from the TypeScript sources, as the test runner does) the build's copy of it.
+ * A companion program's file: beside this module (the build, the CLI bundle), or, for the Node
+ * one when this module is loaded from the TypeScript sources as the test runner does, the build's
+ * copy of it.
  */
-function spawnerProgram(): string {
-  const candidates = [new URL('./spawner-child.js', import.meta.url), new URL('../../../dist/host/helper/spawner-child.js', import.meta.url)].map((u) =>
-    fileURLToPath(u),
-  );
+function companionFile(kind: SpawnerKind): string {
+  const here = kind === 'python3' ? ['./spawner-child.py'] : ['./spawner-child.js', '../../../dist/host/helper/spawner-child.js'];
+  const candidates = here.map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
   const found = candidates.find((f) => existsSync(f));
-  if (found === undefined) throw new Error(`the helper spawner program is missing (looked for ${candidates.join(', ')}; run npm run build)`);
+  if (found === undefined) throw new Error(`the ${kind} helper spawner program is missing (looked for ${candidates.join(', ')}; run npm run build)`);
   return found;
 }
 
+function startCompanion(kind: SpawnerKind): ChildProcess {
+  const [command, args] = kind === 'python3' ? ['python3', ['-I', '-S', companionFile(kind)]] : [process.execPath, [companionFile(kind)]];
+  return spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'], windowsHide: true });
+}
+
+/**
+ * Which companion starts a runner's helpers: the one owner of that decision. Under 'auto' it is
+ * python3 until a python3 companion fails to come up (no python3 on PATH, one older than 3.9, a
+ * kernel without pidfd_open), then node for good.
+ */
+export class SpawnerChoice {
+  #kind: SpawnerKind;
+  readonly #fixed: boolean;
+  #fallbackReason: string | undefined;
+
+  constructor(setting: SpawnerSetting = 'auto') {
+    if (!SPAWNER_SETTINGS.includes(setting)) throw new RangeError(`the helper spawner must be one of ${SPAWNER_SETTINGS.join(', ')}, got ${String(setting)}`);
+    this.#kind = setting === 'node' ? 'node' : 'python3';
+    this.#fixed = setting !== 'auto';
+  }
+
+  /** The companion to start next. */
+  get kind(): SpawnerKind {
+    return this.#kind;
+  }
+
+  /** Why python3 is not used, once it was tried and failed under 'auto'. */
+  get fallbackReason(): string | undefined {
+    return this.#fallbackReason;
+  }
+
+  /** A companion of `kind` could not come up; true when another kind should be tried instead. */
+  couldNotStart(kind: SpawnerKind, why: string): boolean {
+    if (this.#fixed) return false;
+    if (kind === 'python3' && this.#kind === 'python3') {
+      this.#kind = 'node';
+      this.#fallbackReason = why;
+    }
+    return kind !== this.#kind;
+  }
+}
+
 function bytes(v: unknown): Buffer {
-  return v instanceof Uint8Array ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : Buffer.alloc(0);
+  return typeof v === 'string' ? Buffer.from(v, 'base64') : Buffer.alloc(0);
 }
 
 function num(v: unknown): number {
@@ -95,26 +148,40 @@ function numOrNull(v: unknown): number | null {
   return typeof v === 'number' ? v : null;
 }
 
-/** The provisioner's side: starts the spawner on first use and routes its messages to the runs. */
+/** The provisioner's side of one companion: starts it on first use and routes its messages to the runs. */
 export class HelperSpawner {
+  readonly #choice: SpawnerChoice;
   #child: ChildProcess | undefined;
+  #childKind: SpawnerKind = 'node';
+  /** the companion said it is ready: lines go straight to it */
+  #ready = false;
+  /** run messages not written yet (the companion is starting), by run id */
+  readonly #pending = new Map<number, string>();
   readonly #runs = new Map<number, SpawnEvents>();
   #nextId = 1;
   #closed = false;
+  #readBuffer = '';
+
+  constructor(choice: SpawnerChoice = new SpawnerChoice()) {
+    this.#choice = choice;
+  }
 
   /** Runs handed to this spawner and not reported done yet. */
   get inFlight(): number {
     return this.#runs.size;
   }
 
+  /** The companion that is up and running, if one is. */
+  get companion(): SpawnerKind | undefined {
+    return this.#child !== undefined && this.#ready ? this.#childKind : undefined;
+  }
+
   run(req: SpawnRequest, events: SpawnEvents): SpawnedRun {
     const id = this.#nextId++;
-    const child = this.#closed ? undefined : this.#ensure();
     const [file, ...args] = req.argv;
     this.#runs.set(id, events);
-    this.#updateRef();
     try {
-      if (child === undefined) throw new Error('the helper spawner is closed');
+      if (this.#closed) throw new Error('the helper spawner is closed');
       const run: RunMessage = {
         t: 'run',
         id,
@@ -128,19 +195,18 @@ export class HelperSpawner {
         pipeGraceMs: req.pipeGraceMs,
         timeoutMs: req.timeoutMs,
       };
-      child.send(run);
+      this.#send(id, run);
     } catch (err) {
       // settle on a later tick, like any other outcome
       queueMicrotask(() => this.#lose(id, `could not hand the helper to the spawner process: ${errorText(err)}`));
     }
+    this.#updateRef();
     return {
       kill: () => {
-        if (!this.#runs.has(id) || child === undefined || !child.connected) return;
-        try {
-          child.send({ t: 'kill', id });
-        } catch {
-          // the spawner is gone; its exit settles the run
-        }
+        if (!this.#runs.has(id)) return;
+        // not written yet: it never starts, and there is nothing to report
+        if (this.#pending.delete(id)) return queueMicrotask(() => this.#settleUnstarted(id));
+        this.#write({ t: 'kill', id });
       },
     };
   }
@@ -155,30 +221,101 @@ export class HelperSpawner {
     // an idle spawner is unref'd; waiting for its exit must keep the process alive, or a caller
     // awaiting close() with nothing else pending sees its process end mid-await (exit code 0)
     child.ref();
-    if (child.connected) child.disconnect();
+    // end of its stdin: it kills what it still runs and exits
+    if (child.stdin !== null && !child.stdin.destroyed) child.stdin.end();
     else child.kill('SIGKILL');
     if (await settledWithin(exited, SPAWNER_EXIT_MS)) return;
-    // It exits as soon as its channel closes (killing the helpers it runs): one that has not is
-    // stuck, and close() must end all the same.
+    // one that has not exited is stuck, and close() must end all the same
     child.kill('SIGKILL');
     await settledWithin(exited, SPAWNER_EXIT_MS);
   }
 
-  #ensure(): ChildProcess {
-    if (this.#child !== undefined && this.#child.connected) return this.#child;
-    const child = spawn(process.execPath, [spawnerProgram()], {
-      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-      serialization: 'advanced',
-      windowsHide: true,
-    });
+  #send(id: number, m: RunMessage): void {
+    this.#ensure();
+    if (this.#ready) this.#write(m);
+    else this.#pending.set(id, `${JSON.stringify(m)}\n`);
+  }
+
+  #write(m: ToSpawner): void {
+    const stdin = this.#child?.stdin;
+    if (stdin === null || stdin === undefined || !this.#ready || stdin.destroyed) return; // its exit settles the runs
+    stdin.write(`${JSON.stringify(m)}\n`);
+  }
+
+  #ensure(): void {
+    if (this.#child !== undefined) return;
+    const kind = this.#choice.kind;
+    let child: ChildProcess;
+    try {
+      child = startCompanion(kind);
+    } catch (err) {
+      // its program is missing from this installation: under 'auto', the other kind
+      if (this.#choice.couldNotStart(kind, errorText(err))) return this.#ensure();
+      throw err;
+    }
     this.#child = child;
-    child.on('message', (m: unknown) => this.#onMessage(m));
-    child.on('error', () => undefined); // reported through 'exit' / 'disconnect'
-    child.once('disconnect', () => {
-      if (this.#child === child) this.#child = undefined;
-      for (const id of [...this.#runs.keys()]) this.#lose(id, 'the helper spawner process exited');
+    this.#childKind = kind;
+    this.#ready = false;
+    this.#readBuffer = '';
+    child.stdin?.on('error', () => undefined); // a companion gone mid-write: its exit reports it
+    child.stdout?.setEncoding('utf8');
+    child.stdout?.on('data', (chunk: string) => {
+      if (this.#child !== child) return;
+      const lines = (this.#readBuffer + chunk).split('\n');
+      this.#readBuffer = lines.pop() ?? '';
+      for (const line of lines) this.#onLine(child, line);
     });
-    return child;
+    child.once('error', (e) => this.#gone(child, errorText(e)));
+    child.once('exit', (code, signal) => this.#gone(child, signal !== null ? `it was killed by ${signal}` : `it exited with status ${String(code)}`));
+  }
+
+  /** The companion is gone (or will not work): start the other kind for the runs not started, or give up on them. */
+  #gone(child: ChildProcess, why: string): void {
+    if (this.#child !== child) return;
+    this.#child = undefined;
+    const wasReady = this.#ready;
+    this.#ready = false;
+    if (!wasReady && !this.#closed && this.#choice.couldNotStart(this.#childKind, why)) {
+      child.kill('SIGKILL');
+      this.#ensure();
+      this.#updateRef();
+      return;
+    }
+    const reason = wasReady ? 'the helper spawner process exited' : `the ${this.#childKind} helper spawner could not start: ${why}`;
+    this.#pending.clear();
+    for (const id of [...this.#runs.keys()]) this.#lose(id, reason);
+  }
+
+  #onLine(child: ChildProcess, line: string): void {
+    let m: unknown;
+    try {
+      m = JSON.parse(line);
+    } catch {
+      return; // not a protocol line
+    }
+    if (!isRecord(m)) return;
+    if (m['t'] === 'ready') {
+      this.#ready = true;
+      const lines = [...this.#pending.values()];
+      this.#pending.clear();
+      if (lines.length > 0) child.stdin?.write(lines.join(''));
+      return;
+    }
+    if (m['t'] === 'unsupported') {
+      this.#gone(child, typeof m['why'] === 'string' ? m['why'] : 'it says it cannot work here');
+      child.kill('SIGKILL');
+      return;
+    }
+    this.#onMessage(m);
+  }
+
+  #settleUnstarted(id: number): void {
+    const events = this.#runs.get(id);
+    if (events === undefined) return;
+    this.#runs.delete(id);
+    this.#updateRef();
+    const none = Buffer.alloc(0);
+    events.onDone({ code: null, signal: null, exitCode: null, exitAfterMs: null, timedOut: false, forced: false, tooLarge: false, stdout: none, stdoutBytes: 0, stderr: none, stderrBytes: 0 });
   }
 
   #lose(id: number, why: string): void {
@@ -190,8 +327,8 @@ export class HelperSpawner {
     events.onDone({ lost: why, code: null, signal: null, exitCode: null, exitAfterMs: null, timedOut: false, forced: false, tooLarge: false, stdout: none, stdoutBytes: 0, stderr: none, stderrBytes: 0 });
   }
 
-  #onMessage(m: unknown): void {
-    if (!isRecord(m) || typeof m['id'] !== 'number') return;
+  #onMessage(m: Record<string, unknown>): void {
+    if (typeof m['id'] !== 'number') return;
     const events = this.#runs.get(m['id']);
     if (events === undefined) return;
     if (m['t'] === 'started') {
@@ -223,12 +360,11 @@ export class HelperSpawner {
   #updateRef(): void {
     const child = this.#child;
     if (child === undefined) return;
-    if (this.#runs.size > 0) {
-      child.ref();
-      child.channel?.ref();
-    } else {
-      child.unref();
-      child.channel?.unref();
+    const busy = this.#runs.size > 0;
+    for (const handle of [child, child.stdin, child.stdout]) {
+      const h = handle as unknown as { ref?: () => void; unref?: () => void } | null;
+      if (busy) h?.ref?.();
+      else h?.unref?.();
     }
   }
 }
@@ -245,10 +381,22 @@ export class HelperSpawner {
  */
 export class HelperSpawners {
   readonly #spawners: readonly HelperSpawner[];
+  readonly #choice: SpawnerChoice;
 
-  constructor(count = Math.min(availableParallelism(), MAX_SPAWNERS)) {
+  constructor(count = Math.min(availableParallelism(), MAX_SPAWNERS), setting: SpawnerSetting = 'auto') {
     if (!Number.isInteger(count) || count < 1) throw new RangeError(`the number of helper spawners must be a positive integer, got ${count}`);
-    this.#spawners = Array.from({ length: count }, () => new HelperSpawner());
+    this.#choice = new SpawnerChoice(setting);
+    this.#spawners = Array.from({ length: count }, () => new HelperSpawner(this.#choice));
+  }
+
+  /** The companion program this runner starts helpers with (python3 until it failed to come up, under 'auto'). */
+  get companion(): SpawnerKind {
+    return this.#choice.kind;
+  }
+
+  /** Why python3 is not used, when it was tried and failed under 'auto'. */
+  get fallbackReason(): string | undefined {
+    return this.#choice.fallbackReason;
   }
 
   run(req: SpawnRequest, events: SpawnEvents): SpawnedRun {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HelperCommandError, HelperError } from '../../../src/host/helper/errors.js';
@@ -36,12 +36,21 @@ const dir = new ScriptDir();
 let faulty: string;
 let helper: ProcessHelper;
 
+// Every behaviour holds with either companion program that starts the helpers (spawner.ts).
+const KINDS = ['python3', 'node'] as const;
+
+/** The helpers' pid files: each kind's runs must not find the last kind's. */
+function removePidFiles(): void {
+  for (const name of ['hang.pid', 'daemon.pid', 'hang-abort.pid', 'hang-close.pid', 'slow.pid']) rmSync(dir.file(name), { force: true });
+}
+
+/** glibc's posix_spawn leaves its two internal signals (32 and 33, below SIGRTMIN) ignored; nothing sees them. */
+const GLIBC_INTERNAL_SIGNALS = (1n << 31n) | (1n << 32n);
+
 beforeAll(() => {
   faulty = dir.script('faulty.sh', FAULTY);
-  helper = new ProcessHelper({ command: q(faulty), timeoutMs: 1000, maxOutputBytes: 64 * 1024, maxStderrBytes: 1000 });
 });
-afterAll(async () => {
-  await helper.close();
+afterAll(() => {
   dir.remove();
 });
 
@@ -55,7 +64,44 @@ async function failure(identity: string, h: ProcessHelper = helper, signal?: Abo
   throw new Error(`expected the ${identity} run to fail`);
 }
 
-describe('ProcessHelper', () => {
+describe.each(KINDS)('ProcessHelper, helpers started by the %s spawner', (spawner) => {
+  beforeAll(() => {
+    removePidFiles();
+    helper = new ProcessHelper({ command: q(faulty), timeoutMs: 1000, maxOutputBytes: 64 * 1024, maxStderrBytes: 1000, spawner });
+  });
+  afterAll(async () => {
+    await helper.close();
+  });
+
+  it('starts the helpers with the spawner it was told to use', async () => {
+    await helper.run(sampleRequest('n0'), { identity: 'n0' });
+    expect(helper.spawner).toEqual({ kind: spawner });
+  });
+
+  it('gives the helper every signal at its default action (none ignored, none blocked) in its own session', async () => {
+    const probe = dir.script(
+      `signals-${spawner}.sh`,
+      `#!/bin/sh\ncat >/dev/null\nign=$(sed -n 's/^SigIgn:[[:space:]]*//p' /proc/$$/status)\nblk=$(sed -n 's/^SigBlk:[[:space:]]*//p' /proc/$$/status)\nsid=$(cut -d' ' -f6 /proc/$$/stat)\nprintf '{"configuration":{"ign":"%s","blk":"%s","leader":"%s"}}' "$ign" "$blk" "$([ "$sid" = $$ ] && echo yes || echo no)"\n`,
+    );
+    const h = new ProcessHelper({ command: q(probe), timeoutMs: 5000, spawner });
+    try {
+      const r = await h.run(sampleRequest('sig'), { identity: 'sig' });
+      expect(r.reply.configuration).toMatchObject({ blk: '0000000000000000', leader: 'yes' });
+      const ignored = BigInt(`0x${r.reply.configuration?.['ign'] ?? 'ff'}`);
+      expect(ignored & ~GLIBC_INTERNAL_SIGNALS).toBe(0n); // SIGPIPE above all: Python ignores it itself
+      if (spawner === 'node') expect(ignored).toBe(0n);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('writes a request larger than a pipe holds whole, while the helper reads it', async () => {
+    const counter = dir.script(`count-${spawner}.sh`, `#!/bin/sh\nn=$(wc -c)\nprintf '{"configuration":{"bytes":"%s"}}' $n\n`);
+    const req = { ...sampleRequest('big'), inventory: JSON.stringify({ facts: { blob: 'x'.repeat(300_000) } }) };
+    const r = await new ProcessHelper({ command: q(counter), timeoutMs: 5000, spawner }).run(req, { identity: 'big' });
+    expect(r.reply.configuration).toEqual({ bytes: String(Buffer.byteLength(encodeHelperRequest(req))) });
+  });
+
   it('runs a good helper and returns its reply, stderr and duration', async () => {
     const result = await helper.run(sampleRequest('stderr'), { identity: 'stderr' });
     expect(result.reply).toEqual({ configuration: { 'plugin.choria.server.provision': 'false' } });
@@ -66,7 +112,7 @@ describe('ProcessHelper', () => {
   it('writes exactly the encoded request on stdin, then EOF', async () => {
     const capture = dir.script('capture.sh', `#!/bin/sh\ncat > "$(dirname "$0")/stdin.bin"\nprintf '{}'\n`);
     const req = sampleRequest('web1.example.net', { ready: true, note: '<a&b>' });
-    await new ProcessHelper({ command: q(capture), timeoutMs: 1000 }).run(req, { identity: req.identity });
+    await new ProcessHelper({ command: q(capture), timeoutMs: 1000, spawner }).run(req, { identity: req.identity });
     expect(readFileSync(dir.file('stdin.bin'), 'utf8')).toBe(encodeHelperRequest(req));
   });
 
@@ -76,7 +122,7 @@ describe('ProcessHelper', () => {
       `process.stdin.resume();process.stdin.on('end',()=>process.stdout.write(JSON.stringify({configuration:{argv:JSON.stringify(process.argv.slice(2))}})));\n`,
     );
     const command = `${q(process.execPath)} ${q(argv)} 'a b' "c\\"d" e\\ f '' '$HOME' "x'y" ~`;
-    const result = await new ProcessHelper({ command, timeoutMs: 2000 }).run(sampleRequest(), { identity: 'n1' });
+    const result = await new ProcessHelper({ command, timeoutMs: 2000, spawner }).run(sampleRequest(), { identity: 'n1' });
     expect(JSON.parse(result.reply.configuration?.['argv'] ?? 'null')).toEqual(['a b', 'c"d', 'e f', '', '$HOME', "x'y", '~']);
   });
 
@@ -176,12 +222,12 @@ describe('ProcessHelper', () => {
   it('survives a helper that exits without reading its (large) input', async () => {
     const lazy = dir.script('lazy.sh', `#!/bin/sh\nprintf '{"msg":"did not read"}'\n`);
     const req = { ...sampleRequest(), inventory: JSON.stringify({ facts: { blob: 'z'.repeat(2 * 1024 * 1024) } }) };
-    const result = await new ProcessHelper({ command: q(lazy), timeoutMs: 2000 }).run(req, { identity: 'lazy' });
+    const result = await new ProcessHelper({ command: q(lazy), timeoutMs: 2000, spawner }).run(req, { identity: 'lazy' });
     expect(result.reply).toEqual({ msg: 'did not read' });
   });
 
   it('aborts via AbortSignal, killing the helper and its child', async () => {
-    const abortable = new ProcessHelper({ command: q(faulty), timeoutMs: 5000 });
+    const abortable = new ProcessHelper({ command: q(faulty), timeoutMs: 5000, spawner });
     const controller = new AbortController();
     const pending = failure('hang-abort', abortable, controller.signal);
     const child = await readPid(dir.file('hang-abort.pid'));
@@ -195,7 +241,7 @@ describe('ProcessHelper', () => {
   });
 
   it('an abort right after the start (the spawner may not have started the helper yet) fails the run as aborted', async () => {
-    const h = new ProcessHelper({ command: q(faulty), timeoutMs: 5000 });
+    const h = new ProcessHelper({ command: q(faulty), timeoutMs: 5000, spawner });
     try {
       const controller = new AbortController();
       const pending = failure('queued', h, controller.signal);
@@ -211,7 +257,7 @@ describe('ProcessHelper', () => {
   });
 
   it('close() kills runs in progress and refuses new ones', async () => {
-    const closing = new ProcessHelper({ command: q(faulty), timeoutMs: 5000 });
+    const closing = new ProcessHelper({ command: q(faulty), timeoutMs: 5000, spawner });
     const pending = failure('hang-close', closing);
     const child = await readPid(dir.file('hang-close.pid'));
     expect(isAlive(child)).toBe(true);
@@ -224,13 +270,17 @@ describe('ProcessHelper', () => {
   });
 
   it('reports a program that cannot be started', async () => {
-    const missing = await failure('n1', new ProcessHelper({ command: `${dir.file('missing')} --flag` }));
+    const missing = await failure('n1', new ProcessHelper({ command: `${dir.file('missing')} --flag`, spawner }));
     expect(missing.kind).toBe('spawn');
     expect(missing.message).toBe(`helper ${dir.file('missing')} failed for n1: cannot start ${dir.file('missing')}: spawn ${dir.file('missing')} ENOENT`);
     const plain = dir.script('not-exec.sh', '#!/bin/sh\n');
     const { chmodSync } = await import('node:fs');
     chmodSync(plain, 0o644);
-    expect((await failure('n1', new ProcessHelper({ command: plain }))).message).toContain('EACCES');
+    expect((await failure('n1', new ProcessHelper({ command: plain, spawner }))).message).toContain('EACCES');
+    expect((await failure('n1', new ProcessHelper({ command: 'no-such-helper-on-path', spawner }))).message).toContain('spawn no-such-helper-on-path ENOENT');
+    const elsewhere = await failure('n1', new ProcessHelper({ command: q(faulty), cwd: dir.file('no-such-dir'), spawner }));
+    expect(elsewhere.kind).toBe('spawn');
+    expect(elsewhere.message).toContain('ENOENT');
   });
 
   it('rejects unusable command lines with the upstream texts', () => {
@@ -244,7 +294,8 @@ describe('ProcessHelper', () => {
 // The time limit is the helper's own: a provisioner whose event loop is busy (its start-up work,
 // a burst of replies from two sites) reads the spawner's reports late, and a run that ended well
 // within its limit must not be reported as timed out because of that.
-describe('ProcessHelper time limit under a blocked event loop', () => {
+describe.each(KINDS)('ProcessHelper time limit under a blocked event loop (%s spawner)', (spawner) => {
+  beforeAll(removePidFiles);
   const LIMIT_MS = 500;
 
   /** Keeps this process's event loop busy: nothing is read from the spawner meanwhile. */
@@ -257,7 +308,7 @@ describe('ProcessHelper time limit under a blocked event loop', () => {
 
   it('a helper that answered within its limit succeeds although its report was read after the limit', async () => {
     const quick = dir.script('quick.sh', `#!/bin/sh\nsleep 0.05\nprintf '{"msg":"quick"}'\n`);
-    const h = new ProcessHelper({ command: q(quick), timeoutMs: LIMIT_MS });
+    const h = new ProcessHelper({ command: q(quick), timeoutMs: LIMIT_MS, spawner });
     try {
       const ids = ['b1', 'b2', 'b3', 'b4', 'b5', 'b6'];
       const runs = ids.map((id) => h.run(sampleRequest(id), { identity: id }).then(
@@ -274,7 +325,7 @@ describe('ProcessHelper time limit under a blocked event loop', () => {
 
   it('a helper that really runs past its limit is still timed out and killed, also when its report is read late', async () => {
     const slow = dir.script('slow.sh', `#!/bin/sh\nsleep 30 & echo $! > "$(dirname "$0")/slow.pid"\nwait\n`);
-    const h = new ProcessHelper({ command: q(slow), timeoutMs: LIMIT_MS });
+    const h = new ProcessHelper({ command: q(slow), timeoutMs: LIMIT_MS, spawner });
     try {
       const started = performance.now();
       const pending = failure('slow', h);
@@ -309,7 +360,7 @@ describe('ProcessHelper.close() in a process with nothing else to do', () => {
   });
 });
 
-describe('ProcessHelper spawner processes', () => {
+describe.each(KINDS)('ProcessHelper spawner processes (%s)', (spawner) => {
   const spawnerPids = (): Set<number> => new Set(childProcesses('spawner-child'));
   const newOnes = (before: Set<number>): number[] => [...spawnerPids()].filter((pid) => !before.has(pid));
   let slow: string;
@@ -319,7 +370,7 @@ describe('ProcessHelper spawner processes', () => {
 
   it('helpers running at the same time are started by as many spawners as allowed; close() ends them all', async () => {
     const before = spawnerPids();
-    const h = new ProcessHelper({ command: q(slow), timeoutMs: 5000, spawners: 2 });
+    const h = new ProcessHelper({ command: q(slow), timeoutMs: 5000, spawners: 2, spawner });
     try {
       const runs = ['a1', 'a2', 'a3', 'a4'].map((id) => h.run(sampleRequest(`${id}.example.net`), { identity: `${id}.example.net` }));
       // each run goes to the spawner with the fewest in flight: two each
@@ -335,7 +386,7 @@ describe('ProcessHelper spawner processes', () => {
 
   it('one helper at a time needs one spawner only', async () => {
     const before = spawnerPids();
-    const h = new ProcessHelper({ command: q(slow), timeoutMs: 5000, spawners: 2 });
+    const h = new ProcessHelper({ command: q(slow), timeoutMs: 5000, spawners: 2, spawner });
     try {
       for (const id of ['b1', 'b2', 'b3']) expect((await h.run(sampleRequest(`${id}.example.net`), { identity: `${id}.example.net` })).reply.configuration).toEqual({ a: 'b' });
       expect(newOnes(before)).toHaveLength(1);
@@ -346,5 +397,66 @@ describe('ProcessHelper spawner processes', () => {
 
   it('refuses a spawner count that is not a positive integer', () => {
     for (const spawners of [0, -1, 1.5]) expect(() => new ProcessHelper({ command: q(slow), spawners })).toThrow(/number of helper spawners must be a positive integer/);
+  });
+});
+
+// Under the default ('auto') the Python companion is used where it works, and the Node one takes
+// over when it cannot come up. Each case runs the built library in a child process whose PATH
+// decides what `python3` is.
+describe('ProcessHelper spawner choice', () => {
+  let bin: string;
+  let answer: string;
+  beforeAll(() => {
+    bin = dir.file('fake-bin');
+    answer = dir.script('answer.sh', `#!/bin/sh\nprintf '{"configuration":{"a":"b"}}'\n`);
+  });
+
+  async function runIn(path: string, setting: string): Promise<{ outcome: string; spawner: unknown }> {
+    const { spawnSync } = await import('node:child_process');
+    const { fileURLToPath } = await import('node:url');
+    const internal = fileURLToPath(new URL('../../../dist/internal.js', import.meta.url));
+    const script = [
+      `const { ProcessHelper } = await import(${JSON.stringify(internal)});`,
+      `const h = new ProcessHelper({ command: ${JSON.stringify(q(answer))}, timeoutMs: 5000, spawner: ${JSON.stringify(setting)} });`,
+      `const outcome = await h.run({ identity: 'n1', csr: null, ed25519_pubkey: null, inventory: '{}', jwt: null }, { identity: 'n1' }).then((r) => JSON.stringify(r.reply.configuration), (e) => e.message);`,
+      `process.stdout.write(JSON.stringify({ outcome, spawner: h.spawner }));`,
+      `await h.close();`,
+    ].join('\n');
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000, env: { ...process.env, PATH: path } });
+    expect(r.stderr).toBe('');
+    return JSON.parse(r.stdout) as { outcome: string; spawner: unknown };
+  }
+
+  function fakePython(body: string): string {
+    rmSync(bin, { recursive: true, force: true });
+    mkdirSync(bin, { recursive: true });
+    dir.script('fake-bin/python3', `#!/bin/sh\n${body}\n`);
+    return bin;
+  }
+
+  it('uses python3 when it is on PATH (the machine this runs on has it: .ci/run installs it)', async () => {
+    expect(await runIn(process.env['PATH'] ?? '', 'auto')).toEqual({ outcome: '{"a":"b"}', spawner: { kind: 'python3' } });
+  });
+
+  it('falls back to the Node spawner when python3 is not on PATH, exits at once, or says it cannot work here', async () => {
+    const missing = await runIn(dir.file('empty-path'), 'auto');
+    expect(missing).toMatchObject({ outcome: '{"a":"b"}', spawner: { kind: 'node' } });
+    expect(JSON.stringify(missing.spawner)).toContain('ENOENT');
+    expect(await runIn(fakePython('exit 3'), 'auto')).toEqual({ outcome: '{"a":"b"}', spawner: { kind: 'node', fallbackReason: 'it exited with status 3' } });
+    expect(await runIn(fakePython(`echo '{"t":"unsupported","why":"python 3.7 is older than 3.9"}'; read -r line`), 'auto')).toEqual({
+      outcome: '{"a":"b"}',
+      spawner: { kind: 'node', fallbackReason: 'python 3.7 is older than 3.9' },
+    });
+  });
+
+  it('told to use python3, fails the run with the reason when it cannot come up', async () => {
+    expect(await runIn(fakePython('exit 3'), 'python3')).toEqual({
+      outcome: `helper ${answer} failed for n1: the python3 helper spawner could not start: it exited with status 3 before ${answer} finished`,
+      spawner: { kind: 'python3' },
+    });
+  });
+
+  it('refuses an unknown setting', () => {
+    expect(() => new ProcessHelper({ command: q(answer), spawner: 'perl' as 'node' })).toThrow('the helper spawner must be one of auto, python3, node, got perl');
   });
 });
