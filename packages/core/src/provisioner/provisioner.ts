@@ -150,7 +150,7 @@ export class Provisioner {
 
     const helper = helperFor(this.#opts);
     this.#helper = helper;
-    helper.warmUp?.();
+    helper.warmUp?.((n) => this.logger.log(n.level, n.message));
     const client = this.#opts.client ?? (await connectSite(this.#connection));
     if (client === undefined) return; // stopped while connecting
     // stop() came while connecting: it could not close a client it did not know of yet

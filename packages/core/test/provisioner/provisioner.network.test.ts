@@ -10,6 +10,7 @@ import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/tes
 import { testClient, testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 import { until } from '@choria-provisioner/test-support/wait';
 import { discoveryResponder } from '../choria/support/discovery-responder.js';
+import { capturingLogger } from './election/election-support.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -441,5 +442,20 @@ describe('Provisioner scheduling', () => {
     expect(st.hosts.find((h) => h.identity === 'a')).toMatchObject({ state: 'provisioning', step: 'helper', attempts: 1, source: 'discovery' });
     expect(st.hosts.find((h) => h.identity === 'b')).toMatchObject({ state: 'queued', source: 'event' });
     release?.();
+  });
+});
+
+describe('Provisioner with a process helper from its configuration', () => {
+  it('starts the helper spawner with itself and logs which one starts the helpers', async () => {
+    const srv = await startNatsServer({ jetstream: false });
+    cleanups.push(() => srv.stop());
+    const { logger, entries } = capturingLogger();
+    const config = testConfig('helper: /bin/true\n');
+    const p = new Provisioner({ config, choria: testSettings(srv.url, config), registry: new Registry(), logger, stopTimeoutMs: 2000 });
+    cleanups.push(() => p.stop());
+    await p.start();
+    // no node has come: the notice is the warm-up's (the machines this runs on have python3)
+    await until('the spawner notice', () => entries.some((e) => e.message.startsWith('helper processes are started by')), 5000);
+    expect(entries.find((e) => e.message.startsWith('helper processes are started by'))).toMatchObject({ level: 'info', message: 'helper processes are started by the python3 spawner (posix_spawn)' });
   });
 });

@@ -11,8 +11,8 @@ import { BoundedBuffer, makeRedactor, requestSecrets, type Redactor } from './ou
 import { parseHelperReply } from './reply.js';
 import { encodeHelperRequest } from './request.js';
 import { parseHelperCommand } from './spawn.js';
-import { HelperSpawners, type SpawnerKind, type SpawnerSetting } from './spawner.js';
-import type { HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
+import { HelperSpawners, type SpawnerKind, type SpawnerOutcome, type SpawnerSetting } from './spawner.js';
+import type { HelperNotice, HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
 
 export const DEFAULT_HELPER_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
@@ -47,6 +47,13 @@ export interface ProcessHelperOptions {
   readonly spawner?: SpawnerSetting;
 }
 
+/** The log line for how the spawner choice turned out. */
+export function spawnerNotice(o: SpawnerOutcome): HelperNotice {
+  if (o.unavailable !== undefined) return { level: 'warn', message: `helper_spawner ${o.kind}: it cannot start the helper processes (${o.unavailable}); every helper run fails until it can` };
+  if (o.fallbackReason !== undefined) return { level: 'warn', message: `python3 cannot start the helper processes (${o.fallbackReason}): the node spawner starts them, at about twice the CPU per helper` };
+  return { level: 'info', message: `helper processes are started by the ${o.kind} spawner${o.kind === 'python3' ? ' (posix_spawn)' : ''}` };
+}
+
 export class ProcessHelper implements HelperRunner {
   readonly #argv: [string, ...string[]];
   readonly #timeoutMs: number;
@@ -74,6 +81,12 @@ export class ProcessHelper implements HelperRunner {
   get spawner(): { readonly kind: SpawnerKind; readonly fallbackReason?: string } {
     const why = this.#spawners.fallbackReason;
     return { kind: this.#spawners.companion, ...(why === undefined ? {} : { fallbackReason: why }) };
+  }
+
+  /** Starts the first spawner now, so that the first node does not wait for it; `notice` hears which one starts the helpers. */
+  warmUp(notice?: (n: HelperNotice) => void): void {
+    if (this.#closed) return;
+    this.#spawners.warmUp(notice === undefined ? undefined : (o) => notice(spawnerNotice(o)));
   }
 
   /** The program that runs (argv[0]); named in errors instead of the full command line. */

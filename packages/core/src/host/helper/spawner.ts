@@ -99,6 +99,15 @@ function startCompanion(kind: SpawnerKind): ChildProcess {
   return spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'], windowsHide: true });
 }
 
+/** How the spawner choice turned out. */
+export interface SpawnerOutcome {
+  readonly kind: SpawnerKind;
+  /** under 'auto': why python3 is not used */
+  readonly fallbackReason?: string;
+  /** the kind set in the configuration could not come up: every helper run fails, with this reason */
+  readonly unavailable?: string;
+}
+
 /**
  * Which companion starts a runner's helpers: the one owner of that decision. Under 'auto' it is
  * python3 until a python3 companion fails to come up (no python3 on PATH, one older than 3.9, a
@@ -108,6 +117,9 @@ export class SpawnerChoice {
   #kind: SpawnerKind;
   readonly #fixed: boolean;
   #fallbackReason: string | undefined;
+  /** how the choice turned out, once a companion came up or the chosen one could not */
+  #outcome: SpawnerOutcome | undefined;
+  readonly #waiting: ((o: SpawnerOutcome) => void)[] = [];
 
   constructor(setting: SpawnerSetting = 'auto') {
     if (!SPAWNER_SETTINGS.includes(setting)) throw new RangeError(`the helper spawner must be one of ${SPAWNER_SETTINGS.join(', ')}, got ${String(setting)}`);
@@ -125,9 +137,29 @@ export class SpawnerChoice {
     return this.#fallbackReason;
   }
 
+  /** Calls `listener` once with how the choice turned out (at once if it has). */
+  onOutcome(listener: (o: SpawnerOutcome) => void): void {
+    if (this.#outcome !== undefined) listener(this.#outcome);
+    else this.#waiting.push(listener);
+  }
+
+  /** A companion of `kind` said it is ready. */
+  cameUp(kind: SpawnerKind): void {
+    this.#settle({ kind, ...(this.#fallbackReason === undefined ? {} : { fallbackReason: this.#fallbackReason }) });
+  }
+
+  #settle(o: SpawnerOutcome): void {
+    if (this.#outcome !== undefined) return;
+    this.#outcome = o;
+    for (const l of this.#waiting.splice(0)) l(o);
+  }
+
   /** A companion of `kind` could not come up; true when another kind should be tried instead. */
   couldNotStart(kind: SpawnerKind, why: string): boolean {
-    if (this.#fixed) return false;
+    if (this.#fixed) {
+      this.#settle({ kind, unavailable: why });
+      return false;
+    }
     if (kind === 'python3' && this.#kind === 'python3') {
       this.#kind = 'node';
       this.#fallbackReason = why;
@@ -164,6 +196,11 @@ export class HelperSpawner {
 
   constructor(choice: SpawnerChoice = new SpawnerChoice()) {
     this.#choice = choice;
+  }
+
+  /** Starts the companion now rather than at the first run. */
+  warmUp(): void {
+    if (!this.#closed) this.#ensure();
   }
 
   /** Runs handed to this spawner and not reported done yet. */
@@ -296,6 +333,7 @@ export class HelperSpawner {
     if (!isRecord(m)) return;
     if (m['t'] === 'ready') {
       this.#ready = true;
+      this.#choice.cameUp(this.#childKind);
       const lines = [...this.#pending.values()];
       this.#pending.clear();
       if (lines.length > 0) child.stdin?.write(lines.join(''));
@@ -397,6 +435,12 @@ export class HelperSpawners {
   /** Why python3 is not used, when it was tried and failed under 'auto'. */
   get fallbackReason(): string | undefined {
     return this.#choice.fallbackReason;
+  }
+
+  /** Starts one companion now (the choice between python3 and node is made by it); `outcome` hears how it turned out. */
+  warmUp(outcome?: (o: SpawnerOutcome) => void): void {
+    if (outcome !== undefined) this.#choice.onOutcome(outcome);
+    this.#spawners[0]?.warmUp();
   }
 
   run(req: SpawnRequest, events: SpawnEvents): SpawnedRun {

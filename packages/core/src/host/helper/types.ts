@@ -105,8 +105,17 @@ export interface HelperRunner {
    * to die of an uncaught error, when close() can no longer run.
    */
   killNow?(): void;
-  /** Starts long-lived helper processes now rather than at the first request (a pool). */
-  warmUp?(): void;
+  /**
+   * Starts now what would otherwise start at the first request (a pool's processes, the process
+   * helpers' spawner); `notice` hears, once, anything about that worth a log line.
+   */
+  warmUp?(notice?: (n: HelperNotice) => void): void;
+}
+
+/** Something a helper runner tells the operator about itself, such as which spawner starts the helpers. */
+export interface HelperNotice {
+  readonly level: 'info' | 'warn';
+  readonly message: string;
 }
 
 /** An in-process helper for embedding; its return value is validated like helper stdout. */

@@ -6,6 +6,7 @@ import { ProcessHelper } from '../../../src/host/helper/process-helper.js';
 import { encodeHelperRequest } from '../../../src/host/helper/request.js';
 import { childProcesses } from '@choria-provisioner/test-support/fleet';
 import { isAlive } from '@choria-provisioner/test-support/processes';
+import { until } from '@choria-provisioner/test-support/wait';
 import { becomesDead, PASSWORD, q, readPid, sampleRequest, ScriptDir, TOKEN } from './support.js';
 
 // One script whose behaviour is chosen by the node identity, so one ProcessHelper instance goes
@@ -384,6 +385,21 @@ describe.each(KINDS)('ProcessHelper spawner processes (%s)', (spawner) => {
     }
   });
 
+  it('warmUp() starts one spawner before the first run; close() ends it', async () => {
+    const before = spawnerPids();
+    const h = new ProcessHelper({ command: q(slow), timeoutMs: 5000, spawners: 2, spawner });
+    try {
+      h.warmUp();
+      await until('a spawner to start', () => newOnes(before).length > 0, 5000);
+      const started = newOnes(before);
+      expect(started).toHaveLength(1);
+      await h.close();
+      for (const pid of started) await becomesDead(pid);
+    } finally {
+      await h.close();
+    }
+  });
+
   it('one helper at a time needs one spawner only', async () => {
     const before = spawnerPids();
     const h = new ProcessHelper({ command: q(slow), timeoutMs: 5000, spawners: 2, spawner });
@@ -411,20 +427,22 @@ describe('ProcessHelper spawner choice', () => {
     answer = dir.script('answer.sh', `#!/bin/sh\nprintf '{"configuration":{"a":"b"}}'\n`);
   });
 
-  async function runIn(path: string, setting: string): Promise<{ outcome: string; spawner: unknown }> {
+  async function runIn(path: string, setting: string): Promise<{ outcome: string; spawner: unknown; notices: unknown[] }> {
     const { spawnSync } = await import('node:child_process');
     const { fileURLToPath } = await import('node:url');
     const internal = fileURLToPath(new URL('../../../dist/internal.js', import.meta.url));
     const script = [
       `const { ProcessHelper } = await import(${JSON.stringify(internal)});`,
       `const h = new ProcessHelper({ command: ${JSON.stringify(q(answer))}, timeoutMs: 5000, spawner: ${JSON.stringify(setting)} });`,
+      `const notices = [];`,
+      `h.warmUp((n) => notices.push(n));`,
       `const outcome = await h.run({ identity: 'n1', csr: null, ed25519_pubkey: null, inventory: '{}', jwt: null }, { identity: 'n1' }).then((r) => JSON.stringify(r.reply.configuration), (e) => e.message);`,
-      `process.stdout.write(JSON.stringify({ outcome, spawner: h.spawner }));`,
+      `process.stdout.write(JSON.stringify({ outcome, spawner: h.spawner, notices }));`,
       `await h.close();`,
     ].join('\n');
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000, env: { ...process.env, PATH: path } });
     expect(r.stderr).toBe('');
-    return JSON.parse(r.stdout) as { outcome: string; spawner: unknown };
+    return JSON.parse(r.stdout) as { outcome: string; spawner: unknown; notices: unknown[] };
   }
 
   function fakePython(body: string): string {
@@ -435,17 +453,27 @@ describe('ProcessHelper spawner choice', () => {
   }
 
   it('uses python3 when it is on PATH (the machine this runs on has it: .ci/run installs it)', async () => {
-    expect(await runIn(process.env['PATH'] ?? '', 'auto')).toEqual({ outcome: '{"a":"b"}', spawner: { kind: 'python3' } });
+    expect(await runIn(process.env['PATH'] ?? '', 'auto')).toEqual({
+      outcome: '{"a":"b"}',
+      spawner: { kind: 'python3' },
+      notices: [{ level: 'info', message: 'helper processes are started by the python3 spawner (posix_spawn)' }],
+    });
   });
 
   it('falls back to the Node spawner when python3 is not on PATH, exits at once, or says it cannot work here', async () => {
     const missing = await runIn(dir.file('empty-path'), 'auto');
     expect(missing).toMatchObject({ outcome: '{"a":"b"}', spawner: { kind: 'node' } });
     expect(JSON.stringify(missing.spawner)).toContain('ENOENT');
-    expect(await runIn(fakePython('exit 3'), 'auto')).toEqual({ outcome: '{"a":"b"}', spawner: { kind: 'node', fallbackReason: 'it exited with status 3' } });
+    const fellBack = (why: string): unknown => [{ level: 'warn', message: `python3 cannot start the helper processes (${why}): the node spawner starts them, at about twice the CPU per helper` }];
+    expect(await runIn(fakePython('exit 3'), 'auto')).toEqual({
+      outcome: '{"a":"b"}',
+      spawner: { kind: 'node', fallbackReason: 'it exited with status 3' },
+      notices: fellBack('it exited with status 3'),
+    });
     expect(await runIn(fakePython(`echo '{"t":"unsupported","why":"python 3.7 is older than 3.9"}'; read -r line`), 'auto')).toEqual({
       outcome: '{"a":"b"}',
       spawner: { kind: 'node', fallbackReason: 'python 3.7 is older than 3.9' },
+      notices: fellBack('python 3.7 is older than 3.9'),
     });
   });
 
@@ -453,6 +481,7 @@ describe('ProcessHelper spawner choice', () => {
     expect(await runIn(fakePython('exit 3'), 'python3')).toEqual({
       outcome: `helper ${answer} failed for n1: the python3 helper spawner could not start: it exited with status 3 before ${answer} finished`,
       spawner: { kind: 'python3' },
+      notices: [{ level: 'warn', message: 'helper_spawner python3: it cannot start the helper processes (it exited with status 3); every helper run fails until it can' }],
     });
   });
 
