@@ -187,7 +187,7 @@ class Run:
         for fd, handler in ((out_r, self.on_stdout), (err_r, self.on_stderr)):
             os.set_blocking(fd, False)
             c.sel.register(fd, selectors.EVENT_READ, handler)
-        say({"t": "started", "id": self.id})
+        say({"t": "started", "id": self.id, "pid": self.pid})
         self.limit = c.after(self.timeout, self.on_limit)
         os.set_blocking(in_w, False)
         self.pending_input = message["input"].encode("utf-8", "surrogatepass")

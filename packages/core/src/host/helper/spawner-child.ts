@@ -144,7 +144,7 @@ function start(m: RunMessage): void {
     if (child.pid === undefined) finish({ spawnError: e.message });
   });
   if (child.pid !== undefined) {
-    send({ t: 'started', id: m.id });
+    send({ t: 'started', id: m.id, pid: child.pid });
     // The timer only says "look now". The look waits for the next poll phase (setImmediate), where
     // an exit and pipe ends that happened while this loop was busy are read first: a helper that
     // finished in time but was noticed late is not killed and reported as timed out. (One that

@@ -168,6 +168,15 @@ export class SpawnerChoice {
   }
 }
 
+/** SIGKILL to a helper's process group; one that is gone already is fine. */
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, 'SIGKILL');
+  } catch {
+    // ESRCH: nothing left in the group
+  }
+}
+
 function bytes(v: unknown): Buffer {
   return typeof v === 'string' ? Buffer.from(v, 'base64') : Buffer.alloc(0);
 }
@@ -190,6 +199,8 @@ export class HelperSpawner {
   /** run messages not written yet (the companion is starting), by run id */
   readonly #pending = new Map<number, string>();
   readonly #runs = new Map<number, SpawnEvents>();
+  /** the process group of each run the companion started and has not reported done */
+  readonly #groups = new Map<number, number>();
   #nextId = 1;
   #closed = false;
   #readBuffer = '';
@@ -320,6 +331,10 @@ export class HelperSpawner {
     }
     const reason = wasReady ? 'the helper spawner process exited' : `the ${this.#childKind} helper spawner could not start: ${why}`;
     this.#pending.clear();
+    // A companion that died (killed, crashed) could not kill its helpers: they would run on as
+    // orphans, a hanging one for ever.
+    for (const pgid of this.#groups.values()) killGroup(pgid);
+    this.#groups.clear();
     for (const id of [...this.#runs.keys()]) this.#lose(id, reason);
   }
 
@@ -370,10 +385,13 @@ export class HelperSpawner {
     const events = this.#runs.get(m['id']);
     if (events === undefined) return;
     if (m['t'] === 'started') {
+      const pid = m['pid'];
+      if (typeof pid === 'number' && Number.isInteger(pid) && pid > 1) this.#groups.set(m['id'], pid);
       events.onStarted();
       return;
     }
     if (m['t'] !== 'done') return;
+    this.#groups.delete(m['id']);
     this.#runs.delete(m['id']);
     this.#updateRef();
     const spawnError = m['spawnError'];

@@ -400,6 +400,32 @@ describe.each(KINDS)('ProcessHelper spawner processes (%s)', (spawner) => {
     }
   });
 
+  it('a spawner killed mid-run: the run fails, its helper and what that started are killed, the next run gets a new spawner', async () => {
+    const pidFile = dir.file(`orphan-${spawner}.pid`);
+    rmSync(pidFile, { force: true });
+    const script = dir.script(
+      `orphan-${spawner}.sh`,
+      `#!/bin/sh\ncase "$(cat)" in\n  *'"orphan'*) sleep 30 & echo $! > ${q(pidFile)}; wait ;;\n  *) printf '{"configuration":{"a":"b"}}' ;;\nesac\n`,
+    );
+    const before = spawnerPids();
+    const h = new ProcessHelper({ command: q(script), timeoutMs: 20_000, spawners: 1, spawner });
+    try {
+      const pending = failure('orphan', h);
+      const orphan = await readPid(pidFile);
+      const [companion] = newOnes(before);
+      expect(companion).toBeDefined();
+      process.kill(companion as number, 'SIGKILL');
+      const err = await pending;
+      expect(err.kind).toBe('spawn');
+      expect(err.message).toContain('the helper spawner process exited before');
+      await becomesDead(orphan);
+      expect((await h.run(sampleRequest('after'), { identity: 'after' })).reply.configuration).toEqual({ a: 'b' });
+      expect(newOnes(before).filter((pid) => pid !== companion)).toHaveLength(1);
+    } finally {
+      await h.close();
+    }
+  });
+
   it('one helper at a time needs one spawner only', async () => {
     const before = spawnerPids();
     const h = new ProcessHelper({ command: q(slow), timeoutMs: 5000, spawners: 2, spawner });
