@@ -219,24 +219,27 @@ class Run:
 
     # -- stdout, stderr ---------------------------------------------------------------------
 
-    def read(self, fd):
+    def take(self, name):
+        """The next chunk of the helper's stdout or stderr; None when there is none (yet, or any more)."""
+        fd = getattr(self, name)
+        if fd is None:
+            return None
         try:
-            return os.read(fd, 65536)
+            chunk = os.read(fd, 65536)
         except BlockingIOError:
             return None
         except OSError:
-            return b""
+            chunk = b""
+        if not chunk:
+            self.companion.forget(fd)
+            setattr(self, name, None)
+            self.maybe_over()
+            return None
+        return chunk
 
     def on_stdout(self):
-        if self.stdout is None:
-            return
-        chunk = self.read(self.stdout)
+        chunk = self.take("stdout")
         if chunk is None:
-            return
-        if not chunk:
-            self.companion.forget(self.stdout)
-            self.stdout = None
-            self.maybe_over()
             return
         self.out.keep(chunk)
         if self.out.seen > self.max_stdout and not self.too_large and not self.killed:
@@ -244,17 +247,9 @@ class Run:
             self.kill()
 
     def on_stderr(self):
-        if self.stderr is None:
-            return
-        chunk = self.read(self.stderr)
-        if chunk is None:
-            return
-        if not chunk:
-            self.companion.forget(self.stderr)
-            self.stderr = None
-            self.maybe_over()
-            return
-        self.err.keep(chunk)
+        chunk = self.take("stderr")
+        if chunk is not None:
+            self.err.keep(chunk)
 
     # -- exit -------------------------------------------------------------------------------
 
