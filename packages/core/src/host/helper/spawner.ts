@@ -21,13 +21,14 @@
 // The helper's environment is the provisioner's as it was when the spawner started (the first
 // helper run), unless ProcessHelper was given one; its working directory is the provisioner's at
 // the time of each run.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import type { RunMessage, ToSpawner } from './spawner-protocol.js';
+import { SpawnerChoice, startCompanion, type SpawnerKind, type SpawnerOutcome, type SpawnerSetting } from './spawner-choice.js';
 import { errorText, isPlainObject as isRecord } from '../../util/values.js';
 import { settledWithin } from '../../util/deadline.js';
+
+export { SPAWNER_SETTINGS, SpawnerChoice, type SpawnerKind, type SpawnerOutcome, type SpawnerSetting } from './spawner-choice.js';
 
 /** The most spawner processes a ProcessHelper starts, whatever the core count (each is a Node process of ~45 MB). */
 export const MAX_SPAWNERS = 4;
@@ -73,99 +74,6 @@ export interface SpawnEvents {
 export interface SpawnedRun {
   /** Kills the helper's process group; onDone follows once the pipes closed or the grace ran out. */
   kill(): void;
-}
-
-/** The companion programs. */
-export type SpawnerKind = 'python3' | 'node';
-/** 'auto': python3 where it works, else node (the default); a kind: that one only. */
-export type SpawnerSetting = 'auto' | SpawnerKind;
-export const SPAWNER_SETTINGS: readonly SpawnerSetting[] = ['auto', 'python3', 'node'];
-
-/**
- * A companion program's file: beside this module (the build, the CLI bundle), or, for the Node
- * one when this module is loaded from the TypeScript sources as the test runner does, the build's
- * copy of it.
- */
-function companionFile(kind: SpawnerKind): string {
-  const here = kind === 'python3' ? ['./spawner-child.py'] : ['./spawner-child.js', '../../../dist/host/helper/spawner-child.js'];
-  const candidates = here.map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
-  const found = candidates.find((f) => existsSync(f));
-  if (found === undefined) throw new Error(`the ${kind} helper spawner program is missing (looked for ${candidates.join(', ')}; run npm run build)`);
-  return found;
-}
-
-function startCompanion(kind: SpawnerKind): ChildProcess {
-  const [command, args] = kind === 'python3' ? ['python3', ['-I', '-S', companionFile(kind)]] : [process.execPath, [companionFile(kind)]];
-  return spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'], windowsHide: true });
-}
-
-/** How the spawner choice turned out. */
-export interface SpawnerOutcome {
-  readonly kind: SpawnerKind;
-  /** under 'auto': why python3 is not used */
-  readonly fallbackReason?: string;
-  /** the kind set in the configuration could not come up: every helper run fails, with this reason */
-  readonly unavailable?: string;
-}
-
-/**
- * Which companion starts a runner's helpers: the one owner of that decision. Under 'auto' it is
- * python3 until a python3 companion fails to come up (no python3 on PATH, one older than 3.9, a
- * kernel without pidfd_open), then node for good.
- */
-export class SpawnerChoice {
-  #kind: SpawnerKind;
-  readonly #fixed: boolean;
-  #fallbackReason: string | undefined;
-  /** how the choice turned out, once a companion came up or the chosen one could not */
-  #outcome: SpawnerOutcome | undefined;
-  readonly #waiting: ((o: SpawnerOutcome) => void)[] = [];
-
-  constructor(setting: SpawnerSetting = 'auto') {
-    if (!SPAWNER_SETTINGS.includes(setting)) throw new RangeError(`the helper spawner must be one of ${SPAWNER_SETTINGS.join(', ')}, got ${String(setting)}`);
-    this.#kind = setting === 'node' ? 'node' : 'python3';
-    this.#fixed = setting !== 'auto';
-  }
-
-  /** The companion to start next. */
-  get kind(): SpawnerKind {
-    return this.#kind;
-  }
-
-  /** Why python3 is not used, once it was tried and failed under 'auto'. */
-  get fallbackReason(): string | undefined {
-    return this.#fallbackReason;
-  }
-
-  /** Calls `listener` once with how the choice turned out (at once if it has). */
-  onOutcome(listener: (o: SpawnerOutcome) => void): void {
-    if (this.#outcome !== undefined) listener(this.#outcome);
-    else this.#waiting.push(listener);
-  }
-
-  /** A companion of `kind` said it is ready. */
-  cameUp(kind: SpawnerKind): void {
-    this.#settle({ kind, ...(this.#fallbackReason === undefined ? {} : { fallbackReason: this.#fallbackReason }) });
-  }
-
-  #settle(o: SpawnerOutcome): void {
-    if (this.#outcome !== undefined) return;
-    this.#outcome = o;
-    for (const l of this.#waiting.splice(0)) l(o);
-  }
-
-  /** A companion of `kind` could not come up; true when another kind should be tried instead. */
-  couldNotStart(kind: SpawnerKind, why: string): boolean {
-    if (this.#fixed) {
-      this.#settle({ kind, unavailable: why });
-      return false;
-    }
-    if (kind === 'python3' && this.#kind === 'python3') {
-      this.#kind = 'node';
-      this.#fallbackReason = why;
-    }
-    return kind !== this.#kind;
-  }
 }
 
 /** SIGKILL to a helper's process group; one that is gone already is fine. */
