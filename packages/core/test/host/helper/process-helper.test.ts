@@ -390,9 +390,10 @@ describe.each(KINDS)('ProcessHelper spawner processes (%s)', (spawner) => {
     const h = new ProcessHelper({ command: q(slow), timeoutMs: 5000, spawners: 2, spawner });
     try {
       h.warmUp();
-      await until('a spawner to start', () => newOnes(before).length > 0, 5000);
-      const started = newOnes(before);
-      expect(started).toHaveLength(1);
+      // one snapshot of /proc: the process started by warmUp() and nothing else
+      let started: number[] = [];
+      await until('one spawner to start', () => (started = newOnes(before)).length === 1, 5000);
+      expect(isAlive(started[0] as number)).toBe(true);
       await h.close();
       for (const pid of started) await becomesDead(pid);
     } finally {
