@@ -18,6 +18,18 @@ async function main(): Promise<number> {
   watchdog?.doing(`starting ${options.count} nodes`);
   const fleet = await SimulatedFleet.start(options);
   watchdog?.doing(`serving ${options.count} nodes as ${fleet.name}`);
+  let finishing = false;
+  const finish = async (): Promise<void> => {
+    if (finishing) return;
+    finishing = true;
+    const summary = fleet.summary();
+    await fleet.stop();
+    process.stdout.write(`${JSON.stringify({ summary })}\n`);
+  };
+  // SIGHUP too: what closing the terminal it runs in sends
+  for (const sig of ['SIGHUP', 'SIGINT', 'SIGTERM'] as const) process.on(sig, () => void finish().then(() => process.exit(0)));
+  // the ready line last: whoever reads it may signal at once, and a signal before the handlers
+  // above were in place would kill the process without its summary
   const ready: Record<string, unknown> = {
     ready: true,
     nodes: options.count,
@@ -29,17 +41,6 @@ async function main(): Promise<number> {
   if (publicFile !== undefined) ready['jwtVerifyCert'] = publicFile;
   if (keysDir !== undefined) ready['keysDir'] = keysDir;
   process.stdout.write(`${JSON.stringify(ready)}\n`);
-
-  let finishing = false;
-  const finish = async (): Promise<void> => {
-    if (finishing) return;
-    finishing = true;
-    const summary = fleet.summary();
-    await fleet.stop();
-    process.stdout.write(`${JSON.stringify({ summary })}\n`);
-  };
-  // SIGHUP too: what closing the terminal it runs in sends
-  for (const sig of ['SIGHUP', 'SIGINT', 'SIGTERM'] as const) process.on(sig, () => void finish().then(() => process.exit(0)));
   await fleet.stopped;
   await finish();
   return 0;
