@@ -129,7 +129,6 @@ class Run:
         self.done = False
         self.too_large = False
         self.timed_out = False
-        self.exit_code = None
         self.exit_after_ms = None
         self.status = (None, None)
         self.limit = None
@@ -277,7 +276,6 @@ class Run:
             self.status = (None, name)
         elif status is not None:
             self.status = (os.WEXITSTATUS(status), None)
-        self.exit_code = self.status[0]
         if not self.killed:
             # the helper's own exit; one caused by a kill says nothing about its run time
             self.exit_after_ms = round((time.monotonic() - self.started) * 1000)
@@ -343,7 +341,8 @@ class Run:
             "code": code,
             "signal": signal_name,
             "forced": forced,
-            "exitCode": self.exit_code,
+            # the exit status as the helper's exit gave it (unknown when the report could not wait for it)
+            "exitCode": self.status[0],
             "exitAfterMs": self.exit_after_ms,
             "tooLarge": self.too_large,
             "timedOut": self.timed_out,

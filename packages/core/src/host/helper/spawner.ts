@@ -25,6 +25,7 @@ import type { ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import type { RunMessage, ToSpawner } from './spawner-protocol.js';
 import { SpawnerChoice, startCompanion, type SpawnerKind, type SpawnerOutcome, type SpawnerSetting } from './spawner-choice.js';
+import { killProcessGroup } from './spawn.js';
 import { errorText, isPlainObject as isRecord } from '../../util/values.js';
 import { settledWithin } from '../../util/deadline.js';
 
@@ -76,15 +77,6 @@ export interface SpawnedRun {
   kill(): void;
 }
 
-/** SIGKILL to a helper's process group; one that is gone already is fine. */
-function killGroup(pgid: number): void {
-  try {
-    process.kill(-pgid, 'SIGKILL');
-  } catch {
-    // ESRCH: nothing left in the group
-  }
-}
-
 function bytes(v: unknown): Buffer {
   return typeof v === 'string' ? Buffer.from(v, 'base64') : Buffer.alloc(0);
 }
@@ -127,11 +119,6 @@ export class HelperSpawner {
     return this.#runs.size;
   }
 
-  /** The companion that is up and running, if one is. */
-  get companion(): SpawnerKind | undefined {
-    return this.#child !== undefined && this.#ready ? this.#childKind : undefined;
-  }
-
   run(req: SpawnRequest, events: SpawnEvents): SpawnedRun {
     const id = this.#nextId++;
     const [file, ...args] = req.argv;
@@ -154,14 +141,14 @@ export class HelperSpawner {
       this.#send(id, run);
     } catch (err) {
       // settle on a later tick, like any other outcome
-      queueMicrotask(() => this.#lose(id, `could not hand the helper to the spawner process: ${errorText(err)}`));
+      queueMicrotask(() => this.#settleEmpty(id, `could not hand the helper to the spawner process: ${errorText(err)}`));
     }
     this.#updateRef();
     return {
       kill: () => {
         if (!this.#runs.has(id)) return;
         // not written yet: it never starts, and there is nothing to report
-        if (this.#pending.delete(id)) return queueMicrotask(() => this.#settleUnstarted(id));
+        if (this.#pending.delete(id)) return queueMicrotask(() => this.#settleEmpty(id));
         this.#write({ t: 'kill', id });
       },
     };
@@ -241,9 +228,9 @@ export class HelperSpawner {
     this.#pending.clear();
     // A companion that died (killed, crashed) could not kill its helpers: they would run on as
     // orphans, a hanging one for ever.
-    for (const pgid of this.#groups.values()) killGroup(pgid);
+    for (const pid of this.#groups.values()) killProcessGroup({ pid });
     this.#groups.clear();
-    for (const id of [...this.#runs.keys()]) this.#lose(id, reason);
+    for (const id of [...this.#runs.keys()]) this.#settleEmpty(id, reason);
   }
 
   #onLine(child: ChildProcess, line: string): void {
@@ -270,22 +257,30 @@ export class HelperSpawner {
     this.#onMessage(m);
   }
 
-  #settleUnstarted(id: number): void {
+  /**
+   * Settles a run with nothing to report of the helper: one killed before it was written to the
+   * companion (no `lost`), or one whose companion went away or could not be reached (`lost`).
+   */
+  #settleEmpty(id: number, lost?: string): void {
     const events = this.#runs.get(id);
     if (events === undefined) return;
     this.#runs.delete(id);
     this.#updateRef();
     const none = Buffer.alloc(0);
-    events.onDone({ code: null, signal: null, exitCode: null, exitAfterMs: null, timedOut: false, forced: false, tooLarge: false, stdout: none, stdoutBytes: 0, stderr: none, stderrBytes: 0 });
-  }
-
-  #lose(id: number, why: string): void {
-    const events = this.#runs.get(id);
-    if (events === undefined) return;
-    this.#runs.delete(id);
-    this.#updateRef();
-    const none = Buffer.alloc(0);
-    events.onDone({ lost: why, code: null, signal: null, exitCode: null, exitAfterMs: null, timedOut: false, forced: false, tooLarge: false, stdout: none, stdoutBytes: 0, stderr: none, stderrBytes: 0 });
+    events.onDone({
+      ...(lost === undefined ? {} : { lost }),
+      code: null,
+      signal: null,
+      exitCode: null,
+      exitAfterMs: null,
+      timedOut: false,
+      forced: false,
+      tooLarge: false,
+      stdout: none,
+      stdoutBytes: 0,
+      stderr: none,
+      stderrBytes: 0,
+    });
   }
 
   #onMessage(m: Record<string, unknown>): void {
