@@ -1,6 +1,7 @@
+import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { HelperReplyError } from '../../../src/host/helper/errors.js';
-import { assertAcceptedByNode, assertConfigurable, parseHelperReply, replyWarnings } from '../../../src/host/helper/reply.js';
+import { REPLY_SCHEMA, assertAcceptedByNode, assertConfigurable, parseHelperReply, replyWarnings } from '../../../src/host/helper/reply.js';
 
 function replyError(text: string): HelperReplyError {
   try {
@@ -11,6 +12,17 @@ function replyError(text: string): HelperReplyError {
   }
   throw new Error(`expected ${text} to be rejected`);
 }
+
+// The validator skips the meta-schema check at run time (it costs a starting process ~100 ms): the
+// schema is checked here instead.
+describe('helper reply schema', () => {
+  it('is a valid JSON Schema in ajv strict mode', () => {
+    const ajv = new Ajv({ strict: true, allowUnionTypes: true });
+    expect(ajv.validateSchema(REPLY_SCHEMA)).toBe(true);
+    expect(ajv.errors ?? null).toBeNull();
+    expect(() => ajv.compile(REPLY_SCHEMA)).not.toThrow();
+  });
+});
 
 const EXAMPLE_A = {
   defer: false,
