@@ -57,7 +57,7 @@ async function runThroughBrokerLoss(action: string, count: number, fleetOptions:
   await p.start();
   await loss.done();
   await driveUntilProvisioned(p, fleet, 45_000);
-  await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
+  await until('every attempt finished', () => attemptsEnded(p), 20_000);
   await sleep(200);
   return { p, fleet, registry, caught: loss.caught };
 }
@@ -73,6 +73,12 @@ function expectNoMistakes(r: FleetReport): void {
   expect(r.totals.maxConfiguredPerCycle, twice.join('\n')).toBeLessThanOrEqual(1);
 }
 
+/** No attempt runs, neither on a worker nor watching a node after a lost reply. */
+function attemptsEnded(p: { status(q: { limit: number }): { busyWorkers: number; watchingNodes: number } }): boolean {
+  const st = p.status({ limit: 0 });
+  return st.busyWorkers === 0 && st.watchingNodes === 0;
+}
+
 const outcome = (r: Registry, o: string): Promise<number> => metricValue(r, 'choria_provisioner_outcomes', { outcome: o });
 const lost = (r: Registry, rpc: string, finding: string): Promise<number> => metricValue(r, 'choria_provisioner_lost_replies', { rpc, finding });
 
@@ -85,7 +91,7 @@ describe('lost replies of node-changing actions', () => {
     const p = h.provisioner(s.url, 'workers: 16\n', { registry, rpcTimeoutMs: 3000, lostReply: FAST });
     await p.start();
     await driveUntilProvisioned(p, fleet, 40_000);
-    await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
+    await until('every attempt finished', () => attemptsEnded(p), 20_000);
     const r = fleet.report();
     expect(r.totals.repliesLost).toBe(10);
     expectExactlyOnce(fleet); // no violation at all, and one configure + one restart per node
@@ -96,6 +102,61 @@ describe('lost replies of node-changing actions', () => {
     const lostNodes = r.nodes.filter((n) => n.stats.repliesLost > 0);
     // each of them received exactly one restart request
     for (const n of lostNodes) expect(n.rpcCounts['choria_provision#restart'], n.identity).toBe(1);
+  }, 60_000);
+
+  it('a node watched after its lost restart reply gives its worker up: the other nodes are provisioned meanwhile, and stop() ends the watch', async () => {
+    const s = await h.broker();
+    // the first node to accept restart acts on it, and its reply never comes (no events either):
+    // only its silence on discovery tells, three missed probes of 2 s
+    let lostOn: string | undefined;
+    const hook: ReplyHook = (info) => {
+      if (info.action !== 'restart' || (lostOn !== undefined && lostOn !== info.identity)) return 'send';
+      lostOn = info.identity;
+      return 'drop';
+    };
+    const fleet = await h.fleet(s.url, { count: 6, seed: 8, replyHook: hook });
+    await fleet.waitForBooted(10_000);
+    const registry = new Registry();
+    const p = h.provisioner(s.url, 'workers: 1\n', { registry, rpcTimeoutMs: 1000, lostReply: FAST });
+    await p.start();
+    await until('the five other nodes provisioned', async () => (await outcome(registry, 'provisioned')) >= 5, 20_000);
+    // with one worker, the others could only have been provisioned beside the watch
+    const st = p.status({ limit: 0 });
+    expect(st.watchingNodes).toBe(1);
+    expect(st.busyWorkers).toBe(0);
+    expect(await lost(registry, 'choria_provision#restart', 'acted')).toBe(0);
+    // stop() waits for the watch (a restart already sent finishes within the commit grace, or is
+    // cancelled at its end, never a failure): the attempt is recorded before stop() returns
+    await p.stop();
+    expect(p.status({ limit: 0 }).watchingNodes).toBe(0);
+    const ended = p.outcomes();
+    expect(ended.provisioned + ended.cancelled, JSON.stringify(ended)).toBe(6);
+    expect(ended.failed).toBe(0);
+    const r = fleet.report();
+    expect(r.totals.violations, JSON.stringify(r.totals.violationsByKind)).toBe(0);
+    expect(r.nodes.every((n) => n.state === 'provisioned' && n.configuredCount === 1 && n.restartCount === 1)).toBe(true);
+  }, 60_000);
+
+  it('a watch that ends after the other nodes: the watched node is counted provisioned once its silence proves the restart', async () => {
+    const s = await h.broker();
+    let lostOn: string | undefined;
+    const hook: ReplyHook = (info) => {
+      if (info.action !== 'restart' || (lostOn !== undefined && lostOn !== info.identity)) return 'send';
+      lostOn = info.identity;
+      return 'drop';
+    };
+    const fleet = await h.fleet(s.url, { count: 4, seed: 9, replyHook: hook });
+    await fleet.waitForBooted(10_000);
+    const registry = new Registry();
+    const p = h.provisioner(s.url, 'workers: 1\n', { registry, rpcTimeoutMs: 1000, lostReply: FAST });
+    await p.start();
+    await until('the three other nodes provisioned', async () => (await outcome(registry, 'provisioned')) >= 3, 20_000);
+    expect(p.status({ limit: 0 }).watchingNodes).toBe(1);
+    await until('every attempt finished', () => attemptsEnded(p), 20_000);
+    expect(await outcome(registry, 'provisioned')).toBe(4);
+    expect(await lost(registry, 'choria_provision#restart', 'acted')).toBe(1);
+    expect(p.status().hostCounts).toEqual({ held: 4 });
+    expectExactlyOnce(fleet);
   }, 60_000);
 
   it('restart and shutdown without replies, with lifecycle events: the events prove it, nothing is sent twice', async () => {
@@ -128,7 +189,7 @@ describe('lost replies of node-changing actions', () => {
       },
       40_000,
     );
-    await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
+    await until('every attempt finished', () => attemptsEnded(p), 20_000);
     const r = fleet.report();
     expect(r.totals.repliesLost).toBe(6);
     expect(r.totals.violations, JSON.stringify(r.totals.violationsByKind)).toBe(0);
@@ -187,7 +248,7 @@ describe('lost replies of node-changing actions', () => {
     for (const node of fleet.nodes) node.dropNextDirected('choria_provision', 'restart');
     await p.start();
     await driveUntilProvisioned(p, fleet, 30_000);
-    await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
+    await until('every attempt finished', () => attemptsEnded(p), 20_000);
     expectExactlyOnce(fleet);
     expect(await lost(registry, 'choria_provision#restart', 'not_acted')).toBe(10);
     expect(await outcome(registry, 'provisioned')).toBe(10);
@@ -255,7 +316,7 @@ describe('lost replies of node-changing actions', () => {
     await until('the broker restart', () => restarting !== undefined, 30_000);
     await restarting;
     await driveUntilProvisioned(p, fleet, 60_000);
-    await until('every attempt finished', () => p.status({ limit: 0 }).busyWorkers === 0, 20_000);
+    await until('every attempt finished', () => attemptsEnded(p), 20_000);
     const r = fleet.report();
     expectNoMistakes(r);
     expect(r.nodes.every((n) => n.state === 'provisioned' && n.configuredCount === 1 && n.restartCount === 1)).toBe(true);

@@ -198,6 +198,7 @@ export class Host {
       ...(deps.rpcTimeoutMs !== undefined ? { timeoutMs: deps.rpcTimeoutMs } : {}),
       ...(deps.witness !== undefined ? { witness: deps.witness } : {}),
       ...(deps.lostReply !== undefined ? { lostReply: deps.lostReply } : {}),
+      ...(job.onWatching !== undefined ? { onWatching: () => job.onWatching?.() } : {}),
       ...(deps.config.livenessTimeoutMs > 0 ? { liveness: { timeoutMs: deps.config.livenessTimeoutMs, used: false, check: () => this.#answersPing(deps.config.livenessTimeoutMs) } } : {}),
     };
   }

@@ -30,6 +30,8 @@ export interface StepContext {
   readonly lostReply?: LostReplyTimings;
   /** the attempt's first contact with the node: see {@link LivenessProbe} */
   readonly liveness?: LivenessProbe;
+  /** the attempt only watches the node from here (HostJob.onWatching) */
+  readonly onWatching?: () => void;
 }
 
 /**
@@ -224,6 +226,7 @@ async function untilLinkUp(ctx: StepContext, name: RpcName): Promise<void> {
 
 async function investigate(ctx: StepContext, name: RpcName, action: ChangingAction, sentAt: number, err: Error): Promise<LostReplyFinding> {
   ctx.logger.warn(`The reply of ${name} from ${ctx.identity} was lost (${err.message}); checking whether the node acted before sending anything more`);
+  ctx.onWatching?.();
   let finding: LostReplyFinding;
   try {
     finding = await confirmAfterLostReply({

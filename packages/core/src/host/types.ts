@@ -86,6 +86,13 @@ export interface HostJob {
   /** reports the step being worked on, for the status view */
   onStep(step: string): void;
   /**
+   * called once the attempt only watches the node: the reply of a node-changing action was lost
+   * and the node is observed (seconds of discovery probes, host/lost-reply.ts) before anything
+   * more is sent. The scheduler may give the attempt's worker to the next node meanwhile; the
+   * attempt still runs to its end and reports its result as usual.
+   */
+  onWatching?(): void;
+  /**
    * set when an earlier attempt configured the node but could not restart it (ms since epoch):
    * the attempt starts with the restart instead of configuring the node a second time
    */

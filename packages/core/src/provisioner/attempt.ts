@@ -15,6 +15,8 @@ export interface Attempt {
   readonly abort: AbortController;
   readonly stop: AbortSignal;
   readonly onStep: (step: string) => void;
+  /** the attempt only watches the node now (HostJob.onWatching) */
+  readonly onWatching?: () => void;
 }
 
 /** Runs the attempt; never throws. */
@@ -28,6 +30,7 @@ export async function runAttempt(runner: HostRunner, a: Attempt): Promise<HostRe
     signal: abort.signal,
     logger: a.logger,
     onStep: a.onStep,
+    ...(a.onWatching !== undefined ? { onWatching: a.onWatching } : {}),
   };
   const onStop = (): void => abort.abort(stop.reason);
   stop.addEventListener('abort', onStop, { once: true });

@@ -17,6 +17,7 @@ import { PauseFlag } from '../util/pause.js';
 import { silentLogger } from '../util/logger.js';
 import { VERSION } from '../util/version.js';
 import { singleFlight } from '../util/single-flight.js';
+import { errorText } from '../util/values.js';
 import type { LeaderElection } from './election/index.js';
 import type { HistorySync, NodeHistory } from './history/index.js';
 import { siteHistory } from './site-history.js';
@@ -69,7 +70,10 @@ export class Provisioner {
   #unwatchLink: (() => void) | undefined;
   #timers: NodeJS.Timeout[] = [];
   #workers: Promise<void>[] = [];
+  /** attempts holding a worker */
   #busy = 0;
+  /** attempts that gave their worker up to watch a node after a lost reply, until they end */
+  readonly #watching = new Set<Promise<void>>();
   #state: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' = 'new';
 
   constructor(opts: ProvisionerOptions) {
@@ -115,6 +119,7 @@ export class Provisioner {
       leader: this.#election?.isLeader,
       paused: this.paused,
       busyWorkers: this.#busy,
+      watchingNodes: this.#watching.size,
     }));
     // every in-flight node listens for stop(): more than the default 10 is normal, not a leak
     setMaxListeners(0, this.#stop.signal);
@@ -232,7 +237,8 @@ export class Provisioner {
         this.#queue.close();
         this.#list.abortAttempts(stopping);
       },
-      workers: this.#workers,
+      // read once the work is aborted: an attempt may have given its worker up until then
+      workers: () => [...this.#workers, ...this.#watching],
       workersTimeoutMs: this.#opts.stopTimeoutMs ?? 10_000,
       runner: this.#runner,
       historySync: this.#historySync,
@@ -362,9 +368,34 @@ export class Provisioner {
     const logger = this.logger.child({ host: entry.identity, worker });
     const configuredAt = this.#history.get(entry.identity)?.configuredAt;
     const onStep = (step: string): void => this.#list.noteStep(entry, step, Date.now());
-    const result = await runAttempt(runner, { entry, configuredAt, logger, abort, stop: this.#stop.signal, onStep });
-    this.#busy--;
-    this.#finish(entry, result, logger, startedAt);
+    // An attempt that lost the reply of a node-changing action watches the node for seconds
+    // (discovery probes, host/lost-reply.ts) before it sends anything more: it gives its worker to
+    // the next node meanwhile, so that a broker restart that lost the replies of every attempt in
+    // flight does not hold the whole site up. Only watching frees a worker: whatever the attempt
+    // sends after it (the action again, or the restart after a configure) is one more request.
+    let holdsWorker = true;
+    let freeWorker = (): void => undefined;
+    const workerFreed = new Promise<void>((resolve) => (freeWorker = resolve));
+    const onWatching = (): void => {
+      if (!holdsWorker) return;
+      holdsWorker = false;
+      this.#busy--;
+      this.#gauges.load();
+      freeWorker();
+    };
+    const attempt = runAttempt(runner, { entry, configuredAt, logger, abort, stop: this.#stop.signal, onStep, onWatching }).then((result) => {
+      if (holdsWorker) this.#busy--;
+      holdsWorker = false;
+      this.#finish(entry, result, logger, startedAt);
+    });
+    await Promise.race([attempt, workerFreed]);
+    if (holdsWorker) return;
+    const watched: Promise<void> = attempt
+      .catch((err: unknown) => {
+        logger.error(`Recording the attempt on ${entry.identity} failed: ${errorText(err)}`);
+      })
+      .finally(() => this.#watching.delete(watched));
+    this.#watching.add(watched);
   }
 
   /** An attempt ended: record it, settle the entry's next state, tell how it went. */

@@ -28,7 +28,8 @@ export interface SiteParts extends StoppingSite {
   readonly membership: Membership | undefined;
   /** aborts the attempts in flight and closes the work queue */
   readonly abortWork: () => void;
-  readonly workers: readonly Promise<void>[];
+  /** the attempts to wait for, read after abortWork() */
+  readonly workers: () => readonly Promise<void>[];
   /** how long the workers may take to end their attempts */
   readonly workersTimeoutMs: number;
   readonly runner: HostRunner | undefined;
@@ -60,7 +61,7 @@ export async function stopParts(p: SiteParts): Promise<void> {
   // leave first: the others take over this instance's queued share at once
   await boundedStep(p, 'leaving the coordination group', p.membership?.stop());
   p.abortWork();
-  if (!(await settledWithin(Promise.allSettled(p.workers), p.workersTimeoutMs))) p.logger.warn(`Workers did not finish within ${p.workersTimeoutMs} ms, closing anyway`);
+  if (!(await settledWithin(Promise.allSettled(p.workers()), p.workersTimeoutMs))) p.logger.warn(`Workers did not finish within ${p.workersTimeoutMs} ms, closing anyway`);
   if (leading) await boundedStep(p, 'the leader election', p.election?.stop());
   // after the workers: an attempt finishing its restart may still look for the node's events
   p.runner?.close?.();

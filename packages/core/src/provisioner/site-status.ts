@@ -26,6 +26,8 @@ export interface ProvisionerStatus {
   queue: number;
   queueCapacity: number;
   busyWorkers: number;
+  /** attempts watching a node after a lost reply (lost-reply.ts), which gave their worker up */
+  watchingNodes: number;
   workers: number;
   hostCounts: Record<string, number>;
   hosts: HostStatus[];
@@ -80,6 +82,7 @@ export interface SiteMoment {
   readonly leader: boolean | undefined;
   readonly paused: boolean;
   readonly busyWorkers: number;
+  readonly watchingNodes: number;
 }
 
 /** What a site says about itself: /readyz, /status and /nodes. */
@@ -131,6 +134,7 @@ export class SiteReport {
       queue: this.#p.queue.length,
       queueCapacity: this.#p.queue.capacity,
       busyWorkers: m.busyWorkers,
+      watchingNodes: m.watchingNodes,
       workers: config.workers,
       ...describeNodes(knownNodes(this.#p.list, this.#p.history), limit, now),
       recent: this.#p.recorder.throughput(now),

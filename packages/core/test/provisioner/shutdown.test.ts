@@ -36,7 +36,7 @@ function recordedSite(leader: boolean): { parts: SiteParts; steps: string[]; fin
       // an attempt in its commit grace finishes its restart a moment after the abort
       setTimeout(finishWork, 50);
     },
-    workers: [worker],
+    workers: () => [worker],
     workersTimeoutMs: 5_000,
     runner: undefined,
     historySync,

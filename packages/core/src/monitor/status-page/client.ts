@@ -120,7 +120,7 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
     const stats = el(
       'dl',
       { class: 'stats' },
-      stat('workers busy', s.busyWorkers + ' / ' + s.workers, 'workers'),
+      stat('workers busy', s.busyWorkers + ' / ' + s.workers + (s.watchingNodes > 0 ? ' (+' + s.watchingNodes + ' watching after a lost reply)' : ''), 'workers'),
       stat('queue', num(s.queue), 'queue'),
       stat('finished in the last minute', s.recent ? num(lastMinute(s.recent)) : '-', 'rate'),
     );
