@@ -137,6 +137,28 @@ describe('lost replies of node-changing actions', () => {
     expect(r.nodes.every((n) => n.state === 'provisioned' && n.configuredCount === 1 && n.restartCount === 1)).toBe(true);
   }, 60_000);
 
+  it('a restart whose reply is outstanding when the broker comes back gives its worker up at once: the queued nodes do not wait out its late-reply grace', async () => {
+    const s = await h.broker();
+    const loss = loseWithTheBroker(s, 'restart', 1);
+    const fleet = await h.fleet(s.url, { count: 4, seed: 10, replyHook: loss.hook });
+    await fleet.waitForBooted(10_000);
+    const registry = new Registry();
+    // a late-reply grace far longer than the rest of the run: the other nodes can only be
+    // provisioned within it if the restart's attempt gave its worker up when the link came back
+    const p = h.provisioner(s.url, 'workers: 1\n', { registry, rpcTimeoutMs: 4000, lostReply: { ...FAST, reconnectGraceMs: 20_000 } });
+    await p.start();
+    await loss.done();
+    await until('the three other nodes provisioned', async () => (await outcome(registry, 'provisioned')) >= 3, 15_000);
+    expect(p.status({ limit: 0 }).watchingNodes).toBe(1);
+    // still in its grace: no finding about the lost reply yet
+    for (const finding of ['acted', 'not_acted', 'gone', 'unsure']) expect(await lost(registry, 'choria_provision#restart', finding), finding).toBe(0);
+    await until('every attempt finished', () => attemptsEnded(p), 40_000);
+    expect(await outcome(registry, 'provisioned')).toBe(4);
+    expect(await outcome(registry, 'failed')).toBe(0);
+    expectNoMistakes(fleet.report());
+    expect(fleet.report().nodes.every((n) => n.state === 'provisioned' && n.restartCount === 1)).toBe(true);
+  }, 90_000);
+
   it('a watch that ends after the other nodes: the watched node is counted provisioned once its silence proves the restart', async () => {
     const s = await h.broker();
     let lostOn: string | undefined;

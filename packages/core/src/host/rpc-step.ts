@@ -149,7 +149,7 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
     try {
       const shortMs = probeThisTry ? probing.timeoutMs : quick ? UNSETTLED_TRY_MS : undefined;
       const options = shortMs !== undefined ? { ...rpcOptions, timeoutMs: Math.min(shortMs, ctx.timeoutMs ?? Infinity) } : rpcOptions;
-      const reply = await ctx.client.rpc(ctx.identity, req.agent, req.action, req.data, options);
+      const reply = await rpcWatchingAfterReconnect(ctx, changing !== undefined, () => ctx.client.rpc(ctx.identity, req.agent, req.action, req.data, options));
       ctx.metrics.rpcTime(name, (performance.now() - started) / 1000);
       return { replied: true, value: req.parse(reply.data) };
     } catch (err) {
@@ -211,6 +211,22 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
   }
   ctx.metrics.rpcError(name);
   throw new StepFailedError(name, made, last ?? new Error('not attempted'), ctx.identity);
+}
+
+/**
+ * Runs one request. A node-changing request still unanswered when the broker link comes back only
+ * waits from then on (for a late reply, then the lost-reply watch): the attempt gives its worker
+ * up at that moment (HostJob.onWatching), so the queued nodes start as soon as the link is back.
+ */
+async function rpcWatchingAfterReconnect<T>(ctx: StepContext, changing: boolean, send: () => Promise<T>): Promise<T> {
+  const onWatching = ctx.onWatching;
+  if (!changing || onWatching === undefined) return await send();
+  const stop = ctx.client.onLinkRestored(onWatching);
+  try {
+    return await send();
+  } finally {
+    stop();
+  }
 }
 
 /** Waits (checking every 50 ms) until the broker link is up, or the step is cancelled. */

@@ -52,18 +52,18 @@ describe('connection options', () => {
     expect(choriaAuthenticator(credentials)()).not.toHaveProperty('sig');
   });
 
-  it('waits between reconnect attempts half the outage so far, from 250 ms to 2 s', () => {
+  it('waits between reconnect attempts a quarter of the outage so far, from 250 ms to 1 s', () => {
     let now = 1_000_000;
     const b = new OutageBackoff(() => now, () => 0.5);
     expect(b.delay()).toBe(250); // connected: the shortest
     b.disconnected();
-    now += 1_000;
-    expect(b.delay()).toBe(500);
     now += 2_000;
+    expect(b.delay()).toBe(500);
+    now += 1_000;
     b.disconnected(); // a second report keeps the first moment
-    expect(b.delay()).toBe(1_500);
+    expect(b.delay()).toBe(750);
     now += 60_000;
-    expect(b.delay()).toBe(2_000);
+    expect(b.delay()).toBe(1_000);
     b.connected();
     expect(b.delay()).toBe(250);
   });
