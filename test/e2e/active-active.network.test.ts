@@ -210,6 +210,17 @@ describe('active/active (CLI processes against a simulated fleet)', () => {
     const c = await site.instance('prov-c', { delayMs: 60_000 });
     const lockedByC = (): string[] => site.fleet.nodes.filter((n) => n.state.lock?.owner.startsWith('prov-c.example.net.') === true).map((n) => n.identity);
     await until('prov-c holds locks of its own share', () => lockedByC().length === WORKERS, 30_000);
+    // what is tested is taking over from a member the survivors knew: on a loaded machine prov-c can
+    // lock its first nodes before a survivor has read its first heartbeat (that survivor would then
+    // meet prov-c's locks as a stranger's, without a membership change to log)
+    const survivorsKnowC = async (): Promise<boolean> => {
+      for (const inst of site.instances.filter((i) => i.name !== 'prov-c')) {
+        const members = (await site.status(inst)).sites[0]?.coordination.membership?.members ?? [];
+        if (!members.some((m) => m.instance === 'prov-c.example.net')) return false;
+      }
+      return true;
+    };
+    await until('both survivors count prov-c as a member', survivorsKnowC, 30_000);
     const inFlight = lockedByC();
     c.child.kill('SIGKILL');
     await c.exited;
