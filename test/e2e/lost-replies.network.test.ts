@@ -73,6 +73,27 @@ function expectNoMistakes(r: FleetReport): void {
   expect(r.totals.maxConfiguredPerCycle, twice.join('\n')).toBeLessThanOrEqual(1);
 }
 
+/**
+ * `count` nodes of which the first to accept restart acts on it without its reply ever coming (no
+ * events either: only its silence on discovery tells, three missed probes of 2 s), and a started
+ * provisioner with one worker.
+ */
+async function oneWorkerOneLostRestart(count: number, seed: number) {
+  const s = await h.broker();
+  let lostOn: string | undefined;
+  const replyHook: ReplyHook = (info) => {
+    if (info.action !== 'restart' || (lostOn !== undefined && lostOn !== info.identity)) return 'send';
+    lostOn = info.identity;
+    return 'drop';
+  };
+  const fleet = await h.fleet(s.url, { count, seed, replyHook });
+  await fleet.waitForBooted(10_000);
+  const registry = new Registry();
+  const p = h.provisioner(s.url, 'workers: 1\n', { registry, rpcTimeoutMs: 1000, lostReply: FAST });
+  await p.start();
+  return { p, fleet, registry };
+}
+
 /** No attempt runs, neither on a worker nor watching a node after a lost reply. */
 function attemptsEnded(p: { status(q: { limit: number }): { busyWorkers: number; watchingNodes: number } }): boolean {
   const st = p.status({ limit: 0 });
@@ -105,20 +126,7 @@ describe('lost replies of node-changing actions', () => {
   }, 60_000);
 
   it('a node watched after its lost restart reply gives its worker up: the other nodes are provisioned meanwhile, and stop() ends the watch', async () => {
-    const s = await h.broker();
-    // the first node to accept restart acts on it, and its reply never comes (no events either):
-    // only its silence on discovery tells, three missed probes of 2 s
-    let lostOn: string | undefined;
-    const hook: ReplyHook = (info) => {
-      if (info.action !== 'restart' || (lostOn !== undefined && lostOn !== info.identity)) return 'send';
-      lostOn = info.identity;
-      return 'drop';
-    };
-    const fleet = await h.fleet(s.url, { count: 6, seed: 8, replyHook: hook });
-    await fleet.waitForBooted(10_000);
-    const registry = new Registry();
-    const p = h.provisioner(s.url, 'workers: 1\n', { registry, rpcTimeoutMs: 1000, lostReply: FAST });
-    await p.start();
+    const { p, fleet, registry } = await oneWorkerOneLostRestart(6, 8);
     await until('the five other nodes provisioned', async () => (await outcome(registry, 'provisioned')) >= 5, 20_000);
     // with one worker, the others could only have been provisioned beside the watch
     const st = p.status({ limit: 0 });
@@ -160,18 +168,7 @@ describe('lost replies of node-changing actions', () => {
   }, 90_000);
 
   it('a watch that ends after the other nodes: the watched node is counted provisioned once its silence proves the restart', async () => {
-    const s = await h.broker();
-    let lostOn: string | undefined;
-    const hook: ReplyHook = (info) => {
-      if (info.action !== 'restart' || (lostOn !== undefined && lostOn !== info.identity)) return 'send';
-      lostOn = info.identity;
-      return 'drop';
-    };
-    const fleet = await h.fleet(s.url, { count: 4, seed: 9, replyHook: hook });
-    await fleet.waitForBooted(10_000);
-    const registry = new Registry();
-    const p = h.provisioner(s.url, 'workers: 1\n', { registry, rpcTimeoutMs: 1000, lostReply: FAST });
-    await p.start();
+    const { p, fleet, registry } = await oneWorkerOneLostRestart(4, 9);
     await until('the three other nodes provisioned', async () => (await outcome(registry, 'provisioned')) >= 3, 20_000);
     expect(p.status({ limit: 0 }).watchingNodes).toBe(1);
     await until('every attempt finished', () => attemptsEnded(p), 20_000);
