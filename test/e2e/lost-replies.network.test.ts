@@ -145,6 +145,23 @@ describe('lost replies of node-changing actions', () => {
     expect(r.nodes.every((n) => n.state === 'provisioned' && n.configuredCount === 1 && n.restartCount === 1)).toBe(true);
   }, 60_000);
 
+  it('a watch that begins while the provisioner stops keeps its worker: stop() waits for the attempt and records it', async () => {
+    const { p, fleet } = await oneWorkerOneLostRestart(1, 12);
+    const restarts = (): number => fleet.report().nodes[0]?.rpcCounts['choria_provision#restart'] ?? 0;
+    await until('the restart sent', () => restarts() === 1, 10_000, { stepMs: 5 });
+    // stopping before the restart's 1 s timeout: its watch begins during stop(), after stop() has
+    // read which attempts to wait for
+    const stopping = Date.now();
+    await p.stop();
+    // the watch probes for seconds (three missed probes of 2 s): stop() waited for it, within the
+    // commit grace, instead of closing the connection under it a second after it began
+    expect(Date.now() - stopping).toBeGreaterThan(4_000);
+    const ended = p.outcomes();
+    expect(ended.provisioned + ended.cancelled, JSON.stringify(ended)).toBe(1);
+    expect(ended.failed).toBe(0);
+    expect(p.status({ limit: 0 }).watchingNodes).toBe(0);
+  }, 60_000);
+
   it('a restart whose reply is outstanding when the broker comes back gives its worker up at once: the queued nodes do not wait out its late-reply grace', async () => {
     const s = await h.broker();
     const loss = loseWithTheBroker(s, 'restart', 1);

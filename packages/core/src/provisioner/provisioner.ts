@@ -373,23 +373,26 @@ export class Provisioner {
     // the next node meanwhile, so that a broker restart that lost the replies of every attempt in
     // flight does not hold the whole site up. Only watching frees a worker: whatever the attempt
     // sends after it (the action again, or the restart after a configure) is one more request.
-    let holdsWorker = true;
+    let watching = false;
+    let ended = false;
     let freeWorker = (): void => undefined;
     const workerFreed = new Promise<void>((resolve) => (freeWorker = resolve));
     const onWatching = (): void => {
-      if (!holdsWorker) return;
-      holdsWorker = false;
+      // once stopping, no worker takes another node: the attempt keeps its worker, which stop()
+      // waits for (a watch that began later would not be in the list stop() waits on)
+      if (watching || ended || this.#stopRequested) return;
+      watching = true;
       this.#busy--;
       this.#gauges.load();
       freeWorker();
     };
     const attempt = runAttempt(runner, { entry, configuredAt, logger, abort, stop: this.#stop.signal, onStep, onWatching }).then((result) => {
-      if (holdsWorker) this.#busy--;
-      holdsWorker = false;
+      ended = true;
+      if (!watching) this.#busy--;
       this.#finish(entry, result, logger, startedAt);
     });
     await Promise.race([attempt, workerFreed]);
-    if (holdsWorker) return;
+    if (!watching) return;
     const watched: Promise<void> = attempt
       .catch((err: unknown) => {
         logger.error(`Recording the attempt on ${entry.identity} failed: ${errorText(err)}`);
