@@ -86,7 +86,7 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     default: 0,
     'x-default-text': 'number of CPUs',
     description:
-      'Size of the worker pool: the maximum number of nodes provisioned at once and of helper processes running at once. 0 or absent means one worker per CPU.',
+      'Size of the worker pool: the maximum number of nodes provisioned at once and of helper processes running at once (a node watched after a lost reply gives its worker to the next one meanwhile). 0 or absent means one worker per CPU.',
   },
   interval: {
     type: 'string',
