@@ -213,9 +213,11 @@ describe('active/active (CLI processes against a simulated fleet)', () => {
     // what is tested is taking over from a member the survivors knew: on a loaded machine prov-c can
     // lock its first nodes before a survivor has read its first heartbeat (that survivor would then
     // meet prov-c's locks as a stranger's, without a membership change to log)
+    // (a survivor may still be starting: its monitor not listening yet is a "not yet")
     const survivorsKnowC = async (): Promise<boolean> => {
       for (const inst of site.instances.filter((i) => i.name !== 'prov-c')) {
-        const members = (await site.status(inst)).sites[0]?.coordination.membership?.members ?? [];
+        const status = await site.status(inst).catch(() => undefined);
+        const members = status?.sites[0]?.coordination.membership?.members ?? [];
         if (!members.some((m) => m.instance === 'prov-c.example.net')) return false;
       }
       return true;
