@@ -289,8 +289,14 @@ class Run:
     # -- limits, kill -------------------------------------------------------------------------
 
     def on_limit(self):
-        # Timers run after the I/O of the same loop turn, so an exit and pipe ends that arrived
-        # while the loop was busy are read first: a helper that finished in time is not called late.
+        # Timers run after the I/O of the same loop turn, and the loop looks at the I/O once more
+        # before a limit takes effect (Companion.serve): an exit and pipe ends that arrived while
+        # the loop was held up are read first, so a helper that finished in time is not called late.
+        if self.done or self.killed:
+            return
+        self.companion.limits_due.append(self)
+
+    def time_out(self):
         if self.done or self.killed:
             return
         self.timed_out = True
@@ -364,6 +370,8 @@ class Companion:
         self.env = dict(os.environ)
         self.cwd = os.getcwd()
         self.control = b""
+        # runs whose time limit came due this turn, decided after one more look at the I/O
+        self.limits_due = []
         os.set_blocking(0, False)
         self.sel.register(0, selectors.EVENT_READ, self.on_control)
 
@@ -432,6 +440,16 @@ class Companion:
                 t = heapq.heappop(self.timers)
                 if not t.cancelled:
                     t.callback()
+            if self.limits_due:
+                # The events read at the top of this turn are from before its handlers ran, and a
+                # handler can be held up for seconds: a report to a provisioner that is not reading
+                # (its event loop busy) blocks once the pipe is full. Helpers that exited meanwhile
+                # are read now, before their limits are applied.
+                due, self.limits_due = self.limits_due, []
+                for key, _ in self.sel.select(0):
+                    key.data()
+                for run in due:
+                    run.time_out()
 
 
 def main():
