@@ -170,10 +170,10 @@ describe('lost replies of node-changing actions', () => {
     const registry = new Registry();
     // a late-reply grace far longer than the rest of the run: the other nodes can only be
     // provisioned within it if the restart's attempt gave its worker up when the link came back
-    const p = h.provisioner(s.url, 'workers: 1\n', { registry, rpcTimeoutMs: 4000, lostReply: { ...FAST, reconnectGraceMs: 20_000 } });
+    const p = h.provisioner(s.url, 'workers: 1\n', { registry, rpcTimeoutMs: 4000, lostReply: { ...FAST, reconnectGraceMs: 10_000 } });
     await p.start();
     await loss.done();
-    await until('the three other nodes provisioned', async () => (await outcome(registry, 'provisioned')) >= 3, 15_000);
+    await until('the three other nodes provisioned', async () => (await outcome(registry, 'provisioned')) >= 3, 8_000);
     expect(p.status({ limit: 0 }).watchingNodes).toBe(1);
     // still in its grace: no finding about the lost reply yet
     for (const finding of ['acted', 'not_acted', 'gone', 'unsure']) expect(await lost(registry, 'choria_provision#restart', finding), finding).toBe(0);
