@@ -31,7 +31,7 @@ import { settledWithin } from '../../util/deadline.js';
 
 export { SPAWNER_SETTINGS, SpawnerChoice, type SpawnerKind, type SpawnerOutcome, type SpawnerSetting } from './spawner-choice.js';
 
-/** The most spawner processes a ProcessHelper starts, whatever the core count (each is a Node process of ~45 MB). */
+/** The most spawner processes a ProcessHelper starts, whatever the core count (each a Python process of ~12 MB, or a Node one of ~45 MB). */
 export const MAX_SPAWNERS = 4;
 
 /** How long close() waits for the spawner to exit, after closing its channel and again after SIGKILL. */
