@@ -10,7 +10,7 @@ import type { LostReplyTimings } from '../../packages/core/src/host/lost-reply.j
 import type { FleetOptions, FleetReport, ReplyHook } from '../../packages/simulator/src/index.js';
 import { sleep, until } from '@choria-provisioner/test-support/wait';
 import type { RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
-import { FleetHarness, driveUntilProvisioned, expectExactlyOnce, metricValue } from '@choria-provisioner/test-support/fleet';
+import { FleetHarness, driveUntilProvisioned, expectExactlyOnce, metricValue, plainConfiguration } from '@choria-provisioner/test-support/fleet';
 
 const h = new FleetHarness();
 afterEach(() => h.cleanup());
@@ -289,6 +289,35 @@ describe('lost replies of node-changing actions', () => {
     expect(await lost(registry, 'choria_provision#restart', 'not_acted')).toBe(10);
     expect(await outcome(registry, 'provisioned')).toBe(10);
     for (const n of fleet.report().nodes) expect(n.rpcCounts['choria_provision#restart']).toBe(1);
+  }, 60_000);
+
+  it('release_update still downloading when its request times out: the busy node is watched, not sent the update again', async () => {
+    const s = await h.broker();
+    // 5 s of download against a 2 s request timeout: the same as a real server whose download
+    // outlasts the agent's 20 s deadline (it never answers, and installs the release anyway)
+    const fleet = await h.fleet(s.url, { count: 4, upgradable: true, version: '0.29.4', eventFormat: 'cloudevents', updateMs: 5_000, seed: 11 });
+    await fleet.waitForBooted(10_000);
+    const registry = new Registry();
+    const p = h.provisioner(s.url, 'workers: 4\nupgrades_repository: https://repo.example.net/choria\nfeatures:\n  upgrades: true\n', {
+      registry,
+      rpcTimeoutMs: 2000,
+      lostReply: FAST,
+      helper: (req) => ({ upgrade: '0.30.0', configuration: plainConfiguration(req) }),
+    });
+    await p.start();
+    await driveUntilProvisioned(p, fleet, 40_000);
+    await until('every attempt finished', () => attemptsEnded(p), 20_000);
+    // no release_update was sent while the first still ran (`update-while-updating`), none twice
+    expectExactlyOnce(fleet);
+    for (const n of fleet.report().nodes) {
+      expect(n, n.identity).toMatchObject({ version: '0.30.0', updateCount: 1 });
+      expect(n.rpcCounts['choria_provision#release_update'], n.identity).toBe(1);
+    }
+    expect(await lost(registry, 'choria_provision#release_update', 'acted')).toBe(4);
+    expect(await lost(registry, 'choria_provision#release_update', 'not_acted')).toBe(0);
+    expect(await outcome(registry, 'upgraded')).toBe(4);
+    expect(await outcome(registry, 'provisioned')).toBe(4);
+    expect(await outcome(registry, 'failed')).toBe(0);
   }, 60_000);
 
   it('every restart of an attempt lost: the next attempt restarts the configured node instead of configuring it again', async () => {

@@ -53,6 +53,7 @@ export function fleetOptionsFromArgs(a: SimulatorArgs): { options: FleetOptions;
   copy('reenterAfterMs', a.reenterAfterMs);
   copy('lockMs', a.lockMs);
   copy('timeScale', a.timeScale);
+  copy('updateMs', a.updateMs);
   copy('rsaBits', a.rsaBits);
   copy('seed', a.seed);
   if (a.facts !== undefined) {

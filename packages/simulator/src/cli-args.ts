@@ -37,6 +37,7 @@ export interface SimulatorArgs {
   reenterAfterMs?: number;
   lockMs?: number;
   timeScale?: number;
+  updateMs?: number;
   rsaBits?: number;
   seed?: number;
   /** seconds the event loop may stand still before the watchdog ends the process; 0: off */
@@ -65,7 +66,7 @@ export const USAGE = `usage: choria-simulator --server nats://host:4222 [options
   --version V --upgradable --facts JSON|@FILE
   --event-format cloudevents|choria|none
   --boot-spread DUR --drop-rate R --latency DUR --latency-jitter DUR
-  --silent-nodes N|FRACTION --vanish-rate R --lock DUR --time-scale X --rsa-bits N --seed N
+  --silent-nodes N|FRACTION --vanish-rate R --lock DUR --time-scale X --update-time DUR --rsa-bits N --seed N
   --reenter-after DUR       a restarted node comes back into provisioning mode after DUR (+-50 %)
   --watchdog SECONDS        end the process with a message when its event loop stands still this long
                             (default 30; 0: off)
@@ -235,6 +236,9 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorArgs {
         break;
       case '--time-scale':
         a.timeScale = num(flag, value());
+        break;
+      case '--update-time':
+        a.updateMs = parseDurationMs(value());
         break;
       case '--rsa-bits':
         a.rsaBits = int(flag, value());

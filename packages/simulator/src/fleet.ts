@@ -140,6 +140,7 @@ export class SimulatedFleet {
     this.runtime = {
       timeScale: o.timeScale,
       lockMs: o.lockMs,
+      updateMs: o.updateMs,
       rsaBits: o.rsaBits,
       dropRate: o.dropRate,
       latencyMs: o.latencyMs,

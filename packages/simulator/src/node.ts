@@ -60,6 +60,8 @@ export interface NodeSettings {
 export interface NodeRuntime {
   timeScale: number;
   lockMs: number;
+  /** release_update's working time before it acts (FleetOptions.updateMs) */
+  updateMs: number;
   rsaBits: number;
   dropRate: number;
   latencyMs: number;
@@ -165,6 +167,12 @@ export class SimulatedNode implements ProvisionHost {
   }
   get lockMs(): number {
     return this.runtime.lockMs;
+  }
+  get updateMs(): number {
+    return this.runtime.updateMs;
+  }
+  wait(ms: number): Promise<void> {
+    return new Promise((resolve) => this.later(ms, resolve));
   }
   get serverJwtKeys(): ServerJwtKeys | undefined {
     return this.runtime.serverJwtKeys;

@@ -104,6 +104,12 @@ export interface FleetOptions {
   lockMs?: number;
   /** multiplies server-side delays: restart/update/shutdown splay (default 1) */
   timeScale?: number;
+  /**
+   * how long release_update works (downloading and unpacking the release) before it acts and
+   * answers, holding the agent mutex; past the agent's 20 s deadline no reply is sent, as by a
+   * real server. Not scaled by timeScale. Default 0.
+   */
+  updateMs?: number;
   /** RSA key size for gencsr (default 2048) */
   rsaBits?: number;
   /** seed for every behavioural random choice (default: random) */
@@ -154,6 +160,7 @@ export interface ResolvedFleetOptions {
   reenterAfterMs: number;
   lockMs: number;
   timeScale: number;
+  updateMs: number;
   rsaBits: number;
   seed: number | undefined;
   control: boolean;
@@ -255,6 +262,7 @@ export function resolveFleetOptions(o: FleetOptions): ResolvedFleetOptions {
     reenterAfterMs: nonNegative('reenterAfterMs', o.reenterAfterMs, 0),
     lockMs,
     timeScale,
+    updateMs: nonNegative('updateMs', o.updateMs, 0),
     rsaBits,
     seed: o.seed,
     control: o.control ?? true,

@@ -21,6 +21,7 @@ export const VIOLATION_KINDS = [
   'after-shutdown',
   'after-restart',
   'restart-refused',
+  'update-while-updating',
   'reply-subject',
   'refused',
 ] as const;

@@ -37,6 +37,7 @@ describe('command line', () => {
       jwtUpdate: true,
     });
     expect(parseSimulatorArgs(['--server=nats://a:1,nats://b:2', '--count=3']).servers).toEqual(['nats://a:1', 'nats://b:2']);
+    expect(parseSimulatorArgs(['--update-time', '25s']).updateMs).toBe(25_000);
   });
 
   it('rejects bad input with a reason', () => {

@@ -6,6 +6,7 @@
 // events it published, and broadcast discovery with an identity filter (a node still in
 // provisioning mode answers it, one that left does not).
 import type { ChoriaClient } from '../choria/client.js';
+import { ClientClosedError, RpcAbortError, RpcReplyLostError, RpcTimeoutError } from '../choria/errors.js';
 import { sleep } from '../util/backoff.js';
 import type { LifecycleWitness, WitnessedType } from './lifecycle-witness.js';
 import type { LostReplyFinding } from './types.js';
@@ -20,17 +21,24 @@ interface ActionRule {
   readonly actsWithinMs: number;
   /** a node no longer answering discovery has carried it out (it left provisioning mode) */
   readonly goneMeansActed: boolean;
+  /**
+   * the action works for as long as it needs before it acts, holding the agent's mutex: a node
+   * that still answers discovery past `actsWithinMs` may be busy with it rather than idle
+   */
+  readonly mayRunLong: boolean;
 }
 
 const RULES: Readonly<Record<ChangingAction, ActionRule>> = {
   // configure leaves the node in provisioning mode: only its `provisioned` event tells
-  configure: { evidence: ['provisioned'], actsWithinMs: 0, goneMeansActed: false },
+  configure: { evidence: ['provisioned'], actsWithinMs: 0, goneMeansActed: false, mayRunLong: false },
   // `shutdown` is published as soon as restart is accepted; splay 1 gives exactly 2 s
-  restart: { evidence: ['shutdown'], actsWithinMs: 2_000, goneMeansActed: true },
+  restart: { evidence: ['shutdown'], actsWithinMs: 2_000, goneMeansActed: true, mayRunLong: false },
   // a random delay in [0, 10) s, then `shutdown`
-  shutdown: { evidence: ['shutdown'], actsWithinMs: 10_000, goneMeansActed: true },
-  // `upgraded` before the reply, then a re-execution in provisioning mode after 2 s
-  release_update: { evidence: ['upgraded', 'shutdown', 'startup'], actsWithinMs: 2_000, goneMeansActed: true },
+  shutdown: { evidence: ['shutdown'], actsWithinMs: 10_000, goneMeansActed: true, mayRunLong: false },
+  // The release is downloaded and unpacked first, for as long as that takes: past the agent's
+  // 20 s deadline the server sends no reply at all, but still installs it. Then `upgraded`, and
+  // a re-execution in provisioning mode after 2 s.
+  release_update: { evidence: ['upgraded', 'shutdown', 'startup'], actsWithinMs: 2_000, goneMeansActed: true, mayRunLong: true },
 };
 
 export function isChangingAction(agent: string, action: string): action is ChangingAction {
@@ -53,6 +61,11 @@ export interface LostReplyTimings {
    * does not answer counts as absent (default 5 s)
    */
   readonly fleetReconnectMs?: number;
+  /**
+   * how long a node whose provisioning agent stays busy (a release_update still downloading) is
+   * watched before it is taken as not having acted after all (default 15 minutes)
+   */
+  readonly maxBusyMs?: number;
 }
 
 /*
@@ -77,11 +90,17 @@ export interface ConfirmRequest {
   readonly reconnected: boolean;
   readonly signal: AbortSignal;
   readonly timings?: LostReplyTimings;
+  /** the provisioning token, for the agent-busy check of actions that may run long */
+  readonly token?: string;
+  /** told once when the node is found still busy with the action */
+  readonly onBusy?: () => void;
 }
 
 export const DEFAULT_RECONNECT_GRACE_MS = 2_000;
 /** after a broker reconnect, how long the servers are given to reconnect too (LostReplyTimings.fleetReconnectMs) */
 export const DEFAULT_FLEET_RECONNECT_MS = 5_000;
+/** LostReplyTimings.maxBusyMs */
+export const DEFAULT_MAX_BUSY_MS = 15 * 60_000;
 
 /** The broker link as ChoriaClient.link reports it. */
 export interface LinkState {
@@ -108,8 +127,9 @@ const MISSES_FOR_ABSENT = 3;
 
 /**
  * Observes the node until it is clear whether it acted. Rejects only when `signal` aborts.
- * A node that answers every probe past the action's delay did not act; one that stops answering
- * did (restart, shutdown, release_update) or vanished (configure: `gone`).
+ * A node that answers every probe past the action's delay did not act (release_update: unless its
+ * agent is still busy with it, see agentBusy); one that stops answering did (restart, shutdown,
+ * release_update) or vanished (configure: `gone`).
  */
 export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostReplyFinding> {
   const rule = RULES[req.action];
@@ -118,6 +138,9 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
   const probeTimeout = t.probeTimeoutMs ?? 2_000;
   const interval = t.probeIntervalMs ?? 500;
   const fleetReconnect = t.fleetReconnectMs ?? DEFAULT_FLEET_RECONNECT_MS;
+  const maxBusy = t.maxBusyMs ?? DEFAULT_MAX_BUSY_MS;
+  const firstProbe = performance.now();
+  let toldBusy = false;
   let deadline = Math.max(req.sentAt + rule.actsWithinMs * (t.actionDelayScale ?? 1), performance.now()) + margin;
   const proven = (): boolean => req.witness?.sawSince(req.identity, rule.evidence, req.sentAt) ?? false;
 
@@ -150,11 +173,39 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
       // Waiting cannot tell more: its `provisioned` event may be lost with the broker, and the
       // restart that follows either way is what tells (a node not configured refuses it)
       if (req.action === 'configure' && req.reconnected) return 'unsure';
-      // Without a reconnect the request itself was lost: nothing ever came back, nor any event.
-      if (performance.now() >= deadline) return 'not_acted';
+      if (performance.now() >= deadline) {
+        // Still busy with it: the action has not finished, and sending it again would queue a
+        // second run of it behind the first (a second download and install of the release).
+        if (rule.mayRunLong && performance.now() - firstProbe < maxBusy && (await agentBusy(req, probeTimeout))) {
+          if (proven()) return 'acted';
+          if (!toldBusy) req.onBusy?.();
+          toldBusy = true;
+          await sleep(interval, req.signal);
+          continue;
+        }
+        // Without a reconnect the request itself was lost: nothing ever came back, nor any event.
+        return 'not_acted';
+      }
     } else if (++misses >= MISSES_FOR_ABSENT) {
       return rule.goneMeansActed ? 'acted' : 'gone';
     }
     await sleep(interval, req.signal);
+  }
+}
+
+/**
+ * Whether the node's provisioning agent is still working on an earlier request. go-choria runs the
+ * agent's actions one at a time under one mutex, `jwt` included; so a node that answers discovery
+ * but not `jwt` within `timeoutMs` is in the middle of an action. Any answer to `jwt` (its token,
+ * or a refusal) means the agent is idle. `jwt` only reads: if it runs later, nothing changes.
+ */
+async function agentBusy(req: ConfirmRequest, timeoutMs: number): Promise<boolean> {
+  try {
+    await req.client.rpc(req.identity, 'choria_provision', 'jwt', { token: req.token ?? '' }, { timeoutMs, signal: req.signal });
+    return false;
+  } catch (err) {
+    if (err instanceof RpcAbortError || err instanceof ClientClosedError) throw err;
+    // no answer in time: busy (or the answer was lost, which watching a while longer survives)
+    return err instanceof RpcTimeoutError || err instanceof RpcReplyLostError;
   }
 }

@@ -189,7 +189,7 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
       // way, and the same request meets the same state again).
       if (last instanceof RpcUnknownActionError || last instanceof RpcAbortedError) break;
       if (changing !== undefined && isLostReply(err)) {
-        const finding = await investigate(ctx, name, changing, started, last);
+        const finding = await investigate(ctx, name, changing, started, last, req.data);
         if (finding === 'acted' || finding === 'unsure') return { replied: false, finding };
         if (finding === 'gone') {
           last = new Error(`${last.message}; then the node stopped answering discovery`, { cause: last });
@@ -240,7 +240,9 @@ async function untilLinkUp(ctx: StepContext, name: RpcName): Promise<void> {
   }
 }
 
-async function investigate(ctx: StepContext, name: RpcName, action: ChangingAction, sentAt: number, err: Error): Promise<LostReplyFinding> {
+async function investigate(ctx: StepContext, name: RpcName, action: ChangingAction, sentAt: number, err: Error, sent: Record<string, unknown>): Promise<LostReplyFinding> {
+  // the action's own token opens the agent-busy check (lost-reply.ts agentBusy)
+  const token = typeof sent['token'] === 'string' ? sent['token'] : undefined;
   ctx.logger.warn(`The reply of ${name} from ${ctx.identity} was lost (${err.message}); checking whether the node acted before sending anything more`);
   ctx.onWatching?.();
   let finding: LostReplyFinding;
@@ -254,6 +256,8 @@ async function investigate(ctx: StepContext, name: RpcName, action: ChangingActi
       reconnected: err instanceof RpcReplyLostError,
       signal: ctx.signal,
       ...(ctx.lostReply !== undefined ? { timings: ctx.lostReply } : {}),
+      ...(token !== undefined ? { token } : {}),
+      onBusy: () => ctx.logger.info(`${ctx.identity} still answers discovery but its provisioning agent is busy, still carrying out ${name}: watching it until it acts`),
     });
   } catch (probeErr) {
     if (ctx.signal.aborted) throw abortError(ctx.signal, name);

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { ChoriaClient } from '../../src/choria/client.js';
-import { confirmAfterLostReply, linkSettled } from '../../src/host/lost-reply.js';
+import { RpcAbortedError, RpcTimeoutError } from '../../src/choria/errors.js';
+import type { LifecycleWitness } from '../../src/host/lifecycle-witness.js';
+import { confirmAfterLostReply, linkSettled, type LostReplyTimings } from '../../src/host/lost-reply.js';
+import { sleep } from '../../src/util/backoff.js';
 
 // Silence from a node means something only when the broker link was steady while it was heard.
 describe('linkSettled', () => {
@@ -53,5 +56,83 @@ describe('confirmAfterLostReply for configure', () => {
     const started = performance.now();
     expect(await confirmAfterLostReply(request(fleetOfOne('n1.example.net', 60_000), false))).toBe('not_acted');
     expect(performance.now() - started).toBeGreaterThanOrEqual(2_900);
+  });
+});
+
+// release_update downloads the release before it acts, for as long as that takes, and go-choria
+// sends no reply past the agent's 20 s deadline: a node still answering discovery may be busy
+// with it. Its provisioning agent answers `jwt` only when idle (one mutex for every action).
+describe('confirmAfterLostReply for release_update', () => {
+  const identity = 'n1.example.net';
+  /** A node that answers discovery; `jwt` is answered, refused or left unanswered per call. */
+  function nodeAnswering(jwt: (call: number) => 'answer' | 'refuse' | 'silent') {
+    const calls: string[] = [];
+    const client = {
+      link: { up: true, changes: 0, upSince: 0 },
+      discover: () => Promise.resolve([identity]),
+      rpc: (to: string, agent: string, action: string, data: Record<string, unknown>, opts: { timeoutMs: number }) => {
+        calls.push(`${to} ${agent}#${action} token=${String(data['token'])}`);
+        const how = jwt(calls.length);
+        if (how === 'answer') return Promise.resolve({ sender: to, data: { jwt: '' } });
+        if (how === 'refuse') {
+          return Promise.reject(new RpcAbortedError({ sender: to, action, statuscode: 1, statusmsg: 'No Provisioning JWT file has been configured', data: {}, requestId: 'r' }));
+        }
+        return new Promise((_resolve, reject) => setTimeout(() => reject(new RpcTimeoutError('timed out', opts.timeoutMs, 0)), opts.timeoutMs));
+      },
+    };
+    return { client: client as unknown as ChoriaClient, calls };
+  }
+  const request = (client: ChoriaClient, witness?: { acted: boolean }, timings: LostReplyTimings = {}) => ({
+    client,
+    witness: witness === undefined ? undefined : ({ sawSince: () => witness.acted } as unknown as LifecycleWitness),
+    identity,
+    action: 'release_update' as const,
+    sentAt: performance.now(),
+    reconnected: false,
+    signal: new AbortController().signal,
+    token: 's3cret',
+    timings: { marginMs: 100, probeIntervalMs: 20, probeTimeoutMs: 50, actionDelayScale: 0, ...timings },
+  });
+
+  it('an agent that answers jwt is idle: the update did not happen and may be sent again', async () => {
+    const { client, calls } = nodeAnswering(() => 'answer');
+    expect(await confirmAfterLostReply(request(client))).toBe('not_acted');
+    expect(calls).toEqual([`${identity} choria_provision#jwt token=s3cret`]);
+  });
+
+  it('a refusal to jwt is an answer too: the agent is idle', async () => {
+    const { client } = nodeAnswering(() => 'refuse');
+    expect(await confirmAfterLostReply(request(client))).toBe('not_acted');
+  });
+
+  it('an agent that does not answer jwt is still busy: watched until the upgraded event, never judged not acted', async () => {
+    const witness = { acted: false };
+    const { client, calls } = nodeAnswering(() => 'silent');
+    let busyTold = 0;
+    const watching = confirmAfterLostReply({ ...request(client, witness), onBusy: () => busyTold++ });
+    await sleep(600);
+    witness.acted = true;
+    expect(await watching).toBe('acted');
+    expect(calls.length).toBeGreaterThanOrEqual(3);
+    expect(busyTold).toBe(1);
+  });
+
+  it('busy, then idle without any event (the update failed and its abort reply was lost too): not acted', async () => {
+    const { client, calls } = nodeAnswering((call) => (call <= 2 ? 'silent' : 'answer'));
+    expect(await confirmAfterLostReply(request(client))).toBe('not_acted');
+    expect(calls).toHaveLength(3);
+  });
+
+  it('busy for longer than maxBusyMs: taken as not acted', async () => {
+    const { client } = nodeAnswering(() => 'silent');
+    const started = performance.now();
+    expect(await confirmAfterLostReply(request(client, { acted: false }, { maxBusyMs: 300 }))).toBe('not_acted');
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  it('restart is never asked jwt: its delay is all it takes', async () => {
+    const { client, calls } = nodeAnswering(() => 'silent');
+    expect(await confirmAfterLostReply({ ...request(client), action: 'restart' })).toBe('not_acted');
+    expect(calls).toEqual([]);
   });
 });

@@ -26,12 +26,16 @@ export interface ProvisionHost {
   readonly rng: Rng;
   readonly rsaBits: number;
   readonly lockMs: number;
+  /** release_update's download and unpacking time (unscaled) */
+  readonly updateMs: number;
   readonly serverJwtKeys: ServerJwtKeys | undefined;
   nowMs(): number;
   violation(kind: ViolationKind, detail: string): void;
   publishEvent(type: LifecycleEventType, extra?: { newVersion?: string }): void;
   /** leave the current process life after `delayMs` (unscaled; the host applies timeScale) */
   scheduleExit(kind: ExitKind, delayMs: number): void;
+  /** resolves after `ms` (never, if the node is stopped first) */
+  wait(ms: number): Promise<void>;
 }
 
 const S = (typeName: string, fields: GoStructSpec['fields']): GoStructSpec => ({ typeName, fields });
@@ -80,6 +84,8 @@ function configTrue(v: string | undefined): boolean {
 export class ChoriaProvisionAgent {
   /** one mutex per server process: actions run strictly one after another */
   private queue: Promise<unknown> = Promise.resolve();
+  /** a release_update is downloading and unpacking its release */
+  private updating = false;
 
   constructor(private readonly host: ProvisionHost) {}
 
@@ -92,6 +98,10 @@ export class ChoriaProvisionAgent {
     // an older release simply lacks the action; asking is no mistake, a provisioner cannot know before
     if (action === 'gen25519' && !versionHas(this.host.state.version, 'gen25519')) {
       return Promise.resolve(errorReply(action, StatusCode.UnknownAction, `Unknown action ${action} for agent ${PROVISION_AGENT}`));
+    }
+    if (action === 'release_update' && this.updating) {
+      // a real server queues it behind the running one and then installs the release once more
+      this.host.violation('update-while-updating', `release_update request ${req.requestId} sent while an earlier one is still downloading its release`);
     }
     const run = this.queue.then(() => this.locked(req, action, data));
     this.queue = run.catch(() => undefined);
@@ -312,7 +322,7 @@ export class ChoriaProvisionAgent {
     return okReply(action, { message: `Shutting Choria Server down after ${goSeconds(delaySeconds)}` });
   }
 
-  private releaseUpdate(action: string, data: JValue | undefined): RpcReply {
+  private async releaseUpdate(action: string, data: JValue | undefined): Promise<RpcReply> {
     const { state } = this.host;
     if (!state.allowUpdate) return this.refuse(action, 'Version updates is not enabled in the configuration');
     const input = this.inputs(action, data);
@@ -323,6 +333,15 @@ export class ChoriaProvisionAgent {
     if (version === '' || !/^https?:\/\/\S+/.test(repository)) {
       const why = version === '' ? 'no version given' : `invalid repository ${JSON.stringify(repository)}`;
       return this.refuse(action, `Update to version ${version} failed, release rolled back: ${why}`, 'bad-input');
+    }
+    if (this.host.updateMs > 0) {
+      // the download and unpacking: every other action of the agent waits for the mutex meanwhile
+      this.updating = true;
+      try {
+        await this.host.wait(this.host.updateMs);
+      } finally {
+        this.updating = false;
+      }
     }
     this.host.publishEvent('upgraded', { newVersion: version });
     state.version = version;
