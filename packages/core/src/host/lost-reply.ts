@@ -66,6 +66,12 @@ export interface LostReplyTimings {
    * watched before it is taken as not having acted after all (default 15 minutes)
    */
   readonly maxBusyMs?: number;
+  /**
+   * after a node was found busy, how long before its agent is asked again (default 10 s). Each
+   * question waits on the server for the mutex until the action ends, so asking at every probe
+   * would pile them up there; discovery and events are still watched at every probe.
+   */
+  readonly busyRecheckMs?: number;
 }
 
 /*
@@ -101,6 +107,8 @@ export const DEFAULT_RECONNECT_GRACE_MS = 2_000;
 export const DEFAULT_FLEET_RECONNECT_MS = 5_000;
 /** LostReplyTimings.maxBusyMs */
 export const DEFAULT_MAX_BUSY_MS = 15 * 60_000;
+/** LostReplyTimings.busyRecheckMs */
+export const DEFAULT_BUSY_RECHECK_MS = 10_000;
 
 /** The broker link as ChoriaClient.link reports it. */
 export interface LinkState {
@@ -139,8 +147,11 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
   const interval = t.probeIntervalMs ?? 500;
   const fleetReconnect = t.fleetReconnectMs ?? DEFAULT_FLEET_RECONNECT_MS;
   const maxBusy = t.maxBusyMs ?? DEFAULT_MAX_BUSY_MS;
+  const busyRecheck = t.busyRecheckMs ?? DEFAULT_BUSY_RECHECK_MS;
   const firstProbe = performance.now();
   let toldBusy = false;
+  /** the agent was found busy; it is not asked again before this time */
+  let busyUntil = -Infinity;
   let deadline = Math.max(req.sentAt + rule.actsWithinMs * (t.actionDelayScale ?? 1), performance.now()) + margin;
   const proven = (): boolean => req.witness?.sawSince(req.identity, rule.evidence, req.sentAt) ?? false;
 
@@ -176,10 +187,11 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
       if (performance.now() >= deadline) {
         // Still busy with it: the action has not finished, and sending it again would queue a
         // second run of it behind the first (a second download and install of the release).
-        if (rule.mayRunLong && performance.now() - firstProbe < maxBusy && (await agentBusy(req, probeTimeout))) {
+        if (rule.mayRunLong && performance.now() - firstProbe < maxBusy && (performance.now() < busyUntil || (await agentBusy(req, probeTimeout)))) {
           if (proven()) return 'acted';
           if (!toldBusy) req.onBusy?.();
           toldBusy = true;
+          if (performance.now() >= busyUntil) busyUntil = performance.now() + busyRecheck;
           await sleep(interval, req.signal);
           continue;
         }

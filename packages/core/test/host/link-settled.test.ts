@@ -91,7 +91,7 @@ describe('confirmAfterLostReply for release_update', () => {
     reconnected: false,
     signal: new AbortController().signal,
     token: 's3cret',
-    timings: { marginMs: 100, probeIntervalMs: 20, probeTimeoutMs: 50, actionDelayScale: 0, ...timings },
+    timings: { marginMs: 100, probeIntervalMs: 20, probeTimeoutMs: 50, actionDelayScale: 0, busyRecheckMs: 0, ...timings },
   });
 
   it('an agent that answers jwt is idle: the update did not happen and may be sent again', async () => {
@@ -121,6 +121,21 @@ describe('confirmAfterLostReply for release_update', () => {
     const { client, calls } = nodeAnswering((call) => (call <= 2 ? 'silent' : 'answer'));
     expect(await confirmAfterLostReply(request(client))).toBe('not_acted');
     expect(calls).toHaveLength(3);
+  });
+
+  it('a busy agent is asked again only every busyRecheckMs; discovery goes on at every probe meanwhile', async () => {
+    const witness = { acted: false };
+    const { client, calls } = nodeAnswering(() => 'silent');
+    let discovered = 0;
+    const counting = Object.assign(Object.create(client) as object, { discover: () => ((discovered += 1), Promise.resolve([identity])) }) as ChoriaClient;
+    const watching = confirmAfterLostReply(request(counting, witness, { busyRecheckMs: 400 }));
+    await sleep(1_200);
+    witness.acted = true;
+    expect(await watching).toBe('acted');
+    // at ~100 ms (after the margin), ~550 and ~1,000 ms: at most three questions, not one per probe
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    expect(calls.length).toBeLessThanOrEqual(3);
+    expect(discovered).toBeGreaterThan(calls.length * 5);
   });
 
   it('busy for longer than maxBusyMs: taken as not acted', async () => {
