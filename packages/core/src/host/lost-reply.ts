@@ -149,11 +149,15 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
   const maxBusy = t.maxBusyMs ?? DEFAULT_MAX_BUSY_MS;
   const busyRecheck = t.busyRecheckMs ?? DEFAULT_BUSY_RECHECK_MS;
   const firstProbe = performance.now();
-  let toldBusy = false;
-  /** the agent was found busy; it is not asked again before this time */
+  /** the agent was found busy; it is not asked again before this time (-Infinity: never found busy) */
   let busyUntil = -Infinity;
   let deadline = Math.max(req.sentAt + rule.actsWithinMs * (t.actionDelayScale ?? 1), performance.now()) + margin;
   const proven = (): boolean => req.witness?.sawSince(req.identity, rule.evidence, req.sentAt) ?? false;
+  /** An action that may run long, watched for less than maxBusy, whose agent was found busy lately or is now. */
+  const stillBusy = async (): Promise<boolean> => {
+    if (!rule.mayRunLong || performance.now() - firstProbe >= maxBusy) return false;
+    return performance.now() < busyUntil || (await agentBusy(req, probeTimeout));
+  };
 
   let misses = 0;
   for (;;) {
@@ -187,10 +191,9 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
       if (performance.now() >= deadline) {
         // Still busy with it: the action has not finished, and sending it again would queue a
         // second run of it behind the first (a second download and install of the release).
-        if (rule.mayRunLong && performance.now() - firstProbe < maxBusy && (performance.now() < busyUntil || (await agentBusy(req, probeTimeout)))) {
+        if (await stillBusy()) {
           if (proven()) return 'acted';
-          if (!toldBusy) req.onBusy?.();
-          toldBusy = true;
+          if (busyUntil === -Infinity) req.onBusy?.();
           if (performance.now() >= busyUntil) busyUntil = performance.now() + busyRecheck;
           await sleep(interval, req.signal);
           continue;
