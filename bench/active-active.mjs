@@ -101,7 +101,9 @@ export async function activeActiveScenario(s) {
     const configs = Array.from({ length: s.instances }, (_, i) => instanceConfig(dir, s, `prov-${i + 1}`, runs));
     const t0 = performance.now();
     const spawnedAt = Date.now();
-    for (const config of configs) children.push(spawn(process.execPath, [CLI, 'run', '--config', config], { stdio: 'ignore' }));
+    // BENCH_PROVISIONER_NODE_OPTIONS: e.g. --cpu-prof --cpu-prof-dir=DIR (bench/run.mjs --profile)
+    const nodeArgs = (process.env.BENCH_PROVISIONER_NODE_OPTIONS ?? '').split(' ').filter((a) => a !== '');
+    for (const config of configs) children.push(spawn(process.execPath, [...nodeArgs, CLI, 'run', '--config', config], { stdio: 'ignore' }));
     // polled often: the poll interval adds to both the one-instance and the three-instance time
     const summary = await sim.waitFor((x) => (x.totals.byState.provisioned ?? 0) >= s.count, s.timeoutMs ?? 300_000, 25);
     const ms = performance.now() - t0;

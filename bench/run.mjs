@@ -189,7 +189,7 @@ async function runOne(sc, ctx) {
     env = {
       ...process.env,
       BENCH_SIMULATOR_NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(profileDir, `${sc.id.replace(/\//g, '-')}-simulator`)}`,
-      // the CLI a peer scenario spawns
+      // the CLIs a peer or active-active scenario spawns
       BENCH_PROVISIONER_NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(profileDir, `${sc.id.replace(/\//g, '-')}-provisioner`)}`,
     };
   }
