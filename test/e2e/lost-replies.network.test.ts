@@ -320,6 +320,40 @@ describe('lost replies of node-changing actions', () => {
     expect(await outcome(registry, 'failed')).toBe(0);
   }, 60_000);
 
+  it('release_update carried out with its reply and every event lost: the node back on the new version is not sent the update again', async () => {
+    const s = await h.broker();
+    // No events at all (as when the broker is down across the server's re-execution) and no
+    // reply: the node installs, re-executes 20 ms later in provisioning mode and answers
+    // discovery and `jwt` just as a node that never got the request would; only its version tells.
+    const replyHook: ReplyHook = (info) => (info.action === 'release_update' ? 'drop' : 'send');
+    const fleet = await h.fleet(s.url, { count: 4, upgradable: true, version: '0.29.4', eventFormat: 'none', replyHook, seed: 12 });
+    await fleet.waitForBooted(10_000);
+    const registry = new Registry();
+    const p = h.provisioner(s.url, 'workers: 4\nupgrades_repository: https://repo.example.net/choria\nfeatures:\n  upgrades: true\n', {
+      registry,
+      rpcTimeoutMs: 2000,
+      lostReply: FAST,
+      helper: (req) => ({ upgrade: '0.30.0', configuration: plainConfiguration(req) }),
+    });
+    await p.start();
+    await driveUntilProvisioned(p, fleet, 40_000);
+    await until('every attempt finished', () => attemptsEnded(p), 20_000);
+    const report = fleet.report();
+    // the one refusal per node is the agent-busy check's `jwt` (these nodes have no provisioning
+    // JWT): a refusal is an answer, so the agent was idle and only the version could tell
+    expect(report.totals.violationsByKind).toEqual({ refused: 4 });
+    for (const n of report.nodes) {
+      expect(n, n.identity).toMatchObject({ version: '0.30.0', updateCount: 1, configuredCount: 1, restartCount: 1 });
+      expect(n.rpcCounts['choria_provision#release_update'], n.identity).toBe(1);
+      expect(n.rpcCounts['choria_provision#jwt'], n.identity).toBe(1);
+    }
+    expect(await lost(registry, 'choria_provision#release_update', 'acted')).toBe(4);
+    expect(await lost(registry, 'choria_provision#release_update', 'not_acted')).toBe(0);
+    expect(await outcome(registry, 'upgraded')).toBe(4);
+    expect(await outcome(registry, 'provisioned')).toBe(4);
+    expect(await outcome(registry, 'failed')).toBe(0);
+  }, 60_000);
+
   it('every restart of an attempt lost: the next attempt restarts the configured node instead of configuring it again', async () => {
     const s = await h.broker();
     const fleet = await h.fleet(s.url, { count: 5, seed: 6 });

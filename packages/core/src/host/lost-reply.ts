@@ -8,7 +8,9 @@
 import type { ChoriaClient } from '../choria/client.js';
 import { ClientClosedError, RpcAbortError, RpcReplyLostError, RpcTimeoutError } from '../choria/errors.js';
 import { sleep } from '../util/backoff.js';
+import { rpmVersionCompare } from '../util/rpmvercmp.js';
 import type { LifecycleWitness, WitnessedType } from './lifecycle-witness.js';
+import { parseInventoryReply } from './node-replies.js';
 import type { LostReplyFinding } from './types.js';
 
 /** The node-changing actions and what proves each happened. */
@@ -26,19 +28,25 @@ interface ActionRule {
    * that still answers discovery past `actsWithinMs` may be busy with it rather than idle
    */
   readonly mayRunLong: boolean;
+  /**
+   * a node that reports running the version it was asked for has acted, events or not: it
+   * re-executes into provisioning mode and answers discovery as it did before the action
+   */
+  readonly versionTells: boolean;
 }
 
 const RULES: Readonly<Record<ChangingAction, ActionRule>> = {
   // configure leaves the node in provisioning mode: only its `provisioned` event tells
-  configure: { evidence: ['provisioned'], actsWithinMs: 0, goneMeansActed: false, mayRunLong: false },
+  configure: { evidence: ['provisioned'], actsWithinMs: 0, goneMeansActed: false, mayRunLong: false, versionTells: false },
   // `shutdown` is published as soon as restart is accepted; splay 1 gives exactly 2 s
-  restart: { evidence: ['shutdown'], actsWithinMs: 2_000, goneMeansActed: true, mayRunLong: false },
+  restart: { evidence: ['shutdown'], actsWithinMs: 2_000, goneMeansActed: true, mayRunLong: false, versionTells: false },
   // a random delay in [0, 10) s, then `shutdown`
-  shutdown: { evidence: ['shutdown'], actsWithinMs: 10_000, goneMeansActed: true, mayRunLong: false },
+  shutdown: { evidence: ['shutdown'], actsWithinMs: 10_000, goneMeansActed: true, mayRunLong: false, versionTells: false },
   // The release is downloaded and unpacked first, for as long as that takes: past the agent's
   // 20 s deadline the server sends no reply at all, but still installs it. Then `upgraded`, and
-  // a re-execution in provisioning mode after 2 s.
-  release_update: { evidence: ['upgraded', 'shutdown', 'startup'], actsWithinMs: 2_000, goneMeansActed: true, mayRunLong: true },
+  // a re-execution in provisioning mode after 2 s. A server back that quickly, with its events
+  // lost (a broker outage across its restart), is told apart by the version it reports.
+  release_update: { evidence: ['upgraded', 'shutdown', 'startup'], actsWithinMs: 2_000, goneMeansActed: true, mayRunLong: true, versionTells: true },
 };
 
 export function isChangingAction(agent: string, action: string): action is ChangingAction {
@@ -100,6 +108,8 @@ export interface ConfirmRequest {
   readonly token?: string;
   /** told once when the node is found still busy with the action */
   readonly onBusy?: () => void;
+  /** release_update: the version the node was asked to install (the version check of versionTells) */
+  readonly targetVersion?: string;
 }
 
 export const DEFAULT_RECONNECT_GRACE_MS = 2_000;
@@ -198,6 +208,8 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
           await sleep(interval, req.signal);
           continue;
         }
+        // Already running the version it was asked for: it acted and came back, its events lost.
+        if (rule.versionTells && req.targetVersion !== undefined && (await runsVersion(req, req.targetVersion, probeTimeout))) return 'acted';
         // Without a reconnect the request itself was lost: nothing ever came back, nor any event.
         return 'not_acted';
       }
@@ -222,5 +234,20 @@ async function agentBusy(req: ConfirmRequest, timeoutMs: number): Promise<boolea
     if (err instanceof RpcAbortError || err instanceof ClientClosedError) throw err;
     // no answer in time: busy (or the answer was lost, which watching a while longer survives)
     return err instanceof RpcTimeoutError || err instanceof RpcReplyLostError;
+  }
+}
+
+/**
+ * Whether the node reports running `version` (rpcutil#inventory, which answers outside the
+ * provisioning agent's mutex). No answer proves nothing: the caller's verdict stands.
+ */
+async function runsVersion(req: ConfirmRequest, version: string, timeoutMs: number): Promise<boolean> {
+  try {
+    const reply = await req.client.rpc(req.identity, 'rpcutil', 'inventory', {}, { timeoutMs, signal: req.signal });
+    const reported = parseInventoryReply(reply.data).version;
+    return reported !== '' && rpmVersionCompare(reported, version) === 0;
+  } catch (err) {
+    if (err instanceof RpcAbortError || err instanceof ClientClosedError) throw err;
+    return false; // no answer, a refusal or an inventory without a version
   }
 }

@@ -65,13 +65,17 @@ describe('confirmAfterLostReply for configure', () => {
 describe('confirmAfterLostReply for release_update', () => {
   const identity = 'n1.example.net';
   /** A node that answers discovery; `jwt` is answered, refused or left unanswered per call. */
-  function nodeAnswering(jwt: (call: number) => 'answer' | 'refuse' | 'silent') {
+  function nodeAnswering(jwt: (call: number) => 'answer' | 'refuse' | 'silent', inventoryVersion?: string) {
     const calls: string[] = [];
     const client = {
       link: { up: true, changes: 0, upSince: 0 },
       discover: () => Promise.resolve([identity]),
       rpc: (to: string, agent: string, action: string, data: Record<string, unknown>, opts: { timeoutMs: number }) => {
         calls.push(`${to} ${agent}#${action} token=${String(data['token'])}`);
+        if (action === 'inventory') {
+          if (inventoryVersion === undefined) return new Promise((_resolve, reject) => setTimeout(() => reject(new RpcTimeoutError('timed out', opts.timeoutMs, 0)), opts.timeoutMs));
+          return Promise.resolve({ sender: to, data: { version: inventoryVersion, upgradable: true, agents: ['rpcutil'] } });
+        }
         const how = jwt(calls.length);
         if (how === 'answer') return Promise.resolve({ sender: to, data: { jwt: '' } });
         if (how === 'refuse') {
@@ -143,6 +147,25 @@ describe('confirmAfterLostReply for release_update', () => {
     const started = performance.now();
     expect(await confirmAfterLostReply(request(client, { acted: false }, { maxBusyMs: 300 }))).toBe('not_acted');
     expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  // The server re-executes 2 s after installing: back in provisioning mode within the watch, its
+  // `upgraded` and `startup` events lost with a broker outage, it answers like one that never acted.
+  it('idle and already running the version it was asked for (its events lost): acted, not sent the update again', async () => {
+    const { client, calls } = nodeAnswering(() => 'answer', '0.30.0');
+    expect(await confirmAfterLostReply({ ...request(client), targetVersion: '0.30.0' })).toBe('acted');
+    expect(calls).toEqual([`${identity} choria_provision#jwt token=s3cret`, `${identity} rpcutil#inventory token=undefined`]);
+  });
+
+  it('idle and still on its old version: not acted', async () => {
+    const { client } = nodeAnswering(() => 'answer', '0.29.4');
+    expect(await confirmAfterLostReply({ ...request(client), targetVersion: '0.30.0' })).toBe('not_acted');
+  });
+
+  it('idle and not answering inventory: proves nothing, not acted as before', async () => {
+    const { client, calls } = nodeAnswering(() => 'answer');
+    expect(await confirmAfterLostReply({ ...request(client), targetVersion: '0.30.0' })).toBe('not_acted');
+    expect(calls.at(-1)).toBe(`${identity} rpcutil#inventory token=undefined`);
   });
 
   it('restart is never asked jwt: its delay is all it takes', async () => {
