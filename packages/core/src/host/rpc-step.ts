@@ -243,8 +243,8 @@ async function untilLinkUp(ctx: StepContext, name: RpcName): Promise<void> {
 async function investigate(ctx: StepContext, name: RpcName, action: ChangingAction, sentAt: number, err: Error, sent: Record<string, unknown>): Promise<LostReplyFinding> {
   // the action's own token opens the agent-busy check (lost-reply.ts agentBusy)
   const token = typeof sent['token'] === 'string' ? sent['token'] : undefined;
-  // release_update's target version: a node that runs it already acted (lost-reply.ts versionTells)
-  const targetVersion = action === 'release_update' && typeof sent['version'] === 'string' ? sent['version'] : undefined;
+  // the version asked for (release_update): whether it tells is the action's rule (lost-reply.ts versionTells)
+  const targetVersion = typeof sent['version'] === 'string' ? sent['version'] : undefined;
   ctx.logger.warn(`The reply of ${name} from ${ctx.identity} was lost (${err.message}); checking whether the node acted before sending anything more`);
   ctx.onWatching?.();
   let finding: LostReplyFinding;
