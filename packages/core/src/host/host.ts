@@ -240,8 +240,9 @@ export class Host {
       const serverJwt = cfg.features.ed25519 ? this.#mintServerJwt(reply) : '';
       const key = this.#encryptKey(reply);
       if (this.#wantsUpgrade(reply)) {
-        const upgraded = await this.#upgrade(reply);
-        if (upgraded) return { outcome: 'upgraded', message: `updating to version ${reply.upgrade ?? ''}` };
+        const upgrade = await this.#upgrade(reply);
+        if (upgrade === 'back') return { outcome: 'upgraded', message: `updated to version ${reply.upgrade ?? ''}`, waitingAgain: true };
+        if (upgrade === 'updating') return { outcome: 'upgraded', message: `updating to version ${reply.upgrade ?? ''}` };
       }
       const input: ConfigureInput = { reply, configuration: this.#configurationOf(reply), serverJwt, key };
       return await this.#committed((ctx) => this.#configureAndRestart(ctx, input));
@@ -474,14 +475,18 @@ export class Host {
     return this.#deps.config.features.upgrades && reply.upgrade !== undefined && reply.upgrade !== '';
   }
 
-  /** Returns true when the node was told to update (configuration then happens on its next pass). */
-  async #upgrade(reply: HelperReply): Promise<boolean> {
+  /**
+   * `updating` when the node was told to update (configuration then happens on its next pass),
+   * `back` when it is known to run the new version in provisioning mode already (its reply and
+   * events lost), `not_needed` when it runs the version already or may skip the update.
+   */
+  async #upgrade(reply: HelperReply): Promise<'updating' | 'back' | 'not_needed'> {
     const cfg = this.#deps.config;
     const target = reply.upgrade ?? '';
     const current = this.#facts.inventory?.version ?? '';
     if (rpmVersionCompare(current, target) === 0) {
       this.#log.debug(`${this.identity} already runs version ${target}, no update needed`);
-      return false;
+      return 'not_needed';
     }
     const problem =
       cfg.upgradesRepository === ''
@@ -494,7 +499,7 @@ export class Host {
     if (problem !== undefined) {
       if (cfg.upgradesOptional) {
         this.#log.warn(`${problem}; continuing because upgrades_optional is set`);
-        return false;
+        return 'not_needed';
       }
       throw new Error(problem);
     }
@@ -504,14 +509,15 @@ export class Host {
       const data = { repository: cfg.upgradesRepository, token: cfg.token, version: target };
       const done = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'release_update', data, parse: ignoreReply });
       if (!done.replied) this.#log.info(`The release_update reply from ${this.identity} was lost, but the node acted on it`);
+      if (!done.replied && done.back) return 'back';
     } catch (err) {
       if (cfg.upgradesOptional && !(err instanceof LockedElsewhereError) && !this.#job.signal.aborted) {
         this.#log.warn(`Version update of ${this.identity} failed, continuing because upgrades_optional is set: ${errorText(err)}`);
-        return false;
+        return 'not_needed';
       }
       throw err;
     }
-    return true;
+    return 'updating';
   }
 
   #mintServerJwt(reply: HelperReply): string {

@@ -110,6 +110,11 @@ export interface ConfirmRequest {
   readonly onBusy?: () => void;
   /** release_update: the version the node was asked to install (the version check of versionTells) */
   readonly targetVersion?: string;
+  /**
+   * told when the node acted and is known to be back in provisioning mode already (it reports the
+   * version it was asked for); an event that proves the action says nothing of where the node is now
+   */
+  readonly onBack?: () => void;
 }
 
 export const DEFAULT_RECONNECT_GRACE_MS = 2_000;
@@ -209,7 +214,10 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
           continue;
         }
         // Already running the version it was asked for: it acted and came back, its events lost.
-        if (rule.versionTells && req.targetVersion !== undefined && (await runsVersion(req, req.targetVersion, probeTimeout))) return 'acted';
+        if (rule.versionTells && req.targetVersion !== undefined && (await runsVersion(req, req.targetVersion, probeTimeout))) {
+          req.onBack?.();
+          return 'acted';
+        }
         // Without a reconnect the request itself was lost: nothing ever came back, nor any event.
         return 'not_acted';
       }

@@ -104,7 +104,10 @@ export interface StepRequest<T> {
 }
 
 /** How a step ended: with the parsed reply, or (node-changing actions only) proven done without one. */
-export type StepResult<T> = { readonly replied: true; readonly value: T } | { readonly replied: false; readonly finding: 'acted' | 'unsure' };
+export type StepResult<T> =
+  | { readonly replied: true; readonly value: T }
+  /** `back`: the node acted and is in provisioning mode again already (lost-reply.ts onBack) */
+  | { readonly replied: false; readonly finding: 'acted' | 'unsure'; readonly back: boolean };
 
 function isAbort(err: unknown, signal: AbortSignal): boolean {
   return signal.aborted || err instanceof RpcAbortError;
@@ -189,8 +192,8 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
       // way, and the same request meets the same state again).
       if (last instanceof RpcUnknownActionError || last instanceof RpcAbortedError) break;
       if (changing !== undefined && isLostReply(err)) {
-        const finding = await investigate(ctx, name, changing, started, last, req.data);
-        if (finding === 'acted' || finding === 'unsure') return { replied: false, finding };
+        const { finding, back } = await investigate(ctx, name, changing, started, last, req.data);
+        if (finding === 'acted' || finding === 'unsure') return { replied: false, finding, back };
         if (finding === 'gone') {
           last = new Error(`${last.message}; then the node stopped answering discovery`, { cause: last });
           break;
@@ -240,7 +243,14 @@ async function untilLinkUp(ctx: StepContext, name: RpcName): Promise<void> {
   }
 }
 
-async function investigate(ctx: StepContext, name: RpcName, action: ChangingAction, sentAt: number, err: Error, sent: Record<string, unknown>): Promise<LostReplyFinding> {
+async function investigate(
+  ctx: StepContext,
+  name: RpcName,
+  action: ChangingAction,
+  sentAt: number,
+  err: Error,
+  sent: Record<string, unknown>,
+): Promise<{ finding: LostReplyFinding; back: boolean }> {
   // the action's own token opens the agent-busy check (lost-reply.ts agentBusy)
   const token = typeof sent['token'] === 'string' ? sent['token'] : undefined;
   // the version asked for (release_update): whether it tells is the action's rule (lost-reply.ts versionTells)
@@ -248,6 +258,7 @@ async function investigate(ctx: StepContext, name: RpcName, action: ChangingActi
   ctx.logger.warn(`The reply of ${name} from ${ctx.identity} was lost (${err.message}); checking whether the node acted before sending anything more`);
   ctx.onWatching?.();
   let finding: LostReplyFinding;
+  let back = false;
   try {
     finding = await confirmAfterLostReply({
       client: ctx.client,
@@ -260,6 +271,7 @@ async function investigate(ctx: StepContext, name: RpcName, action: ChangingActi
       ...(ctx.lostReply !== undefined ? { timings: ctx.lostReply } : {}),
       ...(token !== undefined ? { token } : {}),
       ...(targetVersion !== undefined ? { targetVersion } : {}),
+      onBack: () => (back = true),
       onBusy: () => ctx.logger.info(`${ctx.identity} still answers discovery but its provisioning agent is busy, still carrying out ${name}: watching it until it acts`),
     });
   } catch (probeErr) {
@@ -271,13 +283,13 @@ async function investigate(ctx: StepContext, name: RpcName, action: ChangingActi
   }
   ctx.metrics.lostReply(name, finding);
   const verdict = {
-    acted: 'it carried the action out',
+    acted: back ? 'it carried the action out and is back in provisioning mode already' : 'it carried the action out',
     not_acted: 'it is still in provisioning mode and did not act, sending it again',
     gone: 'it no longer answers discovery, not sending it again',
     unsure: 'it is still in provisioning mode, but its events may have been lost with the broker: the restart will tell',
   }[finding];
   ctx.logger.info(`After the lost ${name} reply from ${ctx.identity}: ${verdict}`);
-  return finding;
+  return { finding, back };
 }
 
 /**

@@ -108,6 +108,11 @@ export interface HostResult {
   readonly error?: Error;
   /** a failed attempt got as far as configuring the node: the next one can resume at the restart */
   readonly configured?: boolean;
+  /**
+   * the node is back in provisioning mode and waiting already (an update found installed after its
+   * reply and events were lost): offer it again now rather than at the next discovery
+   */
+  readonly waitingAgain?: boolean;
 }
 
 /**

@@ -412,11 +412,17 @@ export class Provisioner {
     if (toOwner) this.#share.handOver(entry);
     const settled = toOwner ? undefined : this.#list.settle(entry, result.outcome, now, this.#policy.waitsOutLocks);
     logOutcome(logger, entry.identity, result, settled === 'locked' ? entry.heldUntil : undefined);
-    // its startup event came while the attempt ran, and could not add it then: the node is waiting
-    // in provisioning mode again (an upgrade, a reboot), not until the next discovery
-    if (settled === 'removed' && entry.startedDuringAttempt && this.#acceptsStartups()) {
-      logger.info(`${entry.identity} started again in provisioning mode while it was being provisioned: adding it again`);
-      this.offer(entry.identity, 'event', entry.reportedVersion);
+    // its startup event came while the attempt ran, and could not add it then, or the attempt
+    // found it back already (result.waitingAgain): the node is waiting in provisioning mode again
+    // (an upgrade, a reboot), not until the next discovery
+    if (settled === 'removed' && this.#acceptsStartups()) {
+      if (entry.startedDuringAttempt) {
+        logger.info(`${entry.identity} started again in provisioning mode while it was being provisioned: adding it again`);
+        this.offer(entry.identity, 'event', entry.reportedVersion);
+      } else if (result.waitingAgain === true) {
+        logger.info(`${entry.identity} is back in provisioning mode already: adding it again`);
+        this.offer(entry.identity, 'discovery');
+      }
     }
     this.#gauges.load();
     if (this.#queue.length === 0) this.#share.mayBeIdle();

@@ -153,8 +153,18 @@ describe('confirmAfterLostReply for release_update', () => {
   // `upgraded` and `startup` events lost with a broker outage, it answers like one that never acted.
   it('idle and already running the version it was asked for (its events lost): acted, not sent the update again', async () => {
     const { client, calls } = nodeAnswering(() => 'answer', '0.30.0');
-    expect(await confirmAfterLostReply({ ...request(client), targetVersion: '0.30.0' })).toBe('acted');
+    let back = 0;
+    expect(await confirmAfterLostReply({ ...request(client), targetVersion: '0.30.0', onBack: () => back++ })).toBe('acted');
     expect(calls).toEqual([`${identity} choria_provision#jwt token=s3cret`, `${identity} rpcutil#inventory token=undefined`]);
+    // known to be waiting in provisioning mode again: the provisioner offers it again at once
+    expect(back).toBe(1);
+  });
+
+  it('acted by its event: not told back, the node may still be re-executing', async () => {
+    const { client } = nodeAnswering(() => 'answer', '0.30.0');
+    let back = 0;
+    expect(await confirmAfterLostReply({ ...request(client, { acted: true }), targetVersion: '0.30.0', onBack: () => back++ })).toBe('acted');
+    expect(back).toBe(0);
   });
 
   it('idle and still on its old version: not acted', async () => {
