@@ -430,8 +430,9 @@ export class Provisioner {
 
   /**
    * Whether a node's startup event may add it now: not while paused (an operator's pause holds the
-   * site; the next discovery after resuming finds the node). Asked for events as they arrive and
-   * for one that came during an attempt, when that attempt ends.
+   * site; the next discovery after resuming finds the node). Asked for events as they arrive, for
+   * one that came during an attempt when that attempt ends, and for a node an attempt found back in
+   * provisioning mode (HostResult.waitingAgain), which is as good as its startup event.
    */
   #acceptsStartups(): boolean {
     return !this.paused;
