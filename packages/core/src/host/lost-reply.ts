@@ -5,7 +5,7 @@
 // counts it as an error. Instead the node is observed without a directed request: lifecycle
 // events it published, and broadcast discovery with an identity filter (a node still in
 // provisioning mode answers it, one that left does not).
-import type { ChoriaClient } from '../choria/client.js';
+import type { ChoriaClient, RpcReply } from '../choria/client.js';
 import { ClientClosedError, RpcAbortError, RpcReplyLostError, RpcTimeoutError } from '../choria/errors.js';
 import { sleep } from '../util/backoff.js';
 import { rpmVersionCompare } from '../util/rpmvercmp.js';
@@ -229,20 +229,28 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
 }
 
 /**
+ * One short question of the watch: the node's reply, or the error that took its place. A cancelled
+ * watch or a closed client ends the watch (thrown); any other failure is an answer to sort.
+ */
+async function ask(req: ConfirmRequest, agent: string, action: string, data: Record<string, unknown>, timeoutMs: number): Promise<RpcReply | Error> {
+  try {
+    return await req.client.rpc(req.identity, agent, action, data, { timeoutMs, signal: req.signal });
+  } catch (err) {
+    if (err instanceof RpcAbortError || err instanceof ClientClosedError || !(err instanceof Error)) throw err;
+    return err;
+  }
+}
+
+/**
  * Whether the node's provisioning agent is still working on an earlier request. go-choria runs the
  * agent's actions one at a time under one mutex, `jwt` included; so a node that answers discovery
  * but not `jwt` within `timeoutMs` is in the middle of an action. Any answer to `jwt` (its token,
  * or a refusal) means the agent is idle. `jwt` only reads: if it runs later, nothing changes.
  */
 async function agentBusy(req: ConfirmRequest, timeoutMs: number): Promise<boolean> {
-  try {
-    await req.client.rpc(req.identity, 'choria_provision', 'jwt', { token: req.token ?? '' }, { timeoutMs, signal: req.signal });
-    return false;
-  } catch (err) {
-    if (err instanceof RpcAbortError || err instanceof ClientClosedError) throw err;
-    // no answer in time: busy (or the answer was lost, which watching a while longer survives)
-    return err instanceof RpcTimeoutError || err instanceof RpcReplyLostError;
-  }
+  const answer = await ask(req, 'choria_provision', 'jwt', { token: req.token ?? '' }, timeoutMs);
+  // no answer in time: busy (or the answer was lost, which watching a while longer survives)
+  return answer instanceof RpcTimeoutError || answer instanceof RpcReplyLostError;
 }
 
 /**
@@ -250,12 +258,12 @@ async function agentBusy(req: ConfirmRequest, timeoutMs: number): Promise<boolea
  * provisioning agent's mutex). No answer proves nothing: the caller's verdict stands.
  */
 async function runsVersion(req: ConfirmRequest, version: string, timeoutMs: number): Promise<boolean> {
+  const answer = await ask(req, 'rpcutil', 'inventory', {}, timeoutMs);
+  if (answer instanceof Error) return false; // no answer, or a refusal
   try {
-    const reply = await req.client.rpc(req.identity, 'rpcutil', 'inventory', {}, { timeoutMs, signal: req.signal });
-    const reported = parseInventoryReply(reply.data).version;
+    const reported = parseInventoryReply(answer.data).version;
     return reported !== '' && rpmVersionCompare(reported, version) === 0;
-  } catch (err) {
-    if (err instanceof RpcAbortError || err instanceof ClientClosedError) throw err;
-    return false; // no answer, a refusal or an inventory without a version
+  } catch {
+    return false; // an inventory without a version
   }
 }
