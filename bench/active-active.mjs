@@ -9,9 +9,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { clearTimeout, setTimeout } from 'node:timers';
 import { URL, fileURLToPath } from 'node:url';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { startSimulator } from './lib/simulator.mjs';
+import { cpuSecondsOf, machineBusySeconds, treeCpu } from './lib/stats.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'packages', 'cli', 'dist', 'bin.js');
@@ -92,6 +94,25 @@ function startupTimeline(logs, spawnedAt) {
   });
 }
 
+/** ms after spawning at which startUpCpu() is read: the start-up, then the first nodes */
+const CPU_MARKS_MS = [1000, 2000];
+
+/**
+ * CPU ms used since `base` by the machine, the instances (CLI processes), their helpers (every
+ * process under them), the simulator and nats-server: where the two cores went during start-up.
+ */
+function startUpCpu(children, simPid, natsPid, base) {
+  const now = {
+    machine: machineBusySeconds(),
+    clis: children.reduce((sum, c) => sum + (cpuSecondsOf(c.pid) || 0), 0),
+    helpers: children.reduce((sum, c) => sum + treeCpu(c.pid).below, 0),
+    simulator: (cpuSecondsOf(simPid, true) || 0),
+    nats: natsPid === undefined ? NaN : cpuSecondsOf(natsPid),
+  };
+  if (base === undefined) return now;
+  return Object.fromEntries(Object.entries(now).map(([k, v]) => [k, Math.round((v - base[k]) * 1000)]));
+}
+
 export async function activeActiveScenario(s) {
   const sim = await startSimulator({ url: s.url, count: s.count, flow: 'plain', nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
   const dir = mkdtempSync(join(tmpdir(), 'cpts-bench-aa-'));
@@ -99,14 +120,18 @@ export async function activeActiveScenario(s) {
   const children = [];
   try {
     const configs = Array.from({ length: s.instances }, (_, i) => instanceConfig(dir, s, `prov-${i + 1}`, runs));
+    const cpuBase = startUpCpu([], sim.pid, s.natsPid);
     const t0 = performance.now();
     const spawnedAt = Date.now();
     // BENCH_PROVISIONER_NODE_OPTIONS: e.g. --cpu-prof --cpu-prof-dir=DIR (bench/run.mjs --profile)
     const nodeArgs = (process.env.BENCH_PROVISIONER_NODE_OPTIONS ?? '').split(' ').filter((a) => a !== '');
     for (const config of configs) children.push(spawn(process.execPath, [...nodeArgs, CLI, 'run', '--config', config], { stdio: 'ignore' }));
+    const cpuMarks = [];
+    const cpuTimers = CPU_MARKS_MS.map((at) => setTimeout(() => cpuMarks.push({ at, ...startUpCpu(children, sim.pid, s.natsPid, cpuBase) }), at));
     // polled often: the poll interval adds to both the one-instance and the three-instance time
     const summary = await sim.waitFor((x) => (x.totals.byState.provisioned ?? 0) >= s.count, s.timeoutMs ?? 300_000, 25);
     const ms = performance.now() - t0;
+    for (const t of cpuTimers) clearTimeout(t);
     const logs = configs.map((c) => readLog(c.replace(/\.yaml$/, '.log')));
     const phaseMs = provisioningPhaseMs(logs);
     const startup = startupTimeline(logs, spawnedAt);
@@ -133,6 +158,7 @@ export async function activeActiveScenario(s) {
       maxConfiguredPerCycle: summary.totals.maxConfiguredPerCycle,
       lockRefusals: summary.totals.violationsByKind?.['lock-held'] ?? 0,
       startup,
+      startUpCpu: cpuMarks,
     };
   } finally {
     const exited = children.map((c) => (c.exitCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r))));

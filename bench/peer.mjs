@@ -23,7 +23,7 @@ import { clearTimeout } from 'node:timers';
 import { URL, fileURLToPath } from 'node:url';
 import { stringify as stringifyYaml } from 'yaml';
 import { startSimulator } from './lib/simulator.mjs';
-import { childPids, cpuSecondsOf, machineBusySeconds, memoryFromProc } from './lib/stats.mjs';
+import { childPids, cpuSecondsOf, machineBusySeconds, memoryFromProc, treeCpu } from './lib/stats.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'packages', 'cli', 'dist', 'bin.js');
@@ -46,19 +46,6 @@ export function upstreamBinary() {
   return join(lab, 'bin', 'choria-provisioner');
 }
 
-/** CPU seconds of `pid` and, separately, of every process under it (reaped and live). */
-function treeCpu(pid) {
-  const own = cpuSecondsOf(pid);
-  let below = cpuSecondsOf(pid, true) - own;
-  const walk = (p) => {
-    for (const c of childPids(p)) {
-      below += cpuSecondsOf(c, true) || 0;
-      walk(c);
-    }
-  };
-  walk(pid);
-  return { own, below };
-}
 
 /** Sum of VmHWM of the live descendants of `pid`, in MB. */
 function descendantsPeakRssMb(pid) {

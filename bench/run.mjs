@@ -296,7 +296,11 @@ function summaryLine(r) {
   if (r.kind === 'active-active') {
     // ms from spawning: first log line / membership settled / first node started / finished, per instance
     const startup = (r.startup ?? []).map((i) => [i.firstLineMs, i.settledMs, i.firstStartedMs, i.firstFinishedMs].map((v) => (v === undefined ? '-' : String(v))).join('/')).join(', ');
-    return `${r.instances} instance(s): ${r.provisioned}/${r.count} nodes in ${fmt.s(r.ms)}, ${r.helperRunsPerNode.toFixed(3)} helper runs per node, max ${r.maxConfiguredPerCycle} configure per node, ${r.lockRefusals} lock refusals; start-up (ms: first line/settled/first node started/finished) ${startup}`;
+    // CPU ms used in the first 1 s and 2 s after spawning, by kind of process (the machine has 2,000 ms a second on two cores)
+    const marks = r.startUpCpu ?? [];
+    const kinds = ['machine', 'clis', 'helpers', 'simulator', 'nats'];
+    const cpu = marks.length === 0 ? '' : `; start-up CPU ms at ${marks.map((m) => `${m.at / 1000} s`).join('/')}: ${kinds.map((k) => `${k} ${marks.map((m) => m[k]).join('/')}`).join(', ')}`;
+    return `${r.instances} instance(s): ${r.provisioned}/${r.count} nodes in ${fmt.s(r.ms)}, ${r.helperRunsPerNode.toFixed(3)} helper runs per node, max ${r.maxConfiguredPerCycle} configure per node, ${r.lockRefusals} lock refusals; start-up (ms: first line/settled/first node started/finished) ${startup}${cpu}`;
   }
   if (r.kind === 'queue') return `${r.offered} offered, ${r.queued} queued: RSS ${fmt.mb(r.rssBeforeMb)} -> ${fmt.mb(r.rssAfterMb)}`;
   return JSON.stringify(r);

@@ -87,6 +87,20 @@ export function liveChildrenCpuSeconds(excluded = []) {
   return sum;
 }
 
+/** CPU seconds of `pid` and, separately, of every process under it (reaped and live). */
+export function treeCpu(pid) {
+  const own = cpuSecondsOf(pid);
+  let below = cpuSecondsOf(pid, true) - own;
+  const walk = (p) => {
+    for (const c of childPids(p)) {
+      below += cpuSecondsOf(c, true) || 0;
+      walk(c);
+    }
+  };
+  walk(pid);
+  return { own, below };
+}
+
 /** Busy CPU seconds of the whole machine so far (all cores), from /proc/stat. */
 export function machineBusySeconds() {
   const line = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
