@@ -102,11 +102,12 @@ const CPU_MARKS_MS = [1000, 2000];
  * process under them), the simulator and nats-server: where the two cores went during start-up.
  */
 function startUpCpu(children, simPid, natsPid, base) {
+  const trees = children.map((c) => treeCpu(c.pid));
   const now = {
     machine: machineBusySeconds(),
-    clis: children.reduce((sum, c) => sum + (cpuSecondsOf(c.pid) || 0), 0),
-    helpers: children.reduce((sum, c) => sum + treeCpu(c.pid).below, 0),
-    simulator: (cpuSecondsOf(simPid, true) || 0),
+    clis: trees.reduce((sum, t) => sum + (t.own || 0), 0),
+    helpers: trees.reduce((sum, t) => sum + (t.below || 0), 0),
+    simulator: cpuSecondsOf(simPid, true) || 0,
     nats: natsPid === undefined ? NaN : cpuSecondsOf(natsPid),
   };
   if (base === undefined) return now;

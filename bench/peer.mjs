@@ -46,7 +46,6 @@ export function upstreamBinary() {
   return join(lab, 'bin', 'choria-provisioner');
 }
 
-
 /** Sum of VmHWM of the live descendants of `pid`, in MB. */
 function descendantsPeakRssMb(pid) {
   let sum = 0;

@@ -298,7 +298,8 @@ function summaryLine(r) {
     const startup = (r.startup ?? []).map((i) => [i.firstLineMs, i.settledMs, i.firstStartedMs, i.firstFinishedMs].map((v) => (v === undefined ? '-' : String(v))).join('/')).join(', ');
     // CPU ms used in the first 1 s and 2 s after spawning, by kind of process (the machine has 2,000 ms a second on two cores)
     const marks = r.startUpCpu ?? [];
-    const kinds = ['machine', 'clis', 'helpers', 'simulator', 'nats'];
+    // the kinds in the order bench/active-active.mjs startUpCpu() lists them
+    const kinds = marks.length === 0 ? [] : Object.keys(marks[0]).filter((k) => k !== 'at');
     const cpu = marks.length === 0 ? '' : `; start-up CPU ms at ${marks.map((m) => `${m.at / 1000} s`).join('/')}: ${kinds.map((k) => `${k} ${marks.map((m) => m[k]).join('/')}`).join(', ')}`;
     return `${r.instances} instance(s): ${r.provisioned}/${r.count} nodes in ${fmt.s(r.ms)}, ${r.helperRunsPerNode.toFixed(3)} helper runs per node, max ${r.maxConfiguredPerCycle} configure per node, ${r.lockRefusals} lock refusals; start-up (ms: first line/settled/first node started/finished) ${startup}${cpu}`;
   }
