@@ -5,6 +5,7 @@ import type { Msg, NatsConnection, NatsError, Status, Subscription } from 'nats'
 import type { Logger } from 'winston';
 import type { ChoriaSettings } from '../config/types.js';
 import { formatMs } from '../util/duration.js';
+import { afterPendingIo } from '../util/io-timer.js';
 import { connectChoria } from './connector.js';
 import { closeNatsConnection } from './nats-close.js';
 import { actionTimeoutMs } from './ddl/registry.js';
@@ -360,7 +361,7 @@ export class ChoriaClient {
 
       const cleanup = (): void => {
         settled = true;
-        clearTimeout(timer);
+        timer.cancel();
         this.#pending.delete(id);
         signal?.removeEventListener('abort', onAbort);
       };
@@ -370,15 +371,16 @@ export class ChoriaClient {
         reject(err);
       };
       const onAbort = (): void => fail(new RpcAbortError(`${what} aborted: ${errorText(signal?.reason)}`, signal?.reason));
-      let timer = setTimeout(() => {
+      // a reply that arrived in time while this loop was busy is read before the limit applies
+      let timer = afterPendingIo(timeoutMs, () => {
         const others = responses > 0 ? `, received ${responses} responses from other identities` : '';
         fail(new RpcTimeoutError(`${what} timed out after ${formatMs(timeoutMs)}${others}`, timeoutMs, responses));
-      }, timeoutMs);
+      });
       const grace = opts.reconnectGraceMs ?? 0;
       const onReconnect = (): void => {
         if (settled) return;
-        clearTimeout(timer);
-        timer = setTimeout(() => fail(new RpcReplyLostError(`${LOST_REPLY_TEXT} (no late reply within ${formatMs(grace)})`)), grace);
+        timer.cancel();
+        timer = afterPendingIo(grace, () => fail(new RpcReplyLostError(`${LOST_REPLY_TEXT} (no late reply within ${formatMs(grace)})`)));
       };
 
       signal?.addEventListener('abort', onAbort, { once: true });

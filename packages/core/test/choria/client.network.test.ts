@@ -189,11 +189,14 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
     beforeAll(async () => {
       responders = await startResponders({
         url: server.url,
-        identities: ['node1.example.net', 'locked.example.net', 'silent.example.net', 'twice.example.net'],
+        identities: ['node1.example.net', 'locked.example.net', 'silent.example.net', 'twice.example.net', 'stall.example.net'],
         connections: 2,
         extraSenders: { 'twice.example.net': ['impostor.example.net'] },
         onRpc: ({ identity, request }) => {
           if (identity === 'silent.example.net') return undefined;
+          // This process stops reading for 1.5 s once the reply has gone out. The block starts
+          // in the loop's last phase, so its next turn starts with the timers that came due.
+          if (identity === 'stall.example.net') setImmediate(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500));
           if (identity === 'locked.example.net') return { action: request.action, statuscode: 1, statusmsg: 'Could not obtain provisioning lock', data: {} };
           if (request.action === 'inventory') return { action: 'inventory', statuscode: 0, statusmsg: 'OK', data: { version: '0.29.4', upgradable: false } };
           return { action: request.action, statuscode: 0, statusmsg: 'OK', data: { message: 'Restarting Choria Server after 2s', echo: request.data } };
@@ -230,6 +233,11 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
       expect(err).toBeInstanceOf(RpcTimeoutError);
       expect((err as Error).message).toBe('request rpcutil#inventory to absent.example.net timed out after 300 ms');
       expect(Date.now() - started).toBeLessThan(1500);
+    });
+
+    it('reads a reply that came within the timeout while this process was blocked past it, instead of timing out', async () => {
+      const reply = await client.rpc('stall.example.net', 'rpcutil', 'inventory', {}, { timeoutMs: 500 });
+      expect(reply.sender).toBe('stall.example.net');
     });
 
     it('defaults the timeout to discovery_timeout + the DDL timeout (1 s + 2 s for rpcutil here)', async () => {

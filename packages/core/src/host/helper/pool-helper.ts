@@ -20,6 +20,7 @@ import { killProcessGroup, parseHelperCommand, spawnHelper } from './spawn.js';
 import type { HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
 import { errorText } from '../../util/values.js';
 import { settledWithin } from '../../util/deadline.js';
+import { afterPendingIo, type IoTimer } from '../../util/io-timer.js';
 
 export const DEFAULT_POOL_SIZE = 4;
 /** how long a process above the warm count may sit idle before it is asked to finish */
@@ -265,7 +266,7 @@ class PoolWorker {
   readonly #jobs: { readonly job: Job; abandoned: boolean }[] = [];
   #headStarted = 0;
   #idleSince = performance.now();
-  #headTimer: NodeJS.Timeout | undefined;
+  #headTimer: IoTimer | undefined;
   #corked = false;
   #dead = false;
   #startError: string | undefined;
@@ -382,13 +383,16 @@ class PoolWorker {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
 
-  /** The time limit runs for the request the helper works on: the oldest unanswered one. */
+  /**
+   * The time limit runs for the request the helper works on: the oldest unanswered one. An answer
+   * that arrived in time while this process's event loop was busy is read before the limit is
+   * applied (afterPendingIo), and is not called a timeout.
+   */
   #startHead(): void {
-    clearTimeout(this.#headTimer);
+    this.#headTimer?.cancel();
     this.#headStarted = performance.now();
-    this.#headTimer = setTimeout(
-      () => this.#die('timeout', `timed out after ${this.#settings.timeoutMs} ms without answering; killed it and the processes it started`),
-      this.#settings.timeoutMs,
+    this.#headTimer = afterPendingIo(this.#settings.timeoutMs, () =>
+      this.#die('timeout', `timed out after ${this.#settings.timeoutMs} ms without answering; killed it and the processes it started`),
     );
   }
 
@@ -473,7 +477,7 @@ class PoolWorker {
   /** After each answer: the next request's clock starts, its stderr is its own. */
   #answered(): void {
     this.#stderr.clear();
-    clearTimeout(this.#headTimer);
+    this.#headTimer?.cancel();
     this.#headTimer = undefined;
     if (this.#jobs.length > 0) this.#startHead();
     else this.#idleSince = performance.now();
@@ -487,7 +491,7 @@ class PoolWorker {
   #die(kind: HelperErrorKind, reason: string, extra: { code?: number | null; sig?: string | null; line?: string } = {}): void {
     if (this.#dead) return;
     this.#dead = true;
-    clearTimeout(this.#headTimer);
+    this.#headTimer?.cancel();
     this.#kill();
     const entries = this.#jobs.splice(0);
     for (const e of entries) e.job.signal?.removeEventListener('abort', e.job.onAbort);

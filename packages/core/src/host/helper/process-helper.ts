@@ -13,6 +13,7 @@ import { encodeHelperRequest } from './request.js';
 import { parseHelperCommand } from './spawn.js';
 import { HelperSpawners, type SpawnerKind, type SpawnerOutcome, type SpawnerSetting } from './spawner.js';
 import type { HelperNotice, HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
+import { afterPendingIo, type IoTimer } from '../../util/io-timer.js';
 
 export const DEFAULT_HELPER_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
@@ -120,7 +121,7 @@ export class ProcessHelper implements HelperRunner {
       let settled = false;
       let failure: { kind: HelperErrorKind; reason: string } | undefined;
       let exitCode: number | null = null;
-      let backstop: NodeJS.Timeout | undefined;
+      let backstop: IoTimer | undefined;
       let onSettled: () => void = () => undefined;
 
       const elapsed = (): number => Math.round(performance.now() - started);
@@ -132,7 +133,7 @@ export class ProcessHelper implements HelperRunner {
       const settle = (outcome: HelperResult | HelperError): void => {
         if (settled) return;
         settled = true;
-        clearTimeout(backstop);
+        backstop?.cancel();
         signal?.removeEventListener('abort', onAbort);
         this.#active.delete(cancel);
         onSettled();
@@ -169,14 +170,12 @@ export class ProcessHelper implements HelperRunner {
           onStarted: () => {
             if (settled) return;
             const waitMs = this.#timeoutMs + PIPE_CLOSE_GRACE_MS + SPAWNER_REPORT_SLACK_MS;
-            backstop = setTimeout(() => {
-              // a report that arrived while this loop was busy is read before giving up on it
-              setImmediate(() => {
-                if (settled) return;
-                run.kill();
-                settle(error('timeout', `timed out after ${this.#timeoutMs} ms: the helper spawner did not report on it ${waitMs} ms after starting it; killed it and the processes it started`));
-              });
-            }, waitMs);
+            // a report that arrived while this loop was busy is read before giving up on it
+            backstop = afterPendingIo(waitMs, () => {
+              if (settled) return;
+              run.kill();
+              settle(error('timeout', `timed out after ${this.#timeoutMs} ms: the helper spawner did not report on it ${waitMs} ms after starting it; killed it and the processes it started`));
+            });
           },
           onDone: (o) => {
             stdout = BoundedBuffer.fromParts(this.#maxOutputBytes, o.stdout, o.stdoutBytes);

@@ -168,6 +168,23 @@ describe('PoolHelper', () => {
     expect((await run(p, 'ok-3')).reply.msg).toBe(b.reply.msg);
   });
 
+  it('reads an answer that came within the limit while this process was blocked past it, instead of calling it a timeout', async () => {
+    const p = pool({ timeoutMs: 500 });
+    await run(p, 'ok-0');
+    // the answer comes after 200 ms; the request is on its way once the write is flushed
+    const answer = run(p, 'wait-1');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Blocked without using the CPU, from the loop's last phase: its next turn starts with the
+    // timers, and the limit is due there before the answer waiting in the pipe is read.
+    await new Promise<void>((resolve) =>
+      setImmediate(() => {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500);
+        resolve();
+      }),
+    );
+    expect((await answer).reply.configuration?.['identity']).toBe('wait-1');
+  });
+
   it('returns the stderr written while serving each request', async () => {
     const p = pool();
     expect((await run(p, 'stderr-1')).stderr).toBe('about stderr-1\n');
@@ -285,8 +302,10 @@ describe('PoolHelper with several requests in flight per process (depth)', () =>
   });
 
   it('counts the time limit from when the helper starts on a request, not from when it was written', async () => {
-    // three answers of 400 ms take longer than the limit together, each well within it
-    const p = depthPool(3, { DELAY_MS: '400' }, { timeoutMs: 1000 });
+    // three answers of 600 ms take longer than the limit together, each well within it; the
+    // process is started first, so a slow start on a loaded machine is not part of any answer's time
+    const p = depthPool(3, { DELAY_MS: '600' }, { timeoutMs: 1500 });
+    await run(p, 'c0');
     const results = await Promise.all(['c1', 'c2', 'c3'].map((id) => run(p, id)));
     expect(results.map((r) => r.reply.configuration?.['identity'])).toEqual(['c1', 'c2', 'c3']);
   });
