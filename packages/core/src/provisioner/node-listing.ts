@@ -106,21 +106,31 @@ function nextAttempt(n: KnownNode, now: number): number | undefined {
 type SortValue = string | number;
 const compare = (a: SortValue, b: SortValue): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** The value /nodes sorts by; nodes without one (no error, no next attempt) sort last. */
-function sortKey(key: NodeSortKey, now: number): (n: KnownNode) => SortValue {
+/**
+ * Orders two sort values, `sign` 1 ascending or -1 descending. A node without a value (no step,
+ * no error, no next attempt) sorts after those with one in either order: sorting by last error,
+ * either way round, is asked to see the errors.
+ */
+function compareValues(a: SortValue | undefined, b: SortValue | undefined, sign: number): number {
+  if (a === undefined || b === undefined) return a === b ? 0 : a === undefined ? 1 : -1;
+  return sign * compare(a, b);
+}
+
+/** The value /nodes sorts by, undefined when the node has none. */
+function sortKey(key: NodeSortKey, now: number): (n: KnownNode) => SortValue | undefined {
   switch (key) {
     case 'identity':
       return (n) => n.identity;
     case 'state':
       return (n) => n.state;
     case 'step':
-      return (n) => n.entry?.step ?? '\uffff';
+      return (n) => n.entry?.step;
     case 'attempts':
       return (n) => n.entry?.attempts ?? n.record?.attempts ?? 0;
     case 'lastError':
-      return (n) => n.record?.error ?? '\uffff';
+      return (n) => n.record?.error;
     case 'nextAttemptAt':
-      return (n) => nextAttempt(n, now) ?? Number.MAX_SAFE_INTEGER;
+      return (n) => nextAttempt(n, now);
     case 'updatedAt':
       return (n) => n.entry?.updatedAt ?? n.record?.updatedAt ?? 0;
   }
@@ -171,7 +181,7 @@ export function pageOf(known: Iterable<KnownNode>, query: Omit<NodeQuery, 'site'
   const key = sortKey(query.sort, now);
   const sign = query.order === 'desc' ? -1 : 1;
   const keyed = matching.map((n) => ({ n, k: key(n) }));
-  keyed.sort((a, b) => sign * (compare(a.k, b.k) || compare(a.n.identity, b.n.identity)));
+  keyed.sort((a, b) => compareValues(a.k, b.k, sign) || sign * compare(a.n.identity, b.n.identity));
   return {
     site,
     total: keyed.length,

@@ -349,6 +349,8 @@ describe('Provisioner scheduling', () => {
     expect(page({ sort: 'state' }).nodes.map((n) => `${n.state}:${n.identity}`).slice(0, 3)).toEqual(['failed:bad-1', 'failed:bad-2', 'held:db-01']);
     // nodes without an error sort after those with one
     expect(page({ sort: 'lastError' }).nodes.map((n) => n.identity).slice(0, 2)).toEqual(['bad-1', 'bad-2']);
+    // also in descending order: the errors, last first, then the nodes without one
+    expect(page({ sort: 'lastError', order: 'desc' }).nodes.map((n) => n.identity)).toEqual(['bad-2', 'bad-1', 'web-03', 'web-02', 'web-01', 'db-01']);
     const recent = p.status({ limit: 0 }).recent;
     expect(recent.slotMs).toBe(10_000);
     expect(recent.provisioned.reduce((a, n) => a + n, 0)).toBe(4);
