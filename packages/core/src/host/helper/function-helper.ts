@@ -9,6 +9,7 @@ import { DEFAULT_HELPER_TIMEOUT_MS } from './process-helper.js';
 import { parseHelperReply } from './reply.js';
 import type { HelperFunction, HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
 import { errorText } from '../../util/values.js';
+import { afterPendingIo } from '../../util/io-timer.js';
 
 export interface FunctionHelperOptions {
   /** limit per call; default 10 000 ms */
@@ -50,7 +51,7 @@ export class FunctionHelper implements HelperRunner {
       const settle = (outcome: HelperResult | HelperError): void => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        timer.cancel();
         opts.signal?.removeEventListener('abort', onAbort);
         controller.signal.removeEventListener('abort', onClose);
         this.#active.delete(controller);
@@ -62,7 +63,8 @@ export class FunctionHelper implements HelperRunner {
         settle(error(kind, reason));
         controller.abort(new Error(reason));
       };
-      const timer = setTimeout(() => stop('timeout', `timed out after ${this.#timeoutMs} ms`), this.#timeoutMs);
+      // what the function waited for and came in time while this loop was busy is read first
+      const timer = afterPendingIo(this.#timeoutMs, () => stop('timeout', `timed out after ${this.#timeoutMs} ms`));
       const onAbort = (): void => stop('aborted', 'aborted by the caller');
       // close() aborts the controller directly.
       const onClose = (): void => settle(error('aborted', 'the helper runner was closed'));

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { HelperError } from '../../../src/host/helper/errors.js';
 import { FunctionHelper } from '../../../src/host/helper/function-helper.js';
@@ -58,6 +59,33 @@ describe('FunctionHelper', () => {
     expect(err.message).toBe('helper function slow failed for web1.example.net: timed out after 300 ms');
     expect(Date.now() - started).toBeGreaterThanOrEqual(250);
     expect(signal?.aborted).toBe(true);
+  });
+
+  it('takes the answer of a function whose I/O came in within the limit while this process was blocked past it', async () => {
+    // the function waits for a line from another process, printed after 100 ms
+    const helper = new FunctionHelper(
+      () =>
+        new Promise((resolve, reject) => {
+          const child = spawn('sh', ['-c', 'sleep 0.1; echo in-time; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+          child.on('error', reject);
+          child.stdout.once('data', (chunk: Buffer) => {
+            child.kill('SIGKILL');
+            resolve({ msg: chunk.toString().trim() });
+          });
+        }),
+      { timeoutMs: 500 },
+    );
+    const answer = helper.run(sampleRequest(), { identity: 'web1.example.net' });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    // Blocked without using the CPU, from the loop's last phase: its next turn starts with the
+    // timers, and the limit is due there before the line waiting in the pipe is read.
+    await new Promise<void>((resolve) =>
+      setImmediate(() => {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500);
+        resolve();
+      }),
+    );
+    expect((await answer).reply.msg).toBe('in-time');
   });
 
   it('reports a function that throws, without leaking the token', async () => {
