@@ -10,6 +10,7 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Provisioner } from '../../packages/core/src/index.js';
 import { FleetHarness, expectExactlyOnce, metricValue } from '@choria-provisioner/test-support/fleet';
+import { blockEventLoopFromCheckPhase } from '@choria-provisioner/test-support/event-loop';
 import { descendants } from '@choria-provisioner/test-support/processes';
 import { repoRoot } from '@choria-provisioner/test-support/vectors';
 import { until } from '@choria-provisioner/test-support/wait';
@@ -29,21 +30,6 @@ const SITES = [
   { site: 'lon', nodes: 60 },
   { site: 'nyc', nodes: 40 },
 ] as const;
-
-/**
- * Blocks this process's event loop, as a provisioner busy with both sites' work would, from the
- * loop's last phase so that its next turn starts with the timers that came due meanwhile. It
- * blocks without using the CPU: the point is that nothing is read from the spawners meanwhile,
- * not to starve the helpers of the cores they run on.
- */
-async function stall(ms: number): Promise<void> {
-  await new Promise<void>((resolve) =>
-    setImmediate(() => {
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-      resolve();
-    }),
-  );
-}
 
 /** The last errors of a few failed nodes, to tell a timeout from any other helper failure. */
 function lastErrors(p: Provisioner): string {
@@ -73,7 +59,8 @@ describe('two sites with the process helper', () => {
       const sum = async (metric: string): Promise<number> =>
         (await Promise.all(setups.map(({ site, registry }) => metricValue(registry, metric, { site })))).reduce((a, n) => a + n, 0);
       await until('the first helper run', async () => (await sum('choria_provisioner_helper_time_count')) > 0, 20_000, { stepMs: 5 });
-      await stall(LIMIT_MS * 1.5);
+      // as a provisioner busy with both sites' work: nothing is read from the spawners meanwhile
+      await blockEventLoopFromCheckPhase(LIMIT_MS * 1.5);
       // a failed node waits for the next discovery (minutes away): stop at the first helper error
       const finished = (): boolean => setups.every(({ fleet }) => fleet.countByState().provisioned === fleet.identities().length);
       await until('every node provisioned or a helper error', async () => finished() || (await sum('choria_provisioner_helper_errors')) > 0, 30_000);

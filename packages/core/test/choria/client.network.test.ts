@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { blockEventLoopFromCheckPhase } from '@choria-provisioner/test-support/event-loop';
 import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { readVector, vectorPath } from '@choria-provisioner/test-support/vectors';
 import { ChoriaClient } from '../../src/choria/client.js';
@@ -194,9 +195,8 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
         extraSenders: { 'twice.example.net': ['impostor.example.net'] },
         onRpc: ({ identity, request }) => {
           if (identity === 'silent.example.net') return undefined;
-          // This process stops reading for 1.5 s once the reply has gone out. The block starts
-          // in the loop's last phase, so its next turn starts with the timers that came due.
-          if (identity === 'stall.example.net') setImmediate(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500));
+          // this process stops reading for 1.5 s once the reply has gone out
+          if (identity === 'stall.example.net') void blockEventLoopFromCheckPhase(1500);
           if (identity === 'locked.example.net') return { action: request.action, statuscode: 1, statusmsg: 'Could not obtain provisioning lock', data: {} };
           if (request.action === 'inventory') return { action: 'inventory', statuscode: 0, statusmsg: 'OK', data: { version: '0.29.4', upgradable: false } };
           return { action: request.action, statuscode: 0, statusmsg: 'OK', data: { message: 'Restarting Choria Server after 2s', echo: request.data } };

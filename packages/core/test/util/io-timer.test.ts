@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { sleep } from '@choria-provisioner/test-support/wait';
 import { afterPendingIo } from '../../src/util/io-timer.js';
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('afterPendingIo', () => {
   it('calls back once after its time', async () => {

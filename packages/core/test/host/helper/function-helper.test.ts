@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { blockEventLoopFromCheckPhase } from '@choria-provisioner/test-support/event-loop';
+import { sleep } from '@choria-provisioner/test-support/wait';
 import { HelperError } from '../../../src/host/helper/errors.js';
 import { FunctionHelper } from '../../../src/host/helper/function-helper.js';
 import type { HelperFunction } from '../../../src/host/helper/types.js';
@@ -76,15 +78,9 @@ describe('FunctionHelper', () => {
       { timeoutMs: 500 },
     );
     const answer = helper.run(sampleRequest(), { identity: 'web1.example.net' });
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    // Blocked without using the CPU, from the loop's last phase: its next turn starts with the
-    // timers, and the limit is due there before the line waiting in the pipe is read.
-    await new Promise<void>((resolve) =>
-      setImmediate(() => {
-        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500);
-        resolve();
-      }),
-    );
+    await sleep(30);
+    // the limit is due before the line waiting in the pipe is read
+    await blockEventLoopFromCheckPhase(1500);
     expect((await answer).reply.msg).toBe('in-time');
   });
 

@@ -4,7 +4,8 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { HelperError } from '../../../src/host/helper/errors.js';
 import { PoolHelper } from '../../../src/host/helper/pool-helper.js';
 import { isAlive } from '@choria-provisioner/test-support/processes';
-import { until } from '@choria-provisioner/test-support/wait';
+import { blockEventLoopFromCheckPhase } from '@choria-provisioner/test-support/event-loop';
+import { sleep, until } from '@choria-provisioner/test-support/wait';
 import { becomesDead, q, readPid, sampleRequest, ScriptDir } from './support.js';
 
 // A JSON-lines helper whose behaviour is chosen by the identity prefix.
@@ -173,15 +174,9 @@ describe('PoolHelper', () => {
     await run(p, 'ok-0');
     // the answer comes after 200 ms; the request is on its way once the write is flushed
     const answer = run(p, 'wait-1');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    // Blocked without using the CPU, from the loop's last phase: its next turn starts with the
-    // timers, and the limit is due there before the answer waiting in the pipe is read.
-    await new Promise<void>((resolve) =>
-      setImmediate(() => {
-        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500);
-        resolve();
-      }),
-    );
+    await sleep(50);
+    // the limit is due before the answer waiting in the pipe is read
+    await blockEventLoopFromCheckPhase(1500);
     expect((await answer).reply.configuration?.['identity']).toBe('wait-1');
   });
 

@@ -5,6 +5,7 @@ import { HelperCommandError, HelperError } from '../../../src/host/helper/errors
 import { ProcessHelper } from '../../../src/host/helper/process-helper.js';
 import { encodeHelperRequest } from '../../../src/host/helper/request.js';
 import { childProcesses } from '@choria-provisioner/test-support/fleet';
+import { blockEventLoop } from '@choria-provisioner/test-support/event-loop';
 import { isAlive } from '@choria-provisioner/test-support/processes';
 import { until } from '@choria-provisioner/test-support/wait';
 import { becomesDead, PASSWORD, q, readPid, sampleRequest, ScriptDir, TOKEN } from './support.js';
@@ -298,14 +299,6 @@ describe.each(KINDS)('ProcessHelper, helpers started by the %s spawner', (spawne
 describe.each(KINDS)('ProcessHelper time limit under a blocked event loop (%s spawner)', (spawner) => {
   beforeAll(removePidFiles);
   const LIMIT_MS = 500;
-
-  /**
-   * Blocks this process's event loop: nothing is read from the spawner meanwhile. It blocks
-   * without using the CPU, so that the helpers it waits for keep a core on a loaded machine.
-   */
-  function blockEventLoop(ms: number): void {
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-  }
 
   it('a helper that answered within its limit succeeds although its report was read after the limit', async () => {
     const quick = dir.script('quick.sh', `#!/bin/sh\nsleep 0.05\nprintf '{"msg":"quick"}'\n`);
