@@ -4,7 +4,9 @@
 // busy past a limit (a burst of work, a long GC pause), a plain timer fires before the answer
 // that arrived in time is read, and a helper or node that was on time is called late. This timer
 // only says "look now": its callback waits for setImmediate, which runs after the loop's next
-// poll phase, so whatever arrived meanwhile is handled first and can cancel it.
+// poll phase, so whatever arrived meanwhile is handled first and can cancel it. (The helper
+// spawner's companion, spawner-child.ts, applies the same rule in its own code: it imports nothing
+// of the library, to start fast.)
 
 /** A pending limit; cancel() stops it, also between the timer firing and the look. */
 export interface IoTimer {
