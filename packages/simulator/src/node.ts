@@ -148,6 +148,7 @@ export class SimulatedNode implements ProvisionHost {
       serverJwtClaims: undefined,
       hasCertificate: false,
       hasPrivateKey: false,
+      csrPublicKeyPem: undefined,
       policies: undefined,
       pendingExit: undefined,
       configuredCount: 0,

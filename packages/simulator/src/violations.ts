@@ -14,6 +14,7 @@ export const VIOLATION_KINDS = [
   'key-not-encrypted',
   'key-decrypt-failed',
   'server-jwt-invalid',
+  'key-mismatch',
   'configure-after-restart',
   'configured-twice',
   'discovery-payload',

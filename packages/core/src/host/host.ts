@@ -36,6 +36,7 @@ import {
 } from './security/index.js';
 import { errorText } from '../util/values.js';
 import { ProvisionerError } from '../util/errors.js';
+import { RightToActLostError, assertMayChange } from './fence.js';
 
 export interface HostDeps {
   readonly config: ProvisionerConfig;
@@ -199,6 +200,7 @@ export class Host {
       ...(deps.witness !== undefined ? { witness: deps.witness } : {}),
       ...(deps.lostReply !== undefined ? { lostReply: deps.lostReply } : {}),
       ...(job.onWatching !== undefined ? { onWatching: () => job.onWatching?.() } : {}),
+      ...(job.fence !== undefined ? { fence: job.fence } : {}),
       ...(deps.config.livenessTimeoutMs > 0 ? { liveness: { timeoutMs: deps.config.livenessTimeoutMs, used: false, check: () => this.#answersPing(deps.config.livenessTimeoutMs) } } : {}),
     };
   }
@@ -232,6 +234,8 @@ export class Host {
       await this.#fetchInventory();
       if (cfg.features.pki) await this.#fetchCsr();
       const reply = await this.#runHelper();
+      // the helper may have taken long enough for this instance's right to act to lapse
+      assertMayChange(this.#job.fence, `acting on the helper's reply for ${this.identity}`);
       if (reply.defer === true) throw new DeferredError(`configuration defered: ${reply.msg ?? ''}`);
       if (reply.shutdown !== true) assertAcceptedByNode(reply, this.identity);
       if (this.#deps.dryRun === true) return this.#wouldSend(reply);
@@ -268,10 +272,13 @@ export class Host {
   }
 
   /**
-   * Runs `work` as one unit that a pause does not interrupt and a cancellation (stop, lost
-   * leadership) interrupts only `commitGraceMs` after it came: once configure may have been
-   * applied, leaving before the restart would leave the node configured in provisioning mode.
-   * Checked before it starts: an attempt cancelled or paused by then sends nothing more.
+   * Runs `work` as one unit that a pause does not interrupt and a stop interrupts only
+   * `commitGraceMs` after it came: once configure may have been applied, leaving before the
+   * restart would leave the node configured in provisioning mode. The grace is for a stop only:
+   * the right to act must still hold for every request in it (the fence is asked before each),
+   * and an attempt whose right to act was lost (leadership lost, lease lapsed) ends at once, since
+   * another instance may be working on the node already. Checked before it starts: an attempt
+   * cancelled or paused by then sends nothing more.
    */
   async #committed<T>(work: (ctx: StepContext) => Promise<T>): Promise<T> {
     const job = this.#job.signal;
@@ -281,7 +288,11 @@ export class Host {
     const unit = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const onCancel = (): void => {
-      this.#log.info(`${this.identity}: finishing configure and restart (at most ${graceMs} ms) before stopping: ${errorText(job.reason)}`);
+      if (job.reason instanceof RightToActLostError) {
+        unit.abort(job.reason);
+        return;
+      }
+      this.#log.info(`${this.identity}: finishing configure and restart (at most ${graceMs} ms, while this instance may still act) before stopping: ${errorText(job.reason)}`);
       timer = setTimeout(() => unit.abort(job.reason), graceMs);
     };
     job.addEventListener('abort', onCancel, { once: true });
@@ -310,7 +321,7 @@ export class Host {
   }
 
   #cancelled(err: unknown): boolean {
-    return err instanceof CancelledError || err instanceof PausedError || this.#job.signal.aborted;
+    return err instanceof CancelledError || err instanceof PausedError || err instanceof RightToActLostError || this.#job.signal.aborted;
   }
 
   #failure(err: unknown): HostResult {
@@ -560,6 +571,9 @@ export class Host {
       opa_policies: { ...(reply.opa_policies ?? {}) },
       server_jwt: serverJwt,
     };
+    // from the moment it may go out the node may be configured: an attempt that ends now, however,
+    // leaves the next one a restart first (refused harmlessly by a node that did not take it)
+    this.#configured = true;
     const done = await rpcStep(ctx, { agent: 'choria_provision', action: 'configure', data, parse: ignoreReply });
     if (done.replied) return 'configured';
     if (done.finding === 'acted') this.#log.info(`The configure reply from ${this.identity} was lost, but its provisioned event shows it was configured`);

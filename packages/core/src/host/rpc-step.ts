@@ -12,6 +12,7 @@ import type { LifecycleWitness } from './lifecycle-witness.js';
 import { DEFAULT_FLEET_RECONNECT_MS, DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, linkSettled, isChangingAction, type ChangingAction, type LostReplyTimings } from './lost-reply.js';
 import { errorText } from '../util/values.js';
 import { ProvisionerError } from '../util/errors.js';
+import { RightToActLostError, assertMayChange, type FencedSend, type NodeFence } from './fence.js';
 
 export interface StepContext {
   readonly identity: string;
@@ -32,6 +33,8 @@ export interface StepContext {
   readonly liveness?: LivenessProbe;
   /** the attempt only watches the node from here (HostJob.onWatching) */
   readonly onWatching?: () => void;
+  /** asked right before every request of the attempt (fence.ts); none: always allowed */
+  readonly fence?: NodeFence;
 }
 
 /**
@@ -122,6 +125,7 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
   const name = `${req.agent}#${req.action}` as RpcName;
   const tries = STEP_TRIES[name];
   const changing = isChangingAction(req.agent, req.action) ? req.action : undefined;
+  const recorded: FencedSend | undefined = req.agent === 'choria_provision' && (req.action === 'configure' || req.action === 'restart') ? req.action : undefined;
   const rpcOptions = {
     signal: ctx.signal,
     ...(ctx.timeoutMs !== undefined ? { timeoutMs: ctx.timeoutMs } : {}),
@@ -152,10 +156,15 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
     try {
       const shortMs = probeThisTry ? probing.timeoutMs : quick ? UNSETTLED_TRY_MS : undefined;
       const options = shortMs !== undefined ? { ...rpcOptions, timeoutMs: Math.min(shortMs, ctx.timeoutMs ?? Infinity) } : rpcOptions;
-      const reply = await rpcWatchingAfterReconnect(ctx, changing !== undefined, () => ctx.client.rpc(ctx.identity, req.agent, req.action, req.data, options));
+      const reply = await rpcWatchingAfterReconnect(ctx, changing !== undefined, async () => {
+        await mayChangeNow(ctx, name, recorded);
+        return await ctx.client.rpc(ctx.identity, req.agent, req.action, req.data, options);
+      });
       ctx.metrics.rpcTime(name, (performance.now() - started) / 1000);
       return { replied: true, value: req.parse(reply.data) };
     } catch (err) {
+      // refused by the fence: nothing was sent, and nothing more will be
+      if (err instanceof RightToActLostError) throw err;
       ctx.metrics.rpcTime(name, (performance.now() - started) / 1000);
       if (err instanceof ProvisioningLockError) throw new LockedElsewhereError(ctx.identity, name);
       if (isAbort(err, ctx.signal)) throw abortError(ctx.signal, name);
@@ -230,6 +239,21 @@ async function rpcWatchingAfterReconnect<T>(ctx: StepContext, changing: boolean,
   } finally {
     stop();
   }
+}
+
+/**
+ * The last word before a request goes out: the fence is asked (for every request of an attempt: a
+ * read after the right lapsed is wasted at best, and is sent to a node another instance may have
+ * restarted already; for a node-changing one it is what keeps two instances apart), the shared history
+ * told (configure and restart), and the fence asked again, since telling it may have taken time.
+ * Nothing is awaited between the last question and the send.
+ */
+async function mayChangeNow(ctx: StepContext, name: RpcName, recorded: FencedSend | undefined): Promise<void> {
+  assertMayChange(ctx.fence, name);
+  if (recorded === undefined || ctx.fence?.sending === undefined) return;
+  await ctx.fence.sending(ctx.identity, recorded);
+  if (ctx.signal.aborted) throw abortError(ctx.signal, name);
+  assertMayChange(ctx.fence, name);
 }
 
 /** Waits (checking every 50 ms) until the broker link is up, or the step is cancelled. */

@@ -3,6 +3,7 @@
 // custom one may throw) ends as a HostResult.
 import type { Logger } from 'winston';
 import type { HostJob, HostResult, HostRunner } from '../host/types.js';
+import type { NodeFence } from '../host/fence.js';
 import { errorText } from '../util/values.js';
 import type { ActiveEntry } from './active-list.js';
 
@@ -17,6 +18,8 @@ export interface Attempt {
   readonly onStep: (step: string) => void;
   /** the attempt only watches the node now (HostJob.onWatching) */
   readonly onWatching?: () => void;
+  /** whether this instance may still change the node (HostJob.fence) */
+  readonly fence?: NodeFence;
 }
 
 /** Runs the attempt; never throws. */
@@ -31,6 +34,7 @@ export async function runAttempt(runner: HostRunner, a: Attempt): Promise<HostRe
     logger: a.logger,
     onStep: a.onStep,
     ...(a.onWatching !== undefined ? { onWatching: a.onWatching } : {}),
+    ...(a.fence !== undefined ? { fence: a.fence } : {}),
   };
   const onStop = (): void => abort.abort(stop.reason);
   stop.addEventListener('abort', onStop, { once: true });

@@ -60,7 +60,7 @@ export function* knownNodes(list: ActiveList, history: NodeHistory): Generator<K
   }
   for (const r of history.records()) {
     if (seen.has(r.identity)) continue;
-    yield { identity: r.identity, state: r.quarantinedAt !== undefined ? 'quarantined' : r.outcome, entry: undefined, record: r };
+    yield { identity: r.identity, state: r.quarantinedAt !== undefined ? 'quarantined' : (r.outcome ?? 'provisioning'), entry: undefined, record: r };
   }
 }
 

@@ -37,6 +37,8 @@ import { SiteReport, type ProvisionerStatus, type SiteReadiness } from './site-s
 import type { NodePage } from './node-listing.js';
 import { helperFor, hostRunnerFor, type ProvisionerOptions } from './options.js';
 import { QueueFullError, WorkQueue } from './work-queue.js';
+import { SiteLease } from './lease.js';
+import { RightToActLostError } from '../host/fence.js';
 
 /** How many nodes a discovery offers in one turn of the event loop (see discover). */
 const DISCOVERY_OFFER_BATCH = 50;
@@ -57,6 +59,7 @@ export class Provisioner {
   readonly #history: NodeHistory;
   readonly #historySync: HistorySync;
   readonly #recorder: OutcomeRecorder;
+  readonly #lease: SiteLease;
   readonly #gauges: SiteGauges;
   readonly #report: SiteReport;
   readonly #stop = new AbortController();
@@ -103,6 +106,12 @@ export class Provisioner {
     const { history, sync } = siteHistory({ ...opts, logger: this.logger, readOnly: opts.dryRun === true, retryMs: opts.historyRetryMs, choriaAccount: () => choriaAccountConnection(this.#connection) });
     this.#history = history;
     this.#historySync = sync;
+    this.#lease = new SiteLease({
+      history,
+      logger: this.logger,
+      ...(opts.config.leaderElection ? { election: () => this.#election } : {}),
+      ...(opts.config.coordination === 'active_active' ? { membership: () => this.#policy.membership } : {}),
+    });
     this.#recorder = new OutcomeRecorder({
       metrics: this.metrics,
       history,
@@ -312,7 +321,8 @@ export class Provisioner {
     if (this.#state !== 'running') return false;
     const now = Date.now();
     // a failing node waits out its back-off; a quarantined one waits for an operator or a reboot
-    if (this.#history.holdsBack(identity, now) !== undefined) return false;
+    // and a node some instance just sent `restart` waits out its restart window (node-history.ts)
+    if (this.#history.holdsBack(identity, now, source) !== undefined) return false;
     // another member's node is kept for when its owner leaves (unless this instance is still busy with it)
     if (!this.#policy.mayWork(identity) && this.#list.get(identity) === undefined) {
       this.#policy.noteForeign(identity, source, now, reportedVersion);
@@ -353,7 +363,9 @@ export class Provisioner {
       // Entries dropped by a leadership loss (or replaced) are skipped silently, like upstream.
       if (!this.#list.isCurrent(entry)) continue;
       if (!this.#policy.mayWork(entry.identity)) this.#share.handOver(entry);
-      else if (this.paused) this.#drop(entry);
+      // paused, or this instance's right to act lapsed (a pause of the process, a lost lease): the
+      // node is found again by whoever may work on it
+      else if (this.paused || this.#lease.refusal() !== undefined) this.#drop(entry);
       else await this.#provision(entry, worker);
     }
   }
@@ -388,7 +400,7 @@ export class Provisioner {
       this.#gauges.load();
       freeWorker();
     };
-    const attempt = runAttempt(runner, { entry, configuredAt, logger, abort, stop: this.#stop.signal, onStep, onWatching }).then((result) => {
+    const attempt = runAttempt(runner, { entry, configuredAt, logger, abort, stop: this.#stop.signal, onStep, onWatching, fence: this.#lease }).then((result) => {
       ended = true;
       if (!watching) this.#busy--;
       this.#finish(entry, result, logger, startedAt);
@@ -475,7 +487,7 @@ export class Provisioner {
       onWon: () => void this.discover(),
       // the new leader starts over: every node known here is forgotten, in-flight work aborted
       onLost: () => {
-        this.#list.clear(new Error('leadership was lost'));
+        this.#list.clear(new RightToActLostError('the attempt', 'leadership was lost'));
         this.#queue.clear();
         this.#gauges.load();
       },

@@ -1,6 +1,6 @@
 // The choria_provision agent of a provisioning-mode go-choria server:
 // token check, provisioning lock, agent mutex, Go-style input decoding and the exact status texts.
-import { sign } from 'node:crypto';
+import { X509Certificate, createPublicKey, sign } from 'node:crypto';
 import { generateCsr } from '../crypto/csr.js';
 import { generateX25519, x25519SharedSecret } from '../crypto/ecdh.js';
 import { generateOkpPair } from '../crypto/keys.js';
@@ -77,6 +77,23 @@ export function goSeconds(total: number): string {
 }
 
 /** Go config booleans: the values go-choria's configuration parser reads as true. */
+/**
+ * Why `certificatePem` cannot be used with the private key whose public half is `publicKeyPem`
+ * (undefined when it can). A certificate that does not parse is left to the TLS setup.
+ */
+function certificateKeyMismatch(certificatePem: string, publicKeyPem: string): string | undefined {
+  let certKey: string;
+  try {
+    certKey = new X509Certificate(certificatePem).publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  } catch {
+    return undefined;
+  }
+  // go-choria's quirk, kept by gencsr: PKCS#1 RSAPublicKey DER under a `PUBLIC KEY` label
+  const der = Buffer.from(publicKeyPem.replace(/-----(BEGIN|END)[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
+  const nodeKey = createPublicKey({ key: der, format: 'der', type: 'pkcs1' }).export({ type: 'spki', format: 'pem' }).toString();
+  return certKey === nodeKey ? undefined : 'configure sent a certificate for a private key the node no longer has (a later gencsr replaced it): the server cannot load its TLS pair and will not start';
+}
+
 function configTrue(v: string | undefined): boolean {
   return v !== undefined && ['1', 'true', 'yes', 'y', 't', 'on'].includes(v.trim().toLowerCase());
 }
@@ -202,7 +219,9 @@ export class ChoriaProvisionAgent {
     } catch (e) {
       return this.refuse(action, `Could not create CSR: ${e instanceof Error ? e.message : String(e)}`);
     }
+    // a new private key replaces the one before, whatever certificate was issued for that
     this.host.state.hasPrivateKey = true;
+    this.host.state.csrPublicKeyPem = csr.publicKeyPem;
     return okReply(action, { csr: csr.csrPem, public_key: csr.publicKeyPem, ssldir: SSL_DIR });
   }
 
@@ -228,6 +247,13 @@ export class ChoriaProvisionAgent {
     const ca = str(args['ca']);
     if (certificate !== '' && ssldir !== '' && ca !== '') {
       state.hasCertificate = true; // certificate.pem and ca.pem are written before the key is decrypted
+      // Without a key of its own in the request, the node keeps the private key its last gencsr
+      // made: a certificate for another key (an earlier gencsr's) leaves a server that cannot load
+      // its TLS pair and never starts again.
+      if (key === '' && state.csrPublicKeyPem !== undefined) {
+        const mismatch = certificateKeyMismatch(certificate, state.csrPublicKeyPem);
+        if (mismatch !== undefined) this.host.violation('key-mismatch', mismatch);
+      }
       if (key !== '') {
         let secret: Buffer;
         try {

@@ -25,6 +25,11 @@ export interface ProvisionState {
   serverJwtClaims: Record<string, unknown> | undefined;
   hasCertificate: boolean;
   hasPrivateKey: boolean;
+  /**
+   * the public key (PEM) of the private key the last `gencsr` made: go-choria makes a new key at
+   * every gencsr, so a certificate configured later must be for this one
+   */
+  csrPublicKeyPem: string | undefined;
   policies: { action: string[]; opa: string[] } | undefined;
   /** set once restart, release_update or shutdown was accepted: the agent mutex stays held */
   pendingExit: ExitKind | undefined;

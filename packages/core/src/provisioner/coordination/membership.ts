@@ -139,6 +139,12 @@ export class Membership {
   #doneTimer: NodeJS.Timeout | undefined;
   #readyWaiters: (() => void)[] = [];
   #stopped = false;
+  /** when each heartbeat not yet heard back was published (performance.now()), oldest first */
+  readonly #unechoed: number[] = [];
+  /** until when (performance.now()) this member may change nodes: see leaseEndsAt */
+  #leaseEnd = 0;
+  /** when the heartbeat timer last ran (performance.now()): a long gap means this process was paused */
+  #lastTick: number | undefined;
 
   constructor(opts: MembershipOptions) {
     this.#opts = opts;
@@ -172,6 +178,17 @@ export class Membership {
   /** The live members' keys (memberKey), sorted; always includes this process. */
   members(): readonly string[] {
     return this.#members;
+  }
+
+  /**
+   * Until when (performance.now()) this member may change nodes: the others take its share over
+   * once they have not heard it for MEMBER_TIMEOUT_HEARTBEATS heartbeats, counted from when its
+   * heartbeat reached them, so its right lasts that long from when it published the last heartbeat
+   * it heard back itself, less half a heartbeat for delivery. Lock-only (unavailable): no end, the
+   * node lock keeps the instances apart. Before the first echo, and after stop(), what it was.
+   */
+  leaseEndsAt(): number {
+    return this.#state === 'unavailable' ? Infinity : this.#leaseEnd;
   }
 
   /** Whether this instance should provision `node` now. Lock-only (unavailable): every node. */
@@ -282,6 +299,10 @@ export class Membership {
   }
 
   #tick(): void {
+    const now = performance.now();
+    const gap = this.#lastTick === undefined ? 0 : now - this.#lastTick;
+    this.#lastTick = now;
+    if (gap > 2 * this.#opts.heartbeatMs) this.#resumedAfterPause(gap);
     this.#publishHeartbeat(false);
     // at the latest one heartbeat after forming: every live peer has announced itself once by then
     this.#settleAfterPendingMessages();
@@ -297,6 +318,25 @@ export class Membership {
   #settleAfterPendingMessages(): void {
     // #settle itself does nothing after stop()
     if (this.#state === 'formed' && !this.#settled) setImmediate(() => this.#settle());
+  }
+
+  /**
+   * The heartbeat timer ran `gapMs` late: this process was paused (SIGSTOP, a stopped VM, a long
+   * GC pause) or starved. Meanwhile the others may have taken its share over, and the peers it
+   * last heard are old news by its clock. It stops acting on ownership until it has heard a whole
+   * heartbeat interval again (as a newcomer settles), and gives every peer a fresh interval rather
+   * than expiring them for the silence of its own pause. Its lease lapsed by its own clock anyway.
+   */
+  #resumedAfterPause(gapMs: number): void {
+    if (this.#stopped || this.#state !== 'formed') return;
+    const seenAt = this.#now();
+    for (const p of this.#peers.values()) p.seenAt = seenAt;
+    this.#unechoed.length = 0;
+    if (!this.#settled) return;
+    this.#settled = false;
+    this.#opts.logger.warn(`Active/active member ${this.member} of group "${this.group}" was not running for ${Math.round(gapMs)} ms: not acting on ownership until it has heard the group again`);
+    this.#opts.onChange();
+    this.#timers.push(setTimeout(() => this.#settleAfterPendingMessages(), this.#opts.heartbeatMs));
   }
 
   /** Formed, and the members that answered this instance's first heartbeat are known: act on ownership. */
@@ -333,6 +373,11 @@ export class Membership {
     });
     try {
       this.#opts.nc.publish(this.#subjects.members, body);
+      if (!leaving) {
+        this.#unechoed.push(performance.now());
+        // heartbeats lost on the way (a broker outage) are never heard back: the oldest go
+        if (this.#unechoed.length > 2 * MEMBER_TIMEOUT_HEARTBEATS) this.#unechoed.shift();
+      }
     } catch (err) {
       // a closed or draining connection: the next heartbeat tries again
       this.#opts.logger.debug(`Could not publish the active/active heartbeat: ${errorText(err)}`);
@@ -348,6 +393,7 @@ export class Membership {
       return;
     }
     if (hb.incarnation === this.#incarnation && hb.instance === this.instance) {
+      this.#heardItself(hb);
       if (this.#state !== 'formed') this.#formed();
       return;
     }
@@ -372,6 +418,18 @@ export class Membership {
       this.#welcome();
       this.#recompute();
     }
+  }
+
+  /**
+   * Its own heartbeat came back: the others heard it no earlier than it was sent. Counted from the
+   * oldest one not heard back yet (when some were lost, an older send time: the safe side).
+   */
+  #heardItself(hb: Heartbeat): void {
+    if (hb.leaving) return;
+    const sentAt = this.#unechoed.shift();
+    if (sentAt === undefined) return;
+    const heartbeatMs = this.#opts.heartbeatMs;
+    this.#leaseEnd = Math.max(this.#leaseEnd, sentAt + MEMBER_TIMEOUT_HEARTBEATS * heartbeatMs - heartbeatMs / 2);
   }
 
   #onDone(data: Uint8Array): void {

@@ -96,6 +96,8 @@ export class LeaderElection {
   #heldSince = 0;
   /** a refresh failed unanswered and the key is held on the strength of the last good one */
   #holding = false;
+  /** until when (performance.now()) this instance may act as the leader: see leaseEndsAt */
+  #leaseEnd = 0;
   #started = false;
   #abort: AbortController | undefined;
   #loop: Promise<void> | undefined;
@@ -128,6 +130,17 @@ export class LeaderElection {
   /** true only once the win was announced through onWon (as upstream's IsLeader) */
   get isLeader(): boolean {
     return this.#state === 'leader' && this.#announced;
+  }
+
+  /**
+   * Until when (performance.now()) this instance may act as the leader: no other instance can
+   * create the key before it expires, a TTL after the broker stored the last write that held it,
+   * which was no earlier than that write was sent; less HOLD_MARGIN_MS for delivery. 0 once
+   * leadership was lost. stop() leaves it as it was: a stopping leader may finish its in-flight
+   * work while the key it wrote still keeps everyone else out.
+   */
+  leaseEndsAt(): number {
+    return this.#state === 'leader' || this.#abort === undefined ? this.#leaseEnd : 0;
   }
 
   /** revision of the key written by this instance while it holds it */
@@ -241,6 +254,7 @@ export class LeaderElection {
     }
     this.#lastSeq = seq;
     this.#heldSince = sentAt;
+    this.#leaseEnd = sentAt + this.#ttlMs - HOLD_MARGIN_MS;
     this.#state = 'leader';
     this.#tries = 0;
     this.#winPending = true;
@@ -261,6 +275,7 @@ export class LeaderElection {
       if (signal.aborted) return;
       if (this.#mayHold(err)) return;
       const wasAnnounced = this.#announced;
+      this.#leaseEnd = 0;
       this.#state = 'candidate';
       this.#lastSeq = undefined;
       this.#winPending = false;
@@ -274,6 +289,7 @@ export class LeaderElection {
     }
     this.#lastSeq = seq;
     this.#heldSince = sentAt;
+    this.#leaseEnd = sentAt + this.#ttlMs - HOLD_MARGIN_MS;
     if (this.#holding) {
       this.#holding = false;
       this.#logger.info(`Refreshed ${this.#ref.key} in bucket ${this.#ref.bucket} again: still the leader`, { election: this.#ref.key, bucket: this.#ref.bucket });

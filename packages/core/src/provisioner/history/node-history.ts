@@ -28,6 +28,8 @@ export interface NodeHistoryOptions {
   readonly onWriteError?: (err: unknown) => void;
   /** a write succeeded (after failures: the shared copy is back) */
   readonly onWritten?: () => void;
+  /** how long a node is left alone after a restart was sent to it (default RESTART_WINDOW_MS) */
+  readonly restartWindowMs?: number;
 }
 
 export interface AttemptReport {
@@ -42,7 +44,20 @@ export interface AttemptReport {
   readonly discoveredAt: number;
 }
 
-export type HoldBack = 'quarantined' | 'backoff';
+/**
+ * Why a node is not taken now: quarantined, backing off after failures, or restarting (a
+ * `restart` was sent to it, by any instance, less than the restart window ago: it answers
+ * discovery during its restart splay, but it is leaving provisioning mode).
+ */
+export type HoldBack = 'quarantined' | 'backoff' | 'restarting';
+
+/**
+ * How long after a `restart` was sent a node is left alone: go-choria waits a random splay (2 s
+ * for the splay of 1 the provisioner asks for, up to 12 s for other provisioners' default of 10)
+ * holding its agent mutex, then starts again, which takes a few seconds more. A node that still
+ * answers in provisioning mode after that did not restart into its configuration and is taken again.
+ */
+export const RESTART_WINDOW_MS = 20_000;
 
 export const DEFAULT_HISTORY_CAPACITY = 100_000;
 
@@ -58,11 +73,15 @@ export class NodeHistory {
   readonly #writing = new Set<string>();
   #failing = false;
   #quarantined = 0;
+  readonly #restartWindowMs: number;
+  /** sending() calls waiting for their record to reach the shared copy */
+  readonly #waiters = new Map<string, { updatedAt: number; resolve: () => void }[]>();
 
   constructor(opts: NodeHistoryOptions) {
     this.#opts = opts;
     this.#capacity = opts.capacity ?? DEFAULT_HISTORY_CAPACITY;
     this.#maxInFlight = opts.maxWritesInFlight ?? 256;
+    this.#restartWindowMs = opts.restartWindowMs ?? RESTART_WINDOW_MS;
   }
 
   get size(): number {
@@ -86,12 +105,56 @@ export class NodeHistory {
     return this.#quarantined;
   }
 
-  /** Why `identity` may not be attempted now, if it may not. */
-  holdsBack(identity: string, now: number): HoldBack | undefined {
+  /**
+   * Why `identity` may not be attempted now, if it may not. `source`: how it was found; a startup
+   * event proves the node started again, so a restart window does not hold it.
+   */
+  holdsBack(identity: string, now: number, source?: 'discovery' | 'event' | 'operator'): HoldBack | undefined {
     const r = this.#records.get(identity);
     if (r === undefined) return undefined;
     if (r.quarantinedAt !== undefined) return 'quarantined';
-    return r.notBefore !== undefined && r.notBefore > now ? 'backoff' : undefined;
+    if (r.notBefore !== undefined && r.notBefore > now) return 'backoff';
+    if (source !== 'event' && r.restartSentAt !== undefined && now - r.restartSentAt < this.#restartWindowMs) return 'restarting';
+    return undefined;
+  }
+
+  /**
+   * A `configure` or `restart` is about to be sent to `identity` by this instance: recorded first,
+   * so whoever takes the node next (another instance, the next process) knows it may be configured
+   * (and restarts it before anything else) or restarting (and leaves it alone for the restart
+   * window). Resolves once the shared copy has it, or the write failed, or at once without one.
+   */
+  sending(identity: string, what: 'configure' | 'restart', at: number): Promise<void> {
+    const before = this.#records.get(identity);
+    const record: NodeRecord = {
+      identity,
+      firstSeen: before?.firstSeen ?? at,
+      attempts: before?.attempts ?? 0,
+      failures: before?.failures ?? 0,
+      outcome: before?.outcome,
+      error: before?.error,
+      instance: this.#opts.instance,
+      attemptAt: before?.attemptAt ?? at,
+      durationMs: before?.durationMs ?? 0,
+      provisionedAt: before?.provisionedAt,
+      notBefore: before?.notBefore,
+      quarantinedAt: before?.quarantinedAt,
+      configuredAt: what === 'configure' ? at : before?.configuredAt,
+      restartSentAt: what === 'restart' ? at : before?.restartSentAt,
+      updatedAt: this.#laterThan(before, at),
+    };
+    this.#put(record);
+    if (this.#backing === undefined) {
+      this.#pending.add(identity);
+      return Promise.resolve();
+    }
+    const written = new Promise<void>((resolve) => {
+      const list = this.#waiters.get(identity) ?? [];
+      list.push({ updatedAt: record.updatedAt, resolve });
+      this.#waiters.set(identity, list);
+    });
+    this.#write(identity);
+    return written;
   }
 
   /** Records an ended attempt and what it means for the next one. */
@@ -119,7 +182,9 @@ export class NodeHistory {
       notBefore: failed ? (backoff > 0 ? report.at + backoff : undefined) : succeeded ? undefined : before?.notBefore,
       quarantinedAt: quarantined ? (before?.quarantinedAt ?? report.at) : succeeded ? undefined : before?.quarantinedAt,
       // an attempt that configured the node and did not see it restart: the next one restarts it first
-      configuredAt: report.configured && !succeeded ? report.at : undefined,
+      configuredAt: report.configured && !succeeded ? (before?.configuredAt ?? report.at) : undefined,
+      // a restart sent (by this attempt or an earlier one) holds the node for the restart window
+      restartSentAt: before?.restartSentAt,
       updatedAt: this.#laterThan(before, report.at),
     };
     this.#put(record);
@@ -143,8 +208,16 @@ export class NodeHistory {
       notBefore: keepsQuarantine ? r.notBefore : undefined,
       quarantinedAt: endQuarantine ? undefined : r.quarantinedAt,
       configuredAt: opts.rebooted === true ? undefined : r.configuredAt,
+      restartSentAt: opts.rebooted === true ? undefined : r.restartSentAt,
     };
-    if (next.failures === r.failures && next.notBefore === r.notBefore && next.quarantinedAt === r.quarantinedAt && next.configuredAt === r.configuredAt) return false;
+    if (
+      next.failures === r.failures &&
+      next.notBefore === r.notBefore &&
+      next.quarantinedAt === r.quarantinedAt &&
+      next.configuredAt === r.configuredAt &&
+      next.restartSentAt === r.restartSentAt
+    )
+      return false;
     this.#put({ ...next, updatedAt: this.#laterThan(r, now) });
     this.#write(identity);
     return endQuarantine;
@@ -213,6 +286,20 @@ export class NodeHistory {
     if (r.quarantinedAt !== undefined) this.#quarantined--;
     this.#records.delete(identity);
     this.#pending.delete(identity);
+    this.#wake(identity, Infinity);
+  }
+
+  /** Resolves the sending() calls of `identity` whose change is in the version up to `updatedAt`. */
+  #wake(identity: string, updatedAt: number): void {
+    const list = this.#waiters.get(identity);
+    if (list === undefined) return;
+    const left = list.filter((w) => {
+      if (w.updatedAt > updatedAt) return true;
+      w.resolve();
+      return false;
+    });
+    if (left.length === 0) this.#waiters.delete(identity);
+    else this.#waiters.set(identity, left);
   }
 
   /** One write per record at a time: a change during a write is written after it. */
@@ -230,6 +317,7 @@ export class NodeHistory {
     backing.write(record).then(
       () => {
         this.#writing.delete(identity);
+        this.#wake(identity, record.updatedAt);
         if (this.#failing) {
           this.#failing = false;
           this.#opts.onWritten?.();
@@ -240,6 +328,8 @@ export class NodeHistory {
       },
       (err: unknown) => {
         this.#writing.delete(identity);
+        // sending() waits for the shared copy only while there is one: a failed write does not hold the node's attempt
+        this.#wake(identity, Infinity);
         if (this.#records.has(identity)) this.#pending.add(identity);
         if (!this.#failing) {
           this.#failing = true;

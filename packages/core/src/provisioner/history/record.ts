@@ -18,7 +18,8 @@ export interface NodeRecord {
   readonly attempts: number;
   /** failed attempts in a row (back-off and quarantine) */
   readonly failures: number;
-  readonly outcome: Outcome;
+  /** the last attempt's outcome; undefined while the first attempt has not ended (see `sending`) */
+  readonly outcome: Outcome | undefined;
   /** the last attempt's message, unless it provisioned the node */
   readonly error: string | undefined;
   /** the Choria identity of the provisioner that made the last attempt */
@@ -31,8 +32,13 @@ export interface NodeRecord {
   readonly notBefore: number | undefined;
   /** quarantined since; undefined: not quarantined */
   readonly quarantinedAt: number | undefined;
-  /** the last attempt configured the node but did not restart it (HostJob.configuredAt) */
+  /**
+   * configure was sent to the node (recorded before it went out) and no attempt has seen it
+   * restart since: whoever takes the node next restarts it first (HostJob.configuredAt)
+   */
   readonly configuredAt: number | undefined;
+  /** restart was sent to the node (recorded before it went out): it may be in its restart window */
+  readonly restartSentAt: number | undefined;
   /** the record's last change: the newer of two versions wins */
   readonly updatedAt: number;
 }
@@ -58,6 +64,7 @@ export function encodeRecord(r: NodeRecord): Uint8Array {
     notBefore: iso(r.notBefore),
     quarantinedAt: iso(r.quarantinedAt),
     configuredAt: iso(r.configuredAt),
+    restartSentAt: iso(r.restartSentAt),
     updatedAt: iso(r.updatedAt),
   };
   return new TextEncoder().encode(JSON.stringify(stored));
@@ -100,14 +107,15 @@ export function decodeRecord(bytes: Uint8Array): NodeRecord {
     if (Number.isNaN(ms)) throw new HistoryRecordError(`${key} ${JSON.stringify(v)} is not a time`);
     return ms;
   };
-  const outcome = text('outcome', true) as string;
-  if (!OUTCOME_SET.has(outcome)) throw new HistoryRecordError(`outcome ${JSON.stringify(outcome)} is not one of ${OUTCOMES.join(', ')}`);
+  // a record written before the node's first attempt ended (a configure or restart about to be sent) has no outcome yet
+  const outcome = text('outcome', false);
+  if (outcome !== undefined && !OUTCOME_SET.has(outcome)) throw new HistoryRecordError(`outcome ${JSON.stringify(outcome)} is not one of ${OUTCOMES.join(', ')}`);
   return {
     identity: text('identity', true) as string,
     firstSeen: time('firstSeen', true) as number,
     attempts: count('attempts'),
     failures: count('failures'),
-    outcome: outcome as Outcome,
+    outcome: outcome as Outcome | undefined,
     error: boundedError(text('error', false)),
     instance: text('instance', true) as string,
     attemptAt: time('attemptAt', true) as number,
@@ -116,6 +124,7 @@ export function decodeRecord(bytes: Uint8Array): NodeRecord {
     notBefore: time('notBefore', false),
     quarantinedAt: time('quarantinedAt', false),
     configuredAt: time('configuredAt', false),
+    restartSentAt: time('restartSentAt', false),
     updatedAt: time('updatedAt', true) as number,
   };
 }

@@ -1,0 +1,83 @@
+// Whether this instance may still change nodes: the one owner of that decision (host/fence.ts asks
+// it immediately before every node-changing request). It is read on this process's monotonic clock,
+// never from what the event loop happens to deliver first: after a pause (SIGSTOP, a stopped VM, a
+// long GC pause) the lease has run out by the clock before any timer or message could say so.
+//
+// - With leader election, the leader's lease ends a bucket TTL after it sent its last refresh that
+//   succeeded, less a margin (election.ts leaseEndsAt): no other instance can win the key earlier.
+// - With active/active, a member's lease ends when the others would give its share away: three of
+//   its heartbeats after it sent the last one it heard back itself, less half a heartbeat
+//   (membership.ts leaseEndsAt). Lock-only mode has no lease: the node lock keeps instances apart.
+// - An instance working alone always may.
+//
+// Before a `configure` or `restart` goes out, the node's shared history records it, so whoever takes
+// the node next (another instance, the next process) restarts a node that may be configured before
+// anything else, and leaves a restarting node alone for its restart window.
+import type { Logger } from 'winston';
+import type { FencedSend, NodeFence } from '../host/fence.js';
+import { formatMs } from '../util/duration.js';
+import { errorText } from '../util/values.js';
+import type { NodeHistory } from './history/index.js';
+
+/** How long a configure or restart waits for the shared history to take its record before it is sent anyway. */
+export const SENDING_RECORD_WAIT_MS = 2_000;
+
+/** Something whose right to act ends at a time on performance.now()'s clock. */
+export interface LeaseSource {
+  leaseEndsAt(): number;
+}
+
+export interface SiteLeaseOptions {
+  /** the election, when this site elects a leader (undefined until it started) */
+  readonly election?: () => LeaseSource | undefined;
+  /** the active/active membership, when this site has one (undefined until it joined) */
+  readonly membership?: () => LeaseSource | undefined;
+  readonly history: NodeHistory;
+  readonly logger: Logger;
+  /** the monotonic clock; performance.now by default */
+  readonly now?: () => number;
+  /** the wall clock for history records; Date.now by default */
+  readonly wallClock?: () => number;
+}
+
+export class SiteLease implements NodeFence {
+  readonly #opts: SiteLeaseOptions;
+  readonly #now: () => number;
+  readonly #wallClock: () => number;
+
+  constructor(opts: SiteLeaseOptions) {
+    this.#opts = opts;
+    this.#now = opts.now ?? (() => performance.now());
+    this.#wallClock = opts.wallClock ?? Date.now;
+  }
+
+  /** undefined while this instance may change nodes; otherwise why not. */
+  refusal(): string | undefined {
+    const now = this.#now();
+    if (this.#opts.election !== undefined) {
+      const end = this.#opts.election()?.leaseEndsAt() ?? 0;
+      if (end === 0) return 'this instance is not the leader (leadership was lost or never won)';
+      if (now >= end) return `this instance's leadership lease ran out ${formatMs(now - end)} ago by its own clock (it was paused or could not refresh the election key)`;
+    }
+    if (this.#opts.membership !== undefined) {
+      const end = this.#opts.membership()?.leaseEndsAt() ?? 0;
+      if (end === 0) return 'this active/active member has not heard its own heartbeat yet';
+      if (now >= end) return `this active/active member's lease ran out ${formatMs(now - end)} ago by its own clock (the others take its share over; it was paused or cut off)`;
+    }
+    return undefined;
+  }
+
+  /** Records the configure or restart in the node's history before it is sent (bounded wait). */
+  async sending(identity: string, what: FencedSend): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), SENDING_RECORD_WAIT_MS)));
+    try {
+      const done = await Promise.race([this.#opts.history.sending(identity, what, this.#wallClock()).then(() => 'written' as const), waited]);
+      if (done === 'late') this.#opts.logger.warn(`The node history did not take the ${what} record of ${identity} within ${formatMs(SENDING_RECORD_WAIT_MS)}: sending ${what} without it`);
+    } catch (err) {
+      this.#opts.logger.warn(`Could not record the ${what} of ${identity} in the node history, sending it without: ${errorText(err)}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
