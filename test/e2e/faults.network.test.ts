@@ -12,6 +12,8 @@ import { sleep, until } from '@choria-provisioner/test-support/wait';
 import { FleetHarness, discoverWhenIdle, driveUntilProvisioned, expectExactlyOnce, expectProvisionedOnce, metricValue, plainConfiguration } from '@choria-provisioner/test-support/fleet';
 import { readVector } from '@choria-provisioner/test-support/vectors';
 import { provisioningLogin } from '@choria-provisioner/test-support/nats-server';
+import { startTcpRelay } from '@choria-provisioner/test-support/tcp-relay';
+import type { HelperRequest } from '@choria-provisioner/core';
 
 const h = new FleetHarness();
 afterEach(() => h.cleanup());
@@ -232,6 +234,32 @@ describe('end-to-end faults', () => {
     expectProvisionedOnce(fleet);
     expect(fleet.report().totals.dropped).toBeGreaterThan(0);
   }, 120_000);
+
+  it('the path to the broker goes silent without closing: the connection is replaced within 10 s and the last node provisioned within 30 s, none twice', async () => {
+    // Nothing the provisioner sends arrives, nothing comes back, nothing is closed (a NAT or
+    // firewall that dropped its state); new connections go through. The nats.js default pings
+    // (2 minutes, 2 out) took six minutes to notice; the provisioner's own take seconds.
+    const s = await h.broker({ choriaAccounts: false });
+    const relay = await startTcpRelay(s.url);
+    h.onCleanup(() => relay.close());
+    const fleet = await h.fleet(s.url, { count: 60 });
+    await fleet.waitForBooted(10_000);
+    const slowHelper = async (req: HelperRequest): Promise<{ configuration: Record<string, string> }> => {
+      await sleep(1_000);
+      return { configuration: plainConfiguration(req) };
+    };
+    const p = h.provisioner(relay.url, 'workers: 4\ninterval: 1m\n', { helper: slowHelper });
+    await p.start();
+    await until('10 provisioned', () => fleet.countByState().provisioned >= 10, 30_000);
+    relay.goSilent();
+    const died = Date.now();
+    const before = relay.accepted;
+    // a new connection through the relay: the dead one was noticed and replaced
+    await until('the connection replaced', () => relay.accepted > before, 10_000, { stepMs: 100 });
+    await until('every node provisioned', () => fleet.countByState().provisioned === 60, 30_000, { stepMs: 100 });
+    expect(Date.now() - died).toBeLessThanOrEqual(30_000);
+    expectProvisionedOnce(fleet);
+  }, 90_000);
 
   it('1,000 garbage lifecycle events among real startup events: counted, ignored, every node provisioned', async () => {
     const s = await h.broker();

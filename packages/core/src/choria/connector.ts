@@ -105,6 +105,10 @@ function tlsOptions(settings: ChoriaSettings): TlsOptions | undefined {
   return tls;
 }
 
+/** How often each connection pings the broker, and how many pings may go unanswered before it is replaced. */
+export const PING_INTERVAL_MS = 2_000;
+export const MAX_PINGS_OUT = 2;
+
 /** The nats.js options for these settings (without connecting); exported for tests. */
 export function natsConnectionOptions(
   settings: ChoriaSettings,
@@ -118,6 +122,13 @@ export function natsConnectionOptions(
     // retry forever also when the broker briefly refuses credentials (e.g. while it restarts)
     ignoreAuthErrorAbort: true,
     timeout: opts.connectTimeoutMs ?? 10_000,
+    // A path that goes silent without closing (a NAT or firewall that dropped its state, a
+    // half-failed link) looks connected for ever: nothing arrives and nothing is closed. The
+    // client's pings find it: with more than MAX_PINGS_OUT of them unanswered the connection is
+    // replaced, within (MAX_PINGS_OUT + 1) x PING_INTERVAL_MS, where the nats.js defaults (2
+    // minutes, 2 out) take four to six minutes of requests lost into the void.
+    pingInterval: PING_INTERVAL_MS,
+    maxPingOut: MAX_PINGS_OUT,
     // nats.js otherwise builds two Errors (with stack traces) for every request, "just in case":
     // about 30 us each of the history's JetStream writes (BENCHMARKS.md#node-history); our own
     // errors say what timed out

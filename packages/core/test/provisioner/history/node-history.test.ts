@@ -204,3 +204,50 @@ describe('history records and keys', () => {
     expect(identityOfKey('dc1', 'dc1.bad..key')).toBeUndefined();
   });
 });
+
+describe('NodeHistory: configure and restart recorded before they are sent', () => {
+  it('sending(configure) resolves only once the shared copy took the record, and the next attempt starts with a restart', async () => {
+    const h = history();
+    const backing = new ManualBacking();
+    h.attach(backing);
+    let resolved = false;
+    const written = h.sending('n1', 'configure', 1000).then(() => (resolved = true));
+    await tick();
+    expect(resolved).toBe(false);
+    backing.settleAll();
+    await written;
+    expect(backing.written.at(-1)?.configuredAt).toBe(1000);
+    // a record written before the first attempt ended has no outcome, and survives the round trip
+    const stored = decodeRecord(encodeRecord(backing.written.at(-1) as NodeRecord));
+    expect(stored.outcome).toBeUndefined();
+    expect(stored.configuredAt).toBe(1000);
+    // the attempt was cancelled after configure went out: the mark stays for the next owner
+    h.attempted('n1', { outcome: 'cancelled', message: 'lease lapsed', at: 2000, durationMs: 5, configured: true, discoveredAt: 900 });
+    expect(h.get('n1')?.configuredAt).toBe(1000);
+    // success clears it
+    h.attempted('n1', provisioned(3000));
+    expect(h.get('n1')?.configuredAt).toBeUndefined();
+  });
+
+  it('a failed write does not hold the attempt', async () => {
+    const h = history();
+    const backing = new ManualBacking();
+    h.attach(backing);
+    const written = h.sending('n1', 'restart', 1000);
+    backing.settleAll(false);
+    await expect(written).resolves.toBeUndefined();
+  });
+
+  it('a node sent restart is held for the restart window, except when its startup event proves it started again', () => {
+    const h = new NodeHistory({ policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 }, instance: 'p', ttlMs: DAY, restartWindowMs: 20_000 });
+    void h.sending('n1', 'restart', 10_000);
+    expect(h.holdsBack('n1', 10_500, 'discovery')).toBe('restarting');
+    expect(h.holdsBack('n1', 29_999, 'discovery')).toBe('restarting');
+    expect(h.holdsBack('n1', 29_999, 'event')).toBeUndefined();
+    expect(h.holdsBack('n1', 30_000, 'discovery')).toBeUndefined();
+    // a restart recorded by another instance comes in through merge() and holds the same way
+    const other = new NodeHistory({ policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 }, instance: 'q', ttlMs: DAY });
+    other.merge(h.get('n1') as NodeRecord);
+    expect(other.holdsBack('n1', 11_000)).toBe('restarting');
+  });
+});

@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { SiteLease, type LeaseSource } from '../../src/provisioner/lease.js';
+import { NodeHistory } from '../../src/provisioner/history/index.js';
+import { silentLogger } from '../../src/util/logger.js';
+
+const history = (): NodeHistory => new NodeHistory({ policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 }, instance: 'p', ttlMs: 86_400_000 });
+const source = (end: number): LeaseSource => ({ leaseEndsAt: () => end });
+
+describe('SiteLease: whether this instance may still work on nodes', () => {
+  it('alone: always', () => {
+    const lease = new SiteLease({ history: history(), logger: silentLogger(), now: () => 1e12 });
+    expect(lease.refusal()).toBeUndefined();
+  });
+
+  it('leader: until its lease ends by the monotonic clock, not after; never without leadership', () => {
+    let now = 1000;
+    let end = 5000;
+    const lease = new SiteLease({ history: history(), logger: silentLogger(), now: () => now, election: () => source(end) });
+    expect(lease.refusal()).toBeUndefined();
+    now = 4999;
+    expect(lease.refusal()).toBeUndefined();
+    now = 5000;
+    expect(lease.refusal()).toMatch(/leadership lease ran out 0 ?ms ago/);
+    now = 21_000; // a 16 s pause
+    expect(lease.refusal()).toMatch(/ran out 16(\.0)? ?s ago/);
+    end = 0;
+    expect(lease.refusal()).toMatch(/not the leader/);
+    const noElection = new SiteLease({ history: history(), logger: silentLogger(), now: () => 1, election: () => undefined });
+    expect(noElection.refusal()).toMatch(/not the leader/);
+  });
+
+  it('active/active member: until its own heartbeat lease ends', () => {
+    let now = 100;
+    const lease = new SiteLease({ history: history(), logger: silentLogger(), now: () => now, membership: () => source(6000) });
+    expect(lease.refusal()).toBeUndefined();
+    now = 6000;
+    expect(lease.refusal()).toMatch(/active\/active member's lease ran out/);
+    const unheard = new SiteLease({ history: history(), logger: silentLogger(), now: () => 1, membership: () => source(0) });
+    expect(unheard.refusal()).toMatch(/has not heard its own heartbeat/);
+  });
+
+  it('sending() records the configure in the node history before it resolves', async () => {
+    const h = history();
+    const lease = new SiteLease({ history: h, logger: silentLogger(), wallClock: () => 1234 });
+    await lease.sending('n1', 'configure');
+    expect(h.get('n1')?.configuredAt).toBe(1234);
+    await lease.sending('n1', 'restart');
+    expect(h.get('n1')?.restartSentAt).toBe(1234);
+  });
+});
