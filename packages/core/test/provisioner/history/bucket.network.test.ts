@@ -21,6 +21,7 @@ function record(identity: string, updatedAt: number, extra: Partial<NodeRecord> 
     notBefore: undefined,
     quarantinedAt: undefined,
     configuredAt: undefined,
+    restartSentAt: undefined,
     updatedAt,
     ...extra,
   };
