@@ -102,7 +102,8 @@ describe('Provisioner end to end', () => {
     expect(standby.paused).toBe(true);
     // the standby works on nothing; what it shows is the leader's work, from the shared history
     await until("the leader's records at the standby", () => (standby.status().hostCounts['provisioned'] ?? 0) >= 20, 10_000);
-    expect(Object.keys(standby.status().hostCounts)).toEqual(['provisioned']);
+    // ... and the nodes it is configuring right now: configure and restart are recorded before they are sent
+    expect(Object.keys(standby.status().hostCounts).filter((state) => state !== 'provisioned' && state !== 'provisioning')).toEqual([]);
     expect(standby.status().hosts.every((h) => h.instance === leader.choria.identity)).toBe(true);
     await leader.stop(); // like a crash: the election key is not released
     await until('the standby to lead', () => standby.isLeader === true, 20_000);
