@@ -17,7 +17,7 @@ const VALUE = 'a JSON value';
 
 type Expect = 'value' | 'value-or-close-array' | 'key-or-close-object' | 'key' | 'colon' | 'object-next' | 'array-next' | 'end';
 
-const EXPECTED_TEXT: Readonly<Record<Expect, string>> = {
+const EXPECTED_TEXT: Readonly<Record<Exclude<Expect, 'end'>, string>> = {
   value: VALUE,
   'value-or-close-array': `${VALUE} or \`]\``,
   'key-or-close-object': '`"` (a key) or `}`',
@@ -25,7 +25,6 @@ const EXPECTED_TEXT: Readonly<Record<Expect, string>> = {
   colon: '`:`',
   'object-next': '`,` or `}`',
   'array-next': '`,` or `]`',
-  end: '',
 };
 
 const isSpace = (c: number): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
