@@ -33,3 +33,18 @@ export function publicMessageOf(err: unknown): string {
   const own = (err as { publicMessage?: unknown }).publicMessage;
   return typeof own === 'string' ? own : err.message;
 }
+
+/** The two texts of a failure: for the monitor port and the log above debug, and in full for the debug log. */
+export interface FailureTexts {
+  /** the public message */
+  readonly message: string;
+  /** the full message, when it says more than the public one (for the log at debug level) */
+  readonly detail: string | undefined;
+}
+
+/** Both texts of `err`, each passed through `mask` (which blanks the secrets the caller knows of). */
+export function failureTexts(err: unknown, mask: (text: string) => string = (text) => text): FailureTexts {
+  const message = mask(publicMessageOf(err));
+  const full = mask(err instanceof Error ? err.message : String(err));
+  return { message, detail: full === message ? undefined : full };
+}
