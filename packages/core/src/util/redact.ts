@@ -130,9 +130,10 @@ function backslashesBefore(text: string, at: number): number {
 
 /**
  * The span of the value that starts at `from`, or undefined when there is nothing to blank
- * (an empty string, an object or array whose own keys are looked at one by one).
+ * (an empty string or list, an object whose own keys are looked at one by one).
  */
 function valueSpan(text: string, from: number): [number, number] | undefined {
+  if (text.startsWith(REDACTED, from)) return undefined;
   const rest = text.slice(from, from + 16);
   const quoted = /^(\\*)(["'])/.exec(rest);
   if (quoted !== null) {
@@ -153,11 +154,20 @@ function valueSpan(text: string, from: number): [number, number] | undefined {
     if (end < 0) end = text.length;
     return end > start ? [start, end] : undefined;
   }
+  if (rest.startsWith('[')) {
+    // a list of secrets (`"seeds": ["…", "…"]`): everything to the closing bracket, or the end of the line
+    const start = from + 1;
+    const close = text.indexOf(']', start);
+    const newline = text.indexOf('\n', start);
+    const end = close >= 0 && (newline < 0 || close < newline) ? close : newline >= 0 ? newline : text.length;
+    return end > start ? [start, end] : undefined;
+  }
   let start = from;
   const scheme = AUTH_SCHEME.exec(rest);
   if (scheme !== null) start += scheme[0].length;
   const bare = BARE_VALUE.exec(text.slice(start, start + 4096));
-  if (bare === null) return undefined;
+  // JSON's literals hold no secret (`"jwt":null`)
+  if (bare === null || (start === from && ['null', 'true', 'false'].includes(bare[0]))) return undefined;
   return [start, start + bare[0].length];
 }
 

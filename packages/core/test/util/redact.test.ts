@@ -34,6 +34,9 @@ describe('redactSecrets', () => {
     expect(redactSecrets('{"token": "tok-cut-sho')).toBe(`{"token": "${REDACTED}`);
     expect(redactSecrets('{"token": "abc\\"def", "next": "visible"}')).toBe(`{"token": "${REDACTED}", "next": "visible"}`);
     expect(redactSecrets('{"seed": 12345678, "port": 4222}')).toBe(`{"seed": ${REDACTED}, "port": 4222}`);
+    expect(redactSecrets('{"jwt":null,"key":false}')).toBe('{"jwt":null,"key":false}');
+    expect(redactSecrets('{"system.password":["hunter5-x", "y"],"port":"1"}')).toBe(`{"system.password":[${REDACTED}],"port":"1"}`);
+    expect(redactSecrets('{"credentials":{"user":"bob","password":"pw-123456"}}')).toBe(`{"credentials":{"user":"bob","password":"${REDACTED}"}}`);
   });
 
   it('works inside JSON strings, at any depth of escaping', () => {

@@ -7,7 +7,7 @@
 //   printed: it is what the monitor port and the node history show.
 import { quoteExcerpt } from './output.js';
 import { ProvisionerError } from '../../util/errors.js';
-import type { Redactor } from '../../util/redact.js';
+import { redactSecrets, type Redactor } from '../../util/redact.js';
 
 export type HelperErrorKind =
   /** the program could not be started (missing, not executable, bad command line) */
@@ -46,12 +46,14 @@ export class HelperReplyError extends ProvisionerError {
   /** the same in the provisioner's words only: no value (nor unusual key name) of the reply */
   readonly publicDetail: string;
 
-  /** `publicDetail`: defaults to `detail`, for reasons that quote nothing of the reply */
-  constructor(kind: HelperReplyError['kind'], detail: string, publicDetail: string = detail) {
-    super(replyErrorMessage(kind, detail), { publicMessage: replyErrorMessage(kind, publicDetail) });
+  /** `detail` is redacted here; `publicDetail` defaults to it, for reasons that quote nothing of the reply */
+  constructor(kind: HelperReplyError['kind'], detail: string, publicDetail?: string) {
+    const redacted = redactSecrets(detail);
+    const shown = publicDetail ?? redacted;
+    super(replyErrorMessage(kind, redacted), { publicMessage: replyErrorMessage(kind, shown) });
     this.kind = kind;
-    this.detail = detail;
-    this.publicDetail = publicDetail;
+    this.detail = redacted;
+    this.publicDetail = shown;
   }
 }
 

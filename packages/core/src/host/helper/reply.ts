@@ -11,7 +11,8 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { HelperReplyError, publicKeyName } from './errors.js';
 import type { HelperReply, HelperServerClaims, HelperServerPermissions } from './types.js';
-import { errorText, isPlainObject as isObject } from '../../util/values.js';
+import { isPlainObject as isObject } from '../../util/values.js';
+import { REDACTED, isSecretName } from '../../util/redact.js';
 import { describeJsonSyntaxProblem, jsonSyntaxProblem } from '../../util/json-syntax.js';
 
 export { assertAcceptedByNode, assertConfigurable, replyWarnings } from './reply-checks.js';
@@ -82,10 +83,11 @@ export function parseHelperReply(stdout: string | Buffer): HelperReply {
   try {
     data = JSON.parse(text);
   } catch (err) {
-    // JSON.parse's own message quotes the text: the public detail says only where it broke
+    // JSON.parse's own message quotes the text around the mistake, where a secret may sit without
+    // its key: the reason says only where it broke (the error quotes the redacted output apart)
     const problem = jsonSyntaxProblem(text);
-    const where = problem === undefined ? 'it cannot be parsed' : describeJsonSyntaxProblem(problem);
-    throw new HelperReplyError('invalid-json', errorText(err), `${Buffer.byteLength(text, 'utf8')} bytes that are not JSON: ${where}`);
+    const where = problem === undefined ? `it cannot be parsed (${err instanceof Error ? err.name : 'error'})` : describeJsonSyntaxProblem(problem);
+    throw new HelperReplyError('invalid-json', `${Buffer.byteLength(text, 'utf8')} bytes that are not JSON: ${where}`);
   }
   return validateHelperReply(data);
 }
@@ -175,7 +177,10 @@ function formatError(err: ErrorObject, data: Record<string, unknown>, wording: W
     .slice(1)
     .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
   const { path, value } = locate(segments, data, wording);
-  return `${path} must be ${expectedOf(err)}, got ${wording === 'detail' ? describeValue(value) : describeKind(value)}`;
+  // the value of a key that looks secret is not shown in either wording
+  const secret = segments.some((segment) => isSecretName(segment));
+  const got = wording === 'public' ? describeKind(value) : secret ? `${kindName(value)} ${REDACTED}` : describeValue(value);
+  return `${path} must be ${expectedOf(err)}, got ${got}`;
 }
 
 /** Renders a JSON pointer as `configuration["port"]`, `server_claims.collectives[0]`, … */
@@ -228,9 +233,14 @@ export function describeKind(value: unknown): string {
   return kind === 'object' ? 'an object' : `a ${kind}`;
 }
 
+/** `null`, `array`, `string`, …: the word describeValue starts with. */
+function kindName(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+}
+
 /** `number 8080`, `string "abc"`, `array [1,2]`, … shortened for messages. */
 export function describeValue(value: unknown): string {
-  const kind = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+  const kind = kindName(value);
   if (value === null || value === undefined) return kind;
   let text: string;
   try {

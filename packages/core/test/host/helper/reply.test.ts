@@ -145,9 +145,14 @@ describe('parseHelperReply', () => {
     expect(typed.publicMessage).toBe(
       'helper reply is invalid: configuration["plugin.choria.network.provisioning.client_password"] must be a string, got an array; configuration[<a key of 20 characters>] must be a string, got a number',
     );
-    expect(typed.message).toContain('hunter2-SECRET');
+    // the detail names the values, except those of keys that look secret
+    expect(typed.message).toBe(
+      'helper reply is invalid: configuration["plugin.choria.network.provisioning.client_password"] must be a string, got array [redacted]; configuration["token=[redacted]"] must be a string, got number [redacted]',
+    );
     const broken = replyError('{"configuration":{"seed":"deadbeefSEED"} BROKEN');
     expect(broken.publicMessage).toBe('helper reply is not valid JSON: 47 bytes that are not JSON: `,` or `}` expected at position 41');
+    // JSON.parse's message would quote the text around the mistake: neither wording uses it
+    expect(replyError('{"a": deadbeefSEED}').message).toBe('helper reply is not valid JSON: 19 bytes that are not JSON: a JSON value expected at position 6');
     expect(replyError('"hunter4-SECRET"').publicMessage).toBe('helper reply is invalid: the reply must be a JSON object, got a string');
     // nothing quoted: the public message is the message
     const empty = replyError('');
@@ -220,7 +225,7 @@ describe('assertAcceptedByNode', () => {
     expect(catchIt({ action_policies: { rpcutil: 'x' } }).publicMessage).toContain('action_policies key "rpcutil" does not end in ".policy"');
     const odd = catchIt({ action_policies: { 'password=hunter5-SECRET': 'x' } });
     expect(odd.publicMessage).toContain('action_policies key <a key of 23 characters> does not end in ".policy"');
-    expect(odd.message).toContain('password=hunter5-SECRET');
+    expect(odd.message).toContain('action_policies key "password=[redacted]" does not end');
   });
 
   it('refuses an OPA policy name without .rego', () => {
