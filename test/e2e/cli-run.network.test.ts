@@ -119,6 +119,14 @@ describe('choria-provisioner run (process)', () => {
     expect(pause.output()).toBe('site lon: paused\n');
     const status = (await (await fetch(`${url}/status`)).json()) as { sites: { paused: boolean }[] };
     expect(status.sites[0]?.paused).toBe(true);
+    // the site lists its nodes only to its token; status reads it as the control commands do
+    const anonymous = cli(['status', '--url', url], noToken);
+    expect(await anonymous.exited).toBe(0);
+    expect(anonymous.output()).toContain('nodes not listed: the site lists them only with its monitor_api_token');
+    expect(anonymous.output()).not.toContain('node-1.example.net');
+    const listed = cli(['status', '--url', url], withEnv);
+    expect(await listed.exited).toBe(0);
+    expect(listed.output()).toContain('node-1.example.net');
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, 't0ken-for-lon\n', { mode: 0o600 });
     const resume = cli(['resume', '--url', url, '--token-file', tokenFile], noToken);

@@ -1,7 +1,8 @@
 // The status page at / in a real browser (Debian's chromium driven by puppeteer-core) against a
 // provisioner provisioning a simulated fleet of 10,000 nodes: the page keeps polling while the
-// fleet is provisioned, its counts match /status, a failing node shows its error (as text), and
-// the state filter, the identity search, sorting and paging work. With STATUS_PAGE_SCREENSHOT=FILE
+// fleet is provisioned, its counts match /status, the node table waits for the site's API token
+// (monitor_api_token), a failing node shows its error (as text), and the state filter, the
+// identity search, sorting and paging work. With STATUS_PAGE_SCREENSHOT=FILE
 // it also saves a screenshot taken while the fleet is being provisioned (docs/status.md's).
 import { existsSync } from 'node:fs';
 import { Registry } from 'prom-client';
@@ -99,6 +100,26 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
 
   afterAll(() => h.cleanup(), 60_000);
 
+  /** types the API token into the page (as an operator does: the field, then leaving it) */
+  const enterToken = async (token: string): Promise<void> => {
+    await page.evaluate("const t = document.getElementById('token'); t.value = ''; t.dispatchEvent(new Event('change'));");
+    if (token !== '') {
+      await page.type('#token', token);
+      await page.$eval('#token', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
+    }
+  };
+  const locked = (): Promise<string> => page.$eval('#node-rows', (e) => e.querySelector('[data-field="locked"]')?.textContent ?? '');
+
+  it('lists the nodes of a site with monitor_api_token only once its token is entered', async () => {
+    await until('the first poll', async () => (await polls()) >= 1, 10_000);
+    await until('the table to ask for the token', async () => (await locked()).includes('enter it above'), 5_000, { stepMs: 100 });
+    expect(await rows()).toHaveLength(1);
+    await enterToken('wrong-token');
+    await until('the wrong token refused', async () => (await locked()).includes('is not this site'), 5_000, { stepMs: 100 });
+    await enterToken('page-t0ken');
+    await until('the table', async () => (await locked()) === '' && (await range()).endsWith(' of 0'), 5_000, { stepMs: 100 });
+  });
+
   it('keeps polling while 10,000 nodes are provisioned, and then shows exactly what /status says', async () => {
     await until('the first poll', async () => (await polls()) >= 1, 10_000);
     await p.start();
@@ -173,21 +194,24 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
   it('pauses, resumes and retries through the page with the API token, and refuses without it', async () => {
     const notice = (): Promise<string> => page.$eval('#notice', (e) => e.textContent ?? '');
     const node7 = async (): Promise<number> => {
-      const body = (await (await fetch(`${monitor.url}/nodes?search=${FAILING}`)).json()) as { nodes: { attempts: number }[] };
+      const res = await fetch(`${monitor.url}/nodes?search=${FAILING}`, { headers: { authorization: 'Bearer page-t0ken' } });
+      const body = (await res.json()) as { nodes: { attempts: number }[] };
       return body.nodes[0]?.attempts ?? -1;
     };
     await page.type('#search', FAILING);
     await until('the failing node alone', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
     const before = await node7();
-    await click('#node-rows [data-action="retry"]');
+    // without the token the table is gone, and the site's pause is refused
+    await enterToken('');
+    await until('the table locked', async () => (await locked()) !== '', 5_000, { stepMs: 100 });
+    await click('[data-site="test"] [data-action="pause"]');
     await until('the refusal', async () => (await notice()).startsWith('enter the API token'), 5_000, { stepMs: 100 });
-    await page.type('#token', 'wrong-token');
-    await page.$eval('#token', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
-    await click('#node-rows [data-action="retry"]');
+    await enterToken('wrong-token');
+    await click('[data-site="test"] [data-action="pause"]');
     await until('the wrong token refused', async () => (await notice()) === 'the token matches no site', 5_000, { stepMs: 100 });
-    await page.evaluate("const t = document.getElementById('token'); t.value = ''; t.dispatchEvent(new Event('change'));");
-    await page.type('#token', 'page-t0ken');
-    await page.$eval('#token', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
+    expect(p.paused).toBe(false);
+    await enterToken('page-t0ken');
+    await until('the failing node again', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
     await click('#node-rows [data-action="retry"]');
     await until('the retry queued', async () => (await notice()) === `test: queued ${FAILING}`, 5_000, { stepMs: 100 });
     await until('node-7 tried again', async () => (await node7()) === before + 1, 15_000, { stepMs: 100 });

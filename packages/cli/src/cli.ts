@@ -86,9 +86,10 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
       (y) =>
         y
           .option('url', { type: 'string', default: 'http://127.0.0.1:8080', describe: 'Base URL of the monitor endpoint (monitor_port)' })
-          .option('json', { type: 'boolean', default: false, describe: 'Print the raw JSON' }),
+          .option('json', { type: 'boolean', default: false, describe: 'Print the raw JSON' })
+          .option('token-file', { type: 'string', describe: `File holding the site's monitor_api_token, to list the nodes of a site that sets one (default: the ${TOKEN_ENV} environment variable)` }),
       async (args) => {
-        code = await statusCommand({ url: args.url, json: args.json }, io);
+        code = await statusCommand({ url: args.url, json: args.json, tokenFile: args['token-file'] }, io);
       },
     )
     .command('helper', 'Helper tooling', (y) =>

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { asDefaultCommand, main } from '../src/cli.js';
 import { capture } from './capture-io.js';
+import { formatStatus } from '../src/commands/status.js';
 
 let dir: string;
 let helper: string;
@@ -151,6 +152,13 @@ describe('choria-provisioner run', () => {
 });
 
 describe('choria-provisioner status', () => {
+  it('says when a site lists its nodes only to its token, and counts them', () => {
+    const site = { site: 'lon', paused: false, queue: 0, busyWorkers: 0, workers: 4, hosts: [], hostCounts: { failed: 2, held: 3 }, hostsNeedToken: true };
+    expect(formatStatus({ sites: [site] })).toBe(
+      'site lon: running, queue 0, busy workers 0/4, hosts 5\nnodes not listed: the site lists them only with its monitor_api_token (--token-file FILE or CHORIA_PROVISIONER_API_TOKEN)\n',
+    );
+  });
+
   it('exits 3 with a clear message when the endpoint is unreachable', async () => {
     const io = capture();
     expect(await main(['status', '--url', 'http://127.0.0.1:1'], io)).toBe(3);

@@ -16,7 +16,8 @@ export interface ControlOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-function tokenOf(opts: ControlOptions): string {
+/** The site's monitor_api_token from --token-file, else the environment; '' when neither has one. */
+export function tokenOf(opts: { tokenFile?: string | undefined; env?: NodeJS.ProcessEnv | undefined }): string {
   if (opts.tokenFile !== undefined) return readFileSync(opts.tokenFile, 'utf8').trim();
   return (opts.env ?? process.env)[TOKEN_ENV]?.trim() ?? '';
 }

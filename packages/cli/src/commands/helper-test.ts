@@ -19,6 +19,7 @@ const pretty = (v: unknown): string => JSON.stringify(v, null, 2);
 function describe(r: HelperTestReport): string {
   const lines = ['request:', r.request === undefined ? '  (none: the attempt stopped before the helper)' : pretty(r.request), ''];
   lines.push('reply:', r.reply === undefined ? '  (none)' : pretty(r.reply), '');
+  if (r.stdout !== undefined) lines.push('stdout (not a valid reply):', r.stdout.trim() === '' ? '  (empty)' : r.stdout.trimEnd(), '');
   lines.push('stderr:', r.stderr.trim() === '' ? '  (empty)' : r.stderr.trimEnd(), '');
   lines.push('warnings:', ...(r.warnings.length === 0 ? ['  (none)'] : r.warnings.map((w) => `  ${w}`)), '');
   lines.push(`result: ${r.ok ? 'OK' : 'FAILED'}: ${r.outcome}${r.durationMs !== undefined ? ` (helper ${Math.round(r.durationMs)} ms)` : ''}`);

@@ -1,10 +1,14 @@
 // `choria-provisioner status`: fetches /status from a running provisioner and prints it as tables.
+// A site that sets monitor_api_token lists its nodes only to its token, which comes from
+// --token-file or the environment as for the control commands.
 import type { CoordinationStatus, MemberView, ProvisionerStatus } from '@choria-provisioner/core';
 import { EXIT, type CliIO } from '../io.js';
+import { TOKEN_ENV, tokenOf } from './control.js';
 import { monitorUrl } from './monitor-url.js';
 
 /** What this command reads of a site in /status: the core's own type, as the provisioner serves it. */
-type SiteStatus = Pick<ProvisionerStatus, 'site' | 'leader' | 'paused' | 'queue' | 'busyWorkers' | 'workers' | 'hosts'> & Partial<Pick<ProvisionerStatus, 'coordination' | 'history'>>;
+type SiteStatus = Pick<ProvisionerStatus, 'site' | 'leader' | 'paused' | 'queue' | 'busyWorkers' | 'workers' | 'hosts'> &
+  Partial<Pick<ProvisionerStatus, 'coordination' | 'history' | 'hostCounts' | 'hostsNeedToken'>>;
 
 function isSiteStatus(v: unknown): v is SiteStatus {
   if (typeof v !== 'object' || v === null) return false;
@@ -45,8 +49,9 @@ export function formatStatus(body: unknown): string {
     if (!isSiteStatus(s)) throw new Error('status reply has a malformed site entry');
     out.push(
       `site ${s.site === '' ? '(none)' : s.site}: ${s.paused ? 'paused' : 'running'}${s.leader === undefined ? '' : s.leader ? ', leader' : ', standby'}${roleOf(s.coordination)}, ` +
-        `queue ${s.queue}, busy workers ${s.busyWorkers}/${s.workers}, hosts ${s.hosts.length}`,
+        `queue ${s.queue}, busy workers ${s.busyWorkers}/${s.workers}, hosts ${s.hostsNeedToken === true ? Object.values(s.hostCounts ?? {}).reduce((a, n) => a + n, 0) : s.hosts.length}`,
     );
+    if (s.hostsNeedToken === true) out.push(`nodes not listed: the site lists them only with its monitor_api_token (--token-file FILE or ${TOKEN_ENV})`);
     const history = historyLine(s.history);
     if (history !== undefined) out.push(history);
     const members = s.coordination?.membership?.members ?? [];
@@ -67,11 +72,25 @@ export function formatStatus(body: unknown): string {
   return out.join('\n');
 }
 
-export async function statusCommand(opts: { url: string; json: boolean }, io: CliIO): Promise<number> {
+export interface StatusOptions {
+  url: string;
+  json: boolean;
+  tokenFile?: string | undefined;
+  env?: NodeJS.ProcessEnv;
+}
+
+export async function statusCommand(opts: StatusOptions, io: CliIO): Promise<number> {
   const url = monitorUrl(opts.url, '/status');
+  let token: string;
+  try {
+    token = tokenOf(opts);
+  } catch (err) {
+    io.err(`choria-provisioner: could not read the token file ${opts.tokenFile ?? ''}: ${err instanceof Error ? err.message : String(err)}`);
+    return EXIT.usage;
+  }
   let body: unknown;
   try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+    const res = await fetch(url, { headers: token === '' ? {} : { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) });
     if (!res.ok) {
       io.err(`choria-provisioner: ${url} answered ${res.status} ${res.statusText}`);
       return EXIT.runtime;

@@ -1,6 +1,8 @@
 // Error classes of the Choria client. Each names the thing and the reason; none carries secrets
-// (tokens, seeds, keys and RPC input values are never copied into a message).
+// (tokens, seeds, keys and RPC input values are never copied into a message, and a node's status
+// message is redacted before it is).
 import { ProvisionerError } from '../util/errors.js';
+import { redactSecrets } from '../util/redact.js';
 
 /** Base of every error raised by the Choria client. */
 export class ChoriaError extends ProvisionerError {}
@@ -76,13 +78,26 @@ export interface RpcStatusDetails {
   readonly requestId: string;
 }
 
+/** A double-quoted part (also cut short), or a single-quoted one that is not an apostrophe. */
+const QUOTED = /"(?:[^"\\]|\\.)*(?:"|$)|(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])/g;
+
+/**
+ * A node's status message as the public message may show it: redacted, and without what it quotes
+ * (go-choria quotes the input it refuses, e.g. `parsing "…": invalid syntax` for a setting of the
+ * configuration the helper chose, or a policy file name): that is the helper's text echoed.
+ */
+export function publicStatusMessage(statusmsg: string): string {
+  return redactSecrets(statusmsg).replace(QUOTED, (quoted) => (quoted.startsWith("'") ? "'…'" : '"…"'));
+}
+
 /** The target replied with a non-zero MCORPC status code. */
 export class RpcStatusError extends RpcError {
-  /** the reply as received; gen25519 can return data together with an Aborted status */
+  /** the reply as received (statusmsg unredacted); gen25519 can return data together with an Aborted status */
   readonly reply: RpcStatusDetails;
 
   constructor(reply: RpcStatusDetails) {
-    super(`invalid response from ${reply.sender}: ${reply.statusmsg} (${reply.statuscode})`);
+    const said = (statusmsg: string): string => `invalid response from ${reply.sender}: ${statusmsg} (${reply.statuscode})`;
+    super(said(redactSecrets(reply.statusmsg)), { publicMessage: said(publicStatusMessage(reply.statusmsg)) });
     this.reply = reply;
   }
 }

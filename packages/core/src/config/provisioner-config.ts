@@ -323,3 +323,12 @@ function isHttpUrl(text: string): boolean {
     return false;
   }
 }
+
+/**
+ * The values of the settings the schema marks `x-secret` (the provisioning token, the broker
+ * password, the monitor port's API token): the redactor blanks them wherever a node or a helper
+ * echoes them.
+ */
+export function configSecrets(cfg: Pick<ProvisionerConfig, 'token' | 'brokerProvisioningPassword' | 'monitorApiToken'>): string[] {
+  return [cfg.token, cfg.brokerProvisioningPassword, cfg.monitorApiToken].filter((v) => v !== '');
+}

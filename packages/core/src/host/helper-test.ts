@@ -1,14 +1,16 @@
 // `choria-provisioner helper test`: the request the provisioner would give the site's helper for
 // one node, built live (every fetch and check of a real attempt, through a dry-run Host, so
 // nothing on the node changes) or read from a saved file, run through the configured helper
-// exactly as `run` would (same mode, time limit, environment), with the same reply checks.
+// exactly as `run` would (same mode, time limit, environment), with the same reply checks. It
+// shows what the helper printed as printed: the operator asked for it, and it never reaches the
+// log or the monitor port from here.
 import type { Logger } from 'winston';
 import { ChoriaClient } from '../choria/client.js';
 import type { ChoriaSettings, ProvisionerConfig } from '../config/types.js';
 import { PauseFlag } from '../util/pause.js';
 import { silentLogger } from '../util/logger.js';
 import { errorText } from '../util/values.js';
-import { helperRunnerFor, type HelperFunction } from './helper/index.js';
+import { HelperError, helperRunnerFor, type HelperFunction } from './helper/index.js';
 import { replyWarnings } from './helper/reply-checks.js';
 import type { HelperReply, HelperRequest, HelperResult, HelperRunner } from './helper/types.js';
 import { Host } from './host.js';
@@ -39,6 +41,13 @@ export interface HelperTestInput {
 export interface HelperTestReport {
   readonly request: HelperRequest | undefined;
   readonly reply: HelperReply | undefined;
+  /**
+   * what the helper printed on stdout when it was not a reply (the run failed), unredacted: the
+   * operator running the test asked to see it. Undefined when the reply was accepted or the helper
+   * did not run.
+   */
+  readonly stdout?: string;
+  /** what the helper printed on stderr, unredacted */
   readonly stderr: string;
   readonly warnings: readonly string[];
   readonly durationMs: number | undefined;
@@ -62,10 +71,11 @@ export function parseSavedRequest(text: string, source: string): HelperRequest {
   return value as HelperRequest;
 }
 
-/** Records what passes through a helper runner. */
+/** Records what passes through a helper runner, and what a failed helper printed, as printed. */
 class RecordingHelper implements HelperRunner {
   request: HelperRequest | undefined;
   result: HelperResult | undefined;
+  stdout: string | undefined;
   stderr = '';
   constructor(private readonly inner: HelperRunner) {}
   async run(req: HelperRequest, opts: Parameters<HelperRunner['run']>[1]): Promise<HelperResult> {
@@ -75,8 +85,11 @@ class RecordingHelper implements HelperRunner {
       this.stderr = this.result.stderr;
       return this.result;
     } catch (err) {
-      const stderr = (err as { stderr?: unknown }).stderr;
-      if (typeof stderr === 'string') this.stderr = stderr;
+      const printed = err instanceof HelperError ? err.unredactedOutput() : undefined;
+      if (printed !== undefined) {
+        this.stdout = printed.stdout;
+        this.stderr = printed.stderr;
+      }
       throw err;
     }
   }
@@ -93,6 +106,7 @@ export async function testHelper(input: HelperTestInput): Promise<HelperTestRepo
   const report = (outcome: string, ok: boolean): HelperTestReport => ({
     request: helper.request,
     reply: helper.result?.reply,
+    ...(helper.stdout !== undefined ? { stdout: helper.stdout } : {}),
     stderr: helper.stderr,
     warnings: helper.result === undefined ? [] : replyWarnings(helper.result.reply),
     durationMs: helper.result?.durationMs,
@@ -117,7 +131,8 @@ export async function testHelper(input: HelperTestInput): Promise<HelperTestRepo
         { identity: input.identity, discoveredAt: Date.now(), signal: new AbortController().signal, logger, onStep: () => undefined },
       );
       const result = await host.provision();
-      return report(result.message ?? result.outcome, result.outcome === 'dry_run');
+      // the error in full (redacted), not the monitor port's wording: the output is printed apart
+      return report(result.detail ?? result.message ?? result.outcome, result.outcome === 'dry_run');
     } finally {
       await client.close().catch(() => undefined);
     }

@@ -35,7 +35,10 @@ import {
   type VerificationKey,
 } from './security/index.js';
 import { errorText } from '../util/values.js';
-import { ProvisionerError } from '../util/errors.js';
+import { ProvisionerError, failureTexts } from '../util/errors.js';
+import { SecretSet, maskKnownSecrets, redactSecrets, secretValuesOf } from '../util/redact.js';
+import { configSecrets } from '../config/provisioner-config.js';
+import { publicStatusMessage } from '../choria/errors.js';
 import { RightToActLostError, assertMayChange } from './fence.js';
 
 export interface HostDeps {
@@ -75,8 +78,12 @@ function replyOf<T>(result: StepResult<T>): T {
   return result.value;
 }
 
-/** The helper asked to stop here: nothing changes on the node. */
-class DeferredError extends ProvisionerError {}
+/** The helper asked to stop here: nothing changes on the node. Its `msg`, written for the operator, is shown redacted. */
+class DeferredError extends ProvisionerError {
+  constructor(msg: string) {
+    super(`configuration defered: ${redactSecrets(msg)}`);
+  }
+}
 
 /** What configure sends: the helper's reply, its checked configuration, the minted token and the encrypted key. */
 interface ConfigureInput {
@@ -179,6 +186,12 @@ export class Host {
   readonly #signing: SigningKeyCache;
   /** configure succeeded in this attempt (so a failed restart can be resumed by the next one) */
   #configured = false;
+  /**
+   * the secrets this attempt knows of: the configuration's, the request's claims, and the secret
+   * values the helper returned; blanked wherever a node or the helper echoes them
+   */
+  readonly #secrets: SecretSet;
+  readonly #mask = (text: string): string => maskKnownSecrets(text, this.#secrets);
 
   /** `keys` is shared by the hosts of one runner; a lone Host gets its own. */
   constructor(deps: HostDeps, job: HostJob, keys: VerificationKeyCache = new VerificationKeyCache(), signing: SigningKeyCache = new SigningKeyCache()) {
@@ -188,7 +201,9 @@ export class Host {
     this.#job = job;
     this.identity = job.identity;
     this.#log = job.logger;
+    this.#secrets = new SecretSet(configSecrets(deps.config));
     this.#ctx = {
+      mask: this.#mask,
       identity: job.identity,
       client: deps.client,
       metrics: deps.metrics,
@@ -236,7 +251,7 @@ export class Host {
       const reply = await this.#runHelper();
       // the helper may have taken long enough for this instance's right to act to lapse
       assertMayChange(this.#job.fence, `acting on the helper's reply for ${this.identity}`);
-      if (reply.defer === true) throw new DeferredError(`configuration defered: ${reply.msg ?? ''}`);
+      if (reply.defer === true) throw new DeferredError(reply.msg ?? '');
       if (reply.shutdown !== true) assertAcceptedByNode(reply, this.identity);
       if (this.#deps.dryRun === true) return this.#wouldSend(reply);
       if (reply.shutdown === true) return await this.#shutdown(reply);
@@ -324,14 +339,21 @@ export class Host {
     return err instanceof CancelledError || err instanceof PausedError || err instanceof RightToActLostError || this.#job.signal.aborted;
   }
 
+  /**
+   * How the attempt ended after `err`. The result's message is the error's public message (what
+   * the monitor port and the history show); its detail, when there is more to say, is the full
+   * message for the log at debug level. Both have the attempt's known secrets blanked.
+   */
   #failure(err: unknown): HostResult {
-    if (err instanceof DeferredError) return { outcome: 'deferred', message: err.message };
-    if (err instanceof LockedElsewhereError) return { outcome: 'skipped_locked', message: err.message, error: err };
-    if (err instanceof NodeGoneError) return { outcome: 'gone', message: err.message, error: err };
+    const { message, detail } = failureTexts(err, this.#mask);
+    const texts = { message, ...(detail !== undefined ? { detail } : {}) };
+    if (err instanceof DeferredError) return { outcome: 'deferred', ...texts };
+    if (err instanceof LockedElsewhereError) return { outcome: 'skipped_locked', ...texts, error: err };
+    if (err instanceof NodeGoneError) return { outcome: 'gone', ...texts, error: err };
     const error = err instanceof Error ? err : new Error(String(err));
     const configured = this.#configured ? { configured: true } : {};
-    if (this.#cancelled(err)) return { outcome: 'cancelled', message: error.message, error, ...configured };
-    return { outcome: 'failed', message: error.message, error, ...configured };
+    if (this.#cancelled(err)) return { outcome: 'cancelled', ...texts, error, ...configured };
+    return { outcome: 'failed', ...texts, error, ...configured };
   }
 
   #step(name: string): void {
@@ -363,6 +385,7 @@ export class Host {
     try {
       const claims = this.#keys.verify(reply.jwt, cfg.jwtVerifyCert);
       this.#facts.jwtClaims = claimsForHelper(claims) as HelperJwtClaims;
+      this.#secrets.add(this.#facts.jwtClaims.cht, this.#facts.jwtClaims.chpwd);
     } catch (err) {
       throw new Error(`could not validate JWT: ${this.identity}: ${errorText(err)}`, { cause: err });
     }
@@ -381,7 +404,7 @@ export class Host {
       step = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'gen25519', data, parse: parseEd25519Reply });
     } catch (err) {
       if (err instanceof StepFailedError && err.last instanceof RpcUnknownActionError) {
-        throw new NodeReleaseError(this.identity, 'gen25519', `answered "${err.last.reply.statusmsg}"`, needs);
+        throw new NodeReleaseError(this.identity, 'gen25519', `answered "${publicStatusMessage(err.last.reply.statusmsg)}"`, needs);
       }
       throw err;
     }
@@ -428,7 +451,10 @@ export class Host {
     try {
       const result = await this.#deps.helper.run(request, { identity: this.identity, signal: this.#job.signal });
       this.#deps.metrics.helperTime((performance.now() - started) / 1000);
-      if (result.stderr.trim() !== '') this.#log.info(`Helper stderr for ${this.identity}: ${result.stderr.trimEnd()}`);
+      // what the helper returned that is secret: blanked wherever the node echoes it back
+      this.#secrets.add(...secretValuesOf(result.reply.configuration), result.reply.key);
+      // runners redact stderr; this blanks the secrets only this attempt knows of as well
+      if (result.stderr.trim() !== '') this.#log.info(`Helper stderr for ${this.identity}: ${this.#mask(redactSecrets(result.stderr.trimEnd()))}`);
       for (const w of replyWarnings(result.reply)) this.#log.warn(`Helper reply for ${this.identity}: ${w}`);
       return result.reply;
     } catch (err) {
@@ -436,18 +462,19 @@ export class Host {
       if (this.#job.signal.aborted) throw abortError(this.#job.signal, 'helper');
       this.#deps.metrics.helperError();
       const stderr = (err as { stderr?: unknown }).stderr;
-      if (typeof stderr === 'string' && stderr.trim() !== '') this.#log.warn(`Helper stderr for ${this.identity}: ${stderr.trimEnd()}`);
+      if (typeof stderr === 'string' && stderr.trim() !== '') this.#log.warn(`Helper stderr for ${this.identity}: ${this.#mask(redactSecrets(stderr.trimEnd()))}`);
       throw err;
     }
   }
 
   async #shutdown(reply: HelperReply): Promise<HostResult> {
     this.#step('shutdown');
-    this.#log.warn(`Shutting down ${this.identity} on request of the helper: ${reply.msg ?? ''}`);
+    const said = redactSecrets(reply.msg ?? '');
+    this.#log.warn(`Shutting down ${this.identity} on request of the helper: ${said}`);
     const done = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'shutdown', data: { token: this.#deps.config.token }, parse: ignoreReply });
     this.#deps.metrics.helperShutdownRequest();
     const lost = done.replied ? [] : ['the shutdown reply was lost, but the node left provisioning mode'];
-    const message = [reply.msg ?? '', ...lost].filter((m) => m !== '').join('; ');
+    const message = [said, ...lost].filter((m) => m !== '').join('; ');
     return { outcome: 'shutdown', ...(message !== '' ? { message } : {}) };
   }
 
@@ -523,7 +550,7 @@ export class Host {
       if (!done.replied && done.back) return 'back';
     } catch (err) {
       if (cfg.upgradesOptional && !(err instanceof LockedElsewhereError) && !this.#job.signal.aborted) {
-        this.#log.warn(`Version update of ${this.identity} failed, continuing because upgrades_optional is set: ${errorText(err)}`);
+        this.#log.warn(`Version update of ${this.identity} failed, continuing because upgrades_optional is set: ${failureTexts(err, this.#mask).message}`);
         return 'not_needed';
       }
       throw err;
@@ -596,7 +623,7 @@ export class Host {
     } catch (err) {
       if (err instanceof StepFailedError && err.last instanceof RpcAbortedError) {
         this.#configured = false;
-        this.#log.info(`${this.identity} refused the restart (${err.last.reply.statusmsg}): it does not have its configuration, configuring it`);
+        this.#log.info(`${this.identity} refused the restart (${this.#mask(publicStatusMessage(err.last.reply.statusmsg))}): it does not have its configuration, configuring it`);
         return false;
       }
       throw err;

@@ -11,7 +11,7 @@ import { PausedError, type PauseFlag } from '../util/pause.js';
 import type { LifecycleWitness } from './lifecycle-witness.js';
 import { DEFAULT_FLEET_RECONNECT_MS, DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, linkSettled, isChangingAction, type ChangingAction, type LostReplyTimings } from './lost-reply.js';
 import { errorText } from '../util/values.js';
-import { ProvisionerError } from '../util/errors.js';
+import { ProvisionerError, failureTexts, publicMessageOf } from '../util/errors.js';
 import { RightToActLostError, assertMayChange, type FencedSend, type NodeFence } from './fence.js';
 
 export interface StepContext {
@@ -35,6 +35,15 @@ export interface StepContext {
   readonly onWatching?: () => void;
   /** asked right before every request of the attempt (fence.ts); none: always allowed */
   readonly fence?: NodeFence;
+  /** blanks the secrets the attempt knows of (its token, what the helper returned) out of a text */
+  readonly mask?: (text: string) => string;
+}
+
+/** Logs a failure of a try: its public message at `level`, and its full text at debug when that says more. */
+function logTry(ctx: StepContext, level: 'info' | 'warn', text: (reason: string) => string, err: unknown): void {
+  const { message, detail } = failureTexts(err, ctx.mask);
+  ctx.logger[level](text(message));
+  if (detail !== undefined && ctx.logger.isDebugEnabled()) ctx.logger.debug(text(detail));
 }
 
 /**
@@ -68,7 +77,8 @@ export class LockedElsewhereError extends ProvisionerError {
 /** A step failed after all its tries. */
 export class StepFailedError extends ProvisionerError {
   constructor(readonly step: RpcName, readonly tries: number, readonly last: Error, identity: string) {
-    super(`could not perform ${step} on ${identity}: ${tries} ${tries === 1 ? 'try' : 'tries'}, last: ${last.message}`, { cause: last });
+    const said = (reason: string): string => `could not perform ${step} on ${identity}: ${tries} ${tries === 1 ? 'try' : 'tries'}, last: ${reason}`;
+    super(said(last.message), { cause: last, publicMessage: said(publicMessageOf(last)) });
   }
 }
 
@@ -172,7 +182,7 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
       if (readOnly && free < MAX_FREE_TRIES && ((quick && err instanceof RpcTimeoutError) || err instanceof RpcReplyLostError)) {
         free++;
         attempt--;
-        ctx.logger.info(`${name} to ${ctx.identity} met a broker outage (${last.message}); sending it again once the connection is back`);
+        logTry(ctx, 'info', (reason) => `${name} to ${ctx.identity} met a broker outage (${reason}); sending it again once the connection is back`, last);
         await untilLinkUp(ctx, name);
         continue;
       }
@@ -204,13 +214,14 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
         const { finding, back } = await investigate(ctx, name, changing, started, last, req.data);
         if (finding === 'acted' || finding === 'unsure') return { replied: false, finding, back };
         if (finding === 'gone') {
-          last = new Error(`${last.message}; then the node stopped answering discovery`, { cause: last });
+          const said = (reason: string): string => `${reason}; then the node stopped answering discovery`;
+          last = new ProvisionerError(said(last.message), { cause: last, publicMessage: said(publicMessageOf(last)) });
           break;
         }
         investigated = true; // the node was watched for longer than any back-off
       }
       if (attempt < tries) {
-        ctx.logger.warn(`Could not perform ${name} on ${ctx.identity} on try ${attempt} / ${tries}: ${last.message}`);
+        logTry(ctx, 'warn', (reason) => `Could not perform ${name} on ${ctx.identity} on try ${attempt} / ${tries}: ${reason}`, last);
         if (!investigated) {
           try {
             await sleep(ctx.backoff?.(attempt) ?? backoffDelay(FIVE_SEC, attempt), ctx.signal);
@@ -279,7 +290,7 @@ async function investigate(
   const token = typeof sent['token'] === 'string' ? sent['token'] : undefined;
   // the version asked for (release_update): whether it tells is the action's rule (lost-reply.ts versionTells)
   const targetVersion = typeof sent['version'] === 'string' ? sent['version'] : undefined;
-  ctx.logger.warn(`The reply of ${name} from ${ctx.identity} was lost (${err.message}); checking whether the node acted before sending anything more`);
+  logTry(ctx, 'warn', (reason) => `The reply of ${name} from ${ctx.identity} was lost (${reason}); checking whether the node acted before sending anything more`, err);
   ctx.onWatching?.();
   let finding: LostReplyFinding;
   let back = false;
@@ -302,7 +313,7 @@ async function investigate(
     if (ctx.signal.aborted) throw abortError(ctx.signal, name);
     // Without an answer either way nothing is re-sent: the node comes back with the next
     // discovery if it is still in provisioning mode.
-    ctx.logger.warn(`Could not check ${ctx.identity} after the lost ${name} reply: ${errorText(probeErr)}`);
+    logTry(ctx, 'warn', (reason) => `Could not check ${ctx.identity} after the lost ${name} reply: ${reason}`, probeErr);
     finding = 'gone';
   }
   ctx.metrics.lostReply(name, finding);

@@ -109,8 +109,13 @@ export interface HostJob {
 
 export interface HostResult {
   readonly outcome: Outcome;
-  /** human text: the defer/shutdown message, or the error */
+  /**
+   * human text: the defer/shutdown message, or the error's public message (util/errors.ts): what
+   * the monitor port, the node history and the log above debug show, never a helper's output
+   */
   readonly message?: string;
+  /** the error in full, redacted, when it says more than `message`: for the log at debug level */
+  readonly detail?: string;
   readonly error?: Error;
   /** a failed attempt got as far as configuring the node: the next one can resume at the restart */
   readonly configured?: boolean;

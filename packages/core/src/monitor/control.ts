@@ -1,5 +1,5 @@
 // The mutating operations of the monitor port (POST /pause, /resume, /nodes/<id>/release,
-// /nodes/<id>/retry) for the provisioners of one process. Each site sets its own
+// /nodes/<id>/retry) for the provisioners of one process, and who may see a site's nodes. Each site sets its own
 // `monitor_api_token`; a request acts on the sites whose token it presents (or on the one named by
 // ?site=), so one port can serve sites run by different teams. Without any token configured the
 // operations are refused: the port listens on every interface by default.
@@ -16,6 +16,15 @@ export interface ControlAnswer {
 const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 function sameToken(presented: string, configured: string): boolean {
   return timingSafeEqual(digest(presented), digest(configured));
+}
+
+/**
+ * Whether a request presenting `token` may see the nodes of `p` (their states, steps and last
+ * errors): always when the site sets no monitor_api_token, else only with that token.
+ */
+export function nodesVisible(p: Provisioner, token: string | undefined): boolean {
+  const configured = p.config.monitorApiToken;
+  return configured === '' || (token !== undefined && token !== '' && sameToken(token, configured));
 }
 
 /** Carries out a control request against `provisioners`; the HTTP layer only maps the answer. */

@@ -16,9 +16,9 @@ export interface MonitorServerOptions {
   /** default "0.0.0.0" like upstream; tests use 127.0.0.1 */
   host?: string;
   registry: Registry;
-  /** JSON served at /status (`?limit=N`: describe at most N nodes a site) */
+  /** JSON served at /status (`?limit=N`: describe at most N nodes a site; `token`: the bearer token presented, if any) */
   status?: (query: StatusQuery) => unknown;
-  /** /nodes: one page of one site's nodes (the status page's table); with `status` it enables the page at / */
+  /** /nodes: one page of one site's nodes (the status page's table), with the bearer token presented, if any; with `status` it enables the page at / */
   nodes?: (query: NodeQuery) => { status: number; body: unknown };
   /** /readyz: 200 when `ready`, else 503; `sites` is served as the reason */
   ready?: () => { ready: boolean; sites: unknown };
@@ -67,6 +67,11 @@ export function parseNodeQuery(params: URLSearchParams): NodeQuery {
   };
 }
 
+/** The token of an `Authorization: Bearer <token>` header, if there is one. */
+function bearerToken(header: string | undefined): string | undefined {
+  return /^Bearer\s+(.+)$/i.exec(header ?? '')?.[1]?.trim();
+}
+
 /** The control routes: POST path -> action and node. */
 function controlRoute(path: string): { action: ControlAction; identity?: string } | undefined {
   if (path === '/pause' || path === '/resume') return { action: path.slice(1) as 'pause' | 'resume' };
@@ -113,14 +118,13 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
   const handler: RequestListener = (req, res) => {
     const url = new URL(req.url ?? '/', 'http://monitor');
     const path = url.pathname;
+    const token = bearerToken(req.headers.authorization);
     if (req.method === 'POST') {
       const route = controlRoute(path);
       if (route === undefined || opts.control === undefined) {
         json(res, 404, { error: 'not found: POST /pause, /resume, /nodes/<identity>/release or /nodes/<identity>/retry' });
         return;
       }
-      const auth = req.headers.authorization ?? '';
-      const token = /^Bearer\s+(.+)$/i.exec(auth)?.[1]?.trim();
       const site = url.searchParams.get('site');
       // the request body is not used; drain it so the connection can be reused
       req.resume();
@@ -172,7 +176,7 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
       let query: StatusQuery;
       try {
         const limit = url.searchParams.has('limit') ? intParam(url.searchParams, 'limit', 1000, 0, 1_000_000) : undefined;
-        query = limit !== undefined ? { limit } : {};
+        query = { ...(limit !== undefined ? { limit } : {}), ...(token !== undefined ? { token } : {}) };
       } catch (err) {
         json(res, 400, { error: errorText(err) });
         return;
@@ -189,6 +193,7 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
       let query: NodeQuery;
       try {
         query = parseNodeQuery(url.searchParams);
+        if (token !== undefined) query = { ...query, token };
       } catch (err) {
         json(res, 400, { error: errorText(err) });
         return;

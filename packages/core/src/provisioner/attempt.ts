@@ -4,7 +4,7 @@
 import type { Logger } from 'winston';
 import type { HostJob, HostResult, HostRunner } from '../host/types.js';
 import type { NodeFence } from '../host/fence.js';
-import { errorText } from '../util/values.js';
+import { failureTexts } from '../util/errors.js';
 import type { ActiveEntry } from './active-list.js';
 
 export interface Attempt {
@@ -43,7 +43,8 @@ export async function runAttempt(runner: HostRunner, a: Attempt): Promise<HostRe
   } catch (err) {
     // a custom runner that throws once its attempt was cancelled: a cancellation, not a failure
     const outcome = abort.signal.aborted ? 'cancelled' : 'failed';
-    return { outcome, message: errorText(err), error: err instanceof Error ? err : new Error(String(err)) };
+    const { message, detail } = failureTexts(err);
+    return { outcome, message, ...(detail !== undefined ? { detail } : {}), error: err instanceof Error ? err : new Error(String(err)) };
   } finally {
     stop.removeEventListener('abort', onStop);
   }

@@ -5,6 +5,8 @@
 export interface StatusQuery {
   /** describe at most this many nodes a site (every node is still counted) */
   readonly limit?: number;
+  /** the bearer token presented, if any (never logged): a site with monitor_api_token lists its nodes only to it */
+  readonly token?: string;
 }
 
 export const NODE_SORT_KEYS = ['identity', 'state', 'step', 'attempts', 'lastError', 'nextAttemptAt', 'updatedAt'] as const;
@@ -26,6 +28,8 @@ export interface NodeQuery {
   readonly offset: number;
   /** 1 to MAX_NODE_PAGE */
   readonly limit: number;
+  /** the bearer token presented, if any (never logged): a site with monitor_api_token lists its nodes only to it */
+  readonly token?: string;
 }
 
 export type ControlAction = 'pause' | 'resume' | 'release' | 'retry';

@@ -75,7 +75,10 @@ export class OutcomeRecorder {
   }
 }
 
-/** The line that tells how an attempt ended; `lockWaitUntil`: when a node waiting for its lock is tried again. */
+/**
+ * The line that tells how an attempt ended, with its public message; the full text follows at
+ * debug level. `lockWaitUntil`: when a node waiting for its lock is tried again.
+ */
 export function logOutcome(logger: Logger, identity: string, result: HostResult, lockWaitUntil: number | undefined): void {
   switch (result.outcome) {
     case 'provisioned':
@@ -103,4 +106,6 @@ export function logOutcome(logger: Logger, identity: string, result: HostResult,
     default:
       logger.error(`Could not provision ${identity}: ${result.message ?? result.outcome}`);
   }
+  // the message is the public one (what the monitor port shows); the full text, redacted, is for debugging
+  if (result.detail !== undefined && logger.isDebugEnabled()) logger.debug(`How the attempt on ${identity} ended, in full: ${result.detail}`);
 }

@@ -32,6 +32,11 @@ export interface ProvisionerStatus {
   hostCounts: Record<string, number>;
   hosts: HostStatus[];
   hostsTruncated: boolean;
+  /**
+   * set by the monitor port when the site has a monitor_api_token and the request did not present
+   * it: `hosts` is empty (hostCounts still counts every node)
+   */
+  hostsNeedToken?: true;
   /** nodes this instance finished (provisioned, shut down, upgraded) and failed attempts, per slot over the last 10 minutes */
   recent: ThroughputSeries;
 }

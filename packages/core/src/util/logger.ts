@@ -1,7 +1,10 @@
 // Structured logging with winston: one logger per provisioner instance (field `site`), children per
-// host (field `host`). Secrets never reach a transport: a format redacts well-known secret fields.
+// host (field `host`). Secrets never reach a transport: a format redacts well-known secret fields,
+// and blanks PEM blocks, JWTs and nkey seeds in every message (util/redact.ts; the texts a message
+// quotes from helpers and nodes were redacted in full where they were quoted).
 import winston from 'winston';
 import type { Logger } from 'winston';
+import { maskKnownSecrets } from './redact.js';
 
 export type { Logger } from 'winston';
 
@@ -46,6 +49,8 @@ function redactValue(value: unknown, depth: number): unknown {
 }
 
 const redact = winston.format((info) => {
+  // the last line of defence: whatever a message quotes, no PEM block, JWT or nkey seed is written
+  if (typeof info.message === 'string') info.message = maskKnownSecrets(info.message);
   for (const k of Object.keys(info)) {
     if (k === 'level' || k === 'message') continue;
     const v = info[k];

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config/errors.js';
-import { parseProvisionerConfig, type LoadOptions } from '../../src/config/provisioner-config.js';
+import { configSecrets, parseProvisionerConfig, type LoadOptions } from '../../src/config/provisioner-config.js';
+import { provisionerConfigSchema } from '../../src/config/schema.js';
 import type { ProvisionerConfig } from '../../src/config/types.js';
 
 const BASE = 'helper: /usr/bin/helper\ntoken: s3cret\n';
@@ -542,5 +543,17 @@ describe('warnings', () => {
 
   it('works without a warning callback', () => {
     expect(parseProvisionerConfig('helper: /bin/h\nbogus: 1\n', 'p.yaml', { cpuCount: 1 }).workers).toBe(1);
+  });
+});
+
+describe('configSecrets', () => {
+  it('returns the value of every setting the schema marks x-secret', () => {
+    const secretKeys = Object.entries(provisionerConfigSchema.properties)
+      .filter(([, p]) => p['x-secret'] === true)
+      .map(([k]) => k)
+      .sort();
+    // a new secret setting must be added to configSecrets (and then here)
+    expect(secretKeys).toEqual(['broker_provisioning_password', 'monitor_api_token', 'token']);
+    expect(configSecrets({ token: 'tok-123456', brokerProvisioningPassword: 'pw-123456', monitorApiToken: '' })).toEqual(['tok-123456', 'pw-123456']);
   });
 });

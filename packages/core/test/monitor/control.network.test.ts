@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Provisioner } from '../../src/provisioner/provisioner.js';
 import { controlProvisioners } from '../../src/monitor/control.js';
 import { startMonitorServer, type MonitorServer } from '../../src/monitor/http.js';
+import { monitorRoutes } from '../../src/monitor/routes.js';
 import type { HostJob, HostResult } from '../../src/host/types.js';
 import { startNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
@@ -87,5 +88,55 @@ describe('control requests on the monitor port', () => {
     expect(p.status().hosts[0]?.state).toBe('failed');
     expect((await post(monitor, `/nodes/${encodeURIComponent('bad.example.net')}/retry`, 't0ken')).body.sites).toEqual([{ site: 'lon', result: 'queued bad.example.net' }]);
     await until('retried', () => jobs.length === 2 && p.status().busyWorkers === 0);
+  });
+
+  it('list the nodes of a site with monitor_api_token only to its token, and leave the counts and /metrics open', async () => {
+    const { ps } = await sites(
+      [
+        { site: 'lon', token: 'lon-l1st-token' },
+        { site: 'open', token: '' },
+      ],
+      async (job) => ({ outcome: 'failed', message: `no CMDB record for ${job.identity}` }),
+    );
+    const [lon, open] = ps as [Provisioner, Provisioner];
+    lon.offer('lon-1.example.net', 'discovery');
+    open.offer('open-1.example.net', 'discovery');
+    await until('both attempts ended', () => lon.status().hosts[0]?.state === 'failed' && open.status().hosts[0]?.state === 'failed');
+    const registry = new Registry();
+    const monitor = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, ...monitorRoutes(ps) });
+    cleanups.push(() => monitor.close());
+    const get = async (path: string, token?: string): Promise<{ status: number; text: string }> => {
+      const res = await fetch(`${monitor.url}${path}`, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+      return { status: res.status, text: await res.text() };
+    };
+    type Site = { site: string; hosts: { identity: string }[]; hostCounts: Record<string, number>; hostsNeedToken?: boolean };
+    const sitesOf = async (token?: string): Promise<Site[]> => (JSON.parse((await get('/status', token)).text) as { sites: Site[] }).sites;
+
+    // without the token: lon counts its node but does not list it; the open site lists its own
+    const anonymous = await sitesOf();
+    expect(anonymous[0]).toMatchObject({ site: 'lon', hosts: [], hostCounts: { failed: 1 }, hostsNeedToken: true });
+    expect(anonymous[1]).toMatchObject({ site: 'open', hosts: [{ identity: 'open-1.example.net' }] });
+    expect(anonymous[1]?.hostsNeedToken).toBeUndefined();
+    expect(JSON.stringify(anonymous)).not.toContain('lon-1.example.net');
+    // a wrong token is no token
+    expect((await sitesOf('lon-l1st-tokeX'))[0]?.hosts).toEqual([]);
+    // with it, lon lists its node
+    const allowed = await sitesOf('lon-l1st-token');
+    expect(allowed[0]).toMatchObject({ site: 'lon', hosts: [{ identity: 'lon-1.example.net' }] });
+    expect(allowed[0]?.hostsNeedToken).toBeUndefined();
+
+    const refused = await get('/nodes?site=lon');
+    expect(refused.status).toBe(401);
+    expect(JSON.parse(refused.text)).toEqual({ error: 'the nodes of site "lon" are listed only with its monitor_api_token (Authorization: Bearer <monitor_api_token>)' });
+    expect((await get('/nodes?site=lon', 'lon-l1st-tokeX')).status).toBe(401);
+    expect((await get('/nodes', 'nyc')).status).toBe(401); // the first site is lon
+    const listed = await get('/nodes?site=lon', 'lon-l1st-token');
+    expect(listed.status).toBe(200);
+    expect(listed.text).toContain('no CMDB record for lon-1.example.net');
+    expect((await get('/nodes?site=open')).status).toBe(200);
+    // what stays open: the metrics, health and readiness
+    expect((await get('/metrics')).status).toBe(200);
+    expect((await get('/healthz')).status).toBe(200);
+    expect(log.text()).not.toMatch(/l1st-token/);
   });
 });

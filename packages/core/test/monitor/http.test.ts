@@ -51,10 +51,16 @@ describe('startMonitorServer', () => {
     await fetch(`${srv.url}/status?limit=0`);
     await fetch(`${srv.url}/nodes?site=lon&state=failed&search=web&sort=attempts&order=desc&offset=100&limit=50`);
     await fetch(`${srv.url}/nodes`);
+    // the bearer token goes with the query: the routes decide what it may see
+    const auth = { authorization: 'Bearer t0k' };
+    await fetch(`${srv.url}/status`, { headers: auth });
+    await fetch(`${srv.url}/nodes`, { headers: auth });
     expect(seen).toEqual([
       { limit: 0 },
       { site: 'lon', state: 'failed', search: 'web', sort: 'attempts', order: 'desc', offset: 100, limit: 50 },
       { sort: 'identity', order: 'asc', offset: 0, limit: 100 },
+      { token: 't0k' },
+      { sort: 'identity', order: 'asc', offset: 0, limit: 100, token: 't0k' },
     ]);
     const bad = async (query: string): Promise<string> => {
       const r = await fetch(`${srv?.url ?? ''}${query}`);
@@ -67,7 +73,7 @@ describe('startMonitorServer', () => {
     expect(await bad('/nodes?offset=-1')).toBe('offset "-1" must be a whole number from 0 to 10000000');
     expect(await bad(`/nodes?search=${'x'.repeat(300)}`)).toBe('search is longer than 256 characters');
     expect(await bad('/status?limit=lots')).toBe('limit "lots" must be a whole number from 0 to 1000000');
-    expect(seen).toHaveLength(3);
+    expect(seen).toHaveLength(5);
   });
 
   it('serves no page without a nodes route (an embedder that serves only /status)', async () => {

@@ -18,6 +18,7 @@ describe('createLogger', () => {
     const log = createLogger({ logfile: file, loglevel: 'debug', site: 'lon' });
     log.child({ host: 'web1.example.net' }).info('Provisioning web1.example.net', { token: 's3cret', data: { password: 'p', keep: 1 } });
     log.debug('debug line');
+    log.warn('quoted: -----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIKEYMATERIAL\n-----END EC PRIVATE KEY----- and eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl');
     await new Promise<void>((resolve) => {
       log.on('finish', () => resolve());
       log.end();
@@ -27,6 +28,9 @@ describe('createLogger', () => {
     expect(lines[0]).toMatchObject({ level: 'info', message: 'Provisioning web1.example.net', site: 'lon', host: 'web1.example.net', token: '[redacted]', data: { password: '[redacted]', keep: 1 } });
     expect(readFileSync(file, 'utf8')).not.toContain('s3cret');
     expect(lines[1]).toMatchObject({ level: 'debug', message: 'debug line' });
+    // whatever a message quotes: no PEM block and no JWT reaches the file
+    expect(lines[2]).toMatchObject({ level: 'warn', message: 'quoted: [redacted] and [redacted]' });
+    expect(readFileSync(file, 'utf8')).not.toContain('KEYMATERIAL');
   });
 });
 

@@ -3,13 +3,23 @@
 // cannot get away with anything a program could not (e.g. a number in `configuration`), and the
 // same time limit applies; on timeout or abort its AbortSignal fires so it can stop its work.
 import { performance } from 'node:perf_hooks';
-import { HelperError, HelperReplyError, reasonForReplyError, type HelperErrorKind } from './errors.js';
-import { makeRedactor, quoteExcerpt, requestSecrets, type Redactor } from './output.js';
+import { HelperError, HelperReplyError, publicReasonForReplyError, reasonForReplyError, type HelperErrorKind } from './errors.js';
+import { quoteExcerpt, requestSecrets } from './output.js';
 import { DEFAULT_HELPER_TIMEOUT_MS } from './process-helper.js';
 import { parseHelperReply } from './reply.js';
 import type { HelperFunction, HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
 import { errorText } from '../../util/values.js';
 import { afterPendingIo } from '../../util/io-timer.js';
+import { makeRedactor, type Redactor } from '../../util/redact.js';
+
+/** Builds a run's error: `publicReason` when the reason quotes what the function threw or returned. */
+type ErrorMaker = (kind: HelperErrorKind, reason: string, cause?: unknown, publicReason?: string) => HelperError;
+
+/** What was thrown, by its class only: its message is the embedding program's text. */
+function thrownKind(err: unknown): string {
+  if (err instanceof Error) return `an error (${err.name})`;
+  return err === null ? 'null' : `a ${typeof err}`;
+}
 
 export interface FunctionHelperOptions {
   /** limit per call; default 10 000 ms */
@@ -43,8 +53,8 @@ export class FunctionHelper implements HelperRunner {
     this.#active.add(controller);
     const started = performance.now();
     const elapsed = (): number => Math.round(performance.now() - started);
-    const error = (kind: HelperErrorKind, reason: string, cause?: unknown): HelperError =>
-      new HelperError({ kind, helper: this.#label, identity: opts.identity, reason, cause, redact, durationMs: elapsed() });
+    const error: ErrorMaker = (kind, reason, cause, publicReason) =>
+      new HelperError({ kind, helper: this.#label, identity: opts.identity, reason, ...(publicReason !== undefined ? { publicReason } : {}), cause, redact, durationMs: elapsed() });
 
     return new Promise<HelperResult>((resolve, reject) => {
       let settled = false;
@@ -75,7 +85,7 @@ export class FunctionHelper implements HelperRunner {
         .then(() => this.#fn(req, { signal: controller.signal }))
         .then(
           (value) => settle(this.#validate(value, error, redact, elapsed)),
-          (err: unknown) => settle(error('threw', `threw ${errorText(err)}`, err)),
+          (err: unknown) => settle(error('threw', `threw ${errorText(err)}`, err, `threw ${thrownKind(err)}; what it said is in the log at debug level`)),
         );
     });
   }
@@ -87,7 +97,7 @@ export class FunctionHelper implements HelperRunner {
 
   #validate(
     value: unknown,
-    error: (kind: HelperErrorKind, reason: string, cause?: unknown) => HelperError,
+    error: ErrorMaker,
     redact: Redactor,
     elapsed: () => number,
   ): HelperResult | HelperError {
@@ -95,14 +105,14 @@ export class FunctionHelper implements HelperRunner {
     try {
       json = JSON.stringify(value);
     } catch (err) {
-      return error('invalid-reply', `returned a value that cannot be serialised to JSON: ${errorText(err)}`, err);
+      return error('invalid-reply', `returned a value that cannot be serialised to JSON: ${errorText(err)}`, err, 'returned a value that cannot be serialised to JSON');
     }
     if (json === undefined) return error('empty', `returned ${value === undefined ? 'undefined' : typeof value} instead of a reply object`);
     try {
       return { reply: parseHelperReply(json), stderr: '', durationMs: elapsed() };
     } catch (err) {
       if (err instanceof HelperReplyError) {
-        return error(err.kind, `${reasonForReplyError(err)}; returned: ${quoteExcerpt(redact(json))}`, err);
+        return error(err.kind, `${reasonForReplyError(err)}; returned: ${quoteExcerpt(redact(json))}`, err, publicReasonForReplyError(err));
       }
       throw err;
     }

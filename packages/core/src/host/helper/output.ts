@@ -1,5 +1,6 @@
-// Bounded capture of helper output, excerpts for error messages, and redaction of secrets the
-// helper may echo (its input carries the provisioning token and broker password in clear).
+// Bounded capture of helper output, excerpts for error messages, and the secrets of a request
+// that the redactor (util/redact.ts) blanks when the helper echoes them (its input carries the
+// provisioning token and broker password in clear).
 import type { HelperRequest } from './types.js';
 
 /** How much of stdout/stderr an error message quotes. */
@@ -71,31 +72,12 @@ export function quoteExcerpt(text: string): string {
   return `${JSON.stringify(head)}… (${bytes.length} bytes)`;
 }
 
-// A private key PEM block, also when JSON-escaped (`\n` as two characters) or cut short.
-const PRIVATE_KEY_PEM = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)/g;
-
-/** Blanks private keys and the request's secrets out of a text before it is logged or quoted. */
-export type Redactor = (text: string) => string;
-
-/** Secrets the request hands to the helper; short values are skipped to avoid blanking noise. */
+/** The secrets the request hands to the helper (the provisioning token, the broker password), which a helper may echo. */
 export function requestSecrets(req: HelperRequest): string[] {
   const secrets: string[] = [];
   for (const claim of ['cht', 'chpwd'] as const) {
     const value = req.jwt?.[claim];
-    if (typeof value === 'string' && value.length >= 4) {
-      secrets.push(value);
-      // As it appears inside JSON text when it holds characters JSON escapes.
-      const escaped = JSON.stringify(value).slice(1, -1);
-      if (escaped !== value) secrets.push(escaped);
-    }
+    if (typeof value === 'string' && value !== '') secrets.push(value);
   }
   return secrets;
-}
-
-export function makeRedactor(secrets: readonly string[]): Redactor {
-  return (text) => {
-    let out = text.replace(PRIVATE_KEY_PEM, '[redacted private key]');
-    for (const secret of secrets) out = out.split(secret).join('[redacted]');
-    return out;
-  };
 }

@@ -11,8 +11,8 @@
 // EOF on stdin asks the helper to finish.
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { HelperError, HelperReplyError, reasonForReplyError, type HelperErrorKind } from './errors.js';
-import { BoundedBuffer, makeRedactor, requestSecrets, type Redactor } from './output.js';
+import { HelperError, HelperReplyError, publicReasonForReplyError, reasonForReplyError, type HelperErrorKind } from './errors.js';
+import { BoundedBuffer, requestSecrets } from './output.js';
 import { DEFAULT_HELPER_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDERR_BYTES } from './process-helper.js';
 import { parseHelperReply } from './reply.js';
 import { encodeHelperRequest } from './request.js';
@@ -21,6 +21,7 @@ import type { HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from
 import { errorText } from '../../util/values.js';
 import { settledWithin } from '../../util/deadline.js';
 import { afterPendingIo, type IoTimer } from '../../util/io-timer.js';
+import { makeRedactor, type Redactor } from '../../util/redact.js';
 
 export const DEFAULT_POOL_SIZE = 4;
 /** how long a process above the warm count may sit idle before it is asked to finish */
@@ -73,6 +74,14 @@ interface Job {
   readonly resolve: (result: HelperResult) => void;
   readonly reject: (err: HelperError) => void;
   onAbort: () => void;
+}
+
+/** What a failed request adds to its error besides the kind and reason. */
+interface FailureExtra {
+  readonly code?: number | null;
+  readonly sig?: string | null;
+  /** the reason without the helper's text, when the reason quotes it */
+  readonly publicReason?: string;
 }
 
 interface Settings {
@@ -455,10 +464,11 @@ class PoolWorker {
     } catch (err) {
       if (!(err instanceof HelperReplyError)) throw err;
       if (err.kind === 'invalid-reply') {
-        this.#finish(this.#error(job, err.kind, reasonForReplyError(err), text));
+        this.#finish(this.#error(job, err.kind, reasonForReplyError(err), text, { publicReason: publicReasonForReplyError(err) }));
         return;
       }
-      this.#die(err.kind, `${reasonForReplyError(err)} (pool helpers print each reply as one line of JSON); killed it`, { line: text });
+      const why = (reason: string): string => `${reason} (pool helpers print each reply as one line of JSON); killed it`;
+      this.#die(err.kind, why(reasonForReplyError(err)), { line: text, publicReason: why(publicReasonForReplyError(err)) });
       return;
     }
     this.#finish({ reply, stderr: job.redact(this.#stderr.toText()), durationMs: this.#elapsed() });
@@ -488,7 +498,7 @@ class PoolWorker {
    * Kills the process group and leaves the pool. The request it was working on fails; the ones
    * written after it had not started, so the pool hands them to another process.
    */
-  #die(kind: HelperErrorKind, reason: string, extra: { code?: number | null; sig?: string | null; line?: string } = {}): void {
+  #die(kind: HelperErrorKind, reason: string, extra: FailureExtra & { line?: string } = {}): void {
     if (this.#dead) return;
     this.#dead = true;
     this.#headTimer?.cancel();
@@ -506,13 +516,15 @@ class PoolWorker {
     );
   }
 
-  #error(job: Job, kind: HelperErrorKind, reason: string, stdout: string, extra: { code?: number | null; sig?: string | null } = {}): HelperError {
+  #error(job: Job, kind: HelperErrorKind, reason: string, stdout: string, extra: FailureExtra = {}): HelperError {
     return new HelperError({
       kind,
       helper: this.#program,
       identity: job.identity,
       reason,
-      output: kind === 'spawn' ? undefined : { stdout: job.redact(stdout), stderr: job.redact(this.#stderr.toText()) },
+      ...(extra.publicReason !== undefined ? { publicReason: extra.publicReason } : {}),
+      // as printed: HelperError redacts what it quotes and keeps the sizes for its public message
+      output: kind === 'spawn' ? undefined : { stdout, stderr: this.#stderr.toText(), stderrBytes: this.#stderr.totalBytes },
       exitCode: extra.code ?? null,
       signal: extra.sig ?? null,
       durationMs: this.#elapsed(),

@@ -6,14 +6,15 @@
 // forking the provisioner itself for every node. The companion also keeps the time limit, so
 // that it measures the helper, not how long this process took to read the report.
 import { performance } from 'node:perf_hooks';
-import { HelperError, HelperReplyError, reasonForReplyError, type HelperErrorKind } from './errors.js';
-import { BoundedBuffer, makeRedactor, requestSecrets, type Redactor } from './output.js';
+import { HelperError, HelperReplyError, publicReasonForReplyError, reasonForReplyError, type HelperErrorKind, type HelperOutput } from './errors.js';
+import { BoundedBuffer, requestSecrets } from './output.js';
 import { parseHelperReply } from './reply.js';
 import { encodeHelperRequest } from './request.js';
 import { parseHelperCommand } from './spawn.js';
 import { HelperSpawners, type SpawnerKind, type SpawnerOutcome, type SpawnerSetting } from './spawner.js';
 import type { HelperNotice, HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
 import { afterPendingIo, type IoTimer } from '../../util/io-timer.js';
+import { makeRedactor, type Redactor } from '../../util/redact.js';
 
 export const DEFAULT_HELPER_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
@@ -53,6 +54,14 @@ export function spawnerNotice(o: SpawnerOutcome): HelperNotice {
   if (o.unavailable !== undefined) return { level: 'warn', message: `helper_spawner ${o.kind}: it cannot start the helper processes (${o.unavailable}); every helper run fails until it can` };
   if (o.fallbackReason !== undefined) return { level: 'warn', message: `python3 cannot start the helper processes (${o.fallbackReason}): the node spawner starts them, at about twice the CPU per helper` };
   return { level: 'info', message: `helper processes are started by the ${o.kind} spawner${o.kind === 'python3' ? ' (posix_spawn)' : ''}` };
+}
+
+/** What a failed run adds to its error besides the kind and reason. */
+interface ErrorExtra {
+  readonly signal?: string | null;
+  readonly cause?: unknown;
+  /** the reason without the helper's text, when the reason quotes it */
+  readonly publicReason?: string;
 }
 
 export class ProcessHelper implements HelperRunner {
@@ -125,9 +134,12 @@ export class ProcessHelper implements HelperRunner {
       let onSettled: () => void = () => undefined;
 
       const elapsed = (): number => Math.round(performance.now() - started);
-      const output = (): { stdout: string; stderr: string } => ({
-        stdout: redact(stdout.toText()),
-        stderr: redact(stderr.toText()),
+      // as printed: HelperError redacts what it quotes and keeps the sizes for its public message
+      const output = (): HelperOutput => ({
+        stdout: stdout.toText(),
+        stderr: stderr.toText(),
+        stdoutBytes: stdout.totalBytes,
+        stderrBytes: stderr.totalBytes,
       });
 
       const settle = (outcome: HelperResult | HelperError): void => {
@@ -141,12 +153,13 @@ export class ProcessHelper implements HelperRunner {
         else resolve(outcome);
       };
 
-      const error = (kind: HelperErrorKind, reason: string, extra: { signal?: string | null; cause?: unknown } = {}): HelperError =>
+      const error = (kind: HelperErrorKind, reason: string, extra: ErrorExtra = {}): HelperError =>
         new HelperError({
           kind,
           helper,
           identity,
           reason,
+          ...(extra.publicReason !== undefined ? { publicReason: extra.publicReason } : {}),
           output: kind === 'spawn' ? undefined : output(),
           exitCode,
           signal: extra.signal ?? null,
@@ -196,7 +209,7 @@ export class ProcessHelper implements HelperRunner {
               return settle(error(failure.kind, failure.reason, { signal: o.signal }));
             }
             exitCode = o.code;
-            settle(this.#outcome(o.code, o.signal, stdout, error, output, elapsed));
+            settle(this.#outcome(o.code, o.signal, stdout, stderr, error, redact, elapsed));
           },
         },
       );
@@ -230,8 +243,9 @@ export class ProcessHelper implements HelperRunner {
     code: number | null,
     sig: NodeJS.Signals | null,
     stdout: BoundedBuffer,
-    error: (kind: HelperErrorKind, reason: string, extra?: { signal?: string | null; cause?: unknown }) => HelperError,
-    output: () => { stdout: string; stderr: string },
+    stderr: BoundedBuffer,
+    error: (kind: HelperErrorKind, reason: string, extra?: ErrorExtra) => HelperError,
+    redact: Redactor,
     elapsed: () => number,
   ): HelperResult | HelperError {
     if (sig !== null) return error('signal', `was killed by signal ${sig}`, { signal: sig });
@@ -246,9 +260,9 @@ export class ProcessHelper implements HelperRunner {
       return error('exit', `exited with status ${String(code)}${hint}`);
     }
     try {
-      return { reply: parseHelperReply(stdout.toBuffer()), stderr: output().stderr, durationMs: elapsed() };
+      return { reply: parseHelperReply(stdout.toBuffer()), stderr: redact(stderr.toText()), durationMs: elapsed() };
     } catch (err) {
-      if (err instanceof HelperReplyError) return error(err.kind, reasonForReplyError(err), { cause: err });
+      if (err instanceof HelperReplyError) return error(err.kind, reasonForReplyError(err), { cause: err, publicReason: publicReasonForReplyError(err) });
       throw err;
     }
   }

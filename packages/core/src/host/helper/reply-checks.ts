@@ -3,7 +3,7 @@
 // before any RPC: an empty configuration (upstream sent it five times for the node to refuse each
 // time), and policy file names go-choria does not accept (it writes the new configuration first,
 // then refuses the policies, leaving a node that comes up provisioned without them at its next boot).
-import { HelperReplyError } from './errors.js';
+import { HelperReplyError, publicKeyName } from './errors.js';
 import type { HelperReply } from './types.js';
 
 const PROVISION_KEY = 'plugin.choria.server.provision';
@@ -86,10 +86,9 @@ export function assertAcceptedByNode(reply: HelperReply, identity?: string): voi
   for (const { key, ending, kind } of POLICY_ENDINGS) {
     for (const name of Object.keys(reply[key] ?? {})) {
       if (!name.endsWith(ending)) {
-        throw new HelperReplyError(
-          'invalid-reply',
-          `${key} key ${JSON.stringify(name)} does not end in "${ending}": go-choria refuses ${kind} with any other name (after writing the new configuration), so nothing was sent to ${node}`,
-        );
+        const why = (shown: string): string =>
+          `${key} key ${shown} does not end in "${ending}": go-choria refuses ${kind} with any other name (after writing the new configuration), so nothing was sent to ${node}`;
+        throw new HelperReplyError('invalid-reply', why(JSON.stringify(name)), why(publicKeyName(name)));
       }
     }
   }

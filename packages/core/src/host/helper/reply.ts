@@ -9,9 +9,11 @@
 // not an object (Go would accept a bare `null` and fail later at configure) and we name the
 // offending path and value instead of Go's opaque decode error.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { HelperReplyError } from './errors.js';
+import { HelperReplyError, publicKeyName } from './errors.js';
 import type { HelperReply, HelperServerClaims, HelperServerPermissions } from './types.js';
-import { errorText, isPlainObject as isObject } from '../../util/values.js';
+import { isPlainObject as isObject } from '../../util/values.js';
+import { REDACTED, isSecretName } from '../../util/redact.js';
+import { describeJsonSyntaxProblem, jsonSyntaxProblem } from '../../util/json-syntax.js';
 
 export { assertAcceptedByNode, assertConfigurable, replyWarnings } from './reply-checks.js';
 
@@ -81,7 +83,11 @@ export function parseHelperReply(stdout: string | Buffer): HelperReply {
   try {
     data = JSON.parse(text);
   } catch (err) {
-    throw new HelperReplyError('invalid-json', errorText(err));
+    // JSON.parse's own message quotes the text around the mistake, where a secret may sit without
+    // its key: the reason says only where it broke (the error quotes the redacted output apart)
+    const problem = jsonSyntaxProblem(text);
+    const where = problem === undefined ? `it cannot be parsed (${err instanceof Error ? err.name : 'error'})` : describeJsonSyntaxProblem(problem);
+    throw new HelperReplyError('invalid-json', `${Buffer.byteLength(text, 'utf8')} bytes that are not JSON: ${where}`);
   }
   return validateHelperReply(data);
 }
@@ -89,11 +95,12 @@ export function parseHelperReply(stdout: string | Buffer): HelperReply {
 /** Validates an already-decoded reply value (e.g. from an in-process helper). */
 export function validateHelperReply(data: unknown): HelperReply {
   if (!isObject(data)) {
-    throw new HelperReplyError('invalid-reply', `the reply must be a JSON object, got ${describeValue(data)}`);
+    throw new HelperReplyError('invalid-reply', `the reply must be a JSON object, got ${describeValue(data)}`, `the reply must be a JSON object, got ${describeKind(data)}`);
   }
   const validateReply = replyValidator();
   if (!validateReply(data)) {
-    throw new HelperReplyError('invalid-reply', formatErrors(validateReply.errors ?? [], data));
+    const errors = validateReply.errors ?? [];
+    throw new HelperReplyError('invalid-reply', formatErrors(errors, data, 'detail'), formatErrors(errors, data, 'public'));
   }
   return normalise(data);
 }
@@ -146,10 +153,17 @@ function stringListOf(raw: unknown[]): string[] {
 
 // ---- error texts ----
 
-function formatErrors(errors: readonly ErrorObject[], data: Record<string, unknown>): string {
+/**
+ * `detail`: names the offending values (`got number 8080`), for the log and `helper test`;
+ * `public`: their kinds only (`got a number`), and keys of the helper's maps only when they look
+ * like setting names, for the monitor port.
+ */
+type Wording = 'detail' | 'public';
+
+function formatErrors(errors: readonly ErrorObject[], data: Record<string, unknown>, wording: Wording): string {
   const messages: string[] = [];
   for (const err of errors) {
-    const message = formatError(err, data);
+    const message = formatError(err, data, wording);
     if (!messages.includes(message)) messages.push(message);
   }
   const shown = messages.slice(0, MAX_REPORTED_ERRORS).join('; ');
@@ -157,17 +171,20 @@ function formatErrors(errors: readonly ErrorObject[], data: Record<string, unkno
   return more > 0 ? `${shown}; and ${more} more` : shown;
 }
 
-function formatError(err: ErrorObject, data: Record<string, unknown>): string {
+function formatError(err: ErrorObject, data: Record<string, unknown>, wording: Wording): string {
   const segments = err.instancePath
     .split('/')
     .slice(1)
     .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
-  const { path, value } = locate(segments, data);
-  return `${path} must be ${expectedOf(err)}, got ${describeValue(value)}`;
+  const { path, value } = locate(segments, data, wording);
+  // the value of a key that looks secret is not shown in either wording
+  const secret = segments.some((segment) => isSecretName(segment));
+  const got = wording === 'public' ? describeKind(value) : secret ? `${kindName(value)} ${REDACTED}` : describeValue(value);
+  return `${path} must be ${expectedOf(err)}, got ${got}`;
 }
 
 /** Renders a JSON pointer as `configuration["port"]`, `server_claims.collectives[0]`, … */
-function locate(segments: readonly string[], data: unknown): { path: string; value: unknown } {
+function locate(segments: readonly string[], data: unknown, wording: Wording): { path: string; value: unknown } {
   let path = '';
   let current: unknown = data;
   segments.forEach((segment, depth) => {
@@ -177,7 +194,8 @@ function locate(segments: readonly string[], data: unknown): { path: string; val
       return;
     }
     const inStringMap = depth === 1 && (STRING_MAP_KEYS as readonly string[]).includes(segments[0] ?? '');
-    path += depth === 0 ? segment : inStringMap ? `[${JSON.stringify(segment)}]` : `.${segment}`;
+    const key = wording === 'detail' ? JSON.stringify(segment) : publicKeyName(segment);
+    path += depth === 0 ? segment : inStringMap ? `[${key}]` : `.${segment}`;
     current = isObject(current) ? current[segment] : undefined;
   });
   return { path, value: current };
@@ -206,9 +224,23 @@ function expectedOf(err: ErrorObject): string {
   }
 }
 
+/** `a number`, `a string`, `an array`, …: what a value is, without the value. */
+export function describeKind(value: unknown): string {
+  if (value === null) return 'null';
+  if (value === undefined) return 'nothing';
+  if (Array.isArray(value)) return 'an array';
+  const kind = typeof value;
+  return kind === 'object' ? 'an object' : `a ${kind}`;
+}
+
+/** `null`, `array`, `string`, …: the word describeValue starts with. */
+function kindName(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+}
+
 /** `number 8080`, `string "abc"`, `array [1,2]`, … shortened for messages. */
 export function describeValue(value: unknown): string {
-  const kind = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+  const kind = kindName(value);
   if (value === null || value === undefined) return kind;
   let text: string;
   try {

@@ -6,7 +6,7 @@ export const STATUS_PAGE_BODY = `<header>
   <span id="updated" class="muted">loading…</span>
   <span id="error" role="alert"></span>
   <span id="notice" role="status"></span>
-  <label class="auth" title="the site's monitor_api_token: needed to pause, resume, release and retry; kept in this tab only">API token <input id="token" type="password" autocomplete="off" placeholder="for pause, retry, release"></label>
+  <label class="auth" title="the site's monitor_api_token: needed to see the nodes of a site that sets it, and to pause, resume, release and retry; kept in this tab only">API token <input id="token" type="password" autocomplete="off" placeholder="for the nodes and the actions"></label>
 </header>
 <main id="sites" aria-label="sites"></main>
 <section id="nodes">

@@ -2,7 +2,9 @@
 // module; the page inlines its source (page.ts) and calls it with the browser's `document`,
 // `sessionStorage` and `fetch`, so it must stay one self-contained function: nothing from outside at run time
 // (the `import type`s below vanish in the build). It polls /status and /nodes every 2 s and builds
-// the DOM with textContent only: nothing a node or a helper said is ever parsed as HTML.
+// the DOM with textContent only: nothing a node or a helper said is ever parsed as HTML. The API
+// token typed into the page goes with every request: a site that sets monitor_api_token lists its
+// nodes only to it.
 import type { PageControl, PageDocument, PageElement, PageEvent, PageFetch, PageStorage } from './browser.js';
 import type { HostStatus, NodePage } from '../../provisioner/node-listing.js';
 import type { ProvisionerStatus } from '../../provisioner/site-status.js';
@@ -37,6 +39,8 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
   const ACTIVE = ['queued', 'provisioning', 'held', 'locked'];
   const $ = <T extends PageElement = PageElement>(id: string): T => document.getElementById(id) as T;
   let sitesCache: ProvisionerStatus[] = [];
+  /** The monitor port answered 401: the site lists its nodes only to its monitor_api_token. */
+  class NeedsToken extends Error {}
   let timer: ReturnType<typeof setTimeout> | undefined;
 
   function el(tag: string, attrs: Attrs | undefined, ...children: Child[]): PageElement {
@@ -230,8 +234,13 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
   }
   const siteParam = (site: string | undefined): string => '?site=' + encodeURIComponent(site ?? '');
 
+  /** A GET with the token, when one was entered: a site with monitor_api_token lists its nodes only to it. */
   async function getJson<T>(path: string): Promise<T> {
-    const res = await fetch(path, { cache: 'no-store', headers: { accept: 'application/json' } });
+    const token = sessionStorage.getItem(TOKEN_KEY) || '';
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (token !== '') headers['authorization'] = 'Bearer ' + token;
+    const res = await fetch(path, { cache: 'no-store', headers });
+    if (res.status === 401) throw new NeedsToken();
     if (!res.ok) throw new Error(path.split('?')[0] + ' answered ' + res.status);
     return (await res.json()) as T;
   }
@@ -247,9 +256,25 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
   async function refreshNodes(): Promise<void> {
     if (view.site === undefined) return;
     const wanted = nodesQuery();
-    const page = await getJson<NodePage>('nodes?' + wanted);
+    let page: NodePage;
+    try {
+      page = await getJson<NodePage>('nodes?' + wanted);
+    } catch (err) {
+      if (!(err instanceof NeedsToken)) throw err;
+      if (wanted === nodesQuery()) renderLocked();
+      return;
+    }
     // a slower answer to an older question must not overwrite a newer one
     if (wanted === nodesQuery()) renderNodes(page);
+  }
+
+  /** The site lists its nodes only to its token: the table says so instead. */
+  function renderLocked(): void {
+    const text = (sessionStorage.getItem(TOKEN_KEY) || '') === '' ? "this site lists its nodes only with its API token (the site's monitor_api_token): enter it above" : 'the API token entered is not this site\'s monitor_api_token';
+    $('node-rows').replaceChildren(el('tr', {}, el('td', { colspan: 8, class: 'locked', 'data-field': 'locked' }, text)));
+    $('range').textContent = '';
+    $<PageControl>('prev').disabled = true;
+    $<PageControl>('next').disabled = true;
   }
   /** After the user changed the view: errors show at the next poll. */
   const reload = (): void => void refreshNodes().catch(() => undefined);
@@ -275,6 +300,7 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
     const t = inputValue(e).trim();
     if (t === '') sessionStorage.removeItem(TOKEN_KEY);
     else sessionStorage.setItem(TOKEN_KEY, t);
+    reload();
   });
   let searchTimer: ReturnType<typeof setTimeout> | undefined;
   $('search').addEventListener('input', (e) => {

@@ -47,6 +47,7 @@ th[aria-sort=ascending]::after { content: " \\25B2"; }
 th[aria-sort=descending]::after { content: " \\25BC"; }
 td.error { color: var(--bad); max-width: 36rem; overflow-wrap: anywhere; }
 td.identity { font-family: ui-monospace, monospace; white-space: nowrap; }
+td.locked { color: var(--muted); text-align: center; padding: 1rem; }
 .pager { display: flex; gap: .75rem; align-items: center; margin-top: .5rem; }
 .pager button { font: inherit; padding: .2rem .7rem; }
 @media (max-width: 40rem) { main, section { padding: .5rem; } input[type=search] { min-width: 0; width: 100%; } .controls label { flex: 1 1 100%; } }

@@ -91,6 +91,8 @@ describe('FunctionHelper', () => {
     expect(err.kind).toBe('threw');
     expect(err.message).toContain('threw CA refused token [redacted]');
     expect(err.message).not.toContain(TOKEN);
+    // the monitor's text says what was thrown, not what it said
+    expect(err.publicMessage).toBe('helper function anonymous failed for web1.example.net: threw an error (Error); what it said is in the log at debug level');
   });
 
   it('honours the caller AbortSignal and close()', async () => {

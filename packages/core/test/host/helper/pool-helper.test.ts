@@ -161,11 +161,14 @@ describe('PoolHelper', () => {
     const junk = await failure(p, 'junk');
     expect(junk.kind).toBe('invalid-json');
     expect(junk.message).toContain('stdout: "not json at all"');
+    expect(junk.publicMessage).toContain('failed for junk: stdout is not valid JSON: 15 bytes that are not JSON: a JSON value expected at position 0 (pool helpers print each reply as one line of JSON); killed it; it printed 15 bytes on stdout');
+    expect(junk.publicMessage).not.toContain('not json at all');
     const b = await run(p, 'ok-2');
     expect(b.reply.msg).not.toBe(a.reply.msg);
     const bad = await failure(p, 'bad');
     expect(bad.kind).toBe('invalid-reply');
     expect(bad.message).toContain('configuration["port"] must be a string, got number 1');
+    expect(bad.publicMessage).toContain('configuration["port"] must be a string, got a number');
     expect((await run(p, 'ok-3')).reply.msg).toBe(b.reply.msg);
   });
 

@@ -163,6 +163,11 @@ describe.each(KINDS)('ProcessHelper, helpers started by the %s spawner', (spawne
         `stdout: "{\\"configuration\\":{\\"a\\":\\"b\\"}}"; stderr: "boom\\n"`,
     );
     expect(err.stderr).toBe('boom\n');
+    // the monitor's text: sizes and where the text is, never the text
+    expect(err.publicMessage).toBe(
+      `helper ${faulty} failed for exit1: exited with status 1 (its reply is discarded: a non-zero exit always fails the run; to retry later exit 0 with "defer": true); ` +
+        'it printed 27 bytes on stdout and 5 bytes on stderr (the text is in the log at debug level)',
+    );
   });
 
   it('reports junk output as invalid JSON, quoting at most 500 bytes', async () => {
@@ -170,6 +175,9 @@ describe.each(KINDS)('ProcessHelper, helpers started by the %s spawner', (spawne
     expect(junk.kind).toBe('invalid-json');
     expect(junk.message).toContain('failed for junk: stdout is not valid JSON: ');
     expect(junk.message).toContain('stdout: "hello, this is not JSON\\n"');
+    expect(junk.publicMessage).toBe(
+      `helper ${faulty} failed for junk: stdout is not valid JSON: 24 bytes that are not JSON: a JSON value expected at position 0; it printed 24 bytes on stdout and 0 bytes on stderr (the text is in the log at debug level)`,
+    );
     const long = await failure('longjunk');
     expect(long.message).toContain(`stdout: ${JSON.stringify('x'.repeat(500))}… (2000 bytes)`);
     expect(long.message).not.toContain('x'.repeat(501));
@@ -192,6 +200,8 @@ describe.each(KINDS)('ProcessHelper, helpers started by the %s spawner', (spawne
     const err = await failure('badtype');
     expect(err.kind).toBe('invalid-reply');
     expect(err.message).toContain('failed for badtype: reply is invalid: configuration["port"] must be a string, got number 8080');
+    expect(err.publicMessage).toContain('failed for badtype: reply is invalid: configuration["port"] must be a string, got a number;');
+    expect(err.publicMessage).not.toContain('8080');
   });
 
   it('keeps the provisioning token, broker password and private keys out of errors', async () => {
@@ -202,9 +212,12 @@ describe.each(KINDS)('ProcessHelper, helpers started by the %s spawner', (spawne
       expect(text).not.toContain(PASSWORD);
       expect(text).toContain('[redacted]');
     }
+    expect(echoed.publicMessage).not.toContain('[redacted]');
+    // helper test shows the operator what was printed
+    expect(echoed.unredactedOutput()?.stderr).toContain(TOKEN);
     const key = await failure('privkey');
     expect(key.message).not.toContain('MIIsecretkeymaterial');
-    expect(key.message).toContain('[redacted private key]');
+    expect(key.message).toContain('\\"key\\":\\"[redacted]\\"');
   });
 
   it('bounds stderr without failing the run', async () => {

@@ -140,6 +140,25 @@ describe('parseHelperReply', () => {
     expect(replyError('null').message).toContain('got null');
   });
 
+  it('words a public message apart that names no value of the reply', () => {
+    const typed = replyError('{"configuration":{"plugin.choria.network.provisioning.client_password":["hunter2-SECRET"],"token=hunter3-SECRET":7}}');
+    expect(typed.publicMessage).toBe(
+      'helper reply is invalid: configuration["plugin.choria.network.provisioning.client_password"] must be a string, got an array; configuration[<a key of 20 characters>] must be a string, got a number',
+    );
+    // the detail names the values, except those of keys that look secret
+    expect(typed.message).toBe(
+      'helper reply is invalid: configuration["plugin.choria.network.provisioning.client_password"] must be a string, got array [redacted]; configuration["token=[redacted]"] must be a string, got number [redacted]',
+    );
+    const broken = replyError('{"configuration":{"seed":"deadbeefSEED"} BROKEN');
+    expect(broken.publicMessage).toBe('helper reply is not valid JSON: 47 bytes that are not JSON: `,` or `}` expected at position 41');
+    // JSON.parse's message would quote the text around the mistake: neither wording uses it
+    expect(replyError('{"a": deadbeefSEED}').message).toBe('helper reply is not valid JSON: 19 bytes that are not JSON: a JSON value expected at position 6');
+    expect(replyError('"hunter4-SECRET"').publicMessage).toBe('helper reply is invalid: the reply must be a JSON object, got a string');
+    // nothing quoted: the public message is the message
+    const empty = replyError('');
+    expect(empty.publicMessage).toBe(empty.message);
+  });
+
   it('keeps a "__proto__" configuration key as data', () => {
     const reply = parseHelperReply('{"configuration":{"__proto__":"x","a":"b"}}');
     expect(Object.entries(reply.configuration ?? {})).toEqual([
@@ -192,6 +211,21 @@ describe('assertAcceptedByNode', () => {
     const reply = { configuration: { a: 'b' }, action_policies: { rpcutil: 'policy default deny', 'ok.policy': 'x' } };
     expect(() => assertAcceptedByNode(reply, 'web1')).toThrow(HelperReplyError);
     expect(() => assertAcceptedByNode(reply, 'web1')).toThrow(/action_policies key "rpcutil" does not end in "\.policy".*nothing was sent to web1/);
+  });
+
+  it('names a policy file in its public message only when it looks like a file name', () => {
+    const catchIt = (reply: Parameters<typeof assertAcceptedByNode>[0]): HelperReplyError => {
+      try {
+        assertAcceptedByNode(reply, 'web1');
+      } catch (err) {
+        if (err instanceof HelperReplyError) return err;
+      }
+      throw new Error('expected a HelperReplyError');
+    };
+    expect(catchIt({ action_policies: { rpcutil: 'x' } }).publicMessage).toContain('action_policies key "rpcutil" does not end in ".policy"');
+    const odd = catchIt({ action_policies: { 'password=hunter5-SECRET': 'x' } });
+    expect(odd.publicMessage).toContain('action_policies key <a key of 23 characters> does not end in ".policy"');
+    expect(odd.message).toContain('action_policies key "password=[redacted]" does not end');
   });
 
   it('refuses an OPA policy name without .rego', () => {
