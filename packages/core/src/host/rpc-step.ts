@@ -10,7 +10,6 @@ import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import { PausedError, type PauseFlag } from '../util/pause.js';
 import type { LifecycleWitness } from './lifecycle-witness.js';
 import { DEFAULT_FLEET_RECONNECT_MS, DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, linkSettled, isChangingAction, type ChangingAction, type LostReplyTimings } from './lost-reply.js';
-import { errorText } from '../util/values.js';
 import { ProvisionerError, failureTexts, publicMessageOf } from '../util/errors.js';
 import { RightToActLostError, assertMayChange, type FencedSend, type NodeFence } from './fence.js';
 
