@@ -5,6 +5,7 @@ import type { Msg, NatsConnection, NatsError, Status, Subscription } from 'nats'
 import type { Logger } from 'winston';
 import type { ChoriaSettings } from '../config/types.js';
 import { formatMs } from '../util/duration.js';
+import { SILENT_TIMEOUTS, SilentPathDetector } from './silent-path.js';
 import { afterPendingIo } from '../util/io-timer.js';
 import { connectChoria } from './connector.js';
 import { closeNatsConnection } from './nats-close.js';
@@ -151,6 +152,8 @@ export class ChoriaClient {
   /** when the broker connection dropped, while it is down */
   #droppedAt: number | undefined;
   #linkUpSince = performance.now();
+  /** requests timing out while nothing comes in: a path gone silent (silent-path.ts) */
+  readonly #silentPath = new SilentPathDetector();
 
   /** Connects to the broker of `settings` (retrying until it is reachable) and starts the client. */
   static async connect(settings: ChoriaSettings, opts: ConnectClientOptions): Promise<ChoriaClient> {
@@ -358,6 +361,7 @@ export class ChoriaClient {
       let responses = 0;
       let settled = false;
       const started = performance.now();
+      const receivedBefore = this.nats.stats().inMsgs;
 
       const cleanup = (): void => {
         settled = true;
@@ -375,6 +379,7 @@ export class ChoriaClient {
       let timer = afterPendingIo(timeoutMs, () => {
         const others = responses > 0 ? `, received ${responses} responses from other identities` : '';
         fail(new RpcTimeoutError(`${what} timed out after ${formatMs(timeoutMs)}${others}`, timeoutMs, responses));
+        this.#timedOut(this.nats.stats().inMsgs - receivedBefore);
       });
       const grace = opts.reconnectGraceMs ?? 0;
       const onReconnect = (): void => {
@@ -407,6 +412,19 @@ export class ChoriaClient {
       });
       this.#publish(encoded.subject, encoded.bytes, what, fail);
     });
+  }
+
+  /**
+   * A request timed out with `received` messages arriving on the connection meanwhile. Several in a
+   * row with nothing at all received, while the connection claims to be up: its path went silent
+   * without closing. The connection is replaced (nats.js reconnects and resubscribes); requests
+   * that went out on it are handled as lost replies.
+   */
+  #timedOut(received: number): void {
+    // a connection handed in belongs to its owner, who decides when it is replaced
+    if (!this.#silentPath.timedOut(received) || !this.link.up || this.#closed || !this.#ownsConnection) return;
+    this.#logger.warn(`${SILENT_TIMEOUTS} requests in a row timed out while nothing at all came in on the broker connection: its path went silent, replacing the connection`);
+    this.nats.reconnect().catch((err: unknown) => this.#logger.warn(`Could not replace the broker connection: ${errorText(err)}`));
   }
 
   /** Publishes a lifecycle event on `choria.lifecycle.event.<type>.<component>`. */

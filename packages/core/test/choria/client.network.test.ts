@@ -28,6 +28,7 @@ import { captureLogger } from './support/logger.js';
 import { startResponders, type Responders } from './support/responder.js';
 import { choriaSettingsWith } from '@choria-provisioner/test-support/settings';
 import { until } from '@choria-provisioner/test-support/wait';
+import { startTcpRelay } from '@choria-provisioner/test-support/tcp-relay';
 
 const names = (n: number, prefix = 'node'): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(5, '0')}.example.net`);
 
@@ -428,6 +429,28 @@ describe('ChoriaClient across a broker restart', () => {
     } finally {
       await client.close();
       await second?.stop();
+    }
+  });
+  it('requests timing out in a row while nothing comes in on a connection that claims to be up: the connection is replaced before the pings notice', async () => {
+    const server = await startNatsServer({ jetstream: false });
+    const relay = await startTcpRelay(server.url);
+    const log = captureLogger('info');
+    const client = await ChoriaClient.connect(choriaSettingsWith({ middlewareHosts: [relay.url] }), { logger: log.logger });
+    try {
+      const before = relay.accepted;
+      relay.goSilent();
+      const started = Date.now();
+      for (let i = 0; i < 3; i++) {
+        await expect(client.rpc(`ghost-${i}.example.net`, 'rpcutil', 'inventory', {}, { timeoutMs: 300 })).rejects.toBeInstanceOf(RpcTimeoutError);
+      }
+      await until('a new connection through the relay', () => relay.accepted > before, 3_000);
+      // three 300 ms timeouts and the reconnect: well before two unanswered pings (4-6 s)
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(log.text()).toMatch(/3 requests in a row timed out while nothing at all came in on the broker connection/);
+    } finally {
+      await client.close();
+      await relay.close();
+      await server.stop();
     }
   });
 });

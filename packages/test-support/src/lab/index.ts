@@ -10,3 +10,4 @@ export { withLab, interopSuite, labKinds, rowBound, recordResult, assertRow, set
 export { labVariants, restartMidFlow, rowCases, RESTART_DOWN_MS, type MidFlowRestart, type RestartReport, type RowCase, type RowVariant } from './variants.js';
 export { writeKeyPair, writeOperatorClientJwt, writeProvisionerClientJwt, writeServerJwt, type LabKeyPair } from './jwt.js';
 export { createBucketAsAdmin, writeIssuerClientConfig } from './streams.js';
+export { pauseProcess, startTcpRelay, type TcpRelay } from './faults.js';
