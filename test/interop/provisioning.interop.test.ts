@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sleep } from '@choria-provisioner/test-support/wait';
 import {
-  createBucketAsAdmin,
   interopSuite,
+  issuerNetwork,
   labJwtServers,
   labServers,
   provisionedIdentities,
@@ -20,16 +20,10 @@ import {
   waitProvisioned,
   waitWaiting,
   withLab,
-  writeIssuerClientConfig,
-  writeKeyPair,
-  writeOperatorClientJwt,
-  writeProvisionerClientJwt,
-  writeServerJwt,
 } from '@choria-provisioner/test-support/lab/index';
 
 const { available, cases: CASES } = interopSuite();
 const PROVISIONER = 'provisioner.lab.example';
-const ADMIN = 'admin.lab.example';
 
 describe.skipIf(!available)('interop: provisioning real go-choria servers', () => {
   it.each(CASES)('(a) jwt flow: servers waiting before the provisioner starts ($label)', async (c) => {
@@ -121,57 +115,21 @@ describe.skipIf(!available)('interop: provisioning real go-choria servers', () =
     const { kind } = c;
     const n = labServers();
     await withLab(`v2-${c.slug}`, async (l) => {
-      const choria = l.paths.choria;
-      const issuer = await writeKeyPair(choria, join(l.dir, 'issuer.seed'));
-      const signer = await writeKeyPair(choria, join(l.dir, 'provisioner.seed'));
-      const token = join(l.dir, 'provisioner.jwt');
-      // --stream-user: ours keeps its node history in Choria Streams (a second connection, in the
-      // choria account), in a bucket a Streams admin made beforehand: a user may not create one
-      await writeProvisionerClientJwt(choria, { file: token, identity: PROVISIONER, signingKey: issuer.seedFile, publicKey: signer.publicKey, streams: kind === 'ours' ? 'user' : undefined });
-      const brokerKey = await writeKeyPair(choria, join(l.dir, 'broker.seed'));
-      const brokerJwt = join(l.dir, 'broker.jwt');
-      await writeServerJwt(choria, { file: brokerJwt, identity: 'broker.lab.example', signingKey: issuer.seedFile, publicKey: brokerKey.publicKey });
-      const b = await l.broker({ issuer: { name: 'choria', publicKey: issuer.publicKey, tokenFile: brokerJwt, seedFile: brokerKey.seedFile } });
-      const url = `nats://127.0.0.1:${b.port}`;
-      if (kind === 'ours') {
-        const admin = await writeKeyPair(choria, join(l.dir, 'admin.seed'));
-        const adminJwt = join(l.dir, 'admin.jwt');
-        await writeOperatorClientJwt(choria, { file: adminJwt, identity: ADMIN, signingKey: issuer.seedFile, publicKey: admin.publicKey, streams: 'admin' });
-        const configFile = join(l.dir, 'admin-client.cfg');
-        writeIssuerClientConfig(configFile, { identity: ADMIN, brokerUrl: url, tokenFile: adminJwt, seedFile: admin.seedFile });
-        await createBucketAsAdmin(choria, { configFile, identity: ADMIN, bucket: 'CHORIA_PROVISIONER_HISTORY', ttl: '168h' });
-      }
-      const fleet = await l.fleet({
-        prefix: 'v2',
-        count: n,
-        withConfig: true,
-        provisioningUrls: [url],
-        jwt: { protocolV2: true, signingKey: issuer.seedFile },
-        // a provisioned v2 server verifies the JWTs it meets against the issuer
-        configuration: { 'plugin.security.issuer.names': 'choria', 'plugin.security.issuer.choria.public': issuer.publicKey },
-      });
+      // ours keeps its node history in Choria Streams (a second connection, in the choria account)
+      const net = await issuerNetwork(l, kind, PROVISIONER);
+      const b = net.broker;
+      const url = net.url;
+      const fleet = await l.fleet({ prefix: 'v2', count: n, withConfig: true, provisioningUrls: [url], ...net.fleet });
       await fleet.start();
       await waitWaiting(fleet);
       const t0 = Date.now();
       const restart = restartMidFlow(c, b, [fleet], t0);
-      const choriaConfigFile = join(l.dir, 'provisioner-client.cfg');
-      writeIssuerClientConfig(choriaConfigFile, { identity: PROVISIONER, brokerUrl: url, tokenFile: token, seedFile: signer.seedFile });
-      const choriaConfig = readFileSync(choriaConfigFile, 'utf8');
       const p = await l.provisioner({
         kind,
         name: kind,
         identity: PROVISIONER,
-        // a choria-provider client takes its identity from $USER
-        env: { USER: PROVISIONER },
-        sites: [
-          {
-            site: 'lab',
-            brokerUrls: [url],
-            choriaConfig,
-            features: { ed25519: true },
-            yaml: { jwt_verify_cert: issuer.publicKey, jwt_signing_key: signer.seedFile, jwt_signing_token: token, leader_election: true },
-          },
-        ],
+        env: net.env,
+        sites: [{ site: 'lab', brokerUrls: [url], choriaConfig: net.site.choriaConfig, features: net.site.features, yaml: { ...net.site.yaml, leader_election: true } }],
       });
       const bound = rowBound(n);
       const r = await waitProvisioned([fleet], bound + restart.extraWaitMs, t0);

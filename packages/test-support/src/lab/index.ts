@@ -11,3 +11,4 @@ export { labVariants, restartMidFlow, rowCases, RESTART_DOWN_MS, type MidFlowRes
 export { writeKeyPair, writeOperatorClientJwt, writeProvisionerClientJwt, writeServerJwt, type LabKeyPair } from './jwt.js';
 export { createBucketAsAdmin, writeIssuerClientConfig } from './streams.js';
 export { pauseProcess, startTcpRelay, type TcpRelay } from './faults.js';
+export { issuerNetwork, type IssuerNetwork } from './issuer-network.js';
