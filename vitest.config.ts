@@ -12,6 +12,8 @@ const NETWORK_TESTS = TESTS.map((glob) => glob.replace(/\.test\.ts$/, '.network.
 // neither `unit` nor `network` runs it; `npm run test:interop` does, one file at a time (the lab
 // starts tens of real servers on a 2-core machine).
 const INTEROP_TESTS = ['test/interop/**/*.interop.test.ts'];
+// The fault soak against the same lab (`npm run soak:lab`): half an hour by default, on request only.
+const SOAK_TESTS = ['test/soak/**/*.soak.test.ts'];
 
 export default defineConfig({
   resolve: {
@@ -31,12 +33,13 @@ export default defineConfig({
     maxWorkers: 2,
     reporters: ['default'],
     projects: [
-      { extends: true, test: { name: 'unit', include: TESTS, exclude: [...NETWORK_TESTS, ...INTEROP_TESTS] } },
+      { extends: true, test: { name: 'unit', include: TESTS, exclude: [...NETWORK_TESTS, ...INTEROP_TESTS, ...SOAK_TESTS] } },
       { extends: true, test: { name: 'network', include: NETWORK_TESTS, exclude: INTEROP_TESTS } },
       {
         extends: true,
         test: { name: 'interop', include: INTEROP_TESTS, poolOptions: { forks: { singleFork: true } }, testTimeout: 600_000, hookTimeout: 120_000 },
       },
+      { extends: true, test: { name: 'soak', include: SOAK_TESTS, poolOptions: { forks: { singleFork: true } }, hookTimeout: 120_000 } },
     ],
   },
 });
