@@ -331,7 +331,8 @@ export class Membership {
     if (this.#stopped || this.#state !== 'formed') return;
     const seenAt = this.#now();
     for (const p of this.#peers.values()) p.seenAt = seenAt;
-    this.#unechoed.length = 0;
+    // the heartbeats sent before the pause stay in #unechoed: their echoes, read after it, count
+    // from when they were sent, and renew nothing
     if (!this.#settled) return;
     this.#settled = false;
     this.#opts.logger.warn(`Active/active member ${this.member} of group "${this.group}" was not running for ${Math.round(gapMs)} ms: not acting on ownership until it has heard the group again`);

@@ -144,8 +144,10 @@ export class NodeHistory {
       updatedAt: this.#laterThan(before, at),
     };
     this.#put(record);
-    if (this.#backing === undefined) {
-      this.#pending.add(identity);
+    // without a shared copy, or while its writes fail, there is nothing to wait for: the fence
+    // alone keeps instances apart then
+    if (this.#backing === undefined || this.#failing) {
+      this.#write(identity);
       return Promise.resolve();
     }
     const written = new Promise<void>((resolve) => {
