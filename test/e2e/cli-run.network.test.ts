@@ -30,7 +30,7 @@ function cli(args: string[], env: NodeJS.ProcessEnv = process.env): { child: Chi
   return { child, output: () => out, exited };
 }
 
-async function site(dir: string, name: string, monitor: number, extra: string[] = []): Promise<{ srv: RunningNatsServer; fleet: SimulatedFleet; config: string }> {
+async function site(dir: string, name: string, monitor: number, extra: string[] = [], helper = `${join(repoRoot, 'examples', 'helpers', 'plain-helper.mjs')} --quiet`): Promise<{ srv: RunningNatsServer; fleet: SimulatedFleet; config: string }> {
   const srv = await startNatsServer({ jetstream: false });
   cleanups.push(() => srv.stop());
   const fleet = await SimulatedFleet.start({ servers: [srv.url], count: 12, token: 's3cret', timeScale: 0.01, control: false, eventFormat: 'none', name });
@@ -47,7 +47,7 @@ async function site(dir: string, name: string, monitor: number, extra: string[] 
       'token: s3cret',
       'choria_insecure: true',
       `choria_config: ${choria}`,
-      `helper: ${join(repoRoot, 'examples', 'helpers', 'plain-helper.mjs')} --quiet`,
+      `helper: ${helper}`,
       `monitor_port: ${monitor}`,
       `logfile: ${join(dir, `${name}.log`)}`,
       ...extra,
@@ -210,6 +210,48 @@ describe('choria-provisioner run (process)', () => {
     expect(absent.output()).toMatch(/result: FAILED: absent\.example\.net is gone/);
     const both = cli(['helper', 'test', '--config', a.config, '--identity', 'x', '--request', saved]);
     expect(await both.exited).toBe(2);
+  }, 60_000);
+
+  it('a helper that fails printing secrets (issue 41) leaves none on the monitor port or in the log', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cpts-run-'));
+    const monitor = await freePort();
+    const helper = join(dir, 'leaky-helper.sh');
+    writeFileSync(
+      helper,
+      [
+        '#!/bin/sh',
+        'cat >/dev/null',
+        `printf '%s\\n' '{"defer":false,"configuration":{"plugin.choria.network.provisioning.client_password":"hunter2-SECRET","plugin.security.choria.seed":"deadbeefSEED"} BROKEN'`,
+        "printf '%s\\n' '-----BEGIN RSA PRIVATE KEY-----' 'MIIEpAIBAAKCAQEAsecretkeymaterial' '-----END RSA PRIVATE KEY-----' 'password=hunter3-SECRET' >&2",
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    const a = await site(dir, 'lon', monitor, [], helper);
+    const run = cli(['run', '--config', a.config, '--monitor-address', '127.0.0.1']);
+    const url = `http://127.0.0.1:${monitor}`;
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const st = (await fetch(`${url}/status`).then((r) => r.json(), () => undefined)) as { sites: { hostCounts: Record<string, number> }[] } | undefined;
+      if (st?.sites[0]?.hostCounts['failed'] === 12) break;
+      if (Date.now() > deadline) throw new Error(`the 12 nodes did not all fail:\n${run.output()}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const served = await Promise.all(['/status', '/status?limit=100', '/nodes?limit=500', '/metrics', '/', '/readyz', '/healthz'].map(async (path) => (await fetch(`${url}${path}`)).text()));
+    const status = cli(['status', '--url', url]);
+    expect(await status.exited).toBe(0);
+    const monitorText = [...served, status.output()].join('\n');
+    expect(monitorText).toContain('stdout is not valid JSON: 155 bytes that are not JSON: `,` or `}` expected at position 148');
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+    const log = readFileSync(join(dir, 'lon.log'), 'utf8');
+    expect(log).toContain('Helper stderr for node-1.example.net: [redacted]');
+    for (const secret of ['hunter2-SECRET', 'deadbeefSEED', 'hunter3-SECRET', 'secretkeymaterial']) {
+      expect(monitorText, secret).not.toContain(secret);
+      expect(log, secret).not.toContain(secret);
+    }
+    // nothing the helper printed is served at all
+    expect(monitorText).not.toContain('BROKEN');
   }, 60_000);
 
   it('exits 3 when the monitor port is taken', async () => {

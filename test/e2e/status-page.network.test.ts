@@ -1,8 +1,8 @@
 // The status page at / in a real browser (Debian's chromium driven by puppeteer-core) against a
 // provisioner provisioning a simulated fleet of 10,000 nodes: the page keeps polling while the
 // fleet is provisioned, its counts match /status, the node table waits for the site's API token
-// (monitor_api_token), a failing node shows its error (as text), and the state filter, the
-// identity search, sorting and paging work. With STATUS_PAGE_SCREENSHOT=FILE
+// (monitor_api_token), a deferred node shows the helper's message (as text), and the state
+// filter, the identity search, sorting and paging work. With STATUS_PAGE_SCREENSHOT=FILE
 // it also saves a screenshot taken while the fleet is being provisioned (docs/status.md's).
 import { existsSync } from 'node:fs';
 import { Registry } from 'prom-client';
@@ -15,6 +15,7 @@ import { until } from '@choria-provisioner/test-support/wait';
 
 const CHROMIUM = process.env['CHROMIUM_BIN'] ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => existsSync(p));
 const NODES = 10_000;
+/** the one node the helper defers, with a message in markup: the only helper text the monitor port shows (redacted) */
 const FAILING = 'node-7.example.net';
 const FAILURE = 'the CMDB has no <b>record</b> of node-7';
 
@@ -79,7 +80,7 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
       registry,
       holdMs: 600_000,
       helper: (req) => {
-        if (req.identity === FAILING) throw new Error(FAILURE);
+        if (req.identity === FAILING) return { defer: true, msg: FAILURE };
         return { configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' } };
       },
     });
@@ -102,7 +103,7 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
 
   /** types the API token into the page (as an operator does: the field, then leaving it) */
   const enterToken = async (token: string): Promise<void> => {
-    await page.evaluate("const t = document.getElementById('token'); t.value = ''; t.dispatchEvent(new Event('change'));");
+    await page.evaluate("{ const t = document.getElementById('token'); t.value = ''; t.dispatchEvent(new Event('change')); }");
     if (token !== '') {
       await page.type('#token', token);
       await page.$eval('#token', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
@@ -142,11 +143,11 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     // the page went on polling (every 2 s) the whole time
     const during = (seen.at(-1) ?? 0) - (seen[0] ?? 0);
     expect(during).toBeGreaterThanOrEqual(Math.floor(seen.length / 4) - 1);
-    await until('the failing node tried and the queue empty', async () => (await status()).queue === 0 && (await status()).hostCounts['failed'] === 1, 30_000, { tick: () => discoverWhenIdle(p) });
+    await until('the deferred node tried and the queue empty', async () => (await status()).queue === 0 && (await status()).hostCounts['deferred'] === 1, 30_000, { tick: () => discoverWhenIdle(p) });
     const want = (await status()).hostCounts;
     const sorted = (c: SiteCounts): string => JSON.stringify(Object.entries(c).sort());
     await until('the page to show the same counts as /status', async () => sorted(await pageCounts()) === sorted(want), 10_000, { stepMs: 250 });
-    expect(want).toEqual({ failed: 1, held: NODES - 1 });
+    expect(want).toEqual({ deferred: 1, held: NODES - 1 });
     expect(await page.$eval('[data-site="test"] [data-field="workers"]', (e) => e.textContent)).toMatch(/^\d+ \/ 64$/);
     expect(await page.$eval('[data-site="test"] [data-field="run-state"]', (e) => e.textContent)).toBe('running');
     expect(await page.$$eval('[data-site="test"] svg.chart rect', (r) => r.length)).toBeGreaterThan(0);
@@ -155,11 +156,11 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     expect(await page.content()).not.toContain('page-t0ken');
   }, 240_000);
 
-  it('finds the failing node by identity and shows its error as text', async () => {
+  it('finds the deferred node by identity and shows the message of its helper as text', async () => {
     await page.type('#search', FAILING);
     await until('the search result', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
     const [row] = await rows();
-    expect(row).toMatchObject({ identity: FAILING, state: 'failed' });
+    expect(row).toMatchObject({ identity: FAILING, state: 'deferred' });
     expect(row?.error).toContain(FAILURE);
     expect(row?.errorHtml).not.toContain('<b>');
     // (a string: the test's TypeScript has no DOM types)
@@ -168,9 +169,9 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
   });
 
   it('filters by state from the counts and the state menu', async () => {
-    await click('[data-site="test"] [data-count="failed"]');
-    await until('only the failed node', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
-    expect((await rows()).map((r) => r.state)).toEqual(['failed']);
+    await click('[data-site="test"] [data-count="deferred"]');
+    await until('only the deferred node', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
+    expect((await rows()).map((r) => r.state)).toEqual(['deferred']);
     await page.select('#state', 'held');
     await until('the held nodes', async () => (await range()) === `1–100 of ${(NODES - 1).toLocaleString('en')}`, 5_000, { stepMs: 100 });
     expect(new Set((await rows()).map((r) => r.state))).toEqual(new Set(['held']));
@@ -188,7 +189,7 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     await until('the second page', async () => (await range()) === `101–200 of ${NODES.toLocaleString('en')}`, 5_000, { stepMs: 100 });
     expect((await rows())[0]?.identity).toBe(identities.at(-101));
     await click('th[data-sort="state"]');
-    await until('the failed node first (by state)', async () => (await rows())[0]?.identity === FAILING, 5_000, { stepMs: 100 });
+    await until('the deferred node first (by state)', async () => (await rows())[0]?.identity === FAILING, 5_000, { stepMs: 100 });
   });
 
   it('pauses, resumes and retries through the page with the API token, and refuses without it', async () => {
@@ -199,7 +200,7 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
       return body.nodes[0]?.attempts ?? -1;
     };
     await page.type('#search', FAILING);
-    await until('the failing node alone', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
+    await until('the deferred node alone', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
     const before = await node7();
     // without the token the table is gone, and the site's pause is refused
     await enterToken('');
@@ -211,7 +212,7 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     await until('the wrong token refused', async () => (await notice()) === 'the token matches no site', 5_000, { stepMs: 100 });
     expect(p.paused).toBe(false);
     await enterToken('page-t0ken');
-    await until('the failing node again', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
+    await until('the deferred node again', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
     await click('#node-rows [data-action="retry"]');
     await until('the retry queued', async () => (await notice()) === `test: queued ${FAILING}`, 5_000, { stepMs: 100 });
     await until('node-7 tried again', async () => (await node7()) === before + 1, 15_000, { stepMs: 100 });

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { ChoriaError } from './errors.js';
 import { bytesToText, isJsonObject, isStrictBase64, type JsonObject } from './protocol/encoding.js';
 import { assertSubjectPart } from './protocol/subjects.js';
+import { describeJsonSyntaxProblem, jsonSyntaxProblem } from '../util/json-syntax.js';
 
 export const LIFECYCLE_TYPES = ['startup', 'shutdown', 'provisioned', 'alive', 'upgraded', 'governor'] as const;
 export type LifecycleType = (typeof LIFECYCLE_TYPES)[number];
@@ -102,8 +103,10 @@ function parseObject(text: string, what: string): JsonObject {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
-  } catch (err) {
-    throw new LifecycleEventError(`${what}: invalid JSON: ${(err as Error).message}`);
+  } catch {
+    // JSON.parse's message would quote the text around the mistake
+    const problem = jsonSyntaxProblem(text);
+    throw new LifecycleEventError(`${what}: invalid JSON${problem === undefined ? '' : `: ${describeJsonSyntaxProblem(problem)}`}`);
   }
   if (!isJsonObject(parsed)) throw new LifecycleEventError(`${what}: not a JSON object`);
   return parsed;

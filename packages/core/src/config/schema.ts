@@ -284,7 +284,7 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-extension': true,
     'x-secret': true,
     description:
-      'Bearer token for the control requests of the monitor port (POST /pause, /resume, /nodes/<identity>/release, /nodes/<identity>/retry). Empty refuses them all. Never logged.',
+      'Bearer token of the monitor port: the control requests (POST /pause, /resume, /nodes/<identity>/release, /nodes/<identity>/retry) need it, and with it set the site lists its nodes (/nodes, the hosts of /status, the status page table) only to requests presenting it. Empty refuses the control requests and lists the nodes to anyone. Never logged.',
   },
   retry_backoff: {
     type: 'string',

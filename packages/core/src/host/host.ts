@@ -469,7 +469,7 @@ export class Host {
 
   async #shutdown(reply: HelperReply): Promise<HostResult> {
     this.#step('shutdown');
-    const said = redactSecrets(reply.msg ?? '');
+    const said = this.#mask(redactSecrets(reply.msg ?? ''));
     this.#log.warn(`Shutting down ${this.identity} on request of the helper: ${said}`);
     const done = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'shutdown', data: { token: this.#deps.config.token }, parse: ignoreReply });
     this.#deps.metrics.helperShutdownRequest();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { RpcAbortedError, publicStatusMessage } from '../../src/choria/errors.js';
+import { ProtocolError, RpcAbortedError, publicStatusMessage } from '../../src/choria/errors.js';
+import { parseJsonObject } from '../../src/choria/protocol/encoding.js';
 
 describe('a node status message in errors', () => {
   it('is redacted in the message and its quoted parts are left out of the public message', () => {
@@ -24,5 +25,11 @@ describe('a node status message in errors', () => {
     expect(publicStatusMessage("can't find any structure element configured with confkey 'foo.bar'")).toBe("can't find any structure element configured with confkey '…'");
     expect(publicStatusMessage('Could not save Action Policies: expected "x.txt" to have .policy extension')).toBe('Could not save Action Policies: expected "…" to have .policy extension');
     expect(publicStatusMessage('parsing "cut short')).toBe('parsing "…"');
+  });
+});
+
+describe('a message from the wire that is not JSON', () => {
+  it('is reported by where it broke, without the text around it', () => {
+    expect(() => parseJsonObject('{"data": hunter9-x7}', 'RPC reply')).toThrow(new ProtocolError('RPC reply is not valid JSON: a JSON value expected at position 9'));
   });
 });

@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import { isPlainObject } from '../../util/values.js';
 import { ProtocolError } from '../errors.js';
+import { describeJsonSyntaxProblem, jsonSyntaxProblem } from '../../util/json-syntax.js';
 
 // Go decodes []byte JSON fields with the padded standard alphabet only; Node's Buffer decoder
 // silently accepts anything, so the alphabet and padding are checked here first.
@@ -81,8 +82,10 @@ export function parseJsonObject(text: string, what: string): JsonObject {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
-  } catch (err) {
-    throw new ProtocolError(`${what} is not valid JSON: ${(err as Error).message}`);
+  } catch {
+    // JSON.parse's message quotes the text around the mistake: a node's message may hold secrets
+    const problem = jsonSyntaxProblem(text);
+    throw new ProtocolError(`${what} is not valid JSON${problem === undefined ? '' : `: ${describeJsonSyntaxProblem(problem)}`}`);
   }
   if (!isJsonObject(parsed)) throw new ProtocolError(`${what} is not a JSON object`);
   return parsed;

@@ -4,6 +4,7 @@
 // epoch milliseconds. Every stored value is parsed here before it is believed.
 import { OUTCOMES, type Outcome } from '../../host/types.js';
 import { ProvisionerError } from '../../util/errors.js';
+import { maskKnownSecrets } from '../../util/redact.js';
 
 export const RECORD_FORMAT = 'choria-provisioner:node:1';
 
@@ -76,6 +77,19 @@ export function boundedError(text: string | undefined): string | undefined {
   return `${text.slice(0, MAX_ERROR_CHARS - 1)}…`;
 }
 
+/**
+ * A stored error as this version shows it. Earlier versions stored a failed helper's full message,
+ * which quotes what the helper printed (`…; stdout: "…"; stderr: "…"`), and another instance of
+ * the site may still run one during an upgrade: the quote is dropped, and PEM blocks, JWTs and
+ * nkey seeds are blanked, before the text reaches the monitor port.
+ */
+export function storedErrorShown(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  const quoted = text.indexOf('; stdout: "');
+  const kept = quoted < 0 ? text : `${text.slice(0, quoted)} (what the helper printed is not shown)`;
+  return maskKnownSecrets(kept);
+}
+
 const OUTCOME_SET: ReadonlySet<string> = new Set(OUTCOMES);
 
 /** Parses a stored value; throws HistoryRecordError naming the first problem. */
@@ -116,7 +130,7 @@ export function decodeRecord(bytes: Uint8Array): NodeRecord {
     attempts: count('attempts'),
     failures: count('failures'),
     outcome: outcome as Outcome | undefined,
-    error: boundedError(text('error', false)),
+    error: boundedError(storedErrorShown(text('error', false))),
     instance: text('instance', true) as string,
     attemptAt: time('attemptAt', true) as number,
     durationMs: count('durationMs'),

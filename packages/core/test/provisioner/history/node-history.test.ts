@@ -173,6 +173,14 @@ describe('history records and keys', () => {
     expect(decodeRecord(stored)).toEqual(r);
   });
 
+  it('drops what an earlier version quoted of the output of a helper from a stored error', () => {
+    const good = JSON.parse(new TextDecoder().decode(encodeRecord(history().attempted('n1', failed(5))))) as Record<string, unknown>;
+    const older = 'helper /h failed for n1: exited with status 1; stdout: "{\\"password\\":\\"hunter2\\"}"; stderr: "-----BEGIN PRIVATE KEY-----"';
+    const r = decodeRecord(new TextEncoder().encode(JSON.stringify({ ...good, error: older })));
+    expect(r.error).toBe('helper /h failed for n1: exited with status 1 (what the helper printed is not shown)');
+    expect(decodeRecord(new TextEncoder().encode(JSON.stringify({ ...good, error: 'signed eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.c2ln' }))).error).toBe('signed [redacted]');
+  });
+
   it('refuses a stored value that is not a record, naming the problem', () => {
     const enc = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(v));
     const good = JSON.parse(new TextDecoder().decode(encodeRecord(history().attempted('n1', failed(5))))) as Record<string, unknown>;
