@@ -10,5 +10,7 @@ import { runNaive } from './drivers.mjs';
 const spec = JSON.parse(process.argv[2] ?? '{}');
 const run = await runNaive(spec.url, spec.flow, spec.workers, spec.keys);
 if (run.failed > 0) process.stderr.write(`client: ${run.failed} nodes failed: ${run.firstErrors.join(' | ')}\n`);
-// stays until the harness stops it (SIGTERM)
+// stays until the harness stops it; SIGTERM ends it as a normal exit, so that node --cpu-prof
+// (bench/run.mjs --profile) writes its profile
+process.once('SIGTERM', () => process.exit(0));
 setInterval(() => undefined, 1 << 30);
