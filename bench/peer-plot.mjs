@@ -1,6 +1,6 @@
-// Nodes provisioned over time for each provisioner of the peer scenarios (bench/peer.mjs), one
-// pass, as an SVG: the simulator's count of provisioned nodes, polled every 25 ms from spawning
-// each provisioner. Reads the raw results of `node bench/run.mjs --only peer --out FILE`.
+// Nodes restarted over time for each process of the peer scenarios (bench/peer.mjs), one pass, as
+// an SVG: the simulator's count of `restart` requests received, polled every 25 ms from spawning
+// each process. Reads the raw results of `node bench/run.mjs --only peer --out FILE`.
 // usage: node bench/peer-plot.mjs RESULTS.json [--pass N] [--svg docs/bench-peer.svg]
 import { readFileSync, writeFileSync } from 'node:fs';
 
@@ -20,8 +20,10 @@ const { info, results } = JSON.parse(readFileSync(file, 'utf8'));
 const SERIES = [
   { who: 'upstream', label: 'upstream Go provisioner (one process per node)', color: '#d62728' },
   { who: 'process', label: 'this project, helper_mode process', color: '#1f77b4' },
-  { who: 'pool', label: 'this project, helper_mode pool (Perl helper)', color: '#2ca02c' },
-  { who: 'pool-sh', label: 'this project, helper_mode pool (shell helper)', color: '#9467bd' },
+  { who: 'process-node', label: 'the same, helper_spawner node', color: '#17becf' },
+  { who: 'process-none', label: 'the same, helper_spawner none', color: '#ff7f0e' },
+  { who: 'pool', label: 'this project, helper_mode pool', color: '#2ca02c' },
+  { who: 'client', label: 'helper-less client (nats.js alone)', color: '#7f7f7f' },
 ];
 const series = [];
 for (const s of SERIES) {
@@ -35,8 +37,8 @@ if (series.length === 0) {
 }
 
 const W = 760;
-const H = 420;
-const M = { left: 64, right: 20, top: 48, bottom: 118 };
+const H = 300 + 18 * SERIES.length;
+const M = { left: 64, right: 20, top: 48, bottom: 60 + 18 * SERIES.length };
 const pw = W - M.left - M.right;
 const ph = H - M.top - M.bottom;
 const maxMs = Math.max(...series.map((s) => s.run.timeline[s.run.timeline.length - 1][0]));
@@ -57,8 +59,8 @@ const esc = (t) => String(t).replace(/&/g, '&amp;').replace(/</g, '&lt;');
 const out = [];
 out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
 out.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
-out.push(`<text x="${M.left}" y="20" font-size="14" font-weight="bold">Nodes provisioned over time: ${series[0].run.count.toLocaleString('en-US')} nodes, jwt flow, ${series[0].run.workers} workers (pass ${pass})</text>`);
-out.push(`<text x="${M.left}" y="36" fill="#555">${esc(info?.cpu ?? '')}; simulator polled every 25 ms from spawning each provisioner</text>`);
+out.push(`<text x="${M.left}" y="20" font-size="14" font-weight="bold">Nodes restarted over time: ${series[0].run.count.toLocaleString('en-US')} nodes, jwt flow, ${series[0].run.workers} workers (pass ${pass})</text>`);
+out.push(`<text x="${M.left}" y="36" fill="#555">${esc(info?.cpu ?? '')}; ${esc(info?.node ?? '')}; simulator polled every 25 ms from spawning each process</text>`);
 for (let v = 0; v <= xMax + 1e-9; v += xStep) {
   out.push(`<line x1="${X(v * 1000)}" y1="${M.top}" x2="${X(v * 1000)}" y2="${M.top + ph}" stroke="#eee"/>`);
   out.push(`<text x="${X(v * 1000)}" y="${M.top + ph + 16}" text-anchor="middle">${Number(v.toFixed(3))}</text>`);
@@ -68,8 +70,8 @@ for (let v = 0; v <= yMax; v += yStep) {
   out.push(`<text x="${M.left - 6}" y="${Y(v) + 4}" text-anchor="end">${v.toLocaleString('en-US')}</text>`);
 }
 out.push(`<rect x="${M.left}" y="${M.top}" width="${pw}" height="${ph}" fill="none" stroke="#888"/>`);
-out.push(`<text x="${M.left + pw / 2}" y="${M.top + ph + 34}" text-anchor="middle">seconds since the provisioner was spawned</text>`);
-out.push(`<text transform="translate(16 ${M.top + ph / 2}) rotate(-90)" text-anchor="middle">nodes provisioned</text>`);
+out.push(`<text x="${M.left + pw / 2}" y="${M.top + ph + 34}" text-anchor="middle">seconds since the process was spawned</text>`);
+out.push(`<text transform="translate(16 ${M.top + ph / 2}) rotate(-90)" text-anchor="middle">restart requests received</text>`);
 series.forEach((s, i) => {
   // a step line: the count holds until the next poll that saw it change
   const pts = [];
@@ -83,7 +85,7 @@ series.forEach((s, i) => {
   const y = M.top + ph + 56 + i * 18;
   out.push(`<line x1="${M.left}" y1="${y - 4}" x2="${M.left + 24}" y2="${y - 4}" stroke="${s.color}" stroke-width="3"/>`);
   const rate = Math.round(s.run.nodesPerMin).toLocaleString('en-US');
-  out.push(`<text x="${M.left + 32}" y="${y}">${esc(s.label)}: ${rate} nodes/min first to last node, last node at ${(s.run.spawnToLastMs / 1000).toFixed(2)} s</text>`);
+  out.push(`<text x="${M.left + 32}" y="${y}">${esc(s.label)}: ${rate} nodes/min first request to last restart, last restart at ${(s.run.spawnToLastMs / 1000).toFixed(2)} s</text>`);
 });
 out.push('</svg>');
 writeFileSync(svgFile, `${out.join('\n')}\n`);

@@ -1,16 +1,18 @@
-// The peer scenarios: this project's CLI (`choria-provisioner run`, helper_mode process or pool)
-// and the upstream Go provisioner, each spawned as its own process against the same simulated
-// fleet, with the same flow (jwt: protocol v1 unsigned, every node's provisioning JWT fetched and
-// verified), workers and helper output. All three are measured from the outside the same way:
-//   * the simulator's summary is polled every POLL_MS from spawning the provisioner; the time line
-//     (ms since spawn, nodes provisioned) is returned for the plot (bench/peer-plot.mjs);
-//   * nodes/min = nodes provisioned between the first poll that saw a node provisioned and the
-//     poll that saw the last one, over that time (start-up and discovery excluded); ms from spawn
-//     to the last node is reported beside it;
-//   * CPU of the provisioner process (utime + stime from /proc/PID/stat) and, separately, of
-//     everything under it: helper processes it reaped (cutime + cstime) and live descendants (the
-//     helper spawner, pool helpers and what they reaped), read just before the process is stopped;
-//   * peak RSS = VmHWM of the provisioner process (and the sum over its live descendants).
+// The peer scenarios: this project's CLI (`choria-provisioner run`, helper_mode process or pool),
+// the upstream Go provisioner and the helper-less client (bench/client.mjs), each spawned as its
+// own process against the same simulated fleet, with the same flow (jwt: protocol v1 unsigned,
+// every node's provisioning JWT fetched; the provisioners verify it), workers and helper output.
+// All are measured from the outside the same way:
+//   * the simulator's summary is polled every POLL_MS from spawning the process; the time line
+//     (ms since spawn, restarts received) is returned for the plot (bench/peer-plot.mjs);
+//   * nodes/min = nodes over the time from the first request the fleet received (its discovery
+//     excluded) to the last node's `restart` received: start-up and discovery are not in it, nor
+//     the restart splay a provisioner asks for (the node's work, not the provisioner's); ms from
+//     spawn to the last restart is reported beside it;
+//   * CPU of the process (utime + stime from /proc/PID/stat) and, separately, of everything under
+//     it: helper processes it reaped (cutime + cstime) and live descendants (the helper spawner,
+//     pool helpers and what they reaped), read just before the process is stopped;
+//   * peak RSS = VmHWM of the process (and the sum over its live descendants).
 // The upstream binary is $CHORIA_LAB_DIR/bin/choria-provisioner (default
 // ~/.cache/choria-provisioner-ts/lab); bench/run.mjs leaves the upstream scenario out when it is
 // missing.
@@ -27,6 +29,7 @@ import { childPids, cpuSecondsOf, machineBusySeconds, memoryFromProc, treeCpu } 
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'packages', 'cli', 'dist', 'bin.js');
+const CLIENT = join(ROOT, 'bench', 'client.mjs');
 /**
  * The one-process-per-node helper (upstream and helper_mode process) and its JSON-lines twins for
  * helper_mode pool: `pool` a Perl loop (buffered input, as a long-lived helper is usually written),
@@ -64,6 +67,12 @@ function descendantsPeakRssMb(pid) {
 }
 
 function writeConfigs(dir, s) {
+  // BENCH_PROVISIONER_NODE_OPTIONS: e.g. --cpu-prof --cpu-prof-dir=DIR (bench/run.mjs --profile)
+  const nodeArgs = (process.env.BENCH_PROVISIONER_NODE_OPTIONS ?? '').split(' ').filter((a) => a !== '');
+  if (s.provisioner === 'client') {
+    const spec = { url: s.url, flow: 'jwt', workers: s.workers, keys: s.keys };
+    return { command: process.execPath, args: [...nodeArgs, CLIENT, JSON.stringify(spec)], version: 'the naive client of bench/drivers.mjs' };
+  }
   const choria = join(dir, 'choria.cfg');
   writeFileSync(choria, `identity = bench-peer.example.net\nplugin.choria.middleware_hosts = ${s.url}\nplugin.security.provider = file\n`);
   const common = {
@@ -93,10 +102,9 @@ function writeConfigs(dir, s) {
     helper: PEER_HELPERS[s.provisioner],
     ...(mode === 'pool' && s.poolSize !== undefined ? { helper_pool_size: s.poolSize } : {}),
     ...(mode === 'pool' && s.poolDepth !== undefined ? { helper_pool_depth: s.poolDepth } : {}),
+    ...(mode === 'process' && s.spawner !== undefined ? { helper_spawner: s.spawner } : {}),
   };
   writeFileSync(config, stringifyYaml(ours));
-  // BENCH_PROVISIONER_NODE_OPTIONS: e.g. --cpu-prof --cpu-prof-dir=DIR (bench/run.mjs --profile)
-  const nodeArgs = (process.env.BENCH_PROVISIONER_NODE_OPTIONS ?? '').split(' ').filter((a) => a !== '');
   return { command: process.execPath, args: [...nodeArgs, CLI, 'run', '--config', config], versionArgs: [CLI, '--version'] };
 }
 
@@ -115,7 +123,7 @@ export async function peerScenario(s) {
   const dir = mkdtempSync(join(tmpdir(), 'cpts-bench-peer-'));
   let child;
   try {
-    const { command, args, versionArgs } = writeConfigs(dir, s);
+    const { command, args, versionArgs, version } = writeConfigs(dir, s);
     let stderr = '';
     const simCpu0 = cpuSecondsOf(sim.pid);
     const natsCpu0 = cpuSecondsOf(s.natsPid);
@@ -127,8 +135,10 @@ export async function peerScenario(s) {
     });
     const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     const timeline = [[0, 0]];
-    let first; // [ms, provisioned, cpu] at the first poll that saw a node provisioned
-    let last;
+    const requestsOf = (t) => Object.entries(t.rpcCounts ?? {}).reduce((n, [k, c]) => (k === 'discovery' ? n : n + c), 0);
+    const restartsOf = (t) => t.rpcCounts?.['choria_provision#restart'] ?? 0;
+    let first; // [ms, cpu] at the first poll that saw a request (discovery excluded)
+    let last; // ms at the first poll that saw every node's restart
     let summary;
     let gone;
     exited.then((x) => (gone = x));
@@ -136,11 +146,13 @@ export async function peerScenario(s) {
     for (;;) {
       summary = await sim.summary();
       const at = performance.now() - t0;
-      const n = summary.totals.byState.provisioned ?? 0;
-      if (n !== timeline[timeline.length - 1][1]) timeline.push([Math.round(at), n]);
-      if (first === undefined && n > 0) first = { ms: at, n, cpu: treeCpu(child.pid) };
-      if (n >= s.count || gone !== undefined || performance.now() > deadline) {
-        last = { ms: at, n };
+      const restarts = restartsOf(summary.totals);
+      if (restarts !== timeline[timeline.length - 1][1]) timeline.push([Math.round(at), restarts]);
+      if (first === undefined && requestsOf(summary.totals) > 0) first = { ms: at, cpu: treeCpu(child.pid) };
+      if (last === undefined && restarts >= s.count) last = at;
+      // the restart's splay over, every node is back as provisioned: the correctness check below
+      if ((summary.totals.byState.provisioned ?? 0) >= s.count || gone !== undefined || performance.now() > deadline) {
+        last ??= at;
         break;
       }
       await new Promise((r) => setTimeout(r, POLL_MS));
@@ -152,36 +164,35 @@ export async function peerScenario(s) {
     const busy = machineBusySeconds() - busy0;
     const peakRssMb = memoryFromProc(child.pid).peakRssMb;
     const helpersPeakRssMb = descendantsPeakRssMb(child.pid);
-    const provisioned = last.n;
-    const phaseMs = last.ms - (first?.ms ?? last.ms);
-    const phaseNodes = provisioned - (first?.n ?? provisioned);
+    const provisioned = summary.totals.byState.provisioned ?? 0;
+    const phaseMs = last - (first?.ms ?? last);
     const logLines = existsSync(join(dir, 'provisioner.log')) ? readFileSync(join(dir, 'provisioner.log'), 'utf8').split('\n').length - 1 : 0;
     return {
       kind: 'peer',
       provisioner: s.provisioner,
-      version: versionOf(command, versionArgs),
+      spawner: s.spawner,
+      version: version ?? versionOf(command, versionArgs),
       command: [command, ...args].join(' '),
       count: s.count,
       workers: s.workers,
       provisioned,
       failed: s.count - provisioned,
-      // from the first poll that saw a node provisioned to the poll that saw the last one
+      restarts: restartsOf(summary.totals),
+      // from the first request the fleet received to the last node's restart received
       phaseMs,
-      nodesPerMin: (phaseNodes / phaseMs) * 60_000,
-      // from spawning the provisioner to the poll that saw the last node
-      spawnToLastMs: last.ms,
-      spawnNodesPerMin: (provisioned / last.ms) * 60_000,
-      firstProvisionedMs: first?.ms,
+      nodesPerMin: (s.count / phaseMs) * 60_000,
+      // from spawning the process to the poll that saw the last restart
+      spawnToLastMs: last,
+      firstRequestMs: first?.ms,
       cpuS: cpu.own,
       helperCpuS: cpu.below,
       phaseCpuS: first === undefined ? NaN : cpu.own - first.cpu.own,
       phaseHelperCpuS: first === undefined ? NaN : cpu.below - first.cpu.below,
-      phaseNodes,
       // the fleet and the broker answering this provisioner, from spawn to the last node
       simCpuS,
       natsCpuS,
       // everything else the machine did meanwhile (other users of the cores, this bench driver), in cores
-      backgroundCores: (busy - cpu.own - cpu.below - simCpuS - natsCpuS) / (last.ms / 1000),
+      backgroundCores: (busy - cpu.own - cpu.below - simCpuS - natsCpuS) / (last / 1000),
       peakRssMb,
       helpersPeakRssMb,
       logLines,

@@ -2,6 +2,10 @@
 // usage: node bench/profile-summary.mjs FILE.cpuprofile [--top 25] [--lines]
 //   --lines  also self time per source line (inlined callees count towards the caller's line)
 import { readFileSync } from 'node:fs';
+import { URL } from 'node:url';
+
+/** file:// URL of the repository, stripped from the names of its files */
+const ROOT_URL = new URL('..', import.meta.url).href;
 
 const file = process.argv[2];
 if (file === undefined) {
@@ -27,7 +31,7 @@ function selfTimes(profile) {
 
 function shortUrl(url) {
   if (url === '') return '(native)';
-  return url.replace(/^file:\/\/.*?\/work\/main\//, '').replace(/^file:\/\//, '');
+  return url.startsWith(ROOT_URL) ? url.slice(ROOT_URL.length) : url.replace(/^file:\/\//, '');
 }
 
 function packageOf(url) {

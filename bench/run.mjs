@@ -66,6 +66,20 @@ const KNOBS = {
 };
 
 const full = process.argv.includes('--full');
+/** The peer scenarios (bench/peer.mjs), in the order each pass runs them. */
+const PEERS = {
+  upstream: { provisioner: 'upstream' },
+  // one helper process per node, started by the default spawner (auto: the Python companion), the
+  // Node companion, and the provisioner's own process (helper_spawner none)
+  process: { provisioner: 'process' },
+  'process-node': { provisioner: 'process', spawner: 'node' },
+  'process-none': { provisioner: 'process', spawner: 'none' },
+  pool: { provisioner: 'pool' },
+  client: { provisioner: 'client' },
+};
+const PEER_PASSES = 3;
+/** How bare-start.mjs starts the helper (see there). */
+const BARE_METHODS = ['simple', 'product', 'python3'];
 /** flows of the limit / naive / product comparison */
 const COMPARE_FLOWS = ['plain', 'jwt', 'ed25519'];
 const sizes = quick ? [1000] : [1000, 10_000];
@@ -153,12 +167,13 @@ function scenarios() {
   list.push({ id: `history-scale/${KNOBS.historyScaleCount}`, passes: 1, gc: true, spec: { kind: 'history-scale', count: KNOBS.historyScaleCount } });
   list.push({ id: `nodes-page/${KNOBS.historyScaleCount}`, passes: 1, spec: { kind: 'nodes-page', flow: 'plain', count: KNOBS.historyScaleCount, workers: KNOBS.functionWorkers, repeat: 5 } });
   // Beside the upstream Go provisioner: the same fleet, flow, workers and helper output, every
-  // provisioner spawned as its own process (bench/peer.mjs); the process helper's bare start rate
-  // at the same concurrency first, as it bounds the one-process-per-node runs
+  // provisioner (and the helper-less client) spawned as its own process (bench/peer.mjs); the
+  // process helper's bare start rate at the same concurrency first, as it bounds the
+  // one-process-per-node runs
   const peerBase = { kind: 'peer', count: KNOBS.peerCount, workers: KNOBS.peerWorkers, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale };
-  list.push({ id: 'peer/bare-start', passes: passes(2), bare: { runs: ['simple', 'product', 'python3'].map((method) => ({ method, concurrency: KNOBS.peerWorkers, count: KNOBS.peerCount })) } });
-  for (const provisioner of ['upstream', 'process', 'pool', 'pool-sh']) {
-    list.push({ id: `peer/jwt/${provisioner}/${KNOBS.peerCount}`, passes: passes(2), spec: { ...peerBase, provisioner } });
+  list.push({ id: 'peer/bare-start', passes: passes(PEER_PASSES), bare: { runs: BARE_METHODS.map((method) => ({ method, concurrency: KNOBS.peerWorkers, count: KNOBS.peerCount })) } });
+  for (const [who, spec] of Object.entries(PEERS)) {
+    list.push({ id: `peer/jwt/${who}/${KNOBS.peerCount}`, passes: passes(PEER_PASSES), spec: { ...peerBase, ...spec } });
   }
   list.push({ id: `queue/${KNOBS.queueCount}`, passes: 1, spec: { kind: 'queue', flow: 'plain', count: KNOBS.queueCount, workers: KNOBS.functionWorkers }, gc: true });
   return list.filter((s) => only.length === 0 || only.some((o) => s.id === o || s.id.startsWith(`${o}/`) || s.id.startsWith(o)));
@@ -283,7 +298,7 @@ function summaryLine(r) {
   }
   if (r.kind === 'peer') {
     const ok = r.provisioned === r.count && r.sim.violations === 0 ? '' : ` PROBLEMS: provisioned ${r.provisioned}/${r.count}, violations ${r.sim.violations}`;
-    return `${fmt.int(r.nodesPerMin)} nodes/min first to last node, ${fmt.s(r.spawnToLastMs)} from spawn, CPU ${((r.cpuS * 1000) / r.count).toFixed(2)} + helpers ${((r.helperCpuS * 1000) / r.count).toFixed(2)} ms per node, peak RSS ${fmt.mb(r.peakRssMb)}${ok}`;
+    return `${fmt.int(r.nodesPerMin)} nodes/min first request to last restart, ${fmt.s(r.spawnToLastMs)} from spawn, CPU ${((r.cpuS * 1000) / r.count).toFixed(2)} + helpers ${((r.helperCpuS * 1000) / r.count).toFixed(2)} ms per node, peak RSS ${fmt.mb(r.peakRssMb)}${ok}`;
   }
   if (r.kind === 'bare-start') return r.results.map((x) => `${x.method}, ${x.concurrency} at a time: ${fmt.int(x.startsPerMin)} starts/min, background ${x.backgroundCores.toFixed(2)} cores`).join('; ');
   if (r.kind === 'discovery') return r.runs.map((x) => `${x.found} in ${fmt.ms(x.ms)}`).join(', ');
@@ -313,18 +328,19 @@ function pad(cells, widths) {
 
 /**
  * Beside the upstream Go provisioner (peer/*): medians per provisioner, the ratios to upstream
- * pass by pass (runs of one pass side by side) and the bare start rate of the process helper.
+ * and to the helper-less client pass by pass (runs of one pass side by side), and the bare start
+ * rate of the process helper.
  */
 function peerReport(results) {
   const lines = [];
   const targets = [];
   const runs = (who) => results.get(`peer/jwt/${who}/${KNOBS.peerCount}`) ?? [];
-  const who = ['upstream', 'process', 'pool', 'pool-sh'].filter((w) => runs(w).length > 0);
+  const who = Object.keys(PEERS).filter((w) => runs(w).length > 0);
   if (who.length === 0) return { lines, targets };
   const W = KNOBS.peerWorkers;
   lines.push('');
-  lines.push(`Beside the upstream Go provisioner: jwt flow, ${fmt.int(KNOBS.peerCount)} nodes, ${W} workers, each provisioner spawned as a process (medians of passes)`);
-  const widths = [10, 4, 10, 9, 18, 6, 6, 7, 6, 6, 6, 9, 9, 5];
+  lines.push(`Beside the upstream Go provisioner: jwt flow, ${fmt.int(KNOBS.peerCount)} nodes, ${W} workers, each spawned as a process (medians of passes)`);
+  const widths = [15, 4, 10, 9, 20, 6, 6, 7, 6, 6, 6, 9, 9, 5];
   lines.push(pad(['', 'runs', 'nodes/min', 'spawn→end', 'per pass (k/min)', 'prov', 'phase', 'helpers', 'total', 'nats', 'sim', 'peak RSS', 'help RSS', 'bg'], widths));
   const m = (rs, f) => median(rs.map(f));
   for (const w of who) {
@@ -338,7 +354,7 @@ function peerReport(results) {
           fmt.s(m(rs, (r) => r.spawnToLastMs)),
           rs.map((r) => (r.nodesPerMin / 1000).toFixed(1)).join(' '),
           m(rs, (r) => (r.cpuS * 1000) / r.count).toFixed(2),
-          m(rs, (r) => (r.phaseCpuS * 1000) / r.phaseNodes).toFixed(2),
+          m(rs, (r) => (r.phaseCpuS * 1000) / r.count).toFixed(2),
           m(rs, (r) => (r.helperCpuS * 1000) / r.count).toFixed(2),
           m(rs, (r) => ((r.cpuS + r.helperCpuS) * 1000) / r.count).toFixed(2),
           m(rs, (r) => (r.natsCpuS * 1000) / r.count).toFixed(2),
@@ -351,52 +367,55 @@ function peerReport(results) {
       ),
     );
   }
-  lines.push('nodes/min: from the first to the last node provisioned, as seen by polling the simulator every 25 ms');
-  lines.push('(start-up and discovery excluded; spawn→end includes them). CPU ms per node: prov = the provisioner');
-  lines.push('process from spawn (start-up included), phase = the same from the first node provisioned on, helpers =');
-  lines.push('every process under it (helpers, the helper spawner), total = prov + helpers; nats, sim: nats-server and');
-  lines.push('the simulator answering it, from spawn. Peak RSS: VmHWM of the provisioner process; help RSS: sum of');
-  lines.push('VmHWM of its live descendants at the end (pool helpers, the helper spawner). bg: other load, in cores.');
-  const bare = results.get('peer/bare-start') ?? [];
-  const rate = (r, method) => r?.results.find((x) => x.method === method && x.concurrency === W)?.startsPerMin ?? NaN;
+  lines.push('nodes/min: nodes over the time from the first request the fleet received (its discovery excluded) to the');
+  lines.push('last restart received, as seen by polling the simulator every 25 ms; spawn→end: from spawning the process');
+  lines.push('to the last restart. CPU ms per node: prov = the process from spawn (start-up included), phase = the same');
+  lines.push('from the first request on, helpers = every process under it (helpers, the helper spawner), total = prov +');
+  lines.push('helpers; nats, sim: nats-server and the simulator answering it, from spawn. Peak RSS: VmHWM of the process;');
+  lines.push('help RSS: sum of VmHWM of its live descendants at the end (pool helpers, the helper spawner). bg: other load, in cores.');
   const byPass = (rs, pass) => rs.find((r) => r.pass === pass);
-  const passesOf = (rs) => rs.map((r) => r.pass);
   const x = (v) => (Number.isFinite(v) ? `${v.toFixed(2)}x` : '-');
-  for (const [mine, goal] of [
-    ['pool', 10],
-    ['process', 2],
-    ['pool-sh', undefined], // context: the same pool with the shell loop as its helper, no target
+  /** a over b, nodes/min pass by pass */
+  const ratios = (a, b) =>
+    runs(a)
+      .map((r) => r.nodesPerMin / (byPass(runs(b), r.pass)?.nodesPerMin ?? NaN))
+      .filter(Number.isFinite);
+  const ratioLine = (a, b) => {
+    const rs = ratios(a, b);
+    return rs.length === 0 ? undefined : { median: median(rs), text: `${x(median(rs))} (per pass: ${rs.map(x).join(', ')})` };
+  };
+  for (const [a, b] of [
+    ['process', 'upstream'],
+    ['pool', 'upstream'],
+    ['process-node', 'upstream'],
+    ['process-none', 'upstream'],
+    ['client', 'upstream'],
+    ['process', 'process-node'],
+    ['process-none', 'process-node'],
+    ['pool', 'process'],
+    ['client', 'process'],
+    ['client', 'pool'],
   ]) {
-    const up = runs('upstream');
-    const ours = runs(mine);
-    if (up.length === 0 || ours.length === 0) continue;
-    const ratios = passesOf(ours)
-      .map((p) => (byPass(ours, p)?.nodesPerMin ?? NaN) / (byPass(up, p)?.nodesPerMin ?? NaN))
-      .filter(Number.isFinite);
-    const cpuRatios = passesOf(ours)
-      .map((p) => {
-        const u = byPass(up, p);
-        const o = byPass(ours, p);
-        return u === undefined || o === undefined ? NaN : (u.cpuS + u.helperCpuS) / u.count / ((o.cpuS + o.helperCpuS) / o.count);
-      })
-      .filter(Number.isFinite);
-    lines.push(`${mine}/upstream: nodes/min ${x(median(ratios))} (per pass: ${ratios.map(x).join(', ')}); upstream's CPU per node (with helpers) over ${mine}'s ${x(median(cpuRatios))} (per pass: ${cpuRatios.map(x).join(', ')})`);
-    if (goal === undefined) continue;
-    targets.push([`jwt flow, ${fmt.int(KNOBS.peerCount)} nodes, ${W} workers: helper_mode ${mine} vs the upstream Go provisioner, nodes/min first to last node`, `${fmt.int(m(ours, (r) => r.nodesPerMin))} vs ${fmt.int(m(up, (r) => r.nodesPerMin))}, ${x(median(ratios))} (per pass: ${ratios.map(x).join(', ')})`, `>= ${goal}x`, median(ratios) >= goal]);
+    const r = ratioLine(a, b);
+    if (r !== undefined) lines.push(`${a}/${b}: nodes/min ${r.text}`);
   }
+  for (const mine of ['process', 'pool']) {
+    const r = ratioLine(mine, 'upstream');
+    if (r === undefined) continue;
+    const label = mine === 'process' ? 'helper_mode process (one helper process per node)' : 'helper_mode pool';
+    targets.push([`jwt flow, ${fmt.int(KNOBS.peerCount)} nodes, ${W} workers: ${label} vs the upstream Go provisioner, nodes/min first request to last restart`, `${fmt.int(m(runs(mine), (r) => r.nodesPerMin))} vs ${fmt.int(m(runs('upstream'), (r) => r.nodesPerMin))}, ${r.text}`, '>= 3x', r.median >= 3]);
+  }
+  const bare = results.get('peer/bare-start') ?? [];
   if (bare.length > 0) {
-    const simple = median(bare.map((r) => rate(r, 'simple')));
-    const product = median(bare.map((r) => rate(r, 'product')));
-    const python = median(bare.map((r) => rate(r, 'python3')));
-    const proc = m(runs('process'), (r) => r.nodesPerMin);
-    const up = m(runs('upstream'), (r) => r.nodesPerMin);
-    lines.push(
-      `Bare start rate of the same process helper (bench/helpers/trivial-helper.sh, ${fmt.int(KNOBS.peerCount)} runs ${W} at a time, no provisioner): ` +
-        `simple ${fmt.int(simple)}/min, product's Node method ${fmt.int(product)}/min, product's Python spawner alone ${fmt.int(python)}/min ` +
-        `(per pass: ${bare.map((r) => fmt.int(rate(r, 'simple'))).join(', ')} / ${bare.map((r) => fmt.int(rate(r, 'product'))).join(', ')} / ${bare.map((r) => fmt.int(rate(r, 'python3'))).join(', ')}); ` +
-        `helper_mode process reached ${fmt.pct(proc / simple)} of the simple rate and ${fmt.pct(proc / python)} of the Python spawner's` +
-        (Number.isFinite(up) ? `, upstream ${fmt.pct(up / simple)}: at the bare rate, process/upstream would be ${x(simple / up)}` : ''),
-    );
+    const rate = (r, method) => r?.results.find((y) => y.method === method && y.concurrency === W)?.startsPerMin ?? NaN;
+    const cpu = (method, f) => median(bare.flatMap((r) => r.results.filter((y) => y.method === method && y.concurrency === W)).map(f)).toFixed(2);
+    const methods = BARE_METHODS.filter((method) => bare.some((r) => Number.isFinite(rate(r, method))));
+    lines.push(`Bare start rate of the same process helper (bench/helpers/trivial-helper.sh, ${fmt.int(KNOBS.peerCount)} runs ${W} at a time, no provisioner, medians):`);
+    for (const method of methods) {
+      lines.push(
+        `  ${method}: ${fmt.int(median(bare.map((r) => rate(r, method))))}/min (per pass: ${bare.map((r) => fmt.int(rate(r, method))).join(', ')}; CPU per start: parent ${cpu(method, (y) => y.parentCpuMsPerStart)} ms, helper ${cpu(method, (y) => y.helperCpuMsPerStart)} ms)`,
+      );
+    }
   }
   return { lines, targets };
 }

@@ -15,7 +15,7 @@ const sc = StringCodec();
  * with an ed25519 provisioning JWT signed by the issuer and server JWT chain verification.
  */
 export async function startSimulator({ url, count, flow, keys, name = 'bench', nodesPerConnection = 1000, timeScale = 0.001, extraArgs = [] }) {
-  // BENCH_SIMULATOR_NODE_OPTIONS: e.g. --cpu-prof --cpu-prof-dir=/tmp/sim-prof to profile the fleet
+  // BENCH_SIMULATOR_NODE_OPTIONS: e.g. --cpu-prof --cpu-prof-dir=DIR to profile the fleet
   const nodeArgs = (process.env.BENCH_SIMULATOR_NODE_OPTIONS ?? '').split(' ').filter((a) => a !== '');
   const args = [
     ...nodeArgs,

@@ -2,9 +2,9 @@
 // Bundles the CLI into dist/bundle/ after tsc has built the packages. Why: a Node process loading
 // the CLI from ~400 separate modules (ours and its dependencies') spends most of its start-up
 // resolving, reading and compiling files; one bundle starts in about two thirds of the time, and
-// a V8 code cache of it (made here, see scripts/bundle-loader.js) takes another quarter off, which
-// is what several instances started at once on a small machine wait for (BENCHMARKS.md,
-// "Active/active").
+// a V8 code cache of it (made where it runs, see scripts/bundle-loader.js; here for the Node.js
+// that builds) takes another quarter off, which is what several instances started at once on a
+// small machine wait for (BENCHMARKS.md, "Active/active").
 //
 // dist/bin.js stays the entry point everything names (package.json's bin, the service files): it
 // imports dist/bundle/cli.js. tsc itself emits that file as a plain re-export (src/bundle/cli.ts),
@@ -17,7 +17,8 @@
 // demo; so does reflect-metadata, which must be evaluated before it.
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { URL, fileURLToPath, pathToFileURL } from 'node:url';
@@ -29,7 +30,7 @@ const started = Date.now();
 const common = {
   bundle: true,
   platform: 'node',
-  target: 'node20',
+  target: 'node22',
   // the bundled packages' licence notices go with the code
   legalComments: 'eof',
   logLevel: 'warning',
@@ -71,27 +72,31 @@ await build({
 });
 // the helper spawner's Python companion, found beside the module that starts it
 copyFileSync(fileURLToPath(new URL('../core/dist/host/helper/spawner-child.py', cli)), join(outdir, 'spawner-child.py'));
-// dist/bundle/cli.js, what dist/bin.js imports: the loader in place of tsc's re-export
+// dist/bundle/cli.js, what dist/bin.js imports: the loader in place of tsc's re-export, told the
+// bundle's content hash (its code caches are named by it)
 const loader = join(outdir, 'cli.js');
-copyFileSync(fileURLToPath(new URL('scripts/bundle-loader.js', cli)), loader);
+const bundleId = createHash('sha256').update(readFileSync(bundleFile)).digest('hex').slice(0, 16);
+writeFileSync(loader, readFileSync(fileURLToPath(new URL('scripts/bundle-loader.js', cli)), 'utf8').replace("'__BUNDLE_ID__'", `'${bundleId}'`));
 
-// The code cache: made after a run that compiles what every start-up needs (yargs, reading and
-// checking a configuration), by a Node.js of the version that built the package. A process whose
-// V8 rejects it compiles the bundle as usual.
+// The code cache of the Node.js that builds, so that the first start from this build has one too:
+// the loader writes it beside the bundle as this run exits, after compiling what every start-up
+// needs (yargs, reading and checking a configuration). Any other Node.js makes its own where it runs.
 const scratch = mkdtempSync(join(tmpdir(), 'cpts-bundle-'));
 try {
   const config = join(scratch, 'provisioner.yaml');
   writeFileSync(config, 'site: build\ntoken: build\nhelper: /bin/true\nchoria_insecure: true\n');
   const warmUp = `
-    import { writeFileSync } from 'node:fs';
     const m = await import(${JSON.stringify(pathToFileURL(loader).href)});
     const quiet = { out() {}, err() {} };
     await m.main(['validate', '--config', ${JSON.stringify(config)}], quiet);
     await m.main(['--help'], quiet);
-    writeFileSync(${JSON.stringify(join(outdir, 'cli.cjs.cache'))}, m.createCodeCache());
   `;
-  execFileSync(process.execPath, ['--input-type=module', '-e', warmUp], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const env = { ...process.env };
+  delete env.NODE_DISABLE_COMPILE_CACHE;
+  execFileSync(process.execPath, ['--input-type=module', '-e', warmUp], { stdio: ['ignore', 'ignore', 'inherit'], env });
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }
+const caches = readdirSync(outdir).filter((f) => f.endsWith('.cache'));
+if (caches.length === 0) process.stderr.write(`bundle: no code cache was written into ${outdir} (is it writable?); the CLI makes one where it runs\n`);
 process.stdout.write(`bundled the CLI into ${outdir} in ${Date.now() - started} ms\n`);

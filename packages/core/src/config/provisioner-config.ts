@@ -28,7 +28,7 @@ interface ValidatedYaml {
   helper_mode: 'process' | 'pool';
   helper_pool_size: number;
   helper_pool_depth: number;
-  helper_spawner: 'auto' | 'python3' | 'node';
+  helper_spawner: 'auto' | 'python3' | 'node' | 'none';
   token: string;
   lifecycle_component: string;
   choria_insecure: boolean;

@@ -5,7 +5,7 @@
 // that arrived in time is read, and a helper or node that was on time is called late. This timer
 // only says "look now": its callback waits for setImmediate, which runs after the loop's next
 // poll phase, so whatever arrived meanwhile is handled first and can cancel it. (The helper
-// spawner's companion, spawner-child.ts, applies the same rule in its own code: it imports nothing
+// spawner, spawner-runner.ts, applies the same rule in its own code: it imports nothing
 // of the library, to start fast.)
 
 /** A pending limit; cancel() stops it, also between the timer firing and the look. */

@@ -4,8 +4,8 @@
 // * Go matches struct field names case-insensitively and reports type errors with its own texts,
 //   which the server returns to the client as `Could not parse request data for ...: <error>`.
 // * Go's encoder escapes <, >, &, U+2028 and U+2029 inside strings.
-// No npm package installed here exposes raw number text (Node 20's JSON.parse has no source access),
-// hence this small parser.
+// JSON.parse's reviver sees a number's source text (Node 22 and later), but neither Go's field
+// matching nor its error texts, hence this small parser.
 
 export type JValue =
   | { t: 'null' }

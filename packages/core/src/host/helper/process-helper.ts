@@ -45,7 +45,7 @@ export interface ProcessHelperOptions {
   readonly maxStderrBytes?: number;
   /** spawner processes that start the helpers; default one per core, at most MAX_SPAWNERS (see spawner.ts) */
   readonly spawners?: number;
-  /** which companion program starts the helpers: 'auto' (default: python3 where it works, else node), 'python3' or 'node' (see spawner.ts) */
+  /** which companion program starts the helpers: 'auto' (default: python3 where it works, else node), 'python3', 'node', or 'none' (this process itself; see spawner.ts) */
   readonly spawner?: SpawnerSetting;
 }
 
@@ -53,6 +53,7 @@ export interface ProcessHelperOptions {
 export function spawnerNotice(o: SpawnerOutcome): HelperNotice {
   if (o.unavailable !== undefined) return { level: 'warn', message: `helper_spawner ${o.kind}: it cannot start the helper processes (${o.unavailable}); every helper run fails until it can` };
   if (o.fallbackReason !== undefined) return { level: 'warn', message: `python3 cannot start the helper processes (${o.fallbackReason}): the node spawner starts them, at about twice the CPU per helper` };
+  if (o.kind === 'none') return { level: 'info', message: 'helper processes are started by the provisioner process itself (helper_spawner none)' };
   return { level: 'info', message: `helper processes are started by the ${o.kind} spawner${o.kind === 'python3' ? ' (posix_spawn)' : ''}` };
 }
 

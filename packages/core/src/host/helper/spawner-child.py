@@ -2,10 +2,12 @@
 # exists, and spawner-protocol.ts for the messages). It does exactly what spawner-child.ts does,
 # with one difference that is the reason it exists: it starts each helper with posix_spawn(),
 # which glibc implements as a vfork-style clone that shares the parent's memory until exec().
-# Node (libuv before 1.52) starts children with fork(), which copies the parent's page tables
-# and then throws the copy away on exec(); on VMs where page-table work is slow that is most of
-# the cost of a helper run (measured: ~11 ms of CPU per helper from Node, ~5 ms from here,
-# BENCHMARKS.md). Node 20 offers no other way to start a process.
+# Node starts children with fork() (libuv 1.52, Node 24's, still does on Linux), which copies the
+# parent's page tables and then throws the copy away on exec(); on VMs where page-table work is
+# slow that is much of the cost of a helper run. Measured with Node 24 (BENCHMARKS.md): a start
+# costs its parent 0.06 ms of CPU here against 0.84 ms from a bare Node process, and one helper
+# process per node provisions 1.6 times as many nodes a minute. Node offers no other way to
+# start a process.
 #
 # Started by the provisioner as `python3 -I -S spawner-child.py` (isolated, no site packages: it
 # uses the standard library only). Talks JSON lines on stdin (run, kill) and stdout (ready or

@@ -5,18 +5,20 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-/** The companion programs. */
-export type SpawnerKind = 'python3' | 'node';
+/** The companion programs, and 'none': the helpers are started by the provisioner's own process. */
+export type SpawnerKind = 'python3' | 'node' | 'none';
+/** The kinds that are a program of their own. */
+export type CompanionKind = Exclude<SpawnerKind, 'none'>;
 /** 'auto': python3 where it works, else node (the default); a kind: that one only. */
 export type SpawnerSetting = 'auto' | SpawnerKind;
-export const SPAWNER_SETTINGS: readonly SpawnerSetting[] = ['auto', 'python3', 'node'];
+export const SPAWNER_SETTINGS: readonly SpawnerSetting[] = ['auto', 'python3', 'node', 'none'];
 
 /**
  * A companion program's file: beside this module (the build, the CLI bundle), or, for the Node
  * one when this module is loaded from the TypeScript sources as the test runner does, the build's
  * copy of it.
  */
-function companionFile(kind: SpawnerKind): string {
+function companionFile(kind: CompanionKind): string {
   const here = kind === 'python3' ? ['./spawner-child.py'] : ['./spawner-child.js', '../../../dist/host/helper/spawner-child.js'];
   const candidates = here.map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
   const found = candidates.find((f) => existsSync(f));
@@ -24,7 +26,7 @@ function companionFile(kind: SpawnerKind): string {
   return found;
 }
 
-export function startCompanion(kind: SpawnerKind): ChildProcess {
+export function startCompanion(kind: CompanionKind): ChildProcess {
   const [command, args] = kind === 'python3' ? ['python3', ['-I', '-S', companionFile(kind)]] : [process.execPath, [companionFile(kind)]];
   return spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'], windowsHide: true });
 }
@@ -53,7 +55,7 @@ export class SpawnerChoice {
 
   constructor(setting: SpawnerSetting = 'auto') {
     if (!SPAWNER_SETTINGS.includes(setting)) throw new RangeError(`the helper spawner must be one of ${SPAWNER_SETTINGS.join(', ')}, got ${String(setting)}`);
-    this.#kind = setting === 'node' ? 'node' : 'python3';
+    this.#kind = setting === 'auto' ? 'python3' : setting;
     this.#fixed = setting !== 'auto';
   }
 

@@ -1,18 +1,21 @@
 // Starts one-shot helper processes from a small companion process instead of the provisioner.
 //
-// Why: Node starts a child with fork() + exec(), and fork() copies the page tables of the whole
-// parent. A provisioner with 150 MB of heap forks much more slowly than a bare Node process (on the
-// 2-core benchmark VM ~9 ms instead of ~6 ms per helper), and the fork runs on the provisioner's
-// event-loop thread, stalling every RPC meanwhile. The companion ("spawner") does only this: the
-// provisioner sends it the program, arguments and stdin text, it runs the helper exactly as
-// ProcessHelper did (own process group, three pipes, bounded output, the kill grace period) and
-// sends back the exit status and the output (spawner-protocol.ts: JSON lines, three per run).
+// Why: Node starts a child with fork() + exec() (libuv 1.52, Node 24's, still does on Linux), and
+// fork() copies the page tables of the whole parent. A provisioner with 150 MB of heap forks much
+// more slowly than a bare Node process, and the fork runs on the provisioner's event-loop thread,
+// stalling every RPC meanwhile. The companion ("spawner") does only this: the provisioner sends it
+// the program, arguments and stdin text, it runs the helper exactly as ProcessHelper did (own
+// process group, three pipes, bounded output, the kill grace period) and sends back the exit
+// status and the output (spawner-protocol.ts: JSON lines, three per run).
 //
 // Two companions speak that protocol. spawner-child.py, used when `python3` (3.9 or later) is on
 // PATH, starts helpers with posix_spawn(), a vfork-style start that copies no page tables: on the
-// benchmark VM that halves the machine's CPU per helper start (~11 ms from Node, ~5 ms from it;
-// BENCHMARKS.md). spawner-child.ts, a bare Node process, is the fallback and does the same with
-// Node's spawn(). Which one runs is SpawnerChoice's decision, made once per runner.
+// benchmark VM with Node 24 a helper start costs its parent 0.06 ms of CPU there against 0.84 ms
+// from a bare Node process, and one helper process per node provisions 1.6 times as many nodes a
+// minute (BENCHMARKS.md). spawner-child.ts, a bare Node process, is the fallback and does the same
+// with Node's spawn() (spawner-runner.ts). Which one runs is SpawnerChoice's decision, made once
+// per runner. With `helper_spawner: none` there is no companion: spawner-runner.ts runs in this
+// process, and every start forks the provisioner (0.55 times the node companion's rate there).
 //
 // The companion also keeps the helper's time limit, from its own spawn of the helper: this
 // process may read a report late (its event loop busy with two sites' start-up), and a run that
@@ -25,6 +28,7 @@ import type { ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import type { RunMessage, ToSpawner } from './spawner-protocol.js';
 import { SpawnerChoice, startCompanion, type SpawnerKind, type SpawnerOutcome, type SpawnerSetting } from './spawner-choice.js';
+import { helperRunner, type HelperRunner } from './spawner-runner.js';
 import { killProcessGroup } from './spawn.js';
 import { errorText, isPlainObject as isRecord } from '../../util/values.js';
 import { settledWithin } from '../../util/deadline.js';
@@ -94,6 +98,8 @@ export class HelperSpawner {
   readonly #choice: SpawnerChoice;
   #child: ChildProcess | undefined;
   #childKind: SpawnerKind = 'node';
+  /** helper_spawner none: the runner in this process that takes the companion's place */
+  #inline: HelperRunner | undefined;
   /** the companion said it is ready: lines go straight to it */
   #ready = false;
   /** run messages not written yet (the companion is starting), by run id */
@@ -157,6 +163,8 @@ export class HelperSpawner {
   /** Stops the spawner; helpers still running are killed with it. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#inline?.killAll();
+    this.#inline = undefined;
     const child = this.#child;
     this.#child = undefined;
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
@@ -180,14 +188,27 @@ export class HelperSpawner {
   }
 
   #write(m: ToSpawner): void {
+    if (this.#inline !== undefined) {
+      if (m.t === 'run') this.#inline.run(m);
+      else this.#inline.kill(m.id);
+      return;
+    }
     const stdin = this.#child?.stdin;
     if (stdin === null || stdin === undefined || !this.#ready || stdin.destroyed) return; // its exit settles the runs
     stdin.write(`${JSON.stringify(m)}\n`);
   }
 
   #ensure(): void {
-    if (this.#child !== undefined) return;
+    if (this.#child !== undefined || this.#inline !== undefined) return;
     const kind = this.#choice.kind;
+    if (kind === 'none') {
+      // its reports come from later turns of the event loop, as a companion's would
+      this.#inline = helperRunner((m) => this.#onMessage(m as unknown as Record<string, unknown>), { ...process.env });
+      this.#childKind = kind;
+      this.#ready = true;
+      this.#choice.cameUp(kind);
+      return;
+    }
     let child: ChildProcess;
     try {
       child = startCompanion(kind);
@@ -345,7 +366,8 @@ export class HelperSpawners {
   constructor(count = Math.min(availableParallelism(), MAX_SPAWNERS), setting: SpawnerSetting = 'auto') {
     if (!Number.isInteger(count) || count < 1) throw new RangeError(`the number of helper spawners must be a positive integer, got ${count}`);
     this.#choice = new SpawnerChoice(setting);
-    this.#spawners = Array.from({ length: count }, () => new HelperSpawner(this.#choice));
+    // without a companion, one runner in this process starts them all
+    this.#spawners = Array.from({ length: setting === 'none' ? 1 : count }, () => new HelperSpawner(this.#choice));
   }
 
   /** The companion program this runner starts helpers with (python3 until it failed to come up, under 'auto'). */

@@ -38,8 +38,10 @@ const dir = new ScriptDir();
 let faulty: string;
 let helper: ProcessHelper;
 
-// Every behaviour holds with either companion program that starts the helpers (spawner.ts).
-const KINDS = ['python3', 'node'] as const;
+// Every behaviour holds with either companion program that starts the helpers (spawner.ts), and
+// without one (helper_spawner none: the provisioner's own process starts them).
+const KINDS = ['python3', 'node', 'none'] as const;
+const COMPANIONS = ['python3', 'node'] as const;
 
 /** The helpers' pid files: each kind's runs must not find the last kind's. */
 function removePidFiles(): void {
@@ -367,7 +369,7 @@ describe('ProcessHelper.close() in a process with nothing else to do', () => {
   });
 });
 
-describe.each(KINDS)('ProcessHelper spawner processes (%s)', (spawner) => {
+describe.each(COMPANIONS)('ProcessHelper spawner processes (%s)', (spawner) => {
   const spawnerPids = (): Set<number> => new Set(childProcesses('spawner-child'));
   const newOnes = (before: Set<number>): number[] => [...spawnerPids()].filter((pid) => !before.has(pid));
   let slow: string;
@@ -449,6 +451,32 @@ describe.each(KINDS)('ProcessHelper spawner processes (%s)', (spawner) => {
   });
 });
 
+describe('ProcessHelper without a spawner process (helper_spawner none)', () => {
+  it('starts the helpers from this process, starts no spawner, and close() kills a helper still running', async () => {
+    const pidFile = dir.file('inline-hang.pid');
+    rmSync(pidFile, { force: true });
+    const script = dir.script(
+      'inline-parent.sh',
+      `#!/bin/sh\ncase "$(cat)" in\n  *'"hang'*) sleep 30 & echo $! > ${q(pidFile)}; wait ;;\n  *) printf '{"configuration":{"parent":"%s"}}' "$PPID" ;;\nesac\n`,
+    );
+    const before = new Set(childProcesses('spawner-child'));
+    const h = new ProcessHelper({ command: q(script), timeoutMs: 20_000, spawner: 'none' });
+    try {
+      h.warmUp();
+      const runs = ['c1', 'c2', 'c3'].map((id) => h.run(sampleRequest(`${id}.example.net`), { identity: `${id}.example.net` }));
+      for (const r of await Promise.all(runs)) expect(r.reply.configuration).toEqual({ parent: String(process.pid) });
+      const hanging = failure('hang', h);
+      const orphan = await readPid(pidFile);
+      expect(childProcesses('spawner-child').filter((pid) => !before.has(pid))).toEqual([]);
+      await h.close();
+      await becomesDead(orphan);
+      await hanging;
+    } finally {
+      await h.close();
+    }
+  });
+});
+
 // Under the default ('auto') the Python companion is used where it works, and the Node one takes
 // over when it cannot come up. Each case runs the built library in a child process whose PATH
 // decides what `python3` is.
@@ -518,7 +546,15 @@ describe('ProcessHelper spawner choice', () => {
     });
   });
 
+  it('told to use none, says so', async () => {
+    expect(await runIn(dir.file('empty-path'), 'none')).toEqual({
+      outcome: '{"a":"b"}',
+      spawner: { kind: 'none' },
+      notices: [{ level: 'info', message: 'helper processes are started by the provisioner process itself (helper_spawner none)' }],
+    });
+  });
+
   it('refuses an unknown setting', () => {
-    expect(() => new ProcessHelper({ command: q(answer), spawner: 'perl' as 'node' })).toThrow('the helper spawner must be one of auto, python3, node, got perl');
+    expect(() => new ProcessHelper({ command: q(answer), spawner: 'perl' as 'node' })).toThrow('the helper spawner must be one of auto, python3, node, none, got perl');
   });
 });
