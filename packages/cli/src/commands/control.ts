@@ -22,14 +22,19 @@ export function tokenOf(opts: { tokenFile?: string | undefined; env?: NodeJS.Pro
   return (opts.env ?? process.env)[TOKEN_ENV]?.trim() ?? '';
 }
 
-export async function controlCommand(opts: ControlOptions, io: CliIO): Promise<number> {
-  let token: string;
+/** The token as tokenOf reads it; undefined (said on stderr) when the token file cannot be read. */
+export function readTokenOrSay(opts: { tokenFile?: string | undefined; env?: NodeJS.ProcessEnv | undefined }, io: CliIO): string | undefined {
   try {
-    token = tokenOf(opts);
+    return tokenOf(opts);
   } catch (err) {
     io.err(`choria-provisioner: could not read the token file ${opts.tokenFile ?? ''}: ${err instanceof Error ? err.message : String(err)}`);
-    return EXIT.usage;
+    return undefined;
   }
+}
+
+export async function controlCommand(opts: ControlOptions, io: CliIO): Promise<number> {
+  const token = readTokenOrSay(opts, io);
+  if (token === undefined) return EXIT.usage;
   const path = opts.action === 'pause' || opts.action === 'resume' ? `/${opts.action}` : `/nodes/${encodeURIComponent(opts.identity ?? '')}/${opts.action}`;
   const url = monitorUrl(opts.url, `${path}${opts.site !== undefined ? `?site=${encodeURIComponent(opts.site)}` : ''}`);
   let res: Response;

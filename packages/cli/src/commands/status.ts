@@ -3,7 +3,7 @@
 // --token-file or the environment as for the control commands.
 import type { CoordinationStatus, MemberView, ProvisionerStatus } from '@choria-provisioner/core';
 import { EXIT, type CliIO } from '../io.js';
-import { TOKEN_ENV, tokenOf } from './control.js';
+import { TOKEN_ENV, readTokenOrSay } from './control.js';
 import { monitorUrl } from './monitor-url.js';
 
 /** What this command reads of a site in /status: the core's own type, as the provisioner serves it. */
@@ -81,13 +81,8 @@ export interface StatusOptions {
 
 export async function statusCommand(opts: StatusOptions, io: CliIO): Promise<number> {
   const url = monitorUrl(opts.url, '/status');
-  let token: string;
-  try {
-    token = tokenOf(opts);
-  } catch (err) {
-    io.err(`choria-provisioner: could not read the token file ${opts.tokenFile ?? ''}: ${err instanceof Error ? err.message : String(err)}`);
-    return EXIT.usage;
-  }
+  const token = readTokenOrSay(opts, io);
+  if (token === undefined) return EXIT.usage;
   let body: unknown;
   try {
     const res = await fetch(url, { headers: token === '' ? {} : { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) });
