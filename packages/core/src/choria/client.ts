@@ -5,7 +5,7 @@ import type { Msg, NatsConnection, NatsError, Status, Subscription } from 'nats'
 import type { Logger } from 'winston';
 import type { ChoriaSettings } from '../config/types.js';
 import { formatMs } from '../util/duration.js';
-import { SILENT_TIMEOUTS, SilentPathDetector } from './silent-path.js';
+import { PATH_PROBE_MS, SILENT_TIMEOUTS, SilentPathDetector } from './silent-path.js';
 import { afterPendingIo } from '../util/io-timer.js';
 import { connectChoria } from './connector.js';
 import { closeNatsConnection } from './nats-close.js';
@@ -154,6 +154,8 @@ export class ChoriaClient {
   #linkUpSince = performance.now();
   /** requests timing out while nothing comes in: a path gone silent (silent-path.ts) */
   readonly #silentPath = new SilentPathDetector();
+  /** a ping is out to check the path after a silent burst */
+  #probingPath = false;
 
   /** Connects to the broker of `settings` (retrying until it is reachable) and starts the client. */
   static async connect(settings: ChoriaSettings, opts: ConnectClientOptions): Promise<ChoriaClient> {
@@ -422,9 +424,23 @@ export class ChoriaClient {
    */
   #timedOut(received: number): void {
     // a connection handed in belongs to its owner, who decides when it is replaced
-    if (!this.#silentPath.timedOut(received) || !this.link.up || this.#closed || !this.#ownsConnection) return;
-    this.#logger.warn(`${SILENT_TIMEOUTS} requests in a row timed out while nothing at all came in on the broker connection: its path went silent, replacing the connection`);
-    this.nats.reconnect().catch((err: unknown) => this.#logger.warn(`Could not replace the broker connection: ${errorText(err)}`));
+    if (!this.#silentPath.timedOut(received) || !this.link.up || this.#closed || !this.#ownsConnection || this.#probingPath) return;
+    // Nodes that vanished time out the same way: the broker is asked for a round trip (a PING),
+    // and only a path that does not carry that either is replaced.
+    this.#probingPath = true;
+    const linkBefore = this.#linkChanges;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), PATH_PROBE_MS)));
+    void Promise.race([this.nats.flush().then(() => 'answered' as const, () => 'failed' as const), late])
+      .then((answer) => {
+        if (answer !== 'late' || this.#closed || this.#linkChanges !== linkBefore) return;
+        this.#logger.warn(`${SILENT_TIMEOUTS} requests in a row timed out while nothing at all came in on the broker connection, and the broker did not answer a ping within ${formatMs(PATH_PROBE_MS)}: its path went silent, replacing the connection`);
+        this.nats.reconnect().catch((err: unknown) => this.#logger.warn(`Could not replace the broker connection: ${errorText(err)}`));
+      })
+      .finally(() => {
+        clearTimeout(timer);
+        this.#probingPath = false;
+      });
   }
 
   /** Publishes a lifecycle event on `choria.lifecycle.event.<type>.<component>`. */

@@ -446,7 +446,26 @@ describe('ChoriaClient across a broker restart', () => {
       await until('a new connection through the relay', () => relay.accepted > before, 3_000);
       // three 300 ms timeouts and the reconnect: well before two unanswered pings (4-6 s)
       expect(Date.now() - started).toBeLessThan(3_000);
-      expect(log.text()).toMatch(/3 requests in a row timed out while nothing at all came in on the broker connection/);
+      expect(log.text()).toMatch(/3 requests in a row timed out while nothing at all came in on the broker connection, and the broker did not answer a ping/);
+    } finally {
+      await client.close();
+      await relay.close();
+      await server.stop();
+    }
+  });
+  it('requests to nodes that vanished time out with nothing received, but the broker answers its ping: the connection is kept', async () => {
+    const server = await startNatsServer({ jetstream: false });
+    const relay = await startTcpRelay(server.url);
+    const log = captureLogger('info');
+    const client = await ChoriaClient.connect(choriaSettingsWith({ middlewareHosts: [relay.url] }), { logger: log.logger });
+    try {
+      const before = relay.accepted;
+      for (let i = 0; i < 3; i++) {
+        await expect(client.rpc(`vanished-${i}.example.net`, 'rpcutil', 'inventory', {}, { timeoutMs: 300 })).rejects.toBeInstanceOf(RpcTimeoutError);
+      }
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(relay.accepted).toBe(before);
+      expect(log.text()).not.toMatch(/replacing the connection/);
     } finally {
       await client.close();
       await relay.close();
