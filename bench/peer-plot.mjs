@@ -29,7 +29,9 @@ const series = [];
 for (const s of SERIES) {
   const id = Object.keys(results).find((k) => k.startsWith(`peer/jwt/${s.who}/`));
   const run = (results[id] ?? []).find((r) => r.pass === pass);
-  if (run !== undefined) series.push({ ...s, label: s.who === 'upstream' && run.version !== undefined ? s.label.replace('provisioner', `provisioner ${run.version}`) : s.label, run });
+  // a build without version information says 0.0.0: no version is better than that one
+  const known = run?.version !== undefined && !['0.0.0', 'unknown'].includes(run.version);
+  if (run !== undefined) series.push({ ...s, label: s.who === 'upstream' && known ? s.label.replace('provisioner', `provisioner ${run.version}`) : s.label, run });
 }
 if (series.length === 0) {
   process.stderr.write(`no peer runs of pass ${pass} in ${file}\n`);

@@ -38,6 +38,10 @@ export async function startSimulator({ url, count, flow, keys, name = 'bench', n
   }
   args.push(...extraArgs);
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // a scenario that crashes takes its fleet with it: one left running would answer the next
+  // scenario's reports under the same name
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
   let stderr = '';
   child.stderr.on('data', (d) => {
     if (stderr.length < 20_000) stderr += d.toString();
@@ -87,6 +91,7 @@ export async function startSimulator({ url, count, flow, keys, name = 'bench', n
       }
     },
     async stop() {
+      process.off('exit', killOnExit);
       await nc.close().catch(() => undefined);
       if (child.exitCode !== null || child.signalCode !== null) return;
       const gone = new Promise((r) => child.once('exit', r));

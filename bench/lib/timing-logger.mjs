@@ -67,6 +67,11 @@ function nodeLogger(times, identity, inner) {
     debug(msg, meta) {
       fwd('debug', msg, meta);
     },
+    /** winston's log(level, …), which the provisioner uses for messages whose level varies */
+    log(level, msg, meta) {
+      if (level === 'info' || level === 'warn' || level === 'error' || level === 'debug') this[level](msg, meta);
+      else fwd(level, msg, meta);
+    },
     isDebugEnabled() {
       return inner?.isDebugEnabled() ?? false;
     },
