@@ -12,7 +12,9 @@
 //
 // Before a `configure` or `restart` goes out, the node's shared history records it, so whoever takes
 // the node next (another instance, the next process) restarts a node that may be configured before
-// anything else, and leaves a restarting node alone for its restart window.
+// anything else, and leaves a restarting node alone for its restart window. The send waits for
+// that record at most SENDING_RECORD_WAIT_MS, and not at all while the shared copy is not taking
+// writes promptly (NodeHistory.sharedCopyIsPrompt decides), as just after a broker restart.
 import type { Logger } from 'winston';
 import type { FencedSend, NodeFence } from '../host/fence.js';
 import { formatMs } from '../util/duration.js';
@@ -69,15 +71,11 @@ export class SiteLease implements NodeFence {
 
   /** Records the configure or restart in the node's history before it is sent (bounded wait). */
   async sending(identity: string, what: FencedSend): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), SENDING_RECORD_WAIT_MS)));
     try {
-      const done = await Promise.race([this.#opts.history.sending(identity, what, this.#wallClock()).then(() => 'written' as const), waited]);
-      if (done === 'late') this.#opts.logger.warn(`The node history did not take the ${what} record of ${identity} within ${formatMs(SENDING_RECORD_WAIT_MS)}: sending ${what} without it`);
+      const done = await this.#opts.history.sending(identity, what, this.#wallClock(), SENDING_RECORD_WAIT_MS);
+      if (done === 'late') this.#opts.logger.warn(`The node history did not take the ${what} record of ${identity} within ${formatMs(SENDING_RECORD_WAIT_MS)}: sending ${what} without it (and the next ones, until the history takes writes promptly again)`);
     } catch (err) {
       this.#opts.logger.warn(`Could not record the ${what} of ${identity} in the node history, sending it without: ${errorText(err)}`);
-    } finally {
-      clearTimeout(timer);
     }
   }
 }

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { SiteLease, type LeaseSource } from '../../src/provisioner/lease.js';
+import { describe, expect, it, vi } from 'vitest';
+import { SENDING_RECORD_WAIT_MS, SiteLease, type LeaseSource } from '../../src/provisioner/lease.js';
 import { NodeHistory } from '../../src/provisioner/history/index.js';
 import { silentLogger } from '../../src/util/logger.js';
 
@@ -46,5 +46,35 @@ describe('SiteLease: whether this instance may still work on nodes', () => {
     expect(h.get('n1')?.configuredAt).toBe(1234);
     await lease.sending('n1', 'restart');
     expect(h.get('n1')?.restartSentAt).toBe(1234);
+  });
+
+  it('sending() waits at most SENDING_RECORD_WAIT_MS for an unanswered shared copy, then not at all while it stays unsteady', async () => {
+    vi.useFakeTimers();
+    try {
+      let mono = 0;
+      const h = new NodeHistory({ policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 }, instance: 'p', ttlMs: 86_400_000, monotonic: () => mono });
+      h.attach({ write: () => new Promise<void>(() => undefined) }); // JetStream that never answers
+      const warnings: string[] = [];
+      const logger = silentLogger();
+      logger.warn = ((m: string) => (warnings.push(m), logger)) as typeof logger.warn;
+      const lease = new SiteLease({ history: h, logger, wallClock: () => 1 });
+      let done = false;
+      const first = lease.sending('n1', 'configure').then(() => (done = true));
+      await vi.advanceTimersByTimeAsync(SENDING_RECORD_WAIT_MS - 1);
+      expect(done).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      await first;
+      expect(warnings.join('\n')).toMatch(/did not take the configure record of n1 within 2(\.0)? ?s/);
+      // the next send goes at once, its record kept for writing
+      mono = 100;
+      let second = false;
+      void lease.sending('n2', 'restart').then(() => (second = true));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(second).toBe(true);
+      expect(h.get('n2')?.restartSentAt).toBe(1);
+      expect(warnings).toHaveLength(1);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

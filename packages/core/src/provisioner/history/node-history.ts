@@ -30,6 +30,8 @@ export interface NodeHistoryOptions {
   readonly onWritten?: () => void;
   /** how long a node is left alone after a restart was sent to it (default RESTART_WINDOW_MS) */
   readonly restartWindowMs?: number;
+  /** the monotonic clock write latencies are read on; performance.now by default */
+  readonly monotonic?: () => number;
 }
 
 export interface AttemptReport {
@@ -61,6 +63,19 @@ export const RESTART_WINDOW_MS = 20_000;
 
 export const DEFAULT_HISTORY_CAPACITY = 100_000;
 
+/**
+ * sending() waits for the shared copy only while it takes writes promptly: a write acknowledged
+ * later than this, one that failed, or a wait that ran out makes the next sends go without
+ * waiting for UNSTEADY_HOLD_MS. A broker that just came back often has JetStream answer one write
+ * and time out the next for a few seconds; waiting then costs every node seconds and protects
+ * nothing the fence does not (the record is still written as soon as it can be).
+ */
+export const PROMPT_WRITE_MS = 1_000;
+export const UNSTEADY_HOLD_MS = 10_000;
+
+/** How sending() ended: the shared copy took the record, the wait ran out, it did not wait, or the write failed. */
+export type SendingRecord = 'written' | 'late' | 'not-waited' | 'write-failed';
+
 export class NodeHistory {
   /** in order of last change, oldest first (capacity and age evict from the front) */
   readonly #records = new Map<string, NodeRecord>();
@@ -72,16 +87,33 @@ export class NodeHistory {
   readonly #pending = new Set<string>();
   readonly #writing = new Set<string>();
   #failing = false;
+  /** monotonic time of the last write that failed, was slow or outlasted a sending() wait */
+  #unsteadyAt: number | undefined;
+  readonly #monotonic: () => number;
   #quarantined = 0;
   readonly #restartWindowMs: number;
   /** sending() calls waiting for their record to reach the shared copy */
-  readonly #waiters = new Map<string, { updatedAt: number; resolve: () => void }[]>();
+  readonly #waiters = new Map<string, { updatedAt: number; resolve: (r: SendingRecord) => void }[]>();
 
   constructor(opts: NodeHistoryOptions) {
     this.#opts = opts;
     this.#capacity = opts.capacity ?? DEFAULT_HISTORY_CAPACITY;
     this.#maxInFlight = opts.maxWritesInFlight ?? 256;
     this.#restartWindowMs = opts.restartWindowMs ?? RESTART_WINDOW_MS;
+    this.#monotonic = opts.monotonic ?? (() => performance.now());
+  }
+
+  /**
+   * Whether a send should wait for its record to reach the shared copy: there is one, its writes
+   * succeed, and none was slow or failed in the last UNSTEADY_HOLD_MS.
+   */
+  sharedCopyIsPrompt(): boolean {
+    if (this.#backing === undefined || this.#failing) return false;
+    return this.#unsteadyAt === undefined || this.#monotonic() - this.#unsteadyAt >= UNSTEADY_HOLD_MS;
+  }
+
+  #unsteady(): void {
+    this.#unsteadyAt = this.#monotonic();
   }
 
   get size(): number {
@@ -122,9 +154,11 @@ export class NodeHistory {
    * A `configure` or `restart` is about to be sent to `identity` by this instance: recorded first,
    * so whoever takes the node next (another instance, the next process) knows it may be configured
    * (and restarts it before anything else) or restarting (and leaves it alone for the restart
-   * window). Resolves once the shared copy has it, or the write failed, or at once without one.
+   * window). Resolves 'written' once the shared copy has it, 'late' after `waitMs` without, and
+   * 'not-waited' at once when there is no shared copy or it is not taking writes promptly
+   * (sharedCopyIsPrompt): the fence alone keeps instances apart then.
    */
-  sending(identity: string, what: 'configure' | 'restart', at: number): Promise<void> {
+  sending(identity: string, what: 'configure' | 'restart', at: number, waitMs: number): Promise<SendingRecord> {
     const before = this.#records.get(identity);
     const record: NodeRecord = {
       identity,
@@ -144,19 +178,22 @@ export class NodeHistory {
       updatedAt: this.#laterThan(before, at),
     };
     this.#put(record);
-    // without a shared copy, or while its writes fail, there is nothing to wait for: the fence
-    // alone keeps instances apart then
-    if (this.#backing === undefined || this.#failing) {
+    if (!this.sharedCopyIsPrompt()) {
       this.#write(identity);
-      return Promise.resolve();
+      return Promise.resolve('not-waited');
     }
-    const written = new Promise<void>((resolve) => {
+    let timer: NodeJS.Timeout | undefined;
+    const written = new Promise<SendingRecord>((resolve) => {
       const list = this.#waiters.get(identity) ?? [];
       list.push({ updatedAt: record.updatedAt, resolve });
       this.#waiters.set(identity, list);
+      timer = setTimeout(() => {
+        this.#unsteady();
+        resolve('late');
+      }, waitMs);
     });
     this.#write(identity);
-    return written;
+    return written.finally(() => clearTimeout(timer));
   }
 
   /** Records an ended attempt and what it means for the next one. */
@@ -288,16 +325,16 @@ export class NodeHistory {
     if (r.quarantinedAt !== undefined) this.#quarantined--;
     this.#records.delete(identity);
     this.#pending.delete(identity);
-    this.#wake(identity, Infinity);
+    this.#wake(identity, Infinity, 'not-waited');
   }
 
   /** Resolves the sending() calls of `identity` whose change is in the version up to `updatedAt`. */
-  #wake(identity: string, updatedAt: number): void {
+  #wake(identity: string, updatedAt: number, result: SendingRecord = 'written'): void {
     const list = this.#waiters.get(identity);
     if (list === undefined) return;
     const left = list.filter((w) => {
       if (w.updatedAt > updatedAt) return true;
-      w.resolve();
+      w.resolve(result);
       return false;
     });
     if (left.length === 0) this.#waiters.delete(identity);
@@ -316,9 +353,11 @@ export class NodeHistory {
     }
     this.#pending.delete(identity);
     this.#writing.add(identity);
+    const started = this.#monotonic();
     backing.write(record).then(
       () => {
         this.#writing.delete(identity);
+        if (this.#monotonic() - started > PROMPT_WRITE_MS) this.#unsteady();
         this.#wake(identity, record.updatedAt);
         if (this.#failing) {
           this.#failing = false;
@@ -330,8 +369,9 @@ export class NodeHistory {
       },
       (err: unknown) => {
         this.#writing.delete(identity);
-        // sending() waits for the shared copy only while there is one: a failed write does not hold the node's attempt
-        this.#wake(identity, Infinity);
+        this.#unsteady();
+        // a failed write does not hold the node's attempt
+        this.#wake(identity, Infinity, 'write-failed');
         if (this.#records.has(identity)) this.#pending.add(identity);
         if (!this.#failing) {
           this.#failing = true;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NodeHistory, backoffAfter, decodeRecord, encodeRecord, historyKey, identityOfKey, siteFilter, MAX_ERROR_CHARS, type AttemptReport, type HistoryBacking, type NodeRecord } from '../../../src/provisioner/history/index.js';
+import { NodeHistory, PROMPT_WRITE_MS, UNSTEADY_HOLD_MS, backoffAfter, decodeRecord, encodeRecord, historyKey, identityOfKey, siteFilter, MAX_ERROR_CHARS, type AttemptReport, type HistoryBacking, type NodeRecord } from '../../../src/provisioner/history/index.js';
 
 const DAY = 86_400_000;
 
@@ -219,11 +219,14 @@ describe('NodeHistory: configure and restart recorded before they are sent', () 
     const backing = new ManualBacking();
     h.attach(backing);
     let resolved = false;
-    const written = h.sending('n1', 'configure', 1000).then(() => (resolved = true));
+    const written = h.sending('n1', 'configure', 1000, 2000).then((r) => {
+      resolved = true;
+      return r;
+    });
     await tick();
     expect(resolved).toBe(false);
     backing.settleAll();
-    await written;
+    expect(await written).toBe('written');
     expect(backing.written.at(-1)?.configuredAt).toBe(1000);
     // a record written before the first attempt ended has no outcome, and survives the round trip
     const stored = decodeRecord(encodeRecord(backing.written.at(-1) as NodeRecord));
@@ -241,14 +244,53 @@ describe('NodeHistory: configure and restart recorded before they are sent', () 
     const h = history();
     const backing = new ManualBacking();
     h.attach(backing);
-    const written = h.sending('n1', 'restart', 1000);
+    const written = h.sending('n1', 'restart', 1000, 2000);
     backing.settleAll(false);
-    await expect(written).resolves.toBeUndefined();
+    await expect(written).resolves.toBe('write-failed');
+    // and while writes fail, sends do not wait at all
+    expect(h.sharedCopyIsPrompt()).toBe(false);
+    await expect(h.sending('n2', 'configure', 1001, 2000)).resolves.toBe('not-waited');
+    expect(h.get('n2')?.configuredAt).toBe(1001);
+  });
+
+  it('without a shared copy there is nothing to wait for', async () => {
+    const h = history();
+    await expect(h.sending('n1', 'configure', 1000, 2000)).resolves.toBe('not-waited');
+    expect(h.get('n1')?.configuredAt).toBe(1000);
+  });
+
+  it('a wait that runs out, or a slow write, stops the waiting for UNSTEADY_HOLD_MS; a prompt shared copy is waited for again after it', async () => {
+    let mono = 0;
+    const h = new NodeHistory({ policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 }, instance: 'p', ttlMs: DAY, monotonic: () => mono });
+    const backing = new ManualBacking();
+    h.attach(backing);
+    expect(h.sharedCopyIsPrompt()).toBe(true);
+    // the broker just came back: JetStream does not answer the write within the wait
+    await expect(h.sending('n1', 'configure', 1000, 5)).resolves.toBe('late');
+    expect(h.sharedCopyIsPrompt()).toBe(false);
+    // the next node's send does not wait (its record is still written)
+    await expect(h.sending('n2', 'configure', 1001, 5_000)).resolves.toBe('not-waited');
+    expect(backing.waiting.map((w) => w.record.identity)).toContain('n2');
+    // one write answering meanwhile does not make it prompt again before the hold is over
+    mono = 500;
+    backing.settleAll();
+    await tick();
+    expect(h.sharedCopyIsPrompt()).toBe(false);
+    mono = UNSTEADY_HOLD_MS;
+    expect(h.sharedCopyIsPrompt()).toBe(true);
+    // a write acknowledged later than PROMPT_WRITE_MS starts the hold again
+    const slow = h.sending('n3', 'restart', 1002, 60_000);
+    mono += PROMPT_WRITE_MS + 1;
+    backing.settleAll();
+    await expect(slow).resolves.toBe('written');
+    expect(h.sharedCopyIsPrompt()).toBe(false);
+    mono += UNSTEADY_HOLD_MS;
+    expect(h.sharedCopyIsPrompt()).toBe(true);
   });
 
   it('a node sent restart is held for the restart window, except when its startup event proves it started again', () => {
     const h = new NodeHistory({ policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 }, instance: 'p', ttlMs: DAY, restartWindowMs: 20_000 });
-    void h.sending('n1', 'restart', 10_000);
+    void h.sending('n1', 'restart', 10_000, 2000);
     expect(h.holdsBack('n1', 10_500, 'discovery')).toBe('restarting');
     expect(h.holdsBack('n1', 29_999, 'discovery')).toBe('restarting');
     expect(h.holdsBack('n1', 29_999, 'event')).toBeUndefined();
