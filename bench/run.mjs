@@ -43,7 +43,7 @@ const only = arg('--only', '')
 const profileDir = arg('--profile', undefined);
 const outFile = arg('--out', join(tmpdir(), `choria-provisioner-bench-${Date.now()}.json`));
 
-// Knobs (see BENCHMARKS.md for how they were chosen).
+// Knobs: the workers each helper mode needs to keep 2 cores busy, and the fleet sizes the targets name.
 const KNOBS = {
   functionWorkers: 64,
   poolWorkers: 64,

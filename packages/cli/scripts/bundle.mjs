@@ -4,7 +4,7 @@
 // resolving, reading and compiling files; one bundle starts in about two thirds of the time, and
 // a V8 code cache of it (made where it runs, see scripts/bundle-loader.js; here for the Node.js
 // that builds) takes another quarter off, which is what several instances started at once on a
-// small machine wait for (BENCHMARKS.md, "Active/active").
+// small machine wait for (BENCHMARKS.md, "Active/active": the start-up it describes).
 //
 // dist/bin.js stays the entry point everything names (package.json's bin, the service files): it
 // imports dist/bundle/cli.js. tsc itself emits that file as a plain re-export (src/bundle/cli.ts),

@@ -130,7 +130,7 @@ export function natsConnectionOptions(
     pingInterval: PING_INTERVAL_MS,
     maxPingOut: MAX_PINGS_OUT,
     // nats.js otherwise builds two Errors (with stack traces) for every request, "just in case":
-    // about 30 us each of the history's JetStream writes (BENCHMARKS.md#node-history); our own
+    // about 30 us each of the history's JetStream writes when it was measured; our own
     // errors say what timed out
     noAsyncTraces: true,
     ...(opts.reconnectDelay !== undefined ? { reconnectDelayHandler: opts.reconnectDelay } : {}),

@@ -10,12 +10,12 @@
 //
 // Two companions speak that protocol. spawner-child.py, used when `python3` (3.9 or later) is on
 // PATH, starts helpers with posix_spawn(), a vfork-style start that copies no page tables: on the
-// benchmark VM with Node 24 a helper start costs its parent 0.06 ms of CPU there against 0.84 ms
-// from a bare Node process, and one helper process per node provisions 1.6 times as many nodes a
-// minute (BENCHMARKS.md). spawner-child.ts, a bare Node process, is the fallback and does the same
+// benchmark VM with Node 24 a helper start costs its parent 0.07 ms of CPU there against 0.88 ms
+// from a bare Node process, and one helper process per node provisions 1.39 times as many nodes a
+// minute (BENCHMARKS.md, "The helper spawner"). spawner-child.ts, a bare Node process, is the fallback and does the same
 // with Node's spawn() (spawner-runner.ts). Which one runs is SpawnerChoice's decision, made once
 // per runner. With `helper_spawner: none` there is no companion: spawner-runner.ts runs in this
-// process, and every start forks the provisioner (0.55 times the node companion's rate there).
+// process, and every start forks the provisioner (0.48 times the node companion's rate there).
 //
 // The companion also keeps the helper's time limit, from its own spawn of the helper: this
 // process may read a report late (its event loop busy with two sites' start-up), and a run that
@@ -355,7 +355,7 @@ export class HelperSpawner {
  * a kill right after the start cannot hit the forked copy of Node), and on a 2-core VM whose forks
  * are slow that wait was ~9 ms a helper: with 50 workers a single spawner spent most of its time
  * in it and the helpers' starts queued behind one another. With one spawner per core the starts
- * overlap (process mode 1.25 times the nodes/min on 2 cores, BENCHMARKS.md); more spawners than
+ * overlap (process mode 1.25 times the nodes/min on 2 cores when it was measured); more spawners than
  * cores gained nothing. A spawner starts on first use, so a site that runs one helper at a time
  * has only one.
  */
