@@ -139,8 +139,10 @@ export class Membership {
   #doneTimer: NodeJS.Timeout | undefined;
   #readyWaiters: (() => void)[] = [];
   #stopped = false;
-  /** when each heartbeat not yet heard back was published (performance.now()), oldest first */
-  readonly #unechoed: number[] = [];
+  /** when each heartbeat not yet heard back was published (performance.now()), by its seq */
+  readonly #unechoed = new Map<number, number>();
+  /** the seq of the last heartbeat published */
+  #seq = 0;
   /** until when (performance.now()) this member may change nodes: see leaseEndsAt */
   #leaseEnd = 0;
   /** when the heartbeat timer last ran (performance.now()): a long gap means this process was paused */
@@ -362,6 +364,7 @@ export class Membership {
 
   #publishHeartbeat(leaving: boolean): void {
     const { owned, provisioned, queued } = this.#opts.report();
+    const seq = leaving ? undefined : ++this.#seq;
     const body = encodeHeartbeat({
       instance: this.instance,
       incarnation: this.#incarnation,
@@ -371,13 +374,14 @@ export class Membership {
       provisioned,
       queued,
       version: this.#opts.version,
+      ...(seq !== undefined ? { seq } : {}),
     });
     try {
       this.#opts.nc.publish(this.#subjects.members, body);
-      if (!leaving) {
-        this.#unechoed.push(performance.now());
+      if (seq !== undefined) {
+        this.#unechoed.set(seq, performance.now());
         // heartbeats lost on the way (a broker outage) are never heard back: the oldest go
-        if (this.#unechoed.length > 2 * MEMBER_TIMEOUT_HEARTBEATS) this.#unechoed.shift();
+        if (this.#unechoed.size > 2 * MEMBER_TIMEOUT_HEARTBEATS) this.#unechoed.delete(this.#unechoed.keys().next().value as number);
       }
     } catch (err) {
       // a closed or draining connection: the next heartbeat tries again
@@ -422,13 +426,19 @@ export class Membership {
   }
 
   /**
-   * Its own heartbeat came back: the others heard it no earlier than it was sent. Counted from the
-   * oldest one not heard back yet (when some were lost, an older send time: the safe side).
+   * Its own heartbeat came back: the others heard it no earlier than it was sent. Matched by its
+   * seq, so a heartbeat lost on the way does not make every later echo stand for an older send
+   * (which would end the lease early on every heartbeat from then on); the ones sent before it that
+   * never came back are given up.
    */
   #heardItself(hb: Heartbeat): void {
-    if (hb.leaving) return;
-    const sentAt = this.#unechoed.shift();
+    if (hb.leaving || hb.seq === undefined) return;
+    const sentAt = this.#unechoed.get(hb.seq);
     if (sentAt === undefined) return;
+    for (const seq of this.#unechoed.keys()) {
+      if (seq > hb.seq) break;
+      this.#unechoed.delete(seq);
+    }
     const heartbeatMs = this.#opts.heartbeatMs;
     this.#leaseEnd = Math.max(this.#leaseEnd, sentAt + MEMBER_TIMEOUT_HEARTBEATS * heartbeatMs - heartbeatMs / 2);
   }

@@ -42,6 +42,12 @@ export interface Heartbeat {
   /** nodes waiting in this instance's work queue (what an idle member may ask for); 0 from senders that predate it */
   readonly queued: number;
   readonly version: string;
+  /**
+   * This process's count of its heartbeats: the sender knows its own echo by it, so heartbeats
+   * lost on the way (a broker outage) do not shift which send time an echo stands for. Absent
+   * from leaving heartbeats and from senders that predate it.
+   */
+  readonly seq?: number;
 }
 
 /** Nodes a member finished (provisioned, shut down or upgraded): the others forget them. */
@@ -97,6 +103,7 @@ export function encodeHeartbeat(h: Heartbeat): string {
     provisioned: h.provisioned,
     queued: h.queued,
     version: h.version,
+    ...(h.seq !== undefined ? { seq: h.seq } : {}),
   });
 }
 
@@ -163,6 +170,7 @@ export function parseHeartbeat(data: Uint8Array): Heartbeat {
     provisioned: count(obj, 'provisioned'),
     queued: obj['queued'] === undefined ? 0 : count(obj, 'queued'),
     version: typeof obj['version'] === 'string' ? obj['version'] : '',
+    ...(obj['seq'] === undefined ? {} : { seq: count(obj, 'seq', 1) }),
   };
 }
 

@@ -19,6 +19,9 @@ const hb: Heartbeat = { instance: 'prov-a.example.net', incarnation: '0011aabb',
 describe('active/active messages', () => {
   it('round-trips a heartbeat and a done notice', () => {
     expect(parseHeartbeat(bytes(encodeHeartbeat(hb)))).toEqual(hb);
+    // numbered: a sender knows its own echo by it; a heartbeat without one (an older sender) parses
+    expect(parseHeartbeat(bytes(encodeHeartbeat({ ...hb, seq: 41 }))).seq).toBe(41);
+    expect(parseHeartbeat(bytes(encodeHeartbeat(hb))).seq).toBeUndefined();
     expect(parseDone(bytes(encodeDone({ instance: 'prov-a.example.net', nodes: ['n1', 'n2'] })))).toEqual({ instance: 'prov-a.example.net', nodes: ['n1', 'n2'] });
     // with the sender's process id: two processes of one identity tell their notices apart
     expect(parseDone(bytes(encodeDone({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes: ['n1'] })))).toEqual({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes: ['n1'] });
@@ -81,6 +84,7 @@ describe('active/active messages', () => {
       [JSON.stringify({ ...JSON.parse(encodeHeartbeat(hb)), protocol: 'x' }), /protocol "x"/],
       [JSON.stringify({ ...JSON.parse(encodeHeartbeat(hb)), instance: '' }), /"instance" must be a non-empty string/],
       [JSON.stringify({ ...JSON.parse(encodeHeartbeat(hb)), interval_ms: 0 }), /"interval_ms" must be an integer >= 1/],
+      [JSON.stringify({ ...JSON.parse(encodeHeartbeat(hb)), seq: 0 }), /"seq" must be an integer >= 1/],
       [JSON.stringify({ ...JSON.parse(encodeHeartbeat(hb)), owned: -1 }), /"owned" must be an integer >= 0/],
       [JSON.stringify({ ...JSON.parse(encodeHeartbeat(hb)), leaving: 'no' }), /"leaving" must be a boolean/],
       [JSON.stringify({ ...JSON.parse(encodeHeartbeat(hb)), queued: 1.5 }), /"queued" must be an integer >= 0/],
