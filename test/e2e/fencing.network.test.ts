@@ -8,8 +8,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FleetHarness, expectProvisionedOnce } from '@choria-provisioner/test-support/fleet';
+import winston from 'winston';
+import type { HelperRequest } from '@choria-provisioner/core';
+import { startTcpRelay } from '@choria-provisioner/test-support/tcp-relay';
+import { FleetHarness, expectProvisionedOnce, plainConfiguration } from '@choria-provisioner/test-support/fleet';
 import { CHORIA_BROKER_LOGINS, freePort } from '@choria-provisioner/test-support/nats-server';
 import { repoRoot } from '@choria-provisioner/test-support/vectors';
 import { sleep, until } from '@choria-provisioner/test-support/wait';
@@ -113,4 +117,53 @@ describe('fencing: a paused provisioner never sends what it decided before the p
     expect(byKind['key-mismatch'] ?? 0, JSON.stringify(byKind)).toBe(0);
     expectProvisionedOnce(fleet);
   }, 180_000);
+
+  it('an active/active member whose path goes silent past its lease: the nodes it let go are looked for again as soon as it may act, not at the next interval', async () => {
+    // Alone in its group, so nobody takes its share over: when its lease runs out the attempts in
+    // flight end cancelled and the queued nodes are let go, and the interval's next discovery is 10
+    // minutes away. The member looks for them as soon as its lease holds again (here the replaced
+    // connection's own rediscovery would find them 5 s later too; after a pause of the process,
+    // where the connection survives, nothing else would).
+    const s = await h.broker({ choriaAccounts: false });
+    const relay = await startTcpRelay(s.url);
+    h.onCleanup(() => relay.close());
+    const fleet = await h.fleet(s.url, { count: 12 });
+    await fleet.waitForBooted(10_000);
+    const entries: { level: string; message: string }[] = [];
+    const sink = new Writable({
+      objectMode: true,
+      write(info: { level: string; message: string }, _enc, done) {
+        entries.push(info);
+        done();
+      },
+    });
+    const logger = winston.createLogger({ level: 'info', transports: [new winston.transports.Stream({ stream: sink })] });
+    let helperRuns = 0;
+    const slowHelper = async (req: HelperRequest): Promise<{ configuration: Record<string, string> }> => {
+      helperRuns++;
+      await sleep(3_000);
+      return { configuration: plainConfiguration(req) };
+    };
+    // heartbeat 1 s: the lease ends 2.5 s after the last heartbeat the member heard back
+    const p = h.provisioner(relay.url, 'coordination: active_active\ncoordination_heartbeat: 1s\nworkers: 4\ninterval: 10m\n', { helper: slowHelper, logger });
+    await p.start();
+    await until('4 helpers running', () => helperRuns >= 4, 20_000, { stepMs: 20 });
+    relay.goSilent();
+    await until('every node provisioned', () => fleet.countByState().provisioned === 12, 40_000, { stepMs: 100 }).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${entries.map((e) => e.message).join('\n').slice(-4000)}`);
+    });
+    const text = entries.map((e) => e.message).join('\n');
+    // the silence did cut work short, and the discovery after it found the nodes again
+    expect(text).toMatch(/lease ran out/);
+    expect(text).toContain('discovering the nodes it let go');
+    // Each node restarted once and never configured after its restart. The watch of a reply lost on
+    // the silent path asks `jwt` (read only: an idle agent answers at once), which this plain
+    // fleet, with no provisioning JWT, refuses; and checks a configure lost there with a restart.
+    const r = fleet.report();
+    const mistakes = r.nodes.flatMap((n) =>
+      n.violations.filter((v) => v.kind !== 'restart-refused' && !(v.kind === 'refused' && /No Provisioning JWT file/.test(v.detail))).map((v) => `${n.identity} ${v.kind}: ${v.detail}`),
+    );
+    expect(mistakes).toEqual([]);
+    expect(r.nodes.filter((n) => n.state !== 'provisioned' || n.restartCount !== 1).map((n) => n.identity)).toEqual([]);
+  }, 90_000);
 });

@@ -27,7 +27,7 @@ import { FleetShare } from './fleet-share.js';
 import { OutcomeRecorder, logOutcome } from './record-outcome.js';
 import { runAttempt } from './attempt.js';
 import { discoverNodes } from './discovery.js';
-import { RediscoveryAfterReconnect } from './rediscovery.js';
+import { RediscoveryAfterLapse, RediscoveryAfterReconnect } from './rediscovery.js';
 import { startLeadership } from './leadership.js';
 import { announceStartup, choriaAccountConnection, connectSite, type SiteConnectionOptions } from './site-connection.js';
 import { listenToNodeLifecycle } from './lifecycle-events.js';
@@ -70,6 +70,10 @@ export class Provisioner {
   #election: LeaderElection | undefined;
   #unsubscribe: (() => void) | undefined;
   readonly #rediscovery = new RediscoveryAfterReconnect(() => this.discover());
+  readonly #lapseRecovery = new RediscoveryAfterLapse(
+    () => this.discover(),
+    () => !this.paused && this.#lease.refusal() === undefined,
+  );
   #unwatchLink: (() => void) | undefined;
   #timers: NodeJS.Timeout[] = [];
   #workers: Promise<void>[] = [];
@@ -364,9 +368,12 @@ export class Provisioner {
       if (!this.#list.isCurrent(entry)) continue;
       if (!this.#policy.mayWork(entry.identity)) this.#share.handOver(entry);
       // paused, or this instance's right to act lapsed (a pause of the process, a lost lease): the
-      // node is found again by whoever may work on it
-      else if (this.paused || this.#lease.refusal() !== undefined) this.#drop(entry);
-      else await this.#provision(entry, worker);
+      // node is found again by whoever may work on it (this instance too, once it may act again)
+      else if (this.paused) this.#drop(entry);
+      else if (this.#lease.refusal() !== undefined) {
+        this.#lapseRecovery.letGo();
+        this.#drop(entry);
+      } else await this.#provision(entry, worker);
     }
   }
 
@@ -419,6 +426,7 @@ export class Provisioner {
   #finish(entry: ActiveEntry, result: HostResult, logger: Logger, startedAt: number): void {
     const now = Date.now();
     this.#recorder.record({ identity: entry.identity, discoveredAt: entry.discoveredAt, startedAt, endedAt: now, result }, logger);
+    if (result.outcome === 'cancelled' && !this.#stopRequested && this.#lease.refusal() !== undefined) this.#lapseRecovery.letGo();
     // another provisioner holds the lock of a node that is not ours (any more): the owner's
     const toOwner = result.outcome === 'skipped_locked' && this.#list.isCurrent(entry) && !this.#policy.mayWork(entry.identity);
     if (toOwner) this.#share.handOver(entry);
@@ -450,7 +458,7 @@ export class Provisioner {
     return !this.paused;
   }
 
-  /** Once a second: the waits that are over end, unseen foreign nodes and old history records go. */
+  /** Once a second: the waits that are over end, unseen foreign nodes and old history records go, nodes let go while the right to act lapsed are looked for again. */
   #sweep(): void {
     const now = Date.now();
     const due = this.#list.takeDue(now);
@@ -459,6 +467,7 @@ export class Provisioner {
     const forgotten = this.#policy.forgetUnseenSince(now - 2 * this.config.intervalMs);
     this.#policy.expireHandovers(now);
     this.#history.expire(now);
+    if (this.#lapseRecovery.check()) this.logger.info('This instance may change nodes again after its right to act lapsed: discovering the nodes it let go');
     this.#gauges.counts();
     if (due.released + due.lockWaitsOver.length + forgotten > 0) this.#gauges.load();
   }

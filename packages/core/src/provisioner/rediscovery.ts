@@ -32,3 +32,34 @@ export class RediscoveryAfterReconnect {
     this.#timers = [];
   }
 }
+
+/**
+ * Discovery again once this instance may change nodes after its right to act lapsed (lease.ts).
+ * While the lease is out (the process was paused, or cut off for less than the others take to
+ * give its share away) its attempts end cancelled and its queued nodes are let go. When no other
+ * instance took them over meanwhile, nothing would offer them again until the next interval, which
+ * can be many minutes away: so one discovery, as soon as the right to act holds again.
+ */
+export class RediscoveryAfterLapse {
+  readonly #discover: () => unknown;
+  readonly #mayAct: () => boolean;
+  #letGo = false;
+
+  constructor(discover: () => unknown, mayAct: () => boolean) {
+    this.#discover = discover;
+    this.#mayAct = mayAct;
+  }
+
+  /** Nodes were let go (an attempt cut short, a queued node dropped) because the right to act lapsed. */
+  letGo(): void {
+    this.#letGo = true;
+  }
+
+  /** Asked periodically: discovers once when nodes were let go and the right to act holds again; true when it did. */
+  check(): boolean {
+    if (!this.#letGo || !this.#mayAct()) return false;
+    this.#letGo = false;
+    void this.#discover();
+    return true;
+  }
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { REDISCOVERY_DELAYS_MS, RediscoveryAfterReconnect } from '../../src/provisioner/rediscovery.js';
+import { REDISCOVERY_DELAYS_MS, RediscoveryAfterLapse, RediscoveryAfterReconnect } from '../../src/provisioner/rediscovery.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -28,5 +28,28 @@ describe('RediscoveryAfterReconnect', () => {
     r.stop();
     await sleep(1_000);
     expect(discover).toHaveBeenCalledTimes(3);
+  });
+});
+
+describe('RediscoveryAfterLapse', () => {
+  it('discovers once, when nodes were let go and the right to act holds again', () => {
+    const discover = vi.fn();
+    let mayAct = false;
+    const r = new RediscoveryAfterLapse(discover, () => mayAct);
+    // nothing let go: nothing to look for, whatever the lease says
+    mayAct = true;
+    expect(r.check()).toBe(false);
+    mayAct = false;
+    r.letGo();
+    r.letGo();
+    // still out: waits
+    expect(r.check()).toBe(false);
+    expect(discover).not.toHaveBeenCalled();
+    mayAct = true;
+    expect(r.check()).toBe(true);
+    expect(discover).toHaveBeenCalledTimes(1);
+    // once per lapse
+    expect(r.check()).toBe(false);
+    expect(discover).toHaveBeenCalledTimes(1);
   });
 });
