@@ -2,34 +2,11 @@
 // test controls and a fake monotonic clock: each echo of its own heartbeat renews the lease from
 // when that heartbeat was sent, and heartbeats lost on the way (a broker outage) must not make
 // later echoes stand for older sends, which would end the lease early on every heartbeat after.
-import type { NatsConnection } from 'nats';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseHeartbeat } from '../../../src/provisioner/coordination/messages.js';
 import { MEMBER_TIMEOUT_HEARTBEATS, Membership } from '../../../src/provisioner/coordination/membership.js';
 import { silentLogger } from '../../../src/util/logger.js';
-
-type Callback = (err: Error | null, msg: { data: Uint8Array }) => void;
-
-/** What Membership uses of a NATS connection; its own heartbeats come back when the test says. */
-class ScriptedConnection {
-  readonly subs = new Map<string, Callback>();
-  readonly published: { subject: string; data: Uint8Array }[] = [];
-  subscribe(subject: string, opts: { callback: Callback }): { unsubscribe(): void } {
-    this.subs.set(subject, opts.callback);
-    return { unsubscribe: () => this.subs.delete(subject) };
-  }
-  publish(subject: string, data: string | Uint8Array): void {
-    this.published.push({ subject, data: typeof data === 'string' ? new TextEncoder().encode(data) : data });
-  }
-  flush(): Promise<void> {
-    return Promise.resolve();
-  }
-  /** Delivers the heartbeat published `index`-th (0 = the first). */
-  echo(index: number): void {
-    const p = this.published[index]!;
-    this.subs.get(p.subject)?.(null, { data: p.data });
-  }
-}
+import { ScriptedConnection } from './scripted-connection.js';
 
 const HB = 2_000;
 
@@ -43,7 +20,7 @@ describe('active/active membership: the lease', () => {
 
   function member(nc: ScriptedConnection): Membership {
     return new Membership({
-      nc: nc as unknown as NatsConnection,
+      nc: nc.nc,
       group: 'lon',
       instance: 'a.example.net',
       heartbeatMs: HB,

@@ -2,32 +2,11 @@
 // test controls and fake timers: it settles only after the messages that had arrived by its
 // settle time have been read. On a busy process the settle timer can run before the event loop
 // reads the connection, where a member's answer may already be waiting.
-import type { NatsConnection } from 'nats';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { encodeHeartbeat } from '../../../src/provisioner/coordination/messages.js';
 import { Membership, SETTLE_MS } from '../../../src/provisioner/coordination/membership.js';
 import { silentLogger } from '../../../src/util/logger.js';
-
-type Callback = (err: Error | null, msg: { data: Uint8Array }) => void;
-
-/** Just what Membership uses of a NATS connection; messages arrive when the test delivers them. */
-class ScriptedConnection {
-  readonly subs = new Map<string, Callback>();
-  readonly published: { subject: string; data: Uint8Array }[] = [];
-  subscribe(subject: string, opts: { callback: Callback }): { unsubscribe(): void } {
-    this.subs.set(subject, opts.callback);
-    return { unsubscribe: () => this.subs.delete(subject) };
-  }
-  publish(subject: string, data: string | Uint8Array): void {
-    this.published.push({ subject, data: typeof data === 'string' ? new TextEncoder().encode(data) : data });
-  }
-  flush(): Promise<void> {
-    return Promise.resolve();
-  }
-  deliver(subject: string, data: Uint8Array): void {
-    this.subs.get(subject)?.(null, { data });
-  }
-}
+import { ScriptedConnection } from './scripted-connection.js';
 
 describe('active/active membership: settling', () => {
   beforeEach(() => {
@@ -41,7 +20,7 @@ describe('active/active membership: settling', () => {
     const nc = new ScriptedConnection();
     let membersWhenSettled: number | undefined;
     const m = new Membership({
-      nc: nc as unknown as NatsConnection,
+      nc: nc.nc,
       group: 'lon',
       instance: 'a.example.net',
       heartbeatMs: 2_000,
