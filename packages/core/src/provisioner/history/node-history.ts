@@ -184,11 +184,16 @@ export class NodeHistory {
     }
     let timer: NodeJS.Timeout | undefined;
     const written = new Promise<SendingRecord>((resolve) => {
+      const waiter = { updatedAt: record.updatedAt, resolve };
       const list = this.#waiters.get(identity) ?? [];
-      list.push({ updatedAt: record.updatedAt, resolve });
+      list.push(waiter);
       this.#waiters.set(identity, list);
       timer = setTimeout(() => {
         this.#unsteady();
+        // a write that hangs must not keep the waiter: it is done with
+        const left = (this.#waiters.get(identity) ?? []).filter((w) => w !== waiter);
+        if (left.length === 0) this.#waiters.delete(identity);
+        else this.#waiters.set(identity, left);
         resolve('late');
       }, waitMs);
     });
