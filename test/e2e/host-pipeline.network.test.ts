@@ -297,13 +297,21 @@ describe('Host pipeline against the simulator', () => {
 
   it('defer: nothing changes on the node', async () => {
     const { fleet: f, provision } = await setup(testConfig(''), {}, () => ({ defer: true, msg: 'facts not ready' }), 1);
-    expect(await provision(f.identities()[0] as string)).toEqual({ outcome: 'deferred', message: 'configuration defered: facts not ready' });
+    expect(await provision(f.identities()[0] as string)).toEqual({
+      outcome: 'deferred',
+      message: "configuration defered by the helper; its message is in the provisioner's log",
+      helperMessage: 'facts not ready',
+    });
     expect(f.report().nodes[0]).toMatchObject({ state: 'waiting', configuredCount: 0, violationCount: 0 });
   });
 
   it('shutdown: the node is told to shut down, counted', async () => {
     const { fleet: f, provision, registry } = await setup(testConfig(''), {}, () => ({ shutdown: true, msg: 'not in the CMDB' }), 1);
-    expect(await provision(f.identities()[0] as string)).toEqual({ outcome: 'shutdown', message: 'not in the CMDB' });
+    expect(await provision(f.identities()[0] as string)).toEqual({
+      outcome: 'shutdown',
+      message: "shut down on request of the helper; its message is in the provisioner's log",
+      helperMessage: 'not in the CMDB',
+    });
     await f.waitForState('shutdown', 1, 10_000);
     expect(f.report().nodes[0]).toMatchObject({ configuredCount: 0, shutdownCount: 1, violationCount: 0 });
     expect(await registry.metrics()).toContain('choria_provisioner_helper_shutdown_requests{site="test"} 1');

@@ -5,8 +5,8 @@
 // sites of simulated nodes (a one-process-per-node helper and a pool helper). Then every endpoint
 // of the monitor port (/status and /nodes with and without the token, /metrics, /healthz,
 // /readyz, the status page's HTML) and the provisioner's log at every level must hold none of the
-// secrets, and the monitor port none of the text the helpers printed; the log at debug level has
-// the redacted text for the operator.
+// secrets, and the monitor port none of the text the helpers printed (a defer's message included);
+// the log has the redacted text for the operator.
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
@@ -249,7 +249,7 @@ describe('a corpus of secret-bearing helper outputs', () => {
       await get('/nodes?site=proc&sort=identity&order=asc&offset=0&limit=100', TOKEN),
     ].join('\n');
     expect(found(bodies, S)).toEqual([]);
-    expect(found(bodies, { MARKER_OUT, MARKER_ERR, broken: 'BROKEN', pem: 'BEGIN EC PRIVATE KEY' })).toEqual([]);
+    expect(found(bodies, { MARKER_OUT, MARKER_ERR, broken: 'BROKEN', pem: 'BEGIN EC PRIVATE KEY', deferMessage: 'waiting for the CA' })).toEqual([]);
 
     // what the monitor port says instead, in the provisioner's words
     const nodes = JSON.parse((await get('/nodes?site=proc&limit=500', TOKEN)).replace(/^.*\n/, '')) as { nodes: { identity: string; state: string; lastError?: string }[] };
@@ -260,7 +260,8 @@ describe('a corpus of secret-bearing helper outputs', () => {
     expect(lastError(3)).toContain('configuration["plugin.choria.network.system.password"] must be a string, got an array');
     expect(lastError(4)).toMatch(/action_policies key <a key of \d+ characters> does not end in "\.policy"/);
     expect(lastError(8)).toMatch(/timed out after 2000 ms/);
-    expect(byId.get('node-9.example.net')).toMatchObject({ state: 'deferred', lastError: 'configuration defered: waiting for the CA; token=[redacted] [redacted]' });
+    // a defer's message is the helper's own text too: the port says only that it deferred
+    expect(byId.get('node-9.example.net')).toMatchObject({ state: 'deferred', lastError: "configuration defered by the helper; its message is in the provisioner's log" });
     expect(byId.get('node-10.example.net')?.state).toBe('held');
   });
 
@@ -277,6 +278,8 @@ describe('a corpus of secret-bearing helper outputs', () => {
     expect(aboveDebug).toMatch(/Helper stderr for node-1\.example\.net: marker-err-91ad: loading the CA key\n\[redacted\]\npassword=\[redacted\]/);
     expect(aboveDebug).toContain(`Helper stderr for node-10.example.net: ${MARKER_ERR} password=[redacted]`);
     expect(aboveDebug).not.toContain(MARKER_OUT);
+    // the defer's message, redacted, is the operator's at warn level
+    expect(aboveDebug).toContain('warn: Deferred node-9.example.net on request of the helper: waiting for the CA; token=[redacted] [redacted]');
     const debug = at(['debug']);
     expect(debug).toMatch(/How the attempt on node-1\.example\.net ended, in full: .*stdout: .*client_password\\":\\"\[redacted\]\\".*marker-out-6f2c.*BROKEN/);
   });

@@ -78,11 +78,29 @@ function replyOf<T>(result: StepResult<T>): T {
   return result.value;
 }
 
-/** The helper asked to stop here: nothing changes on the node. Its `msg`, written for the operator, is shown redacted. */
+/**
+ * The helper asked to stop here: nothing changes on the node. Its `msg` is the helper's own text,
+ * so it goes to the log (redacted) and never to the monitor port, which says only that it deferred.
+ */
 class DeferredError extends ProvisionerError {
+  /** the helper's message, redacted */
+  readonly helperMessage: string;
+
   constructor(msg: string) {
-    super(`configuration defered: ${redactSecrets(msg)}`);
+    const said = redactSecrets(msg.trim());
+    super(`configuration defered: ${said}`, { publicMessage: helperAskedText('configuration defered by the helper', said) });
+    this.helperMessage = said;
   }
+}
+
+/** What the monitor port says of a defer or shutdown the helper asked for: that it did, and where its message is. */
+function helperAskedText(what: string, said: string): string {
+  return said === '' ? `${what}, without a message` : `${what}; its message is in the provisioner's log`;
+}
+
+/** The HostResult field that carries the helper's own message to the log, when it said one. */
+function helperSaid(said: string): { helperMessage?: string } {
+  return said === '' ? {} : { helperMessage: said };
 }
 
 /** What configure sends: the helper's reply, its checked configuration, the minted token and the encrypted key. */
@@ -347,7 +365,8 @@ export class Host {
   #failure(err: unknown): HostResult {
     const { message, detail } = failureTexts(err, this.#mask);
     const texts = { message, ...(detail !== undefined ? { detail } : {}) };
-    if (err instanceof DeferredError) return { outcome: 'deferred', ...texts };
+    // the helper's message is all a defer's full text adds, and it has a field of its own
+    if (err instanceof DeferredError) return { outcome: 'deferred', message, ...helperSaid(this.#mask(err.helperMessage)) };
     if (err instanceof LockedElsewhereError) return { outcome: 'skipped_locked', ...texts, error: err };
     if (err instanceof NodeGoneError) return { outcome: 'gone', ...texts, error: err };
     const error = err instanceof Error ? err : new Error(String(err));
@@ -473,9 +492,8 @@ export class Host {
     this.#log.warn(`Shutting down ${this.identity} on request of the helper: ${said}`);
     const done = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'shutdown', data: { token: this.#deps.config.token }, parse: ignoreReply });
     this.#deps.metrics.helperShutdownRequest();
-    const lost = done.replied ? [] : ['the shutdown reply was lost, but the node left provisioning mode'];
-    const message = [said, ...lost].filter((m) => m !== '').join('; ');
-    return { outcome: 'shutdown', ...(message !== '' ? { message } : {}) };
+    const lost = done.replied ? '' : '; the shutdown reply was lost, but the node left provisioning mode';
+    return { outcome: 'shutdown', message: helperAskedText('shut down on request of the helper', said) + lost, ...helperSaid(said) };
   }
 
   /**

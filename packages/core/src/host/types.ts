@@ -110,10 +110,15 @@ export interface HostJob {
 export interface HostResult {
   readonly outcome: Outcome;
   /**
-   * human text: the defer/shutdown message, or the error's public message (util/errors.ts): what
+   * human text in the provisioner's words (for an error, its public message, util/errors.ts): what
    * the monitor port, the node history and the log above debug show, never a helper's output
    */
   readonly message?: string;
+  /**
+   * the helper's own message with a defer or a shutdown, redacted: logged, never shown on the
+   * monitor port nor kept in the history
+   */
+  readonly helperMessage?: string;
   /** the error in full, redacted, when it says more than `message`: for the log at debug level */
   readonly detail?: string;
   readonly error?: Error;

@@ -85,7 +85,11 @@ export function logOutcome(logger: Logger, identity: string, result: HostResult,
       logger.info(`Provisioned ${identity}`);
       break;
     case 'shutdown':
-      logger.info(`Shut down ${identity} on request of the helper${result.message ? `: ${result.message}` : ''}`);
+      // the helper's message was logged as the shutdown was sent (host.ts)
+      logger.info(`Shut down ${identity}: ${result.message ?? 'on request of the helper'}`);
+      break;
+    case 'deferred':
+      logger.warn(`Deferred ${identity} on request of the helper${result.helperMessage !== undefined ? `: ${result.helperMessage}` : ', which gave no message'}`);
       break;
     case 'upgraded':
       logger.info(`Upgraded ${identity}, it will be provisioned when it comes back`);

@@ -314,7 +314,7 @@ describe('Provisioner scheduling', () => {
   it('drops failed, deferred and locked nodes at once so the next discovery retries them; counts each outcome', async () => {
     const outcomes: HostResult[] = [
       { outcome: 'failed', message: 'could not perform rpcutil#inventory on f: 5 tries, last: timed out' },
-      { outcome: 'deferred', message: 'configuration defered: later' },
+      { outcome: 'deferred', message: 'configuration defered by the helper', helperMessage: 'later' },
       { outcome: 'skipped_locked', message: 'locked' },
     ];
     const { p, registry } = await setup(async (job) => outcomes[Number(job.identity.slice(1))] as HostResult);

@@ -77,14 +77,23 @@ export function boundedError(text: string | undefined): string | undefined {
   return `${text.slice(0, MAX_ERROR_CHARS - 1)}…`;
 }
 
+/** How this version words a defer and a shutdown the helper asked for (host.ts), by outcome. */
+const HELPER_ASKED: Readonly<Partial<Record<Outcome, string>>> = {
+  deferred: 'configuration defered by the helper',
+  shutdown: 'shut down on request of the helper',
+};
+
 /**
  * A stored error as this version shows it. Earlier versions stored a failed helper's full message,
- * which quotes what the helper printed (`…; stdout: "…"; stderr: "…"`), and another instance of
- * the site may still run one during an upgrade: the quote is dropped, and PEM blocks, JWTs and
- * nkey seeds are blanked, before the text reaches the monitor port.
+ * which quotes what the helper printed (`…; stdout: "…"; stderr: "…"`), and the `msg` of a defer
+ * or shutdown; another instance of the site may still run one during an upgrade. The quote and
+ * the `msg` are dropped, and PEM blocks, JWTs and nkey seeds are blanked, before the text
+ * reaches the monitor port.
  */
-export function storedErrorShown(text: string | undefined): string | undefined {
+export function storedErrorShown(text: string | undefined, outcome?: Outcome): string | undefined {
   if (text === undefined) return undefined;
+  const asked = outcome === undefined ? undefined : HELPER_ASKED[outcome];
+  if (asked !== undefined && !text.startsWith(asked)) return `${asked} (its message is not shown)`;
   const quoted = text.indexOf('; stdout: "');
   const kept = quoted < 0 ? text : `${text.slice(0, quoted)} (what the helper printed is not shown)`;
   return maskKnownSecrets(kept);
@@ -130,7 +139,7 @@ export function decodeRecord(bytes: Uint8Array): NodeRecord {
     attempts: count('attempts'),
     failures: count('failures'),
     outcome: outcome as Outcome | undefined,
-    error: boundedError(storedErrorShown(text('error', false))),
+    error: boundedError(storedErrorShown(text('error', false), outcome as Outcome | undefined)),
     instance: text('instance', true) as string,
     attemptAt: time('attemptAt', true) as number,
     durationMs: count('durationMs'),

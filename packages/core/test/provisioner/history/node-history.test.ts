@@ -181,6 +181,18 @@ describe('history records and keys', () => {
     expect(decodeRecord(new TextEncoder().encode(JSON.stringify({ ...good, error: 'signed eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.c2ln' }))).error).toBe('signed [redacted]');
   });
 
+  it("drops the helper's defer or shutdown message an earlier version stored, and keeps this version's wording", () => {
+    const good = JSON.parse(new TextDecoder().decode(encodeRecord(history().attempted('n1', failed(5))))) as Record<string, unknown>;
+    const shown = (outcome: string, error: string): string | undefined => decodeRecord(new TextEncoder().encode(JSON.stringify({ ...good, outcome, error }))).error;
+    expect(shown('deferred', 'configuration defered: waiting for the CMDB, pass=abc')).toBe('configuration defered by the helper (its message is not shown)');
+    expect(shown('shutdown', 'not in the CMDB')).toBe('shut down on request of the helper (its message is not shown)');
+    const now = "configuration defered by the helper; its message is in the provisioner's log";
+    expect(shown('deferred', now)).toBe(now);
+    expect(shown('shutdown', 'shut down on request of the helper, without a message')).toBe('shut down on request of the helper, without a message');
+    // other outcomes are the provisioner's own words, kept
+    expect(shown('failed', 'not in the CMDB')).toBe('not in the CMDB');
+  });
+
   it('refuses a stored value that is not a record, naming the problem', () => {
     const enc = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(v));
     const good = JSON.parse(new TextDecoder().decode(encodeRecord(history().attempted('n1', failed(5))))) as Record<string, unknown>;
