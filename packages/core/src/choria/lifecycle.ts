@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { ChoriaError } from './errors.js';
 import { bytesToText, isJsonObject, isStrictBase64, type JsonObject } from './protocol/encoding.js';
 import { assertSubjectPart } from './protocol/subjects.js';
-import { describeJsonSyntaxProblem, jsonSyntaxProblem } from '../util/json-syntax.js';
+import { whyNotJson } from '../util/json-syntax.js';
 
 export const LIFECYCLE_TYPES = ['startup', 'shutdown', 'provisioned', 'alive', 'upgraded', 'governor'] as const;
 export type LifecycleType = (typeof LIFECYCLE_TYPES)[number];
@@ -104,9 +104,8 @@ function parseObject(text: string, what: string): JsonObject {
   try {
     parsed = JSON.parse(text);
   } catch {
-    // JSON.parse's message would quote the text around the mistake
-    const problem = jsonSyntaxProblem(text);
-    throw new LifecycleEventError(`${what}: invalid JSON${problem === undefined ? '' : `: ${describeJsonSyntaxProblem(problem)}`}`);
+    // not JSON.parse's message: it quotes the event's text
+    throw new LifecycleEventError(`${what}: invalid JSON: ${whyNotJson(text)}`);
   }
   if (!isJsonObject(parsed)) throw new LifecycleEventError(`${what}: not a JSON object`);
   return parsed;

@@ -177,3 +177,13 @@ export function jsonSyntaxProblem(text: string): JsonSyntaxProblem | undefined {
 export function describeJsonSyntaxProblem(p: JsonSyntaxProblem): string {
   return `${p.problem} at position ${p.position}${p.atEnd ? ' (the end of the text)' : ''}`;
 }
+
+/**
+ * Why a text JSON.parse refused is not JSON, without quoting it: what every caller says in place of
+ * JSON.parse's own message, which quotes the text around the mistake (where a secret may sit).
+ */
+export function whyNotJson(text: string): string {
+  const problem = jsonSyntaxProblem(text);
+  // the scanner follows the same grammar; should it ever accept what JSON.parse refused, say only that
+  return problem === undefined ? 'it cannot be parsed' : describeJsonSyntaxProblem(problem);
+}

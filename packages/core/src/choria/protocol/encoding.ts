@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { isPlainObject } from '../../util/values.js';
 import { ProtocolError } from '../errors.js';
-import { describeJsonSyntaxProblem, jsonSyntaxProblem } from '../../util/json-syntax.js';
+import { whyNotJson } from '../../util/json-syntax.js';
 
 // Go decodes []byte JSON fields with the padded standard alphabet only; Node's Buffer decoder
 // silently accepts anything, so the alphabet and padding are checked here first.
@@ -83,9 +83,8 @@ export function parseJsonObject(text: string, what: string): JsonObject {
   try {
     parsed = JSON.parse(text);
   } catch {
-    // JSON.parse's message quotes the text around the mistake: a node's message may hold secrets
-    const problem = jsonSyntaxProblem(text);
-    throw new ProtocolError(`${what} is not valid JSON${problem === undefined ? '' : `: ${describeJsonSyntaxProblem(problem)}`}`);
+    // not JSON.parse's message: it quotes the node's text, which may hold secrets
+    throw new ProtocolError(`${what} is not valid JSON: ${whyNotJson(text)}`);
   }
   if (!isJsonObject(parsed)) throw new ProtocolError(`${what} is not a JSON object`);
   return parsed;

@@ -13,7 +13,7 @@ import { HelperReplyError, publicKeyName } from './errors.js';
 import type { HelperReply, HelperServerClaims, HelperServerPermissions } from './types.js';
 import { isPlainObject as isObject } from '../../util/values.js';
 import { REDACTED, isSecretName } from '../../util/redact.js';
-import { describeJsonSyntaxProblem, jsonSyntaxProblem } from '../../util/json-syntax.js';
+import { whyNotJson } from '../../util/json-syntax.js';
 
 export { assertAcceptedByNode, assertConfigurable, replyWarnings } from './reply-checks.js';
 
@@ -82,12 +82,9 @@ export function parseHelperReply(stdout: string | Buffer): HelperReply {
   let data: unknown;
   try {
     data = JSON.parse(text);
-  } catch (err) {
-    // JSON.parse's own message quotes the text around the mistake, where a secret may sit without
-    // its key: the reason says only where it broke (the error quotes the redacted output apart)
-    const problem = jsonSyntaxProblem(text);
-    const where = problem === undefined ? `it cannot be parsed (${err instanceof Error ? err.name : 'error'})` : describeJsonSyntaxProblem(problem);
-    throw new HelperReplyError('invalid-json', `${Buffer.byteLength(text, 'utf8')} bytes that are not JSON: ${where}`);
+  } catch {
+    // the reason says only where it broke (the error quotes the redacted output apart)
+    throw new HelperReplyError('invalid-json', `${Buffer.byteLength(text, 'utf8')} bytes that are not JSON: ${whyNotJson(text)}`);
   }
   return validateHelperReply(data);
 }

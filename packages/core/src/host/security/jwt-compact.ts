@@ -8,7 +8,7 @@
 // anyway. The signature primitives themselves are plain node:crypto calls.
 import { sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { decodeGoStruct, GoDecodeError, isPlainObject, type Decoded, type StructSpec } from './go-decode.js';
-import { errorText } from '../../util/values.js';
+import { whyNotJson } from '../../util/json-syntax.js';
 import { ProvisionerError } from '../../util/errors.js';
 
 export type JwtAlgorithm = 'RS256' | 'RS384' | 'RS512' | 'EdDSA';
@@ -123,8 +123,9 @@ function decodeJsonSegment(segment: string, what: 'header' | 'claim'): unknown {
   const bytes = decodeSegment(segment, what);
   try {
     return JSON.parse(bytes.toString('utf8')) as unknown;
-  } catch (err) {
-    const detail = errorText(err);
+  } catch {
+    // the claims hold the provisioning token and the broker password: JSON.parse's message would quote them
+    const detail = whyNotJson(bytes.toString('utf8'));
     throw new JwtError(`${JwtErrorCategory.malformed}: could not JSON decode ${what}: ${detail}`);
   }
 }

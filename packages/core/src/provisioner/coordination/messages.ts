@@ -4,7 +4,8 @@
 // provisioning.reply.> and provisioning.registration.> (go-choria broker/network/choria_auth.go):
 // a node can neither forge a member nor read the member list.
 import { ProvisionerError } from '../../util/errors.js';
-import { errorText, isPlainObject } from '../../util/values.js';
+import { whyNotJson } from '../../util/json-syntax.js';
+import { isPlainObject } from '../../util/values.js';
 
 export const HEARTBEAT_PROTOCOL = 'choria-provisioner:member:1';
 export const DONE_PROTOCOL = 'choria-provisioner:done:1';
@@ -132,8 +133,8 @@ function jsonObject(data: Uint8Array): Record<string, unknown> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8'));
-  } catch (err) {
-    throw new CoordinationMessageError(`not JSON: ${errorText(err)}`);
+  } catch {
+    throw new CoordinationMessageError(`not JSON: ${whyNotJson(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8'))}`);
   }
   if (!isPlainObject(parsed)) throw new CoordinationMessageError('not a JSON object');
   return parsed;

@@ -5,6 +5,7 @@
 // "no responders", and they hide which request failed.
 import { ErrorCode, NatsError, headers, type Msg, type MsgHdrs, type NatsConnection } from 'nats';
 import { formatMs } from '../../util/duration.js';
+import { whyNotJson } from '../../util/json-syntax.js';
 import { errorText, isPlainObject as isRecord } from '../../util/values.js';
 import { ProvisionerError } from '../../util/errors.js';
 
@@ -129,8 +130,8 @@ async function jsonRequest(
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
-  } catch (err) {
-    throw fail('invalid-reply', `reply is not JSON: ${errorText(err)}`);
+  } catch {
+    throw fail('invalid-reply', `reply is not JSON: ${whyNotJson(text)}`);
   }
   if (!isRecord(parsed)) throw fail('invalid-reply', 'reply is not a JSON object');
   const apiError = parsed['error'];

@@ -220,6 +220,9 @@ describe('verifyProvisioningToken edge cases', () => {
     expect(() => verifyProvisioningToken(unknownAlg, ORG_PUBLIC, { now: NOW })).toThrow('signing method (alg) is unavailable');
     const notJson = `${Buffer.from('{"alg":"EdDSA"}').toString('base64url')}.${Buffer.from('{nope').toString('base64url')}.sig`;
     expect(() => verifyProvisioningToken(notJson, ORG_PUBLIC, { now: NOW })).toThrow(`${PREFIX}token is malformed: could not JSON decode claim: `);
+    // broken claims hold the token and the broker password: the error says where they broke, not what they say
+    const brokenClaims = `${Buffer.from('{"alg":"EdDSA"}').toString('base64url')}.${Buffer.from('{"cht":"tok-Secret77","chpwd":"pw-Secret99" BROKEN').toString('base64url')}.sig`;
+    expect(() => verifyProvisioningToken(brokenClaims, ORG_PUBLIC, { now: NOW })).toThrow(`${PREFIX}token is malformed: could not JSON decode claim: \`,\` or \`}\` expected at position 44`);
     const arrayPayload = makeToken([1], 'EdDSA', orgKey);
     expect(() => verifyProvisioningToken(arrayPayload, ORG_PUBLIC, { now: NOW })).toThrow(
       'json: cannot unmarshal array into Go value of type ProvisioningClaims',
