@@ -12,6 +12,7 @@ import type { LifecycleWitness } from './lifecycle-witness.js';
 import { DEFAULT_FLEET_RECONNECT_MS, DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, linkSettled, isChangingAction, type ChangingAction, type LostReplyTimings } from './lost-reply.js';
 import { ProvisionerError, failureTexts, publicMessageOf } from '../util/errors.js';
 import { RightToActLostError, assertMayChange, type FencedSend, type NodeFence } from './fence.js';
+import { heardBeforeChange, type HeardBeforeChange } from './heard-before-change.js';
 
 export interface StepContext {
   readonly identity: string;
@@ -102,6 +103,8 @@ export const STEP_TRIES: Readonly<Record<RpcName, number>> = {
 const READ_ONLY_STEPS: ReadonlySet<RpcName> = new Set<RpcName>(['choria_provision#jwt', 'rpcutil#inventory']);
 /** a read-only try while the broker link is unsettled waits this long, not the full timeout */
 const UNSETTLED_TRY_MS = 2_000;
+/** pinging a node before a node-changing request, after an outage, ends by this (or the per-try timeout) */
+const HEARD_BUDGET_MS = 20_000;
 /** bounds the free tries of one step (a broker that keeps flapping) */
 const MAX_FREE_TRIES = 20;
 
@@ -156,6 +159,8 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
     made = attempt;
     if (ctx.signal.aborted) throw abortError(ctx.signal, name);
     if (ctx.pause.paused) throw new PausedError(name);
+    // (outside the try: a pause, a cancel or a lost right to act while waiting ends the step as above)
+    if (changing !== undefined) await untilHeard(ctx, name, fleetReconnectMs);
     const started = performance.now();
     let investigated = false;
     const probeThisTry = probing !== undefined && attempt === 1;
@@ -264,6 +269,40 @@ async function mayChangeNow(ctx: StepContext, name: RpcName, recorded: FencedSen
   await ctx.fence.sending(ctx.identity, recorded);
   if (ctx.signal.aborted) throw abortError(ctx.signal, name);
   assertMayChange(ctx.fence, name);
+}
+
+/**
+ * Before a node-changing request while the servers may still be reconnecting after a broker
+ * outage: waits until the node answers a ping (heard-before-change.ts), for at most about as long
+ * as the request itself would have waited unanswered.
+ */
+async function untilHeard(ctx: StepContext, name: RpcName, fleetReconnectMs: number): Promise<void> {
+  let heard: HeardBeforeChange;
+  const budgetMs = ctx.timeoutMs ?? HEARD_BUDGET_MS;
+  try {
+    heard = await heardBeforeChange({
+      client: ctx.client,
+      identity: ctx.identity,
+      signal: ctx.signal,
+      fleetReconnectMs,
+      // several pings fit in the budget however short the step's timeout
+      pingTimeoutMs: Math.min(UNSETTLED_TRY_MS, budgetMs / 4),
+      budgetMs,
+      mayAsk: () => {
+        if (ctx.pause.paused) throw new PausedError(name);
+        assertMayChange(ctx.fence, `rpcutil#ping before ${name}`);
+      },
+    });
+  } catch (err) {
+    if (ctx.signal.aborted || err instanceof RpcAbortError) throw abortError(ctx.signal, name);
+    throw err;
+  }
+  if (ctx.pause.paused) throw new PausedError(name);
+  if (heard.how === 'heard' && heard.pings > 1) {
+    ctx.logger.info(`${ctx.identity} answered rpcutil#ping after ${heard.waitedMs} ms (${heard.pings} pings) while the servers were reconnecting to the broker; sending ${name}`);
+  } else if (heard.how === 'unheard') {
+    ctx.logger.info(`${ctx.identity} answered none of ${heard.pings} rpcutil#ping in ${heard.waitedMs} ms after the broker connection came back; sending ${name} anyway`);
+  }
 }
 
 /** Waits (checking every 50 ms) until the broker link is up, or the step is cancelled. */
