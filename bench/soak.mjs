@@ -6,14 +6,22 @@
 // after an expired certificate or token), losing 2 % of the requests they receive. Every few
 // minutes each broker is killed and restarted, and every few minutes (on another period) the
 // provisioners are stopped and started again, as a rolling upgrade does. Every minute it prints
-// RSS, heap, event-loop delay p99, nodes/min, failed and cancelled attempts, and the longest a
-// node has been waiting in provisioning mode. It fails (exit 1) when RSS grows by more than 10 %
-// after the warm-up, when any node is configured twice in one provisioning cycle, when a fleet
-// recorded a protocol violation, or when a node waited longer than --stuck-after (stuck).
-import { mkdtempSync, rmSync } from 'node:fs';
+// RSS (anonymous and file-backed), external memory, the heap (used, committed, young generation),
+// event-loop delay p99, nodes/min, failed and cancelled attempts, and the longest a node has been
+// waiting in provisioning mode. It fails (exit 1) when RSS grows by more than 10 % after the
+// warm-up, when any node is configured twice in one provisioning cycle, when a fleet recorded a
+// protocol violation, or when a node waited longer than --stuck-after (stuck).
+//
+// `npm run soak` caps V8's young generation (--max-semi-space-size=16, the most Node 22 used on
+// 64-bit): Node 24's V8 grows it up to 64 MB per semi-space after a burst of allocation (a broker
+// restart is one) on a machine with much memory, and keeps it. That is bounded GC sizing, not
+// growth, but it adds up to ~70 MB of RSS in one step and would hide or fake a leak; with the cap
+// RSS shows what the provisioner keeps. Run `node --expose-gc bench/soak.mjs` for V8's default.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import { parseArgs } from 'node:util';
 import { URL, fileURLToPath } from 'node:url';
 import {
@@ -138,6 +146,17 @@ const metric = async (name, labels = {}) => {
   return (m?.values ?? []).filter((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want)).reduce((a, v) => a + v.value, 0);
 };
 const gc = globalThis.gc;
+const semiSpaceFlag = [...process.execArgv, ...(process.env['NODE_OPTIONS'] ?? '').split(/\s+/)].find((a) => a.startsWith('--max-semi-space-size'));
+/** RssAnon and RssFile of this process (Linux), in MB; undefined elsewhere. */
+const residentBreakdown = () => {
+  try {
+    const status = readFileSync('/proc/self/status', 'utf8');
+    const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+    return { anonMb: kb('RssAnon') / 1024, fileMb: kb('RssFile') / 1024 };
+  } catch {
+    return undefined;
+  }
+};
 const mb = (b) => (b / 1048576).toFixed(1);
 const fmtMin = (ms) => (ms / 60_000).toFixed(1);
 
@@ -170,9 +189,10 @@ const fleetTotals = async () => {
 
 process.stdout.write(
   `soak: ${minutes} min, ${sites} sites in one process x ${nodes} nodes re-entering provisioning after ${opt['reenter-after']} (+-50 %), ${Number(opt['drop-rate']) * 100} % request loss, ` +
-    `each broker restarted every ${restartEvery} min, the provisioners every ${provisionerEvery} min, ${opt.workers} workers and a pool helper x2 per site, history ${opt.history}; log ${logFile}${gc === undefined ? '' : '; RSS after a full GC'}\n`,
+    `each broker restarted every ${restartEvery} min, the provisioners every ${provisionerEvery} min, ${opt.workers} workers and a pool helper x2 per site, history ${opt.history}; log ${logFile}${gc === undefined ? '' : '; RSS after a full GC'}; ` +
+    `young generation ${semiSpaceFlag === undefined ? "at V8's default size (Node 24 grows it to 64 MB semi-spaces under load)" : `capped (${semiSpaceFlag})`}\n`,
 );
-process.stdout.write('min   rss MB  heap MB  eld p99 ms  nodes/min  failed  cancelled  lost replies (acted/not/gone/unsure)  cycles  max conf/cycle  longest waiting min  violations\n');
+process.stdout.write('min   rss MB  anon MB  file MB  ext MB  v8 malloc MB  heap MB (committed, new space)  eld p99 ms  nodes/min  failed  cancelled  lost replies (acted/not/gone/unsure)  cycles  max conf/cycle  longest waiting min  violations\n');
 
 const samples = [];
 let last = { provisioned: 0, failed: 0, cancelled: 0 };
@@ -208,6 +228,7 @@ for (let minute = 1; minute <= minutes; minute++) {
   await sleepUntil(at(minute));
   gc?.();
   const mem = process.memoryUsage();
+  const own = residentBreakdown();
   const now = {
     provisioned: await metric('choria_provisioner_outcomes', { outcome: 'provisioned' }),
     failed: await metric('choria_provisioner_outcomes', { outcome: 'failed' }),
@@ -224,6 +245,15 @@ for (let minute = 1; minute <= minutes; minute++) {
     minute,
     rssMb: mem.rss / 1048576,
     heapMb: mem.heapUsed / 1048576,
+    // where the resident memory is: anonymous (heap, malloc, buffers) or file-backed (the node binary, libraries)
+    anonMb: own?.anonMb,
+    fileMb: own?.fileMb,
+    externalMb: mem.external / 1048576,
+    v8MallocMb: getHeapStatistics().malloced_memory / 1048576,
+    // the heap as committed (what RSS sees), and its young generation, which V8 grows under load
+    heapTotalMb: mem.heapTotal / 1048576,
+    newSpaceMb: (getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')?.space_size ?? 0) / 1048576,
+    arrayBuffersMb: mem.arrayBuffers / 1048576,
     eldP99Ms: eld.percentile(99) / 1e6,
     nodesPerMin: now.provisioned - last.provisioned,
     failed: now.failed - last.failed,
@@ -240,7 +270,7 @@ for (let minute = 1; minute <= minutes; minute++) {
   last = now;
   eld.reset();
   process.stdout.write(
-    `${String(minute).padStart(3)}  ${mb(mem.rss).padStart(7)}  ${mb(mem.heapUsed).padStart(7)}  ${sample.eldP99Ms.toFixed(1).padStart(10)}  ` +
+    `${String(minute).padStart(3)}  ${mb(mem.rss).padStart(7)}  ${(own?.anonMb.toFixed(1) ?? '?').padStart(7)}  ${(own?.fileMb.toFixed(1) ?? '?').padStart(7)}  ${mb(mem.external).padStart(6)}  ${sample.v8MallocMb.toFixed(1).padStart(12)}  ${`${mb(mem.heapUsed)} (${mb(mem.heapTotal)}, ${sample.newSpaceMb.toFixed(1)})`.padStart(30)}  ${sample.eldP99Ms.toFixed(1).padStart(10)}  ` +
       `${String(sample.nodesPerMin).padStart(9)}  ${String(sample.failed).padStart(6)}  ${String(sample.cancelled).padStart(9)}  ${`${lost.acted}/${lost.not}/${lost.gone}/${lost.unsure}`.padStart(36)}  ` +
       `${String(t?.cycles ?? '?').padStart(6)}  ${String(t?.maxConfiguredPerCycle ?? '?').padStart(14)}  ${(t === undefined ? '?' : fmtMin(t.longestWaitingMs)).padStart(19)}  ${String(t?.violations ?? '?').padStart(10)}` +
       `${events.length > 0 ? `  (restarted: ${events.map((e) => e.what).join(', ')})` : ''}\n`,
@@ -301,7 +331,7 @@ const rates = samples.slice(1).map((s) => s.nodesPerMin).sort((a, b) => a - b);
 const eldP99 = samples.map((s) => s.eldP99Ms).sort((a, b) => a - b);
 const med = (v) => (v.length === 0 ? NaN : v[Math.floor(v.length / 2)]);
 process.stdout.write(`median nodes/min ${med(rates)}, median event-loop delay p99 ${med(eldP99).toFixed(1)} ms, total failed ${last.failed}, total cancelled ${last.cancelled}\n`);
-process.stdout.write(`SOAK-RESULT ${JSON.stringify({ minutes, sites, nodes, brokerRestarts, provisionerRestarts, samples, problems })}\n`);
+process.stdout.write(`SOAK-RESULT ${JSON.stringify({ minutes, sites, nodes, youngGeneration: semiSpaceFlag ?? 'default', brokerRestarts, provisionerRestarts, samples, problems })}\n`);
 if (problems.length > 0) {
   for (const pr of problems) process.stdout.write(`FAIL: ${pr}\n`);
   process.stdout.write(`log kept in ${logFile}\n`);
