@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
 import type { ProvisionerConfig } from '../config/types.js';
-import type { HostJob, HostMetrics, HostResult, HostRunner } from './types.js';
+import { HELPER_ASKED, type HostJob, type HostMetrics, type HostResult, type HostRunner } from './types.js';
 import { formatDuration } from '../util/duration.js';
 import { newRequestId } from '../util/ids.js';
 import { PauseFlag, PausedError } from '../util/pause.js';
@@ -88,7 +88,7 @@ class DeferredError extends ProvisionerError {
 
   constructor(msg: string) {
     const said = redactSecrets(msg.trim());
-    super(`configuration defered: ${said}`, { publicMessage: helperAskedText('configuration defered by the helper', said) });
+    super(`configuration defered: ${said}`, { publicMessage: helperAskedText(HELPER_ASKED.deferred, said) });
     this.helperMessage = said;
   }
 }
@@ -493,7 +493,7 @@ export class Host {
     const done = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'shutdown', data: { token: this.#deps.config.token }, parse: ignoreReply });
     this.#deps.metrics.helperShutdownRequest();
     const lost = done.replied ? '' : '; the shutdown reply was lost, but the node left provisioning mode';
-    return { outcome: 'shutdown', message: helperAskedText('shut down on request of the helper', said) + lost, ...helperSaid(said) };
+    return { outcome: 'shutdown', message: helperAskedText(HELPER_ASKED.shutdown, said) + lost, ...helperSaid(said) };
   }
 
   /**

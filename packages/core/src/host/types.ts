@@ -107,6 +107,12 @@ export interface HostJob {
   readonly fence?: NodeFence;
 }
 
+/**
+ * How the monitor port and the history word a defer and a shutdown the helper asked for (its own
+ * `msg` is the helper's text, kept out of both): host.ts writes them, history/record.ts knows them.
+ */
+export const HELPER_ASKED = { deferred: 'configuration defered by the helper', shutdown: 'shut down on request of the helper' } as const satisfies Partial<Record<Outcome, string>>;
+
 export interface HostResult {
   readonly outcome: Outcome;
   /**

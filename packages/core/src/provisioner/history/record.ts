@@ -2,7 +2,7 @@
 // and what that means for its next attempt (back-off, quarantine). Stored as JSON with ISO times,
 // so an operator can read a key with `nats kv get`; carried in memory as an immutable record with
 // epoch milliseconds. Every stored value is parsed here before it is believed.
-import { OUTCOMES, type Outcome } from '../../host/types.js';
+import { HELPER_ASKED, OUTCOMES, type Outcome } from '../../host/types.js';
 import { ProvisionerError } from '../../util/errors.js';
 import { maskKnownSecrets } from '../../util/redact.js';
 
@@ -77,12 +77,6 @@ export function boundedError(text: string | undefined): string | undefined {
   return `${text.slice(0, MAX_ERROR_CHARS - 1)}…`;
 }
 
-/** How this version words a defer and a shutdown the helper asked for (host.ts), by outcome. */
-const HELPER_ASKED: Readonly<Partial<Record<Outcome, string>>> = {
-  deferred: 'configuration defered by the helper',
-  shutdown: 'shut down on request of the helper',
-};
-
 /**
  * A stored error as this version shows it. Earlier versions stored a failed helper's full message,
  * which quotes what the helper printed (`…; stdout: "…"; stderr: "…"`), and the `msg` of a defer
@@ -92,7 +86,7 @@ const HELPER_ASKED: Readonly<Partial<Record<Outcome, string>>> = {
  */
 export function storedErrorShown(text: string | undefined, outcome?: Outcome): string | undefined {
   if (text === undefined) return undefined;
-  const asked = outcome === undefined ? undefined : HELPER_ASKED[outcome];
+  const asked = outcome === 'deferred' || outcome === 'shutdown' ? HELPER_ASKED[outcome] : undefined;
   if (asked !== undefined && !text.startsWith(asked)) return `${asked} (its message is not shown)`;
   const quoted = text.indexOf('; stdout: "');
   const kept = quoted < 0 ? text : `${text.slice(0, quoted)} (what the helper printed is not shown)`;
