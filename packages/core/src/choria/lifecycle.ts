@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { ChoriaError } from './errors.js';
 import { bytesToText, isJsonObject, isStrictBase64, type JsonObject } from './protocol/encoding.js';
 import { assertSubjectPart } from './protocol/subjects.js';
-import { whyNotJson } from '../util/json-syntax.js';
+import { parseForeignJson } from '../util/json-syntax.js';
 
 export const LIFECYCLE_TYPES = ['startup', 'shutdown', 'provisioned', 'alive', 'upgraded', 'governor'] as const;
 export type LifecycleType = (typeof LIFECYCLE_TYPES)[number];
@@ -100,13 +100,7 @@ function cloudEventData(obj: JsonObject): JsonObject {
 }
 
 function parseObject(text: string, what: string): JsonObject {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // not JSON.parse's message: it quotes the event's text
-    throw new LifecycleEventError(`${what}: invalid JSON: ${whyNotJson(text)}`);
-  }
+  const parsed = parseForeignJson(text, (why) => new LifecycleEventError(`${what}: invalid JSON: ${why}`));
   if (!isJsonObject(parsed)) throw new LifecycleEventError(`${what}: not a JSON object`);
   return parsed;
 }

@@ -179,11 +179,24 @@ export function describeJsonSyntaxProblem(p: JsonSyntaxProblem): string {
 }
 
 /**
- * Why a text JSON.parse refused is not JSON, without quoting it: what every caller says in place of
+ * Why a text JSON.parse refused is not JSON, without quoting it: what is said in place of
  * JSON.parse's own message, which quotes the text around the mistake (where a secret may sit).
  */
 export function whyNotJson(text: string): string {
   const problem = jsonSyntaxProblem(text);
   // the scanner follows the same grammar; should it ever accept what JSON.parse refused, say only that
   return problem === undefined ? 'it cannot be parsed' : describeJsonSyntaxProblem(problem);
+}
+
+/**
+ * JSON.parse for text the provisioner did not write (a node's reply, an event, a helper's output,
+ * a JWT's claims, a peer's message): when it is not JSON, `fail(whyNotJson(text))` is thrown
+ * instead of JSON.parse's error, whose message quotes the text.
+ */
+export function parseForeignJson(text: string, fail: (why: string) => Error): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw fail(whyNotJson(text));
+  }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeJsonSyntaxProblem, jsonSyntaxProblem } from '../../src/util/json-syntax.js';
+import { describeJsonSyntaxProblem, jsonSyntaxProblem, parseForeignJson } from '../../src/util/json-syntax.js';
 
 const say = (text: string): string | undefined => {
   const p = jsonSyntaxProblem(text);
@@ -40,5 +40,21 @@ describe('jsonSyntaxProblem', () => {
       expect(() => JSON.parse(text), text).toThrow();
       expect(jsonSyntaxProblem(text), text).toBeDefined();
     }
+  });
+});
+
+describe('parseForeignJson', () => {
+  it('parses JSON, and otherwise throws the caller\'s error naming where it broke, never quoting the text', () => {
+    expect(parseForeignJson('{"a":[1]}', (why) => new Error(why))).toEqual({ a: [1] });
+    const text = '{"password":"hunter2-Xy" BROKEN';
+    let thrown: unknown;
+    try {
+      parseForeignJson(text, (why) => new TypeError(`not JSON: ${why}`));
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(TypeError);
+    expect((thrown as Error).message).toBe('not JSON: `,` or `}` expected at position 25');
+    expect((thrown as Error).message).not.toContain('hunter2');
   });
 });

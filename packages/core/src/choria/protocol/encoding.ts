@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { isPlainObject } from '../../util/values.js';
 import { ProtocolError } from '../errors.js';
-import { whyNotJson } from '../../util/json-syntax.js';
+import { parseForeignJson } from '../../util/json-syntax.js';
 
 // Go decodes []byte JSON fields with the padded standard alphabet only; Node's Buffer decoder
 // silently accepts anything, so the alphabet and padding are checked here first.
@@ -79,13 +79,7 @@ export function isJsonObject(value: unknown): value is JsonObject {
 
 /** Parses JSON text that must be an object; `what` names the document in errors. */
 export function parseJsonObject(text: string, what: string): JsonObject {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // not JSON.parse's message: it quotes the node's text, which may hold secrets
-    throw new ProtocolError(`${what} is not valid JSON: ${whyNotJson(text)}`);
-  }
+  const parsed = parseForeignJson(text, (why) => new ProtocolError(`${what} is not valid JSON: ${why}`));
   if (!isJsonObject(parsed)) throw new ProtocolError(`${what} is not a JSON object`);
   return parsed;
 }

@@ -13,7 +13,7 @@ import { HelperReplyError, publicKeyName } from './errors.js';
 import type { HelperReply, HelperServerClaims, HelperServerPermissions } from './types.js';
 import { isPlainObject as isObject } from '../../util/values.js';
 import { REDACTED, isSecretName } from '../../util/redact.js';
-import { whyNotJson } from '../../util/json-syntax.js';
+import { parseForeignJson } from '../../util/json-syntax.js';
 
 export { assertAcceptedByNode, assertConfigurable, replyWarnings } from './reply-checks.js';
 
@@ -79,13 +79,8 @@ export function parseHelperReply(stdout: string | Buffer): HelperReply {
   const text = typeof stdout === 'string' ? stdout : stdout.toString('utf8');
   if (text.trim() === '') throw new HelperReplyError('empty', 'expected one JSON object');
 
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch {
-    // the reason says only where it broke (the error quotes the redacted output apart)
-    throw new HelperReplyError('invalid-json', `${Buffer.byteLength(text, 'utf8')} bytes that are not JSON: ${whyNotJson(text)}`);
-  }
+  // the reason says only where it broke (the error quotes the redacted output apart)
+  const data = parseForeignJson(text, (why) => new HelperReplyError('invalid-json', `${Buffer.byteLength(text, 'utf8')} bytes that are not JSON: ${why}`));
   return validateHelperReply(data);
 }
 

@@ -8,7 +8,7 @@
 // anyway. The signature primitives themselves are plain node:crypto calls.
 import { sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { decodeGoStruct, GoDecodeError, isPlainObject, type Decoded, type StructSpec } from './go-decode.js';
-import { whyNotJson } from '../../util/json-syntax.js';
+import { parseForeignJson } from '../../util/json-syntax.js';
 import { ProvisionerError } from '../../util/errors.js';
 
 export type JwtAlgorithm = 'RS256' | 'RS384' | 'RS512' | 'EdDSA';
@@ -121,13 +121,8 @@ export function signCompactJwt(payloadJson: string, alg: 'RS256' | 'EdDSA', key:
 
 function decodeJsonSegment(segment: string, what: 'header' | 'claim'): unknown {
   const bytes = decodeSegment(segment, what);
-  try {
-    return JSON.parse(bytes.toString('utf8')) as unknown;
-  } catch {
-    // the claims hold the provisioning token and the broker password: JSON.parse's message would quote them
-    const detail = whyNotJson(bytes.toString('utf8'));
-    throw new JwtError(`${JwtErrorCategory.malformed}: could not JSON decode ${what}: ${detail}`);
-  }
+  // the claims hold the provisioning token and the broker password: they are never quoted
+  return parseForeignJson(bytes.toString('utf8'), (why) => new JwtError(`${JwtErrorCategory.malformed}: could not JSON decode ${what}: ${why}`));
 }
 
 // base64url without padding; like Go's decoder, CR and LF anywhere are skipped.

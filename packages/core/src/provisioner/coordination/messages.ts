@@ -4,7 +4,7 @@
 // provisioning.reply.> and provisioning.registration.> (go-choria broker/network/choria_auth.go):
 // a node can neither forge a member nor read the member list.
 import { ProvisionerError } from '../../util/errors.js';
-import { whyNotJson } from '../../util/json-syntax.js';
+import { parseForeignJson } from '../../util/json-syntax.js';
 import { isPlainObject } from '../../util/values.js';
 
 export const HEARTBEAT_PROTOCOL = 'choria-provisioner:member:1';
@@ -130,12 +130,8 @@ export function encodeDone(d: DoneNotice): string {
 }
 
 function jsonObject(data: Uint8Array): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8'));
-  } catch {
-    throw new CoordinationMessageError(`not JSON: ${whyNotJson(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8'))}`);
-  }
+  const text = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
+  const parsed = parseForeignJson(text, (why) => new CoordinationMessageError(`not JSON: ${why}`));
   if (!isPlainObject(parsed)) throw new CoordinationMessageError('not a JSON object');
   return parsed;
 }

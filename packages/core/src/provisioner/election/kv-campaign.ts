@@ -5,7 +5,7 @@
 // "no responders", and they hide which request failed.
 import { ErrorCode, NatsError, headers, type Msg, type MsgHdrs, type NatsConnection } from 'nats';
 import { formatMs } from '../../util/duration.js';
-import { whyNotJson } from '../../util/json-syntax.js';
+import { parseForeignJson } from '../../util/json-syntax.js';
 import { errorText, isPlainObject as isRecord } from '../../util/values.js';
 import { ProvisionerError } from '../../util/errors.js';
 
@@ -127,12 +127,7 @@ async function jsonRequest(
     const status = msg.headers?.hasError === true ? ` (status ${msg.headers.code} ${msg.headers.description})` : '';
     throw fail('invalid-reply', `empty reply${status}`);
   }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw fail('invalid-reply', `reply is not JSON: ${whyNotJson(text)}`);
-  }
+  const parsed = parseForeignJson(text, (why) => fail('invalid-reply', `reply is not JSON: ${why}`));
   if (!isRecord(parsed)) throw fail('invalid-reply', 'reply is not a JSON object');
   const apiError = parsed['error'];
   if (apiError !== undefined) {
