@@ -46,6 +46,15 @@ export class RpcTimeoutError extends RpcError {
  */
 export class RpcReplyLostError extends RpcError {}
 
+/**
+ * Whether a request ended without any reply (it timed out, or its reply was lost with the
+ * broker): the target may not have heard it, or may have acted and answered into the void. Any
+ * other failure of a request is an answer of sorts (a refusal, an abort, a closed client).
+ */
+export function noReplyCame(err: unknown): boolean {
+  return err instanceof RpcTimeoutError || err instanceof RpcReplyLostError;
+}
+
 /** The caller's AbortSignal fired while the request was outstanding. */
 export class RpcAbortError extends RpcError {
   constructor(

@@ -8,7 +8,7 @@
 // request sent. A node that answers nothing within the budget is sent the request anyway: the
 // request's own timeout and the lost-reply watch then decide, as they did before.
 import type { ChoriaClient } from '../choria/client.js';
-import { RpcAbortError, RpcReplyLostError, RpcTimeoutError } from '../choria/errors.js';
+import { RpcAbortError, noReplyCame } from '../choria/errors.js';
 import { sleep } from '../util/backoff.js';
 import { linkSettled } from './lost-reply.js';
 
@@ -28,11 +28,6 @@ export interface HeardBeforeChangeOptions {
 
 /** How the wait ended: `settled` (nothing to wait for), `heard` (the node answered) or `unheard`. */
 export type HeardBeforeChange = { readonly how: 'settled' } | { readonly how: 'heard' | 'unheard'; readonly pings: number; readonly waitedMs: number };
-
-/** Whether `err` says the ping went unanswered (rather than that the node answered, if only to refuse). */
-function unanswered(err: unknown): boolean {
-  return err instanceof RpcTimeoutError || err instanceof RpcReplyLostError;
-}
 
 /**
  * Returns at once while the broker link has been steady for the fleet's reconnect time; otherwise
@@ -65,7 +60,8 @@ export async function heardBeforeChange(opts: HeardBeforeChangeOptions): Promise
       return { how: 'heard', pings, waitedMs: waited() };
     } catch (err) {
       if (err instanceof RpcAbortError || opts.signal.aborted) throw err;
-      if (!unanswered(err)) return { how: 'heard', pings, waitedMs: waited() };
+      // any answer, if only a refusal, means the node is connected
+      if (!noReplyCame(err)) return { how: 'heard', pings, waitedMs: waited() };
     }
   }
   return { how: 'unheard', pings, waitedMs: waited() };

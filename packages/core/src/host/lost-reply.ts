@@ -6,7 +6,7 @@
 // events it published, and broadcast discovery with an identity filter (a node still in
 // provisioning mode answers it, one that left does not).
 import type { ChoriaClient, RpcReply } from '../choria/client.js';
-import { ClientClosedError, RpcAbortError, RpcReplyLostError, RpcTimeoutError } from '../choria/errors.js';
+import { ClientClosedError, RpcAbortError, noReplyCame } from '../choria/errors.js';
 import { sleep } from '../util/backoff.js';
 import { rpmVersionCompare } from '../util/rpmvercmp.js';
 import type { LifecycleWitness, WitnessedType } from './lifecycle-witness.js';
@@ -250,7 +250,7 @@ async function ask(req: ConfirmRequest, agent: string, action: string, data: Rec
 async function agentBusy(req: ConfirmRequest, timeoutMs: number): Promise<boolean> {
   const answer = await ask(req, 'choria_provision', 'jwt', { token: req.token ?? '' }, timeoutMs);
   // no answer in time: busy (or the answer was lost, which watching a while longer survives)
-  return answer instanceof RpcTimeoutError || answer instanceof RpcReplyLostError;
+  return noReplyCame(answer);
 }
 
 /**

@@ -4,7 +4,7 @@
 // re-sent before the node was observed (lost-reply.ts).
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
-import { ProvisioningLockError, RpcAbortError, RpcAbortedError, RpcReplyLostError, RpcTimeoutError, RpcUnknownActionError } from '../choria/errors.js';
+import { ProvisioningLockError, RpcAbortError, RpcAbortedError, RpcReplyLostError, RpcTimeoutError, RpcUnknownActionError, noReplyCame } from '../choria/errors.js';
 import type { HostMetrics, LostReplyFinding, RpcName } from './types.js';
 import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import { PausedError, type PauseFlag } from '../util/pause.js';
@@ -128,11 +128,6 @@ function isAbort(err: unknown, signal: AbortSignal): boolean {
   return signal.aborted || err instanceof RpcAbortError;
 }
 
-/** The reply may have been lost after the node acted on the request. */
-function isLostReply(err: unknown): boolean {
-  return err instanceof RpcTimeoutError || err instanceof RpcReplyLostError;
-}
-
 export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise<StepResult<T>> {
   const name = `${req.agent}#${req.action}` as RpcName;
   const tries = STEP_TRIES[name];
@@ -214,7 +209,8 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
       // aborted (go-choria's status 1: it looked at the request and refused it, or failed part
       // way, and the same request meets the same state again).
       if (last instanceof RpcUnknownActionError || last instanceof RpcAbortedError) break;
-      if (changing !== undefined && isLostReply(err)) {
+      if (changing !== undefined && noReplyCame(err)) {
+        // the reply may have been lost after the node acted on the request
         const { finding, back } = await investigate(ctx, name, changing, started, last, req.data);
         if (finding === 'acted' || finding === 'unsure') return { replied: false, finding, back };
         if (finding === 'gone') {
