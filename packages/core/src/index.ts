@@ -13,11 +13,12 @@ export { ConfigError, type ConfigProblem } from './internal.js';
 export type { ChoriaSettings, CoordinationMode, FeatureFlags, HistoryStoreKind, LogLevel, ProvisionerConfig, SecurityProvider } from './internal.js';
 export { DurationError, formatDuration, parseDuration } from './internal.js';
 
-// Logging
+// Logging, and how text from outside is shown
 export { createLogger, silentLogger, type Logger, type LoggerOptions } from './internal.js';
+export { visibleText, visibleStrings } from './internal.js';
 
 // The scheduler of one site
-export { Provisioner, type CoordinationStatus, type HostStatus, type NodePage, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './internal.js';
+export { Provisioner, type RetryAnswer, type CoordinationStatus, type HostStatus, type NodePage, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './internal.js';
 export type { HistoryStatus } from './internal.js';
 export type { MembershipState, MembershipView, MemberView } from './internal.js';
 export { controlProvisioners, type ControlAction, type ControlAnswer, type ControlRequest } from './internal.js';
@@ -70,6 +71,8 @@ export {
 } from './internal.js';
 export { selectProtocol } from './internal.js';
 export type { LifecycleEvent, LifecycleType } from './internal.js';
+export { asNodeIdentity, nodeIdentity, whyNotIdentity, IdentityRefusedError, RefusedIdentities, MAX_IDENTITY_LENGTH } from './internal.js';
+export type { IdentitySource, NodeIdentity } from './internal.js';
 export type { ProtocolVersion } from './internal.js';
 
 // Key material of the provisioner (jwt_verify_cert, jwt_signing_key) and Choria ids

@@ -18,6 +18,7 @@ export { FIVE_SEC, TWENTY_SEC, backoffDelay, sleep, type BackoffPolicy } from '.
 export { checkHelperCommand } from './host/helper/command-check.js';
 export { ed25519KeyFromSeed, ed25519PublicHex, ed25519PublicKeyFromRaw, readEd25519SeedFile } from './util/ed25519.js';
 export { decodeHexStrict } from './util/go-hex.js';
+export { visibleText, visibleStrings } from './util/visible-text.js';
 export { goJsonStringify, type GoJsonValue } from './util/go-json.js';
 
 // metrics
@@ -60,7 +61,7 @@ export { testHelper, parseSavedRequest, type HelperTestInput, type HelperTestRep
 export { NODE_FEATURE_RELEASES, NodeReleaseError, type NodeFeature } from './host/node-release.js';
 
 // the scheduler
-export { Provisioner } from './provisioner/provisioner.js';
+export { Provisioner, type RetryAnswer } from './provisioner/provisioner.js';
 export type { HostRunnerContext, ProvisionerOptions } from './provisioner/options.js';
 export type { CoordinationStatus, ProvisionerStatus, SiteReadiness } from './provisioner/site-status.js';
 export type { HostStatus, NodePage } from './provisioner/node-listing.js';

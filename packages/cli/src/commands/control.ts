@@ -2,6 +2,7 @@
 // monitor port. The token comes from a file or the environment, never the command line (where
 // every local user could read it in the process list).
 import { readFileSync } from 'node:fs';
+import { visibleStrings } from '@choria-provisioner/core';
 import { EXIT, type CliIO } from '../io.js';
 import { monitorUrl } from './monitor-url.js';
 
@@ -44,11 +45,14 @@ export async function controlCommand(opts: ControlOptions, io: CliIO): Promise<n
     io.err(`choria-provisioner: could not reach ${url}: ${err instanceof Error ? err.message : String(err)}`);
     return EXIT.runtime;
   }
-  const body = (await res.json().catch(() => ({}))) as { error?: string; sites?: { site: string; result: string }[] };
+  // what the port says may quote a node's identity: shown with visible escapes
+  const body = visibleStrings(await res.json().catch(() => ({}))) as { error?: string; sites?: { site: string; result: string }[] };
+  const said = (body.sites ?? []).map((s) => `site ${s.site === '' ? '(none)' : s.site}: ${s.result}`);
   if (!res.ok) {
     io.err(`choria-provisioner: ${opts.action} refused (${res.status}): ${body.error ?? res.statusText}`);
+    for (const line of said) io.err(line);
     return EXIT.runtime;
   }
-  for (const s of body.sites ?? []) io.out(`site ${s.site === '' ? '(none)' : s.site}: ${s.result}`);
+  for (const line of said) io.out(line);
   return EXIT.ok;
 }

@@ -1,7 +1,7 @@
 // `choria-provisioner status`: fetches /status from a running provisioner and prints it as tables.
 // A site that sets monitor_api_token lists its nodes only to its token, which comes from
 // --token-file or the environment as for the control commands.
-import type { CoordinationStatus, MemberView, ProvisionerStatus } from '@choria-provisioner/core';
+import { visibleStrings, type CoordinationStatus, type MemberView, type ProvisionerStatus } from '@choria-provisioner/core';
 import { EXIT, type CliIO } from '../io.js';
 import { TOKEN_ENV, readTokenOrSay } from './control.js';
 import { monitorUrl } from './monitor-url.js';
@@ -90,7 +90,8 @@ export async function statusCommand(opts: StatusOptions, io: CliIO): Promise<num
       io.err(`choria-provisioner: ${url} answered ${res.status} ${res.statusText}`);
       return EXIT.runtime;
     }
-    body = await res.json();
+    // identities, errors and versions come from nodes: shown with visible escapes
+    body = visibleStrings(await res.json());
   } catch (err) {
     io.err(`choria-provisioner: could not fetch ${url}: ${err instanceof Error ? err.message : String(err)}`);
     return EXIT.runtime;

@@ -1,7 +1,7 @@
 // The Choria RPC client: discovery, directed MCORPC requests and lifecycle events over one NATS
 // connection. All state lives on the instance so several clients can share a process.
 import { performance } from 'node:perf_hooks';
-import type { Msg, NatsConnection, NatsError, Status, Subscription } from 'nats';
+import { ErrorCode, type Msg, type NatsConnection, type NatsError, type Status, type Subscription } from 'nats';
 import type { Logger } from 'winston';
 import type { ChoriaSettings } from '../config/types.js';
 import { formatMs } from '../util/duration.js';
@@ -20,10 +20,12 @@ import {
   RpcReplyLostError,
   RpcResponseCountError,
   RpcTimeoutError,
+  RpcUnsendableError,
   SecurityError,
   type RpcStatusDetails,
 } from './errors.js';
-import { encodeLifecycleEvent, newLifecycleEvent, parseLifecycleEvent, type LifecycleEvent, type LifecycleFormat, type LifecycleType } from './lifecycle.js';
+import { encodeLifecycleEvent, newLifecycleEvent, parseLifecycleEvent, type LifecycleEvent, type LifecycleFormat, type LifecycleType, type ReceivedLifecycleEvent } from './lifecycle.js';
+import { IdentityRefusedError, RefusedIdentities, type NodeIdentity } from './identity.js';
 import { codecFor, DISCOVERY_PAYLOAD } from './protocol/codec.js';
 import { agentFilter, type Filter } from './protocol/filter.js';
 import { newKsuid, newV1RequestId, nowNanoseconds, RandomPool } from './protocol/ids.js';
@@ -77,7 +79,7 @@ export interface DiscoverOptions {
    * on the first nodes while the quiet window after the last reply runs out (the result still
    * lists every node).
    */
-  readonly onFound?: (identity: string) => void;
+  readonly onFound?: (identity: NodeIdentity) => void;
   readonly signal?: AbortSignal;
 }
 
@@ -89,6 +91,8 @@ export interface ChoriaClientOptions {
   readonly protocol?: ProtocolVersion;
   /** close the NATS connection in close() (default false for an embedded connection) */
   readonly ownsConnection?: boolean;
+  /** where identities that fail the identity rule go (default: logged once each, not counted) */
+  readonly refusals?: RefusedIdentities;
 }
 
 export interface ConnectClientOptions {
@@ -98,6 +102,7 @@ export interface ConnectClientOptions {
   readonly onStatus?: (status: Status) => void;
   readonly signal?: AbortSignal;
   readonly maxConnectAttempts?: number;
+  readonly refusals?: RefusedIdentities;
 }
 
 export interface LifecycleSubscriptionOptions {
@@ -123,6 +128,11 @@ const DEFAULT_DISCOVERY_AGENT = 'choria_provision';
 const DEFAULT_DISCOVERY_TIMEOUT_MS = 2_000;
 const DEFAULT_DISCOVERY_WINDOW_MS = 300;
 const LOST_REPLY_TEXT = 'the broker connection was lost while waiting for the reply';
+/**
+ * The longest subject published: every subject built here (an identity passes the identity rule)
+ * is far shorter, and the broker's control line (4,096 bytes by default) holds the subject too.
+ */
+const MAX_SUBJECT_BYTES = 1_024;
 
 
 export class ChoriaClient {
@@ -147,6 +157,7 @@ export class ChoriaClient {
   readonly #lifecycleSubscriptions = new Set<Subscription>();
   readonly #linkRestoredListeners = new Set<() => void>();
   readonly #ownsConnection: boolean;
+  readonly #refusals: RefusedIdentities;
   #closed = false;
   #linkChanges = 0;
   /** when the broker connection dropped, while it is down */
@@ -171,7 +182,8 @@ export class ChoriaClient {
       ...(opts.signal !== undefined ? { signal: opts.signal } : {}),
       ...(opts.maxConnectAttempts !== undefined ? { maxConnectAttempts: opts.maxConnectAttempts } : {}),
     });
-    return new ChoriaClient(nc, settings, { logger: opts.logger, signer, protocol: version, ownsConnection: true });
+    const refusals = opts.refusals !== undefined ? { refusals: opts.refusals } : {};
+    return new ChoriaClient(nc, settings, { logger: opts.logger, signer, protocol: version, ownsConnection: true, ...refusals });
   }
 
   constructor(nc: NatsConnection, settings: ChoriaSettings, opts: ChoriaClientOptions) {
@@ -190,6 +202,7 @@ export class ChoriaClient {
     this.senderId = settings.identity;
     this.callerId = signer.callerId;
     this.#ownsConnection = opts.ownsConnection ?? false;
+    this.#refusals = opts.refusals ?? new RefusedIdentities(opts.logger);
 
     const minTtl = version === 'v1' ? V1_MIN_TTL : 1;
     this.#ttl = Math.max(minTtl, Math.floor(settings.ttl));
@@ -261,7 +274,7 @@ export class ChoriaClient {
   }
 
   /** Broadcast discovery: identities of nodes that have `agent`, de-duplicated. */
-  async discover(opts: DiscoverOptions = {}): Promise<string[]> {
+  async discover(opts: DiscoverOptions = {}): Promise<NodeIdentity[]> {
     this.#assertOpen();
     const agent = opts.agent ?? DEFAULT_DISCOVERY_AGENT;
     const timeoutMs = opts.timeoutMs ?? DEFAULT_DISCOVERY_TIMEOUT_MS;
@@ -274,8 +287,8 @@ export class ChoriaClient {
     const id = this.#newRequestId();
     const { subject, bytes } = this.#encode(id, 'discovery', broadcastSubject('discovery', this.#collective), agentFilter(agent, opts.identityFilter ?? []), DISCOVERY_PAYLOAD);
 
-    return await new Promise<string[]>((resolve, reject) => {
-      const found = new Set<string>();
+    return await new Promise<NodeIdentity[]>((resolve, reject) => {
+      const found = new Set<NodeIdentity>();
       let lastReplyAt: number | undefined;
       let windowDeadline = 0;
       let windowTimer: NodeJS.Timeout | undefined;
@@ -398,7 +411,9 @@ export class ChoriaClient {
           if (reply === undefined) return;
           responses++;
           if (reply.sender !== identity) {
-            this.#logger.warn(`unexpected reply from ${reply.sender} to ${what}`, { requestId: id });
+            if (this.#refusals.admit(reply.sender, 'reply') !== undefined) {
+              this.#logger.warn(`unexpected reply from ${reply.sender} to ${what}`, { requestId: id });
+            }
             return;
           }
           cleanup();
@@ -460,7 +475,7 @@ export class ChoriaClient {
   subscribeLifecycle(
     type: LifecycleType | '*' | (string & {}),
     component: string,
-    handler: (event: LifecycleEvent) => void,
+    handler: (event: ReceivedLifecycleEvent) => void,
     opts: LifecycleSubscriptionOptions = {},
   ): LifecycleSubscription {
     this.#assertOpen();
@@ -472,10 +487,11 @@ export class ChoriaClient {
           this.#logger.error(`lifecycle subscription ${subject} failed: ${err.message}`);
           return;
         }
-        let event: LifecycleEvent;
+        let event: ReceivedLifecycleEvent;
         try {
           event = parseLifecycleEvent(msg.data);
         } catch (parseErr) {
+          if (parseErr instanceof IdentityRefusedError) return this.#refusals.refuse(parseErr.text, parseErr.why, 'event');
           if (opts.onInvalid !== undefined) opts.onInvalid(parseErr as Error, msg.data);
           else this.#logger.warn(`ignoring message on ${msg.subject}: ${(parseErr as Error).message}`);
           return;
@@ -556,6 +572,11 @@ export class ChoriaClient {
    * one write syscall (and one broker read) per request under load.
    */
   #publish(subject: string, bytes: Uint8Array, what: string, fail: (err: Error) => void): void {
+    // a subject this long makes a broker with the default max_control_line close the connection
+    if (Buffer.byteLength(subject, 'utf8') > MAX_SUBJECT_BYTES) {
+      fail(new RpcUnsendableError(`${what} was not sent: its subject is longer than ${MAX_SUBJECT_BYTES} bytes`));
+      return;
+    }
     this.#outbox.push({ subject, bytes, what, fail });
     if (this.#outbox.length === 1) setImmediate(this.#flushOutbox);
   }
@@ -566,7 +587,8 @@ export class ChoriaClient {
       try {
         this.nats.publish(subject, bytes);
       } catch (err) {
-        fail(new RpcError(`${what} could not be published to ${subject}: ${(err as Error).message}`, { cause: err }));
+        const Refused = (err as NatsError).code === ErrorCode.MaxPayloadExceeded ? RpcUnsendableError : RpcError;
+        fail(new Refused(`${what} could not be published to ${subject}: ${(err as Error).message}`, { cause: err }));
       }
     }
   };
@@ -603,9 +625,10 @@ export class ChoriaClient {
 
   /**
    * Discovery only needs the sender: the verified reply envelope's sender when the reply decodes,
-   * otherwise the transport header, as go-choria does (the body need not be JSON).
+   * otherwise the transport header, as go-choria does (the body need not be JSON); one that fails
+   * the identity rule is refused here.
    */
-  #discoverySender(msg: Msg, id: string): string | undefined {
+  #discoverySender(msg: Msg, id: string): NodeIdentity | undefined {
     let transport: DecodedTransport;
     try {
       transport = this.#codec.decodeTransport(msg.data);
@@ -613,13 +636,14 @@ export class ChoriaClient {
       if (this.#logger.isDebugEnabled()) this.#logger.debug(`ignoring undecodable discovery reply: ${(err as Error).message}`);
       return undefined;
     }
+    let sender = transport.headers.sender ?? '';
     try {
       const reply = this.#codec.decodeReply(transport);
-      if (reply.requestId === id && reply.sender !== '') return reply.sender;
+      if (reply.requestId === id && reply.sender !== '') sender = reply.sender;
     } catch {
-      // fall back to the transport header below
+      // the transport header's sender, as above
     }
-    return transport.headers.sender;
+    return this.#refusals.admit(sender, 'discovery');
   }
 
   #rpcResult(reply: DecodedReply, identity: string, what: string, responses: number, durationMs: number): RpcReply {

@@ -55,6 +55,9 @@ export function noReplyCame(err: unknown): boolean {
   return err instanceof RpcTimeoutError || err instanceof RpcReplyLostError;
 }
 
+/** The broker cannot carry the request (its subject is too long, or it is larger than max_payload): nothing was sent. */
+export class RpcUnsendableError extends RpcError {}
+
 /** The caller's AbortSignal fired while the request was outstanding. */
 export class RpcAbortError extends RpcError {
   constructor(
@@ -123,3 +126,20 @@ export class RpcMissingDataError extends RpcStatusError {}
 export class RpcInvalidDataError extends RpcStatusError {}
 /** Status 5 (and any code outside 1..5): generic failure. */
 export class RpcUnknownError extends RpcStatusError {}
+
+/**
+ * Whether the same request, sent again, must meet the same end, so a step ends at its first such
+ * failure instead of trying again: the node has no such action, or its action aborted (go-choria's
+ * status 1: it looked at the request and refused it, or failed part way, and meets the same state
+ * again); the request breaks the agent's DDL or the broker cannot carry it (nothing was sent); or
+ * the reply could not be read (a node answers the same request the same way).
+ */
+export function repeatingCannotHelp(err: unknown): boolean {
+  return (
+    err instanceof RpcUnknownActionError ||
+    err instanceof RpcAbortedError ||
+    err instanceof RpcInputError ||
+    err instanceof RpcUnsendableError ||
+    err instanceof ProtocolError
+  );
+}

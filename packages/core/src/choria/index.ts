@@ -3,6 +3,7 @@ export * from './errors.js';
 export * from './client.js';
 export * from './connector.js';
 export * from './lifecycle.js';
+export * from './identity.js';
 export * from './protocol/types.js';
 export * from './protocol/filter.js';
 export * from './protocol/subjects.js';

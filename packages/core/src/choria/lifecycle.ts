@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { ChoriaError } from './errors.js';
 import { bytesToText, isJsonObject, isStrictBase64, type JsonObject } from './protocol/encoding.js';
-import { assertSubjectPart } from './protocol/subjects.js';
+import { nodeIdentity, type NodeIdentity } from './identity.js';
 import { parseForeignJson } from '../util/json-syntax.js';
 
 export const LIFECYCLE_TYPES = ['startup', 'shutdown', 'provisioned', 'alive', 'upgraded', 'governor'] as const;
@@ -60,21 +60,18 @@ function typeFromProtocol(protocol: string): LifecycleType {
   return type;
 }
 
-function parseChoriaFormat(obj: JsonObject, format: LifecycleFormat): LifecycleEvent {
+/** An event as received: its identity passed the identity rule. */
+export type ReceivedLifecycleEvent = LifecycleEvent & { readonly identity: NodeIdentity };
+
+function parseChoriaFormat(obj: JsonObject, format: LifecycleFormat): ReceivedLifecycleEvent {
   const protocol = stringField(obj, 'protocol', { nonEmpty: true }) as string;
   const type = typeFromProtocol(protocol);
   const timestamp = obj['timestamp'];
   if (typeof timestamp !== 'number' || !Number.isInteger(timestamp)) throw new LifecycleEventError('"timestamp" must be an integer');
   const version = stringField(obj, 'version', { optional: true });
   const newVersion = stringField(obj, 'new_version', { optional: true });
-  const identity = stringField(obj, 'identity', { nonEmpty: true }) as string;
-  // The identity becomes the node's request subject: one that cannot be a NATS subject token
-  // sequence (spaces, wildcards, empty tokens) is garbage, not a node to provision.
-  try {
-    assertSubjectPart(identity, 'identity');
-  } catch (err) {
-    throw new LifecycleEventError((err as Error).message);
-  }
+  // the identity rule (identity.ts); IdentityRefusedError names the text it refused
+  const identity = nodeIdentity(stringField(obj, 'identity') as string);
   return {
     type,
     protocol,
@@ -109,9 +106,10 @@ function parseObject(text: string, what: string): JsonObject {
  * Parses an event in either format. Detection follows go-choria: a `protocol` starting with
  * `io.choria.lifecycle` is the Choria format; `specversion` 1.0 with source `io.choria.lifecycle`
  * is a CloudEvent whose `data` is a Choria-format event; anything else (including the legacy
- * `choria:lifecycle:<type>:1` spelling) is an unsupported format.
+ * `choria:lifecycle:<type>:1` spelling) is an unsupported format. Throws LifecycleEventError, or
+ * IdentityRefusedError for an identity that fails the identity rule.
  */
-export function parseLifecycleEvent(input: Uint8Array | string): LifecycleEvent {
+export function parseLifecycleEvent(input: Uint8Array | string): ReceivedLifecycleEvent {
   const obj = parseObject(typeof input === 'string' ? input : bytesToText(input), 'event');
   const protocol = obj['protocol'];
   if (typeof protocol === 'string' && protocol.startsWith(PROTOCOL_PREFIX)) return parseChoriaFormat(obj, 'choria');

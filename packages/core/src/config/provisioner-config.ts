@@ -47,6 +47,7 @@ interface ValidatedYaml {
   leader_election_bucket: string;
   liveness_timeout: string;
   monitor_api_token: string;
+  monitor_allowed_hosts: string[];
   monitor_tls_cert: string;
   monitor_tls_key: string;
   retry_backoff: string;
@@ -108,6 +109,9 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
   const durations = readDurations(yaml, properties, problems);
   const features = checkFeatures(yaml, problems);
   const coordination = coordinationMode(yaml, problems);
+  for (const name of yaml.monitor_allowed_hosts) {
+    if (!/^[A-Za-z0-9_.-]+$/.test(name)) problems.add(`monitor_allowed_hosts: ${JSON.stringify(name)} must be a host name without port (letters, digits, ".", "-", "_")`, 'monitor_allowed_hosts');
+  }
   if ((yaml.monitor_tls_cert === '') !== (yaml.monitor_tls_key === '')) {
     problems.add('monitor_tls_cert and monitor_tls_key go together: set both for HTTPS on the monitor port, or neither', yaml.monitor_tls_cert === '' ? 'monitor_tls_cert' : 'monitor_tls_key');
   }
@@ -151,6 +155,7 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
     coordinationHandover: yaml.coordination_handover,
     livenessTimeoutMs: durations.livenessTimeout,
     monitorApiToken: yaml.monitor_api_token,
+    monitorAllowedHosts: yaml.monitor_allowed_hosts,
     monitorTlsCert: yaml.monitor_tls_cert,
     monitorTlsKey: yaml.monitor_tls_key,
     retryBackoffMs: durations.retryBackoff,

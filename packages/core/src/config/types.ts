@@ -63,6 +63,8 @@ export interface ProvisionerConfig {
   readonly monitorTlsKey: string;
   /** extension: bearer token of the monitor port's control requests; '' refuses them (never logged) */
   readonly monitorApiToken: string;
+  /** extension: Host names the monitor port shows nodes and takes control requests under (monitor/host-check.ts) */
+  readonly monitorAllowedHosts: readonly string[];
   /** extension: first back-off of a failing node (0: none, as upstream) and its cap */
   readonly retryBackoffMs: number;
   readonly retryBackoffMaxMs: number;

@@ -192,13 +192,13 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
     // A probe across a broker outage, or while the servers may still be reconnecting, proves
     // nothing either way: a present node could not answer, and the node may not have acted yet.
     const settled = linkSettled(before, after, fleetReconnect, probeStart);
-    if (!settled && !answered.includes(req.identity)) {
+    if (!settled && !(answered as readonly string[]).includes(req.identity)) {
       misses = 0;
       deadline = Math.max(deadline, after.upSince + fleetReconnect + margin);
       await sleep(interval, req.signal);
       continue;
     }
-    if (answered.includes(req.identity)) {
+    if ((answered as readonly string[]).includes(req.identity)) {
       misses = 0;
       // Waiting cannot tell more: its `provisioned` event may be lost with the broker, and the
       // restart that follows either way is what tells (a node not configured refuses it)

@@ -1,9 +1,10 @@
 // Typed parsers for the `data` of each choria_provision / rpcutil reply: node answers are external
 // input, so they are checked here and carried as typed values afterwards.
-import { ProvisionerError } from '../util/errors.js';
+import { ProtocolError } from '../choria/errors.js';
 import { isPlainObject } from '../util/values.js';
 
-export class NodeReplyError extends ProvisionerError {}
+/** A reply's data is not of its action's shape: asking again gets the same (repeatingCannotHelp). */
+export class NodeReplyError extends ProtocolError {}
 
 function obj(data: unknown, what: string): Record<string, unknown> {
   if (!isPlainObject(data)) throw new NodeReplyError(`${what} reply data is not an object`);

@@ -4,7 +4,7 @@
 // re-sent before the node was observed (lost-reply.ts).
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
-import { ProvisioningLockError, RpcAbortError, RpcAbortedError, RpcReplyLostError, RpcTimeoutError, RpcUnknownActionError, noReplyCame } from '../choria/errors.js';
+import { ProvisioningLockError, RpcAbortError, RpcReplyLostError, RpcTimeoutError, noReplyCame, repeatingCannotHelp } from '../choria/errors.js';
 import type { HostMetrics, LostReplyFinding, RpcName } from './types.js';
 import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import { PausedError, type PauseFlag } from '../util/pause.js';
@@ -205,10 +205,7 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
       }
       const answered = req.answer?.(last);
       if (answered !== undefined) return { replied: true, value: answered };
-      // Asking again cannot change the answer: a node without the action, or one whose action
-      // aborted (go-choria's status 1: it looked at the request and refused it, or failed part
-      // way, and the same request meets the same state again).
-      if (last instanceof RpcUnknownActionError || last instanceof RpcAbortedError) break;
+      if (repeatingCannotHelp(last)) break;
       if (changing !== undefined && noReplyCame(err)) {
         // the reply may have been lost after the node acted on the request
         const { finding, back } = await investigate(ctx, name, changing, started, last, req.data);

@@ -3,6 +3,7 @@
 // instances differ only by their `site` label value, so one /metrics page serves several sites.
 import { Counter, Gauge, Histogram, Registry, Summary, type LabelValues, type MetricObjectWithValues, type MetricValueWithName } from 'prom-client';
 
+import type { IdentitySource } from '../choria/identity.js';
 import { OUTCOMES, OUTCOME_RULES, type HostMetrics, type LostReplyFinding, type Outcome, type RpcName } from '../host/types.js';
 
 type Labels<T extends string> = T;
@@ -26,6 +27,7 @@ interface MetricSet {
   paused: Gauge<Labels<'site'>>;
   outcomes: Counter<Labels<'site' | 'outcome'>>;
   eventErrors: Counter<Labels<'site'>>;
+  refusedIdentities: Counter<Labels<'site' | 'source'>>;
   queueFull: Counter<Labels<'site'>>;
   lostReplies: Counter<Labels<'site' | 'rpc' | 'finding'>>;
   electionCampaigns: Counter<Labels<'election' | 'identity' | 'state'>>;
@@ -146,6 +148,7 @@ function register(registry: Registry): MetricSet {
     paused: gauge(registry, 'choria_provisioner_paused', '1 while the provisioner is paused (standby), else 0', s),
     outcomes: counter(registry, 'choria_provisioner_outcomes', 'Provisioning attempts by outcome', ['site', 'outcome'] as const),
     eventErrors: counter(registry, 'choria_provisioner_event_errors', 'Lifecycle events that could not be parsed', s),
+    refusedIdentities: counter(registry, 'choria_provisioner_refused_identities', 'Node identities that failed the identity rule where they entered, by where they came from', ['site', 'source'] as const),
     queueFull: counter(registry, 'choria_provisioner_queue_full', 'Nodes dropped because the work queue was full', s),
     lostReplies: counter(
       registry,
@@ -236,6 +239,10 @@ export class ProvisionerMetrics implements HostMetrics {
   }
   eventError(): void {
     this.#m.eventErrors.inc({ site: this.site });
+  }
+  /** A node identity failed the identity rule (choria/identity.ts) where it entered. */
+  refusedIdentity(source: IdentitySource): void {
+    this.#m.refusedIdentities.inc({ site: this.site, source });
   }
   queueFull(): void {
     this.#m.queueFull.inc({ site: this.site });

@@ -5,10 +5,11 @@
 // operations are refused: the port listens on every interface by default.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ControlRequest } from '../provisioner/queries.js';
-import type { Provisioner } from '../provisioner/provisioner.js';
+import type { Provisioner, RetryAnswer } from '../provisioner/provisioner.js';
+import { whyNotIdentity } from '../choria/identity.js';
 
 export interface ControlAnswer {
-  readonly status: 200 | 400 | 401 | 403 | 404;
+  readonly status: 200 | 400 | 401 | 403 | 404 | 409;
   readonly body: { error?: string; sites?: { site: string; result: string }[] };
 }
 
@@ -42,9 +43,24 @@ export function controlProvisioners(provisioners: readonly Provisioner[], req: C
   if ((req.action === 'release' || req.action === 'retry') && (req.identity === undefined || req.identity === '')) {
     return { status: 400, body: { error: `${req.action} needs a node: POST /nodes/<identity>/${req.action}` } };
   }
+  // the identity rule, where the identity enters: refused (logged and counted by each site) before anything acts
+  const why = req.identity === undefined ? undefined : whyNotIdentity(req.identity);
+  if (why !== undefined) {
+    for (const p of targets) p.refusals.refuse(req.identity ?? '', why, 'control');
+    return { status: 400, body: { error: `${req.action} refused: the node is not a valid identity (${why})` } };
+  }
+  // a paused site queues nothing: a retry that no site can take is a conflict, said per site
+  const nowhere = req.action === 'retry' && targets.every((p) => p.paused);
   const sites = targets.map((p) => ({ site: p.config.site, result: act(p, req) }));
-  return { status: 200, body: { sites } };
+  return { status: nowhere ? 409 : 200, body: { sites } };
 }
+
+const RETRY_SAID: Readonly<Record<RetryAnswer, (identity: string) => string>> = {
+  queued: (id) => `queued ${id}`,
+  'not-queued': (id) => `${id} is already on the list, or the queue is full`,
+  paused: (id) => `not queued ${id}: the site is paused and queues nothing; resume it first`,
+  'not-an-identity': () => 'not queued: the node is not a valid identity',
+};
 
 function act(p: Provisioner, req: ControlRequest): string {
   const identity = req.identity ?? '';
@@ -62,6 +78,6 @@ function act(p: Provisioner, req: ControlRequest): string {
     case 'release':
       return p.release(identity) ? `released ${identity}` : `${identity} was not quarantined`;
     case 'retry':
-      return p.retry(identity) ? `queued ${identity}` : `${identity} is already on the list, or the provisioner is paused or its queue full`;
+      return RETRY_SAID[p.retry(identity)](identity);
   }
 }

@@ -10,6 +10,8 @@ import type { Registry } from 'prom-client';
 import { errorText } from '../util/values.js';
 import { MAX_NODE_PAGE, NODE_SORT_KEYS, type ControlAction, type ControlRequest, type NodeQuery, type NodeSortKey, type StatusQuery } from '../provisioner/queries.js';
 import { STATUS_PAGE_CSP, STATUS_PAGE_HTML } from './status-page/page.js';
+import { visibleText } from '../util/visible-text.js';
+import { hostCheck } from './host-check.js';
 
 export interface MonitorServerOptions {
   port: number;
@@ -28,6 +30,11 @@ export interface MonitorServerOptions {
   tls?: { cert: string; key: string };
   /** POST /pause, /resume, /nodes/<identity>/release, /nodes/<identity>/retry (see controlProvisioners) */
   control?: (req: ControlRequest) => { status: number; body: unknown };
+  /**
+   * Names besides IP literals, `localhost` and `host` that a request's Host header may name to be
+   * shown the status page, /status and /nodes or to send a control request (host-check.ts)
+   */
+  allowedHosts?: readonly string[];
 }
 
 class QueryError extends Error {}
@@ -97,9 +104,15 @@ export interface HealthReport {
 
 const DEFAULT_STALL_LIMIT_MS = 10_000;
 
+/** What shows nodes or changes the site: answered only to a known Host (host-check.ts); POSTs are all control requests. */
+const SHOWS_NODES: ReadonlySet<string> = new Set(['/', '/status', '/nodes']);
+
+// every text served is shown through visibleText: it may hold what a node sent
+const visible = (_key: string, value: unknown): unknown => (typeof value === 'string' ? visibleText(value) : value);
+
 /** Answers `body` as indented JSON; throws (before anything is written) when it cannot be rendered. */
 function json(res: ServerResponse, code: number, body: unknown): void {
-  const text = `${JSON.stringify(body, null, 2)}\n`;
+  const text = `${JSON.stringify(body, visible, 2)}\n`;
   res.writeHead(code, { 'content-type': 'application/json' });
   res.end(text);
 }
@@ -115,10 +128,16 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
   const loopDelay = monitorEventLoopDelay({ resolution: 20 });
   loopDelay.enable();
   const stallLimitMs = opts.stallLimitMs ?? DEFAULT_STALL_LIMIT_MS;
+  const knownHost = hostCheck({ bindAddress: opts.host ?? '0.0.0.0', allowed: opts.allowedHosts });
   const handler: RequestListener = (req, res) => {
     const url = new URL(req.url ?? '/', 'http://monitor');
     const path = url.pathname;
     const token = bearerToken(req.headers.authorization);
+    if ((req.method === 'POST' || SHOWS_NODES.has(path)) && !knownHost(req.headers.host)) {
+      req.resume();
+      json(res, 403, { error: `this port answers ${path} only to a Host it is known by: an IP address, localhost, its bind address or a name in monitor_allowed_hosts` });
+      return;
+    }
     if (req.method === 'POST') {
       const route = controlRoute(path);
       if (route === undefined || opts.control === undefined) {

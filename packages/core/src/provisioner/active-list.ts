@@ -4,6 +4,7 @@
 // transitions. Each wait (the hold, the lock wait) is a deadline of its own in a min-heap, so the
 // waits need not be of one length. What happened to a node before is its history
 // (history/node-history.ts).
+import type { NodeIdentity } from '../choria/identity.js';
 import { OUTCOME_RULES, type Outcome } from '../host/types.js';
 import { MinHeap } from '../util/min-heap.js';
 
@@ -13,7 +14,7 @@ export type DiscoverySource = 'discovery' | 'event' | 'operator';
 
 /** A node on the active list, as the rest of the provisioner sees it: read-only. */
 export interface ActiveEntry {
-  readonly identity: string;
+  readonly identity: NodeIdentity;
   /** distinguishes a re-added entry from a stale queue item of the same identity */
   readonly generation: number;
   readonly discoveredAt: number;
@@ -98,7 +99,7 @@ export class ActiveList {
    * intent protects: a long queue no longer makes waiting nodes "stale" while they are being seen.
    * `pastAttempts`: the node's attempts so far (its history), which a new entry counts on from.
    */
-  offer(identity: string, source: DiscoverySource, now: number, refreshAfterMs: number, pastAttempts = 0, reportedVersion?: string): { result: OfferResult; entry: ActiveEntry } {
+  offer(identity: NodeIdentity, source: DiscoverySource, now: number, refreshAfterMs: number, pastAttempts = 0, reportedVersion?: string): { result: OfferResult; entry: ActiveEntry } {
     const existing = this.#active.get(identity);
     if (existing !== undefined) {
       if (reportedVersion !== undefined) existing.reportedVersion = reportedVersion;

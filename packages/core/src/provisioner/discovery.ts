@@ -2,6 +2,7 @@
 // in the metrics. A failure is logged, not thrown: the next interval tries again.
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
+import type { NodeIdentity } from '../choria/identity.js';
 import type { ProvisionerMetrics } from '../metrics/metrics.js';
 import { errorText } from '../util/values.js';
 
@@ -18,8 +19,8 @@ export async function discoverNodes(
   metrics: ProvisionerMetrics,
   logger: Logger,
   signal: AbortSignal,
-  onFound?: (identity: string) => void,
-): Promise<string[]> {
+  onFound?: (identity: NodeIdentity) => void,
+): Promise<NodeIdentity[]> {
   metrics.discoverCycle();
   try {
     return await client.discover({ agent: 'choria_provision', signal, ...(onFound === undefined ? {} : { onFound, listenToEnd: true }) });

@@ -8,6 +8,7 @@
 // (work-handover.ts) unless coordination_handover is off.
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
+import type { NodeIdentity } from '../choria/identity.js';
 import type { ProvisionerConfig } from '../config/types.js';
 import { isWaiting, type ActiveEntry, type ActiveList, type DiscoverySource } from './active-list.js';
 import { Membership, type GrantedNode } from './coordination/index.js';
@@ -21,7 +22,7 @@ export interface FleetShareOptions {
   /** whether the provisioner is running (a membership change while starting or stopping moves nothing) */
   readonly running: () => boolean;
   /** offers a node taken over (Provisioner.offer) */
-  readonly offer: (identity: string, source: DiscoverySource, reportedVersion: string | undefined) => boolean;
+  readonly offer: (identity: NodeIdentity, source: DiscoverySource, reportedVersion: string | undefined) => boolean;
   /** the list changed */
   readonly listChanged: () => void;
   /** the membership changed (the coordination metrics) */
@@ -40,7 +41,7 @@ export interface JoinOptions {
   /** nothing queued and a worker free: this instance could take queued nodes from a busier member */
   readonly idle: () => boolean;
   /** adds a node another member handed over (Provisioner's path for it) */
-  readonly take: (identity: string, source: DiscoverySource, reportedVersion: string | undefined) => boolean;
+  readonly take: (identity: NodeIdentity, source: DiscoverySource, reportedVersion: string | undefined) => boolean;
 }
 
 export class FleetShare {
@@ -137,7 +138,7 @@ export class FleetShare {
    * (a joiner heard of no grant made before it came).
    */
   #reportBusy(membership: Membership): void {
-    const byOwner = new Map<string, string[]>();
+    const byOwner = new Map<string, NodeIdentity[]>();
     for (const e of this.#opts.list.entries()) {
       const working = e.state === 'provisioning' || (e.state === 'queued' && this.#opts.policy.mayWork(e.identity));
       if (!working) continue;

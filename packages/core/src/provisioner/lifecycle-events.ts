@@ -3,7 +3,8 @@
 // shutdown before it goes (whoever provisioned it is done with it).
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
-import type { LifecycleEvent } from '../choria/lifecycle.js';
+import type { ReceivedLifecycleEvent } from '../choria/lifecycle.js';
+import type { NodeIdentity } from '../choria/identity.js';
 import type { ProvisionerConfig } from '../config/types.js';
 import type { ProvisionerMetrics } from '../metrics/metrics.js';
 import type { DiscoverySource } from './active-list.js';
@@ -16,7 +17,7 @@ export interface NodeLifecycleOptions {
   readonly history: NodeHistory;
   /** whether a startup event may add its node now (not while paused: Provisioner.acceptsStartups) */
   readonly acceptsStartups: () => boolean;
-  readonly offer: (identity: string, source: DiscoverySource, reportedVersion?: string) => boolean;
+  readonly offer: (identity: NodeIdentity, source: DiscoverySource, reportedVersion?: string) => boolean;
   /** the node announced a restart or shutdown */
   readonly leftProvisioning: (identity: string) => void;
 }
@@ -27,7 +28,7 @@ export function listenToNodeLifecycle(client: ChoriaClient, o: NodeLifecycleOpti
     o.metrics.eventError();
     o.logger.debug(`Ignoring an invalid lifecycle event: ${err.message}`);
   };
-  const onEvent = (ev: LifecycleEvent): void => {
+  const onEvent = (ev: ReceivedLifecycleEvent): void => {
     if (ev.type === 'shutdown') return o.leftProvisioning(ev.identity);
     if (ev.type !== 'startup') return;
     // the node booted again: whatever made it fail may be gone, and what it was configured with before is no longer a given

@@ -9,6 +9,7 @@ import type { Logger } from 'winston';
 import { Registry } from 'prom-client';
 import type { ChoriaSettings, ProvisionerConfig } from '../config/types.js';
 import type { ChoriaClient } from '../choria/client.js';
+import { RefusedIdentities, type NodeIdentity } from '../choria/identity.js';
 import { ProvisionerMetrics } from '../metrics/metrics.js';
 import type { NodeQuery, StatusQuery } from './queries.js';
 import type { HostResult, HostRunner, Outcome } from '../host/types.js';
@@ -40,6 +41,9 @@ import { QueueFullError, WorkQueue } from './work-queue.js';
 import { SiteLease } from './lease.js';
 import { RightToActLostError } from '../host/fence.js';
 
+/** What Provisioner.retry() did. */
+export type RetryAnswer = 'queued' | 'not-queued' | 'paused' | 'not-an-identity';
+
 /** How many nodes a discovery offers in one turn of the event loop (see discover). */
 const DISCOVERY_OFFER_BATCH = 50;
 
@@ -50,6 +54,8 @@ export class Provisioner {
   readonly metrics: ProvisionerMetrics;
   readonly pauseFlag: PauseFlag;
   readonly version: string;
+  /** where this site's identities that fail the identity rule go: logged once each, counted */
+  readonly refusals: RefusedIdentities;
 
   readonly #opts: ProvisionerOptions;
   readonly #list: ActiveList;
@@ -90,6 +96,7 @@ export class Provisioner {
     this.version = opts.version ?? VERSION;
     this.logger = opts.logger ?? silentLogger();
     this.metrics = new ProvisionerMetrics(opts.registry ?? new Registry(), opts.config.site);
+    this.refusals = new RefusedIdentities(this.logger, (source) => this.metrics.refusedIdentity(source));
     this.pauseFlag = new PauseFlag(false);
     this.pauseFlag.onChange((p) => this.metrics.setPaused(p));
     const capacity = opts.queueCapacity ?? 50_000;
@@ -106,8 +113,8 @@ export class Provisioner {
       membershipChanged: () => this.#gauges.coordination(),
       handedOver: (direction, n) => this.metrics.handedOver(opts.choria.identity, direction, n),
     });
-    this.#connection = { site: opts.config.site, choria: opts.choria, logger: this.logger, signal: this.#stop.signal };
-    const { history, sync } = siteHistory({ ...opts, logger: this.logger, readOnly: opts.dryRun === true, retryMs: opts.historyRetryMs, choriaAccount: () => choriaAccountConnection(this.#connection) });
+    this.#connection = { site: opts.config.site, choria: opts.choria, logger: this.logger, signal: this.#stop.signal, refusals: this.refusals };
+    const { history, sync } = siteHistory({ ...opts, logger: this.logger, readOnly: opts.dryRun === true, retryMs: opts.historyRetryMs, refusals: this.refusals, choriaAccount: () => choriaAccountConnection(this.#connection) });
     this.#history = history;
     this.#historySync = sync;
     this.#lease = new SiteLease({
@@ -209,7 +216,7 @@ export class Provisioner {
       logger: this.logger,
       history: this.#history,
       acceptsStartups: () => this.#acceptsStartups(),
-      offer: (identity, source, reportedVersion) => this.offer(identity, source, reportedVersion),
+      offer: (identity, source, reportedVersion) => this.#add(identity, source, reportedVersion, 'offer'),
       leftProvisioning: (identity) => this.#share.leftProvisioning(identity),
     });
     for (let i = 0; i < this.config.workers; i++) this.#workers.push(this.#work(i));
@@ -284,8 +291,8 @@ export class Provisioner {
       return 0;
     }
     let added = 0;
-    const offer = (identity: string): void => {
-      if (this.offer(identity, 'discovery')) added++;
+    const offer = (identity: NodeIdentity): void => {
+      if (this.#add(identity, 'discovery', undefined, 'offer')) added++;
     };
     // The first nodes start while the discovery listens on for late answers, unless the policy
     // wants the whole list first to shuffle it. Offered in small batches once the replies at hand
@@ -293,13 +300,13 @@ export class Provisioner {
     // comes on the connection meanwhile (a new member's heartbeat, to be answered before it
     // settles) should not wait for the offers of a whole fleet.
     const asFound = this.#policy.offersAsFound;
-    const pending: string[] = [];
+    const pending: NodeIdentity[] = [];
     let offering: NodeJS.Immediate | undefined;
     const offerBatch = (): void => {
       for (const identity of pending.splice(0, DISCOVERY_OFFER_BATCH)) offer(identity);
       offering = pending.length > 0 ? setImmediate(offerBatch) : undefined;
     };
-    const onFound = (identity: string): void => {
+    const onFound = (identity: NodeIdentity): void => {
       pending.push(identity);
       offering ??= setImmediate(offerBatch);
     };
@@ -314,14 +321,16 @@ export class Provisioner {
 
   /**
    * Offers a node for provisioning; returns true when it was added to the list and queued.
-   * `reportedVersion`: the go-choria version its startup event names, if any.
+   * `reportedVersion`: the go-choria version its startup event names, if any. An identity that
+   * fails the identity rule (choria/identity.ts) is refused (logged and counted).
    */
   offer(identity: string, source: DiscoverySource, reportedVersion?: string): boolean {
-    return this.#add(identity, source, reportedVersion, 'offer');
+    const id = this.refusals.admit(identity, 'control');
+    return id !== undefined && this.#add(id, source, reportedVersion, 'offer');
   }
 
   /** offer(), and the path of a node another active/active member handed over (not a new sighting). */
-  #add(identity: string, source: DiscoverySource, reportedVersion: string | undefined, how: 'offer' | 'handover'): boolean {
+  #add(identity: NodeIdentity, source: DiscoverySource, reportedVersion: string | undefined, how: 'offer' | 'handover'): boolean {
     if (this.#state !== 'running') return false;
     const now = Date.now();
     // a failing node waits out its back-off; a quarantined one waits for an operator or a reboot
@@ -503,18 +512,29 @@ export class Provisioner {
     });
   }
 
-  /** Ends a node's quarantine (and back-off); true when it was quarantined. It is tried with the next discovery or event. */
+  /**
+   * Ends a node's quarantine (and back-off); true when it was quarantined. It is tried with the
+   * next discovery or event. An identity that fails the identity rule is refused (false).
+   */
   release(identity: string): boolean {
+    if (this.refusals.admit(identity, 'control') === undefined) return false;
     const was = this.#history.release(identity, Date.now());
     if (was) this.logger.info(`Released ${identity} from quarantine on request`);
     this.#gauges.counts();
     return was;
   }
 
-  /** Ends a node's quarantine and back-off and queues it now; false when it is already on the list (or the queue is full). */
-  retry(identity: string): boolean {
-    this.#history.release(identity, Date.now());
-    return this.offer(identity, 'operator');
+  /**
+   * Ends a node's quarantine and back-off and queues it now. Says why not otherwise: the identity
+   * fails the identity rule, the site is paused (a paused site queues nothing), or the node is on
+   * the list already (or the queue is full).
+   */
+  retry(identity: string): RetryAnswer {
+    const id = this.refusals.admit(identity, 'control');
+    if (id === undefined) return 'not-an-identity';
+    if (this.paused) return 'paused';
+    this.#history.release(id, Date.now());
+    return this.#add(id, 'operator', undefined, 'offer') ? 'queued' : 'not-queued';
   }
 
   /** /readyz for this site (site-status.ts says when a site is ready). */

@@ -2,6 +2,7 @@
 // that): the metrics, the node's history (back-off and quarantine), the throughput chart, the
 // count of nodes finished, and, for a success, the note to the other active/active members. The
 // outcome table (OUTCOME_RULES) says what each outcome means; this applies it.
+import type { NodeIdentity } from '../choria/identity.js';
 import type { Logger } from 'winston';
 import { OUTCOMES, outcomeMeaning, type HostResult, type Outcome } from '../host/types.js';
 import type { ProvisionerMetrics } from '../metrics/metrics.js';
@@ -10,7 +11,7 @@ import { RecentThroughput, type ThroughputSeries } from './throughput.js';
 
 /** One attempt that ended. */
 export interface EndedAttempt {
-  readonly identity: string;
+  readonly identity: NodeIdentity;
   /** when this round found the node */
   readonly discoveredAt: number;
   readonly startedAt: number;
@@ -22,7 +23,7 @@ export interface OutcomeRecorderOptions {
   readonly metrics: ProvisionerMetrics;
   readonly history: NodeHistory;
   /** a node was finished here (provisioned, shut down, upgraded) */
-  readonly onSuccess: (identity: string) => void;
+  readonly onSuccess: (identity: NodeIdentity) => void;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();

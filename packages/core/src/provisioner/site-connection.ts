@@ -4,6 +4,7 @@
 import type { Logger } from 'winston';
 import { ChoriaClient } from '../choria/client.js';
 import { connectChoria } from '../choria/connector.js';
+import type { RefusedIdentities } from '../choria/identity.js';
 import type { ChoriaSettings } from '../config/types.js';
 import { errorText } from '../util/values.js';
 import type { HistoryConnection } from './history/index.js';
@@ -14,12 +15,14 @@ export interface SiteConnectionOptions {
   readonly logger: Logger;
   /** aborted by stop(): ends the retries */
   readonly signal: AbortSignal;
+  /** where the client's identities that fail the identity rule go */
+  readonly refusals: RefusedIdentities;
 }
 
 /** The client retries an unreachable broker by itself (logging each try); undefined when `signal` stopped it. */
 export async function connectSite(opts: SiteConnectionOptions): Promise<ChoriaClient | undefined> {
   try {
-    return await ChoriaClient.connect(opts.choria, { logger: opts.logger, name: `choria-provisioner ${opts.site}`.trim(), signal: opts.signal });
+    return await ChoriaClient.connect(opts.choria, { logger: opts.logger, name: `choria-provisioner ${opts.site}`.trim(), signal: opts.signal, refusals: opts.refusals });
   } catch (err) {
     if (opts.signal.aborted) return undefined;
     throw new Error(`could not start the provisioner for site "${opts.site}": ${errorText(err)}`, { cause: err });

@@ -2,6 +2,7 @@
 // quarantine by the site's policy) and their sync with the history bucket, through the
 // choria-account connection when the provisioner logs in as the `provisioner` user.
 import type { Logger } from 'winston';
+import type { RefusedIdentities } from '../choria/identity.js';
 import type { ChoriaSettings, ProvisionerConfig } from '../config/types.js';
 import { PROVISIONER_NATS_USER } from '../config/choria-config.js';
 import { errorText } from '../util/values.js';
@@ -17,6 +18,8 @@ export interface SiteHistoryOptions {
   readonly retryMs?: number | undefined;
   /** the connection to the choria account (site-connection.ts) */
   readonly choriaAccount: () => HistoryConnection;
+  /** where records whose identity fails the identity rule go */
+  readonly refusals: RefusedIdentities;
 }
 
 export function siteHistory(opts: SiteHistoryOptions): { history: NodeHistory; sync: HistorySync } {
@@ -27,12 +30,14 @@ export function siteHistory(opts: SiteHistoryOptions): { history: NodeHistory; s
     ttlMs: config.historyTtlMs,
     onWriteError: (err) => logger.warn(`Could not write the node history to bucket ${config.historyBucket}, keeping changes until it can: ${errorText(err)}`),
     onWritten: () => logger.info(`Writing the node history to bucket ${config.historyBucket} again`),
+    onWriteRefused: (err) => logger.warn(`Not writing a record of the node history again: ${errorText(err)}`),
   });
   const sync = new HistorySync({
     history,
     config,
     logger,
     readOnly: opts.readOnly,
+    refusals: opts.refusals,
     ...(opts.retryMs !== undefined ? { retryMs: opts.retryMs } : {}),
     ...(opts.choria.natsUser === PROVISIONER_NATS_USER ? { secondary: opts.choriaAccount() } : {}),
   });

@@ -14,6 +14,7 @@
 // - the taker leaves: the giver takes its handed nodes back at once (WorkPolicy.membersChanged);
 // - the giver leaves: the taker keeps what it was given; the node lock keeps it apart from the
 //   member that now owns those nodes by rendezvous hashing.
+import type { NodeIdentity } from '../choria/identity.js';
 import type { Logger } from 'winston';
 import type { ActiveList, DiscoverySource } from './active-list.js';
 import type { GrantedNode, Membership } from './coordination/index.js';
@@ -38,7 +39,7 @@ export interface WorkHandoverOptions {
   /** nothing queued and a worker free, running and not paused: this instance could take work */
   readonly idle: () => boolean;
   /** adds a node handed over to this instance to its list and queue; false when it could not */
-  readonly take: (identity: string, source: DiscoverySource, reportedVersion: string | undefined) => boolean;
+  readonly take: (identity: NodeIdentity, source: DiscoverySource, reportedVersion: string | undefined) => boolean;
   readonly listChanged: () => void;
   /** counts the nodes moved (the metric) */
   readonly moved: (direction: 'given' | 'taken', n: number) => void;

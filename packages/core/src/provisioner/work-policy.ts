@@ -6,6 +6,7 @@
 // Queued nodes handed over between members (work-handover.ts) bend the share: a node granted to
 // this instance is its own, one it handed to another member is not, for as long as the membership
 // is formed and the hand-over stands (the taker finishes the node or leaves, or it expires).
+import type { NodeIdentity } from '../choria/identity.js';
 import type { CoordinationMode } from '../config/types.js';
 import type { EffectiveCoordination } from '../metrics/metrics.js';
 import type { DiscoverySource } from './active-list.js';
@@ -127,7 +128,7 @@ export class WorkPolicy {
   }
 
   /** The order in which to offer the nodes a discovery found (in place): random when lock-only. */
-  order(found: string[]): string[] {
+  order<T extends string>(found: T[]): T[] {
     return this.#lockOnly ? shuffle(found) : found;
   }
 
@@ -146,7 +147,7 @@ export class WorkPolicy {
   }
 
   /** A node another member owns was seen (or handed over): kept in case its owner leaves. */
-  noteForeign(identity: string, source: DiscoverySource, now: number, reportedVersion?: string): void {
+  noteForeign(identity: NodeIdentity, source: DiscoverySource, now: number, reportedVersion?: string): void {
     this.#foreign.note(identity, source, now, reportedVersion);
   }
 

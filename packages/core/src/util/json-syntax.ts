@@ -194,9 +194,40 @@ export function whyNotJson(text: string): string {
  * instead of JSON.parse's error, whose message quotes the text.
  */
 export function parseForeignJson(text: string, fail: (why: string) => Error): unknown {
+  const depth = nestingBeyond(text, MAX_FOREIGN_JSON_DEPTH);
+  if (depth !== undefined) throw fail(`it nests arrays and objects more than ${MAX_FOREIGN_JSON_DEPTH} deep (at position ${depth})`);
   try {
     return JSON.parse(text) as unknown;
   } catch {
     throw fail(whyNotJson(text));
   }
+}
+
+/**
+ * How deep text from outside may nest arrays and objects. JSON.parse takes any depth, but what
+ * handles the value afterwards (JSON.stringify, redaction, the helper's input) recurses, and a
+ * value nested 100,000 deep exhausts the stack there. Real replies nest a few levels.
+ */
+export const MAX_FOREIGN_JSON_DEPTH = 512;
+
+/** The position where `text` first nests deeper than `max` (outside strings), or undefined. */
+function nestingBeyond(text: string, max: number): number | undefined {
+  // a text cannot open more brackets than it has characters
+  if (text.length <= max) return undefined;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return i;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return undefined;
 }

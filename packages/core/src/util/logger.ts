@@ -1,10 +1,13 @@
 // Structured logging with winston: one logger per provisioner instance (field `site`), children per
 // host (field `host`). Secrets never reach a transport: a format redacts well-known secret fields,
 // and blanks PEM blocks, JWTs and nkey seeds in every message (util/redact.ts; the texts a message
-// quotes from helpers and nodes were redacted in full where they were quoted).
+// quotes from helpers and nodes were redacted in full where they were quoted). Then every control
+// character in the message and the fields is written as a visible escape (util/visible-text.ts):
+// text a node sent cannot move the cursor of a terminal showing the log, nor start a line of its own.
 import winston from 'winston';
 import type { Logger } from 'winston';
 import { maskKnownSecrets } from './redact.js';
+import { visibleStrings, visibleText } from './visible-text.js';
 
 export type { Logger } from 'winston';
 
@@ -50,12 +53,12 @@ function redactValue(value: unknown, depth: number): unknown {
 
 const redact = winston.format((info) => {
   // the last line of defence: whatever a message quotes, no PEM block, JWT or nkey seed is written
-  if (typeof info.message === 'string') info.message = maskKnownSecrets(info.message);
+  if (typeof info.message === 'string') info.message = visibleText(maskKnownSecrets(info.message));
   for (const k of Object.keys(info)) {
     if (k === 'level' || k === 'message') continue;
     const v = info[k];
     if (SECRET_FIELDS.has(k.toLowerCase()) && v !== '' && v !== undefined) info[k] = '[redacted]';
-    else info[k] = redactValue(v, 0);
+    else info[k] = visibleStrings(redactValue(v, 0));
   }
   return info;
 });

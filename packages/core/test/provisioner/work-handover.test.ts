@@ -1,6 +1,7 @@
 // The hand-over of queued nodes between active/active members, with a scripted membership: who is
 // asked and for how much, what is handed over (queued nodes only, from the end of the queue, at
 // most half), and how the share bends while a hand-over stands (WorkPolicy).
+import { nodeIdentity as id } from '../../src/choria/identity.js';
 import { describe, expect, it } from 'vitest';
 import { ActiveList, type DiscoverySource } from '../../src/provisioner/active-list.js';
 import type { GrantedNode, Membership, MembershipState } from '../../src/provisioner/coordination/index.js';
@@ -111,7 +112,7 @@ describe('WorkHandover', () => {
 
   it('hands over at most half of its queued nodes, from the end of the queue, and none in flight, held or locked', () => {
     const t = setup();
-    const entries = Array.from({ length: 10 }, (_, i) => t.list.offer(`n${i}`, 'discovery', t.now(), 60_000, 0, i === 9 ? '0.30.2' : undefined).entry);
+    const entries = Array.from({ length: 10 }, (_, i) => t.list.offer(id(`n${i}`), 'discovery', t.now(), 60_000, 0, i === 9 ? '0.30.2' : undefined).entry);
     t.list.startAttempt(entries[0]!, t.now()); // in flight
     t.list.startAttempt(entries[8]!, t.now()); // in flight, near the end
     // 8 queued: n1..n7, n9; half is 4, the asker wants 6
@@ -127,8 +128,8 @@ describe('WorkHandover', () => {
 
   it('does not pass on nodes it was handed itself', () => {
     const t = setup();
-    for (let i = 0; i < 4; i++) t.list.offer(`own${i}`, 'discovery', t.now(), 60_000);
-    t.handover.received(OTHER, [{ identity: 'g1' }, { identity: 'g2' }, { identity: 'g3' }, { identity: 'g4' }]);
+    for (let i = 0; i < 4; i++) t.list.offer(id(`own${i}`), 'discovery', t.now(), 60_000);
+    t.handover.received(OTHER, [{ identity: id('g1') }, { identity: id('g2') }, { identity: id('g3') }, { identity: id('g4') }]);
     // 8 queued, 4 of them granted by OTHER: only its own 4 count, half of them go, from the end
     t.handover.answer(PEER, 8);
     expect(t.membership.grants).toEqual([[PEER, [{ identity: 'own2' }, { identity: 'own3' }]]]);
@@ -137,7 +138,7 @@ describe('WorkHandover', () => {
 
   it('answers an ask with nothing to spare with an empty grant, and ignores one from a non-member', () => {
     const t = setup();
-    t.list.offer('only', 'discovery', t.now(), 60_000);
+    t.list.offer(id('only'), 'discovery', t.now(), 60_000);
     t.handover.answer(PEER, 4);
     expect(t.membership.grants).toEqual([[PEER, []]]);
     t.handover.answer('z.example.net#09', 4);
@@ -148,10 +149,10 @@ describe('WorkHandover', () => {
 
   it('takes granted nodes as its own, and an empty grant holds the next ask back', () => {
     const t = setup();
-    t.policy.noteForeign('g1', 'event', t.now(), '0.30.1');
+    t.policy.noteForeign(id('g1'), 'event', t.now(), '0.30.1');
     t.membership.peerQueues.set(PEER, 10);
     t.handover.maybeAsk();
-    t.handover.received(PEER, [{ identity: 'g1', reportedVersion: '0.30.2' }, { identity: 'g2' }]);
+    t.handover.received(PEER, [{ identity: id('g1'), reportedVersion: '0.30.2' }, { identity: id('g2') }]);
     expect(t.taken).toEqual([
       ['g1', 'discovery', '0.30.2'],
       ['g2', 'discovery', undefined],
@@ -169,7 +170,7 @@ describe('WorkHandover', () => {
 
   it('keeps what it was about to hand over when the grant cannot be sent', () => {
     const t = setup();
-    for (let i = 0; i < 6; i++) t.list.offer(`n${i}`, 'discovery', t.now(), 60_000);
+    for (let i = 0; i < 6; i++) t.list.offer(id(`n${i}`), 'discovery', t.now(), 60_000);
     t.membership.failGrants = true;
     t.handover.answer(PEER, 4);
     expect(t.membership.grants).toEqual([]);

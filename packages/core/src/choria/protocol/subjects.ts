@@ -1,5 +1,6 @@
 // NATS subjects of a provisioning network.
 import { md5Hex } from './encoding.js';
+import { shownIdentity, whyNotIdentity } from '../identity.js';
 
 /** Go provisioners force collectives to `provisioning`; servers in provisioning mode only know this one. */
 import { PROVISIONING_COLLECTIVE } from '../../config/choria-config.js';
@@ -7,19 +8,11 @@ import { PROVISIONING_COLLECTIVE } from '../../config/choria-config.js';
 export { PROVISIONING_COLLECTIVE };
 
 const BAD_TOKEN_CHARS = /[\s.*>]/;
-const BAD_SUBJECT_CHARS = /[\s*>]/;
 
 /** Throws unless `value` can be one NATS subject token (no dots, wildcards or whitespace). */
 export function assertSubjectToken(value: string, what: string): void {
   if (value === '' || BAD_TOKEN_CHARS.test(value)) {
     throw new Error(`${what} ${JSON.stringify(value)} cannot be used in a NATS subject: it must be non-empty without ".", "*", ">" or whitespace`);
-  }
-}
-
-/** Like assertSubjectToken but dots are allowed (identities become several tokens). */
-export function assertSubjectPart(value: string, what: string): void {
-  if (value === '' || BAD_SUBJECT_CHARS.test(value) || value.startsWith('.') || value.endsWith('.') || value.includes('..')) {
-    throw new Error(`${what} ${JSON.stringify(value)} cannot be used in a NATS subject`);
   }
 }
 
@@ -33,8 +26,10 @@ export function broadcastSubject(agent: string, collective: string = PROVISIONIN
   return `${collective}.broadcast.agent.${agent}`;
 }
 
+/** The request subject of one node; throws unless `identity` passes the identity rule (identity.ts). */
 export function directedSubject(identity: string, collective: string = PROVISIONING_COLLECTIVE): string {
-  assertSubjectPart(identity, 'identity');
+  const why = whyNotIdentity(identity);
+  if (why !== undefined) throw new Error(`no request is sent to the node identity ${shownIdentity(identity)}: ${why}`);
   return `${collective}.node.${identity}`;
 }
 

@@ -2,10 +2,11 @@
 // owns. Kept so that when the owner leaves, its share is taken over at once instead of at the next
 // discovery; forgotten when the owner reports them finished, when they are not seen again for a
 // while, or oldest first beyond the capacity.
+import type { NodeIdentity } from '../../choria/identity.js';
 import type { DiscoverySource } from '../active-list.js';
 
 export interface ForeignNode {
-  readonly identity: string;
+  readonly identity: NodeIdentity;
   source: DiscoverySource;
   reportedVersion: string | undefined;
   seenAt: number;
@@ -24,7 +25,7 @@ export class ForeignNodes {
   }
 
   /** Records a sighting; a known node moves to the young end. */
-  note(identity: string, source: DiscoverySource, now: number, reportedVersion?: string): void {
+  note(identity: NodeIdentity, source: DiscoverySource, now: number, reportedVersion?: string): void {
     const known = this.#nodes.get(identity);
     this.#nodes.delete(identity);
     this.#nodes.set(identity, { identity, source, seenAt: now, reportedVersion: reportedVersion ?? known?.reportedVersion });

@@ -18,6 +18,7 @@
 // certificate, hence one identity; keyed by identity alone, two such instances would each see a
 // group of one and work the whole fleet. The node lock cannot tell them apart either (it is keyed
 // on the caller's identity), so for them the split is the only protection, and it holds.
+import type { NodeIdentity } from '../../choria/identity.js';
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection, Subscription } from 'nats';
 import type { Logger } from 'winston';
@@ -135,7 +136,7 @@ export class Membership {
   #members: readonly string[];
   #subs: Subscription[] = [];
   #timers: NodeJS.Timeout[] = [];
-  #done: string[] = [];
+  #done: NodeIdentity[] = [];
   #doneTimer: NodeJS.Timeout | undefined;
   #readyWaiters: (() => void)[] = [];
   #stopped = false;
@@ -254,12 +255,12 @@ export class Membership {
   }
 
   /** Tells a peer that this instance is provisioning these nodes of its share (see BusyNotice). */
-  busy(member: string, nodes: readonly string[]): boolean {
+  busy(member: string, nodes: readonly NodeIdentity[]): boolean {
     return this.#sendWork(member, encodeBusy({ instance: this.instance, incarnation: this.#incarnation, nodes }));
   }
 
   /** Queues a finished node for the next done notice. */
-  announceDone(node: string): void {
+  announceDone(node: NodeIdentity): void {
     if (this.#stopped || this.#state === 'unavailable') return;
     this.#done.push(node);
     if (this.#done.length >= DONE_BATCH_MAX) this.#flushDone();

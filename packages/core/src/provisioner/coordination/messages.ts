@@ -3,6 +3,7 @@
 // freely, while provisioning-mode servers may publish only to choria.lifecycle.>,
 // provisioning.reply.> and provisioning.registration.> (go-choria broker/network/choria_auth.go):
 // a node can neither forge a member nor read the member list.
+import { whyNotIdentity, type NodeIdentity } from '../../choria/identity.js';
 import { ProvisionerError } from '../../util/errors.js';
 import { parseForeignJson } from '../../util/json-syntax.js';
 import { isPlainObject } from '../../util/values.js';
@@ -56,7 +57,7 @@ export interface DoneNotice {
   readonly instance: string;
   /** the sender's process (Heartbeat.incarnation); absent from senders that predate it */
   readonly incarnation?: string;
-  readonly nodes: readonly string[];
+  readonly nodes: readonly NodeIdentity[];
 }
 
 /** An idle member asks a busy one (on the busy one's work subject) for up to `want` queued nodes. */
@@ -68,7 +69,7 @@ export interface AskNotice {
 
 /** A node handed over in a grant, with the go-choria version its startup event named, if any. */
 export interface GrantedNode {
-  readonly identity: string;
+  readonly identity: NodeIdentity;
   readonly reportedVersion?: string;
 }
 
@@ -87,7 +88,7 @@ export interface GrantNotice {
 export interface BusyNotice {
   readonly instance: string;
   readonly incarnation: string;
-  readonly nodes: readonly string[];
+  readonly nodes: readonly NodeIdentity[];
 }
 
 /** A coordination message that does not parse: dropped (and counted) by the receiver. */
@@ -182,12 +183,18 @@ export function parseWorkMessage(data: Uint8Array): WorkMessage {
   throw new CoordinationMessageError(`protocol ${JSON.stringify(obj['protocol'])} is none of ${ASK_PROTOCOL}, ${GRANT_PROTOCOL}, ${BUSY_PROTOCOL}`);
 }
 
-function identities(obj: Record<string, unknown>): string[] {
+/** The identities of `nodes`: every one must pass the identity rule, or the message is refused. */
+function identities(obj: Record<string, unknown>): NodeIdentity[] {
   const nodes = obj['nodes'];
-  if (!Array.isArray(nodes) || !nodes.every((n): n is string => typeof n === 'string' && n !== '')) {
-    throw new CoordinationMessageError('"nodes" must be an array of non-empty strings');
-  }
-  return nodes;
+  if (!Array.isArray(nodes)) throw new CoordinationMessageError('"nodes" must be an array of node identities');
+  return nodes.map((n: unknown, i) => peerIdentity(n, `nodes[${i}]`));
+}
+
+function peerIdentity(value: unknown, where: string): NodeIdentity {
+  if (typeof value !== 'string') throw new CoordinationMessageError(`${where} must be a node identity (a string)`);
+  const why = whyNotIdentity(value);
+  if (why !== undefined) throw new CoordinationMessageError(`${where} is not a node identity: ${why}`);
+  return value as NodeIdentity;
 }
 
 function askOf(obj: Record<string, unknown>): AskNotice {
@@ -199,8 +206,7 @@ function grantOf(obj: Record<string, unknown>): GrantNotice {
   if (!Array.isArray(nodes)) throw new CoordinationMessageError('"nodes" must be an array');
   const granted = nodes.map((node: unknown, i): GrantedNode => {
     if (!isPlainObject(node)) throw new CoordinationMessageError(`nodes[${i}] must be an object`);
-    const identity = node['identity'];
-    if (typeof identity !== 'string' || identity === '') throw new CoordinationMessageError(`nodes[${i}].identity must be a non-empty string`);
+    const identity = peerIdentity(node['identity'], `nodes[${i}].identity`);
     const version = node['version'];
     if (version !== undefined && typeof version !== 'string') throw new CoordinationMessageError(`nodes[${i}].version must be a string`);
     return version !== undefined && version !== '' ? { identity, reportedVersion: version } : { identity };

@@ -3,12 +3,13 @@
 // does not exist, with discard-old and a byte limit so a fleet beyond every estimate drops its
 // least recently changed nodes instead of refusing new writes; an existing bucket is used as it is
 // (an operator may have made it with other replicas or limits).
+import { shownIdentity, whyNotIdentity } from '../../choria/identity.js';
 import { DiscardPolicy, ErrorCode, NatsError, RetentionPolicy, StorageType, nanos, type KV, type KvEntry, type NatsConnection, type QueuedIterator } from 'nats';
 import { ProvisionerError } from '../../util/errors.js';
 import { errorText } from '../../util/values.js';
 import { historyKey, identityOfKey, siteFilter } from './keys.js';
 import { decodeRecord, encodeRecord, type NodeRecord } from './record.js';
-import type { HistoryBacking } from './node-history.js';
+import { HistoryWriteRefusedError, type HistoryBacking } from './node-history.js';
 
 /** The byte limit of a bucket created here: 100,000 records of up to 1.3 KiB (BENCHMARKS.md, "Node history": 432 B each as written). */
 export const HISTORY_BUCKET_MAX_BYTES = 128 * 1024 * 1024;
@@ -16,6 +17,16 @@ export const HISTORY_BUCKET_MAX_BYTES = 128 * 1024 * 1024;
 export const HISTORY_MAX_VALUE_BYTES = 4096;
 
 export class HistoryUnavailableError extends ProvisionerError {}
+
+/** JetStream's error code for a message larger than the stream's max_msg_size. */
+const JS_MESSAGE_TOO_LARGE = 10054;
+
+/** Whether `err` from a put is the record's own fault, so that no later try can succeed. */
+function refusedForGood(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  if (err instanceof NatsError) return err.code === ErrorCode.MaxPayloadExceeded || err.api_error?.err_code === JS_MESSAGE_TOO_LARGE;
+  return err.message.startsWith('invalid key');
+}
 
 export interface HistoryBucketOptions {
   readonly nc: NatsConnection;
@@ -37,6 +48,8 @@ export interface HistoryBucketInfo {
 export interface WatchHandlers {
   readonly onRecord: (record: NodeRecord) => void;
   readonly onInvalid: (key: string, reason: string) => void;
+  /** a record's key names an identity that fails the identity rule (choria/identity.ts) */
+  readonly onRefusedIdentity: (text: string, why: string) => void;
   /** the watch ended with an error and is being started again */
   readonly onRewatch?: (err: unknown) => void;
 }
@@ -111,8 +124,14 @@ export class HistoryBucket implements HistoryBacking {
     }
   }
 
+  /** Writes `record`; rejects with HistoryWriteRefusedError when the broker will never take it. */
   async write(record: NodeRecord): Promise<void> {
-    await this.#kv.put(historyKey(this.#site, record.identity), encodeRecord(record));
+    try {
+      await this.#kv.put(historyKey(this.#site, record.identity), encodeRecord(record));
+    } catch (err) {
+      if (!refusedForGood(err)) throw err;
+      throw new HistoryWriteRefusedError(`the broker refuses the history record of ${shownIdentity(record.identity)}: ${errorText(err)}`, { cause: err });
+    }
   }
 
   /**
@@ -164,6 +183,8 @@ export class HistoryBucket implements HistoryBacking {
     if (entry.operation !== 'PUT') return;
     const identity = identityOfKey(this.#site, entry.key);
     if (identity === undefined) return handlers.onInvalid(entry.key, 'the key names no node of this site');
+    const why = whyNotIdentity(identity);
+    if (why !== undefined) return handlers.onRefusedIdentity(identity, why);
     let record: NodeRecord;
     try {
       record = decodeRecord(entry.value);

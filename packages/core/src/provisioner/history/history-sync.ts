@@ -7,6 +7,7 @@
 // The same client certificate without that login lands in the choria account, which has Choria
 // Streams. So when the provisioner's own connection finds no JetStream and a second connection is
 // on offer (the provisioner logged in as `provisioner`), the history is kept over that one.
+import { shownIdentity, type RefusedIdentities } from '../../choria/identity.js';
 import type { NatsConnection } from 'nats';
 import type { Logger } from 'winston';
 import type { ProvisionerConfig } from '../../config/types.js';
@@ -49,6 +50,8 @@ export interface HistoryConnection {
 
 export interface HistorySyncOptions {
   readonly history: NodeHistory;
+  /** where records whose identity fails the identity rule go (default: logged) */
+  readonly refusals?: RefusedIdentities;
   readonly config: Pick<ProvisionerConfig, 'historyStore' | 'historyBucket' | 'historyTtlMs' | 'historyApiPrefix' | 'site'>;
   readonly logger: Logger;
   /** read the bucket, never write it */
@@ -162,6 +165,10 @@ export class HistorySync {
     const loading = bucket.watch({
       onRecord: (r) => history.merge(r),
       onInvalid: (key, why) => logger.warn(`Ignoring key ${key} of the history bucket ${name}: ${why}`),
+      onRefusedIdentity: (text, why) => {
+        if (this.#opts.refusals !== undefined) this.#opts.refusals.refuse(text, why, 'history');
+        else logger.warn(`Ignoring a record of the history bucket ${name}: its identity ${shownIdentity(text)} is refused: ${why}`);
+      },
       onRewatch: (err) => logger.warn(`Following the history bucket ${name} again after: ${errorText(err)}`),
     });
     const loadTimeoutMs = this.#opts.loadTimeoutMs ?? 30_000;

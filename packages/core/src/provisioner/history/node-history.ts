@@ -8,11 +8,16 @@
 import { outcomeMeaning, type Outcome } from '../../host/types.js';
 import { backoffAfter, quarantines, type SetbackPolicy } from './backoff-policy.js';
 import { boundedError, type NodeRecord } from './record.js';
+import { ProvisionerError } from '../../util/errors.js';
 
 /** Where records are written so other instances and later processes see them. */
 export interface HistoryBacking {
+  /** rejects with HistoryWriteRefusedError when this record can never be written */
   write(record: NodeRecord): Promise<void>;
 }
+
+/** The backing refused a record for what it is (its key or its size): writing it again meets the same refusal. */
+export class HistoryWriteRefusedError extends ProvisionerError {}
 
 export interface NodeHistoryOptions {
   readonly policy: SetbackPolicy;
@@ -26,6 +31,8 @@ export interface NodeHistoryOptions {
   readonly maxWritesInFlight?: number;
   /** a write failed (the record stays pending and is written again by the next flush) */
   readonly onWriteError?: (err: unknown) => void;
+  /** the backing refused a record for good (HistoryWriteRefusedError): it is not written again */
+  readonly onWriteRefused?: (err: unknown) => void;
   /** a write succeeded (after failures: the shared copy is back) */
   readonly onWritten?: () => void;
   /** how long a node is left alone after a restart was sent to it (default RESTART_WINDOW_MS) */
@@ -374,6 +381,13 @@ export class NodeHistory {
       },
       (err: unknown) => {
         this.#writing.delete(identity);
+        if (err instanceof HistoryWriteRefusedError) {
+          // the same record meets the same refusal: kept in memory, not written again
+          this.#wake(identity, Infinity, 'write-failed');
+          this.#opts.onWriteRefused?.(err);
+          if (this.#pending.has(identity)) this.flush();
+          return;
+        }
         this.#unsteady();
         // a failed write does not hold the node's attempt
         this.#wake(identity, Infinity, 'write-failed');

@@ -2,6 +2,7 @@
 // notice a leave at once and a silent death within a few heartbeats, pass on finished nodes, and go
 // lock-only when the broker denies the subjects.
 import { connect, type NatsConnection } from 'nats';
+import { nodeIdentity as id } from '../../../src/choria/identity.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CHORIA_BROKER_LOGINS, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { sleep, until } from '@choria-provisioner/test-support/wait';
@@ -122,7 +123,7 @@ describe('active/active membership', () => {
     const [a, b] = await Promise.all(['a', 'b'].map((x) => member(s.url, `prov-${x}.example.net`)));
     await until('formed', () => a!.m.ready && b!.m.ready && a!.m.members().length === 2);
     // more than one batch (500) and a partial one sent by the timer
-    const finished = Array.from({ length: 700 }, (_, i) => `done-${i}.example.net`);
+    const finished = Array.from({ length: 700 }, (_, i) => id(`done-${i}.example.net`));
     for (const n of finished) a!.m.announceDone(n);
     await until('b heard of them', () => b!.done.length === finished.length);
     expect(b!.done).toEqual(finished);
@@ -144,7 +145,7 @@ describe('active/active membership', () => {
     expect(mineA.length).toBeGreaterThan(0);
     expect(mineB.length).toBeGreaterThan(0);
     // one's finished nodes reach the other, though they share an identity
-    a!.m.announceDone('twin-done.example.net');
+    a!.m.announceDone(id('twin-done.example.net'));
     await until('b heard it', () => b!.done.includes('twin-done.example.net'));
     expect(a!.done).toEqual([]);
     expect(b!.m.view().members.map((m) => m.instance)).toEqual(['prov-a.example.net', 'prov-a.example.net']);
@@ -167,7 +168,7 @@ describe('active/active membership', () => {
     await sleep(5 * HEARTBEAT_MS);
     const warnings = a.log.lines.filter((l) => l.startsWith('warn:') && l.includes('is unavailable, continuing lock-only'));
     expect(warnings).toHaveLength(1);
-    a.m.announceDone('x'); // nothing to send to
+    a.m.announceDone(id('x')); // nothing to send to
   });
 
   it('drops garbage on its subjects and carries on', async () => {
@@ -211,7 +212,7 @@ describe('active/active membership', () => {
     expect(b.m.ask(a.m.member, 8)).toBe(true);
     await until('a heard the ask', () => asks.length === 1);
     expect(asks).toEqual([[b.m.member, 8]]);
-    expect(a.m.grant(b.m.member, [{ identity: 'n1.example.net', reportedVersion: '0.30.2' }, { identity: 'n2.example.net' }])).toBe(true);
+    expect(a.m.grant(b.m.member, [{ identity: id('n1.example.net'), reportedVersion: '0.30.2' }, { identity: id('n2.example.net') }])).toBe(true);
     await until('b heard the grant', () => grants.length === 1);
     expect(grants).toEqual([[a.m.member, [{ identity: 'n1.example.net', reportedVersion: '0.30.2' }, { identity: 'n2.example.net' }]]]);
     // only live members are asked

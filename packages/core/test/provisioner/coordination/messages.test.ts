@@ -1,3 +1,4 @@
+import { nodeIdentity as id } from '../../../src/choria/identity.js';
 import { describe, expect, it } from 'vitest';
 import {
   CoordinationMessageError,
@@ -22,9 +23,9 @@ describe('active/active messages', () => {
     // numbered: a sender knows its own echo by it; a heartbeat without one (an older sender) parses
     expect(parseHeartbeat(bytes(encodeHeartbeat({ ...hb, seq: 41 }))).seq).toBe(41);
     expect(parseHeartbeat(bytes(encodeHeartbeat(hb))).seq).toBeUndefined();
-    expect(parseDone(bytes(encodeDone({ instance: 'prov-a.example.net', nodes: ['n1', 'n2'] })))).toEqual({ instance: 'prov-a.example.net', nodes: ['n1', 'n2'] });
+    expect(parseDone(bytes(encodeDone({ instance: 'prov-a.example.net', nodes: [id('n1'), id('n2')] })))).toEqual({ instance: 'prov-a.example.net', nodes: ['n1', 'n2'] });
     // with the sender's process id: two processes of one identity tell their notices apart
-    expect(parseDone(bytes(encodeDone({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes: ['n1'] })))).toEqual({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes: ['n1'] });
+    expect(parseDone(bytes(encodeDone({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes: [id('n1')] })))).toEqual({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes: ['n1'] });
   });
 
   it('uses subjects in the provisioning account that nodes may not publish to', () => {
@@ -46,11 +47,11 @@ describe('active/active messages', () => {
   });
 
   it('round-trips asks, grants and busy notices on one work subject, told apart by protocol', () => {
-    expect(parseWorkMessage(bytes(encodeBusy({ instance: 'prov-c.example.net', incarnation: 'c0c0', nodes: ['n3.example.net', 'n4.example.net'] })))).toEqual({
+    expect(parseWorkMessage(bytes(encodeBusy({ instance: 'prov-c.example.net', incarnation: 'c0c0', nodes: [id('n3.example.net'), id('n4.example.net')] })))).toEqual({
       busy: { instance: 'prov-c.example.net', incarnation: 'c0c0', nodes: ['n3.example.net', 'n4.example.net'] },
     });
     expect(parseWorkMessage(bytes(encodeAsk({ instance: 'prov-b.example.net', incarnation: 'ff00', want: 8 })))).toEqual({ ask: { instance: 'prov-b.example.net', incarnation: 'ff00', want: 8 } });
-    const nodes = [{ identity: 'n1.example.net', reportedVersion: '0.30.2' }, { identity: 'n2.example.net' }];
+    const nodes = [{ identity: id('n1.example.net'), reportedVersion: '0.30.2' }, { identity: id('n2.example.net') }];
     expect(parseWorkMessage(bytes(encodeGrant({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes })))).toEqual({
       grant: { instance: 'prov-a.example.net', incarnation: '0011aabb', nodes },
     });
@@ -60,8 +61,8 @@ describe('active/active messages', () => {
 
   it('rejects garbage on the work subject with the reason', () => {
     const ask = JSON.parse(encodeAsk({ instance: 'a', incarnation: 'b', want: 2 })) as Record<string, unknown>;
-    const grant = JSON.parse(encodeGrant({ instance: 'a', incarnation: 'b', nodes: [{ identity: 'n1' }] })) as Record<string, unknown>;
-    const busy = JSON.parse(encodeBusy({ instance: 'a', incarnation: 'b', nodes: ['n1'] })) as Record<string, unknown>;
+    const grant = JSON.parse(encodeGrant({ instance: 'a', incarnation: 'b', nodes: [{ identity: id('n1') }] })) as Record<string, unknown>;
+    const busy = JSON.parse(encodeBusy({ instance: 'a', incarnation: 'b', nodes: [id('n1')] })) as Record<string, unknown>;
     const bad: [unknown, RegExp][] = [
       [{ ...ask, protocol: 'choria-provisioner:done:1' }, /none of choria-provisioner:ask:1, choria-provisioner:grant:1, choria-provisioner:busy:1/],
       [{ ...busy, nodes: [{ identity: 'n1' }] }, /"nodes" must be an array of non-empty strings/],

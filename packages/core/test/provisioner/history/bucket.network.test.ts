@@ -80,7 +80,7 @@ describe('HistoryBucket against nats-server', () => {
     const seen: NodeRecord[] = [];
     const invalid: string[] = [];
     const reader = await open(await conn(s));
-    await reader.watch({ onRecord: (r) => seen.push(r), onInvalid: (key, why) => invalid.push(`${key}: ${why}`) });
+    await reader.watch({ onRecord: (r) => seen.push(r), onInvalid: (key, why) => invalid.push(`${key}: ${why}`), onRefusedIdentity: (text, why) => invalid.push(`${text}: ${why}`) });
     // resolved once the stored ones are in
     expect(seen.map((r) => r.identity).sort()).toEqual(['odd name', 'web1.example.net']);
     expect(seen.every((r) => r.instance === 'prov1')).toBe(true);
@@ -113,7 +113,7 @@ describe('HistoryBucket against nats-server', () => {
     const b = await open(asUser, 'dc1', 168 * HOUR);
     expect(b.info).toMatchObject({ bucket: 'HIST', created: false });
     const seen: NodeRecord[] = [];
-    await b.watch({ onRecord: (r) => seen.push(r), onInvalid: () => undefined });
+    await b.watch({ onRecord: (r) => seen.push(r), onInvalid: () => undefined, onRefusedIdentity: () => undefined });
     await b.write(record('web1.example.net', 1000));
     await until('its own write to come back through the watch', () => seen.some((r) => r.identity === 'web1.example.net'));
   });
@@ -123,7 +123,7 @@ describe('HistoryBucket against nats-server', () => {
     const seen: NodeRecord[] = [];
     const rewatched: string[] = [];
     const reader = await open(await conn(s));
-    await reader.watch({ onRecord: (r) => seen.push(r), onInvalid: () => undefined, onRewatch: (err) => rewatched.push(String(err)) });
+    await reader.watch({ onRecord: (r) => seen.push(r), onInvalid: () => undefined, onRefusedIdentity: () => undefined, onRewatch: (err) => rewatched.push(String(err)) });
     const errors: unknown[] = [];
     let backAgain = 0;
     const h = new NodeHistory({ policy: { backoffMs: 0, backoffMaxMs: 0, quarantineAfter: 0 }, instance: 'prov1', ttlMs: HOUR, onWriteError: (e) => errors.push(e), onWritten: () => backAgain++ });
