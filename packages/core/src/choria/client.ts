@@ -409,11 +409,11 @@ export class ChoriaClient {
           if (settled) return;
           const reply = this.#decodeReply(msg, id, what);
           if (reply === undefined) return;
+          // a sender that fails the identity rule is no node: refused, and not counted as a response
+          if (reply.sender !== identity && this.#refusals.admit(reply.sender, 'reply') === undefined) return;
           responses++;
           if (reply.sender !== identity) {
-            if (this.#refusals.admit(reply.sender, 'reply') !== undefined) {
-              this.#logger.warn(`unexpected reply from ${reply.sender} to ${what}`, { requestId: id });
-            }
+            this.#logger.warn(`unexpected reply from ${reply.sender} to ${what}`, { requestId: id });
             return;
           }
           cleanup();

@@ -54,7 +54,8 @@ export function asNodeIdentity(text: unknown): NodeIdentity | undefined {
 /** A text that fails the identity rule, shown cut short and escaped (for logs and messages). */
 export function shownIdentity(text: string, max = 64): string {
   const cut = text.length > max ? `${text.slice(0, max)}…` : text;
-  return `${JSON.stringify(visibleText(cut))}${text.length > max ? ` (${text.length} characters)` : ''}`;
+  // JSON quotes it and escapes C0 controls; visibleText the rest (DEL, C1, bidirectional overrides)
+  return `${visibleText(JSON.stringify(cut))}${text.length > max ? ` (${text.length} characters)` : ''}`;
 }
 
 /** An identity failed the rule where it entered. */

@@ -79,8 +79,8 @@ function bearerToken(header: string | undefined): string | undefined {
   return /^Bearer\s+(.+)$/i.exec(header ?? '')?.[1]?.trim();
 }
 
-/** The control routes: POST path -> action and node. */
-function controlRoute(path: string): { action: ControlAction; identity?: string } | undefined {
+/** The control routes: POST path -> action and node (the node's identity is checked by controlProvisioners). */
+export function parseControlPath(path: string): { action: ControlAction; identity?: string } | undefined {
   if (path === '/pause' || path === '/resume') return { action: path.slice(1) as 'pause' | 'resume' };
   const m = /^\/nodes\/([^/]+)\/(release|retry)$/.exec(path);
   if (m === null) return undefined;
@@ -139,7 +139,7 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
       return;
     }
     if (req.method === 'POST') {
-      const route = controlRoute(path);
+      const route = parseControlPath(path);
       if (route === undefined || opts.control === undefined) {
         json(res, 404, { error: 'not found: POST /pause, /resume, /nodes/<identity>/release or /nodes/<identity>/retry' });
         return;

@@ -82,6 +82,7 @@ describe('defaults', () => {
       coordinationHandover: true,
       livenessTimeoutMs: 2000,
       monitorApiToken: '',
+      monitorAllowedHosts: [],
       monitorTlsCert: '',
       monitorTlsKey: '',
       retryBackoffMs: 0,
@@ -401,6 +402,11 @@ describe('rejections', () => {
         'lifecycle_component',
       );
     }
+  });
+
+  it('rejects a monitor_allowed_hosts entry that is not a host name', () => {
+    expect(() => parse(`${BASE}monitor_allowed_hosts: [prov1.example.net, "evil.example:8080", "a b"]\n`)).toThrow(/monitor_allowed_hosts: "evil.example:8080" must be a host name without port/);
+    expect(parse(`${BASE}monitor_allowed_hosts: [prov1.example.net]\n`).config.monitorAllowedHosts).toEqual(['prov1.example.net']);
   });
 
   it('rejects monitor_port out of range', () => {

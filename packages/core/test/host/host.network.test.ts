@@ -93,6 +93,27 @@ describe('Host', () => {
     expect(sent()).toEqual(['rpcutil#inventory', 'rpcutil#ping']);
   });
 
+  describe('a reply that cannot be read ends the step at its first try (asking again gets the same)', () => {
+    const nested = (depth: number): unknown => {
+      let v: unknown = 1;
+      for (let i = 0; i < depth; i++) v = { a: v };
+      return v;
+    };
+    it.each([
+      ['an inventory nested deeper than any reply does', { ...INVENTORY, facts: nested(600) }, /nests arrays and objects more than 512 deep/],
+      ['an inventory that is not an object', ['not', 'an', 'object'], /reply data is not an object/],
+      ['an inventory whose version is a number', { ...INVENTORY, version: 7 }, /field version is a number/],
+    ])('%s', async (_what, inventory, why) => {
+      const { sent, helped, deps } = await setup((ctx) => (ctx.request.action === 'inventory' ? ok(ctx, inventory) : ok(ctx)));
+      const r = await new Host(deps, job()).provision();
+      expect(r.outcome).toBe('failed');
+      expect(r.message).toMatch(/could not perform rpcutil#inventory on web1\.example\.net: 1 try/);
+      expect(r.message).toMatch(why);
+      expect(sent()).toEqual(['rpcutil#inventory']);
+      expect(helped).toHaveLength(0);
+    });
+  });
+
   describe('active/active without features.jwt: the node lock is claimed before the helper', () => {
     const activeActive = (deps: HostDeps): HostDeps => ({ ...deps, config: testConfig('coordination: active_active\n') });
     const refuse = (ctx: RpcContext, msg: string): RpcReplyBody => ({ action: ctx.request.action, statuscode: 1, statusmsg: msg, data: {} });

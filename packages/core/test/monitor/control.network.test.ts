@@ -90,6 +90,38 @@ describe('control requests on the monitor port', () => {
     await until('retried', () => jobs.length === 2 && p.status().busyWorkers === 0);
   });
 
+  it('a paused site accepts no retry, and says so', async () => {
+    const jobs: string[] = [];
+    const { monitor, ps } = await sites([{ site: 'lon', token: 't0ken' }], async (job) => (jobs.push(job.identity), { outcome: 'provisioned' }));
+    const p = ps[0]!;
+    p.pause();
+    const r = await post(monitor, '/nodes/n1.example.net/retry', 't0ken');
+    expect(r).toEqual({ status: 409, body: { sites: [{ site: 'lon', result: 'not queued n1.example.net: the site is paused and queues nothing; resume it first' }] } });
+    expect(p.retry('n1.example.net')).toBe('paused');
+    expect(p.status().hosts).toHaveLength(0);
+    p.resume();
+    expect((await post(monitor, '/nodes/n1.example.net/retry', 't0ken')).body.sites).toEqual([{ site: 'lon', result: 'queued n1.example.net' }]);
+    await until('provisioned', () => jobs.length === 1);
+  });
+
+  it('refuse a node that is not a valid identity: logged escaped, counted, nothing listed or queued', async () => {
+    const { monitor, ps } = await sites([{ site: 'lon', token: 't0ken' }], async () => ({ outcome: 'provisioned' }));
+    const p = ps[0]!;
+    for (const bad of ['a b', '*', '>', '/./', 'evil\u001b[2J', 'x'.repeat(300)]) {
+      const r = await post(monitor, `/nodes/${encodeURIComponent(bad)}/retry`, 't0ken');
+      expect(r.status, bad).toBe(400);
+      expect(r.body.error).toMatch(/^retry refused: the node is not a valid identity \(it /);
+      expect(JSON.stringify(r.body)).not.toContain(bad);
+    }
+    expect((await post(monitor, `/nodes/${encodeURIComponent('a b')}/release`, 't0ken')).status).toBe(400);
+    expect(p.retry('a.*')).toBe('not-an-identity');
+    expect(p.offer('a b', 'operator')).toBe(false);
+    expect(p.release('a b')).toBe(false);
+    expect(p.status().hosts).toHaveLength(0);
+    expect(await p.metrics.registry.metrics()).toMatch(/choria_provisioner_refused_identities\{site="lon",source="control"\} 1[0-9]/);
+    expect(log.text()).not.toMatch(/\u001b/);
+  });
+
   it('list the nodes of a site with monitor_api_token only to its token, and leave the counts and /metrics open', async () => {
     const { ps } = await sites(
       [

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { request } from 'node:https';
+import { request as httpRequest } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestPki } from '@choria-provisioner/test-support/tls';
@@ -11,6 +12,63 @@ describe('startMonitorServer', () => {
   afterEach(async () => {
     await srv?.close();
     srv = undefined;
+  });
+
+  /** GET or POST `path` naming `host` in the Host header (fetch cannot set Host). */
+  function ask(port: number, path: string, host: string | undefined, method = 'GET'): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const headers: Record<string, string> = host === undefined ? {} : { host };
+      const req = httpRequest({ host: '127.0.0.1', port, path, method, headers, setHost: host !== undefined }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString('utf8')));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  it('shows nodes and takes control requests only under a Host it is known by (DNS rebinding)', async () => {
+    const secret = 'node-with-a-secret-name.example.net';
+    const controls: unknown[] = [];
+    srv = await startMonitorServer({
+      port: 0,
+      host: '127.0.0.1',
+      registry: new Registry(),
+      allowedHosts: ['prov1.example.net'],
+      status: () => ({ sites: [{ hosts: [{ identity: secret }] }] }),
+      nodes: () => ({ status: 200, body: { nodes: [{ identity: secret }] } }),
+      ready: () => ({ ready: true, sites: [] }),
+      control: (req) => (controls.push(req), { status: 200, body: { sites: [] } }),
+    });
+    const port = srv.port;
+    for (const path of ['/', '/status', '/nodes']) {
+      for (const host of ['attacker.example:' + port, 'attacker.example', 'localhost.attacker.example']) {
+        const r = await ask(port, path, host);
+        expect(r.status, `${path} as ${host}`).toBe(403);
+        expect(r.body).not.toContain(secret);
+        expect(r.body).not.toContain('attacker');
+      }
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'prov1.example.net', `[::1]:${port}`]) {
+        const r = await ask(port, path, host);
+        expect(r.status, `${path} as ${host}`).toBe(200);
+      }
+    }
+    expect((await ask(port, '/status', `127.0.0.1:${port}`)).body).toContain(secret);
+    expect((await ask(port, '/pause', 'attacker.example', 'POST')).status).toBe(403);
+    expect((await ask(port, '/nodes/n1/retry', 'attacker.example', 'POST')).status).toBe(403);
+    expect(controls).toHaveLength(0);
+    expect((await ask(port, '/pause', `localhost:${port}`, 'POST')).status).toBe(200);
+    expect(controls).toHaveLength(1);
+    // what shows no node stays open to any Host: Prometheus and orchestrators use names of their own
+    for (const path of ['/metrics', '/healthz', '/readyz']) expect((await ask(port, path, 'scraper.example')).status).toBe(200);
+  });
+
+  it('serves every text with visible escapes for control characters', async () => {
+    srv = await startMonitorServer({ port: 0, host: '127.0.0.1', registry: new Registry(), status: () => ({ msg: 'a\u001b[2J\u0007b\n\u009b' }) });
+    const raw = await (await fetch(`${srv.url}/status`)).text();
+    expect(raw).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(JSON.parse(raw)).toEqual({ msg: 'a\\u001b[2J\\u0007b\\u000a\\u009b' });
   });
 
   it('serves /metrics and /status and 404s elsewhere', async () => {

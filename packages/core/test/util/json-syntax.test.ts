@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeJsonSyntaxProblem, jsonSyntaxProblem, parseForeignJson } from '../../src/util/json-syntax.js';
+import { MAX_FOREIGN_JSON_DEPTH, describeJsonSyntaxProblem, jsonSyntaxProblem, parseForeignJson } from '../../src/util/json-syntax.js';
 
 const say = (text: string): string | undefined => {
   const p = jsonSyntaxProblem(text);
@@ -56,5 +56,22 @@ describe('parseForeignJson', () => {
     expect(thrown).toBeInstanceOf(TypeError);
     expect((thrown as Error).message).toBe('not JSON: `,` or `}` expected at position 25');
     expect((thrown as Error).message).not.toContain('hunter2');
+  });
+});
+
+describe('parseForeignJson nesting', () => {
+  const fail = (why: string): Error => new Error(why);
+  it('refuses text nested deeper than any reply (what handles the value would exhaust its stack), in any form', () => {
+    for (const text of ['['.repeat(100_000) + ']'.repeat(100_000), '['.repeat(MAX_FOREIGN_JSON_DEPTH + 1)]) {
+      expect(() => parseForeignJson(text, fail)).toThrow(`it nests arrays and objects more than ${MAX_FOREIGN_JSON_DEPTH} deep (at position ${MAX_FOREIGN_JSON_DEPTH})`);
+    }
+    const objects = '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000);
+    expect(() => parseForeignJson(objects, fail)).toThrow(`more than ${MAX_FOREIGN_JSON_DEPTH} deep (at position ${MAX_FOREIGN_JSON_DEPTH * 5})`);
+  });
+  it('takes nesting up to the limit, and brackets inside strings count for nothing', () => {
+    const deep = '['.repeat(MAX_FOREIGN_JSON_DEPTH) + ']'.repeat(MAX_FOREIGN_JSON_DEPTH);
+    expect(() => JSON.stringify(parseForeignJson(deep, fail))).not.toThrow();
+    const brackets = JSON.stringify({ s: '['.repeat(10_000) + '\\"{' });
+    expect(parseForeignJson(brackets, fail)).toEqual({ s: '['.repeat(10_000) + '\\"{' });
   });
 });

@@ -1,4 +1,4 @@
-export { NodeHistory, DEFAULT_HISTORY_CAPACITY, PROMPT_WRITE_MS, UNSTEADY_HOLD_MS, type AttemptReport, type SendingRecord, type HistoryBacking, type HoldBack, type NodeHistoryOptions } from './node-history.js';
+export { NodeHistory, HistoryWriteRefusedError, DEFAULT_HISTORY_CAPACITY, PROMPT_WRITE_MS, UNSTEADY_HOLD_MS, type AttemptReport, type SendingRecord, type HistoryBacking, type HoldBack, type NodeHistoryOptions } from './node-history.js';
 export { HistoryBucket, HistoryUnavailableError, HISTORY_BUCKET_MAX_BYTES, HISTORY_MAX_VALUE_BYTES, type HistoryBucketInfo, type HistoryBucketOptions, type WatchHandlers } from './bucket.js';
 export { decodeRecord, encodeRecord, boundedError, HistoryRecordError, MAX_ERROR_CHARS, RECORD_FORMAT, type NodeRecord } from './record.js';
 export { historyKey, identityOfKey, siteFilter, siteToken } from './keys.js';

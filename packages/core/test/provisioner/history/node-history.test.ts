@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NodeHistory, PROMPT_WRITE_MS, UNSTEADY_HOLD_MS, backoffAfter, decodeRecord, encodeRecord, historyKey, identityOfKey, siteFilter, MAX_ERROR_CHARS, type AttemptReport, type HistoryBacking, type NodeRecord } from '../../../src/provisioner/history/index.js';
+import { HistoryWriteRefusedError, NodeHistory, PROMPT_WRITE_MS, UNSTEADY_HOLD_MS, backoffAfter, decodeRecord, encodeRecord, historyKey, identityOfKey, siteFilter, MAX_ERROR_CHARS, type AttemptReport, type HistoryBacking, type NodeRecord } from '../../../src/provisioner/history/index.js';
 
 const DAY = 86_400_000;
 
@@ -141,6 +141,36 @@ describe('NodeHistory', () => {
     h.release('n1', 10);
     h.release('n1', 11);
     expect(b.waiting).toHaveLength(1);
+  });
+
+  it('does not write again a record the broker refused for what it is, and goes on with the others', async () => {
+    const refused: unknown[] = [];
+    const h = new NodeHistory({
+      policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 },
+      instance: 'prov1.example.net',
+      ttlMs: DAY,
+      onWriteRefused: (err) => refused.push(err),
+    });
+    const b = new ManualBacking();
+    h.attach(b);
+    h.attempted('n1', failed(1));
+    h.attempted('n2', failed(1));
+    const n1 = b.waiting.find((w) => w.record.identity === 'n1');
+    n1?.reject(new HistoryWriteRefusedError('the broker refuses the history record of "n1": invalid key'));
+    b.waiting.splice(b.waiting.indexOf(n1 as (typeof b.waiting)[number]), 1);
+    await tick();
+    expect(refused).toHaveLength(1);
+    h.flush();
+    // only n2 was ever in flight again: n1 is not retried by the flush
+    expect(b.waiting.map((w) => w.record.identity)).toEqual(['n2']);
+    b.settleAll();
+    await tick();
+    expect(b.written.map((r) => r.identity)).toEqual(['n2']);
+    expect(h.pendingWrites).toBe(0);
+    h.flush();
+    expect(b.waiting).toHaveLength(0);
+    // the record stays in memory: this instance still knows the node's history
+    expect(h.get('n1')?.attempts).toBe(1);
   });
 
   it('bounds the writes in flight, starting the next as one finishes', async () => {
