@@ -138,7 +138,7 @@ describe('choria-provisioner run (process)', () => {
     // just provisioned, so still held on the list
     const retry = cli(['retry', 'node-1.example.net', '--url', url], withEnv);
     expect(await retry.exited).toBe(0);
-    expect(retry.output()).toBe('site lon: node-1.example.net is already on the list, or the provisioner is paused or its queue full\n');
+    expect(retry.output()).toBe('site lon: node-1.example.net is already on the list, or the queue is full\n');
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
     expect(run.output()).not.toContain('t0ken-for-lon');

@@ -283,15 +283,17 @@ describe('end-to-end faults', () => {
     const fleet = await fleetStarting;
     await fleet.waitForAllProvisioned(20_000);
     expectExactlyOnce(fleet);
-    await until('every garbage event counted', async () => (await metricValue(registry, 'choria_provisioner_event_errors')) === 1000, 5000);
+    // one in ten names an empty identity: refused by the identity rule, counted apart
+    const refused = (): Promise<number> => metricValue(registry, 'choria_provisioner_refused_identities', { source: 'event' });
+    await until('every garbage event counted', async () => (await metricValue(registry, 'choria_provisioner_event_errors')) === 900 && (await refused()) === 100, 5000);
     expect(await metricValue(registry, 'choria_provisioner_event_discovered')).toBe(60);
     expect(p.status().hostCounts).toEqual({ held: 60 });
   });
 
   // Regression: an identity that cannot be a NATS subject (blanks, `*`, `>`, empty tokens) used to
   // be queued like a real node and hold a worker through five failing RPC tries. Such events are
-  // now rejected when parsed and counted in choria_provisioner_event_errors.
-  it('startup events naming identities that cannot be NATS subjects are counted as event errors, never queued', async () => {
+  // now refused by the identity rule when parsed and counted in choria_provisioner_refused_identities.
+  it('startup events naming identities that cannot be NATS subjects are refused and counted, never queued', async () => {
     const s = await h.broker();
     const registry = new Registry();
     const p = h.provisioner(s.url, 'interval: 10m\nworkers: 2\n', { registry });
@@ -306,11 +308,12 @@ describe('end-to-end faults', () => {
       nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(JSON.stringify(ev)));
     }
     await nc.flush();
-    const seen = async (): Promise<number> =>
-      (await metricValue(registry, 'choria_provisioner_event_errors')) + (await metricValue(registry, 'choria_provisioner_event_discovered'));
+    const refused = (): Promise<number> => metricValue(registry, 'choria_provisioner_refused_identities', { source: 'event' });
+    const seen = async (): Promise<number> => (await refused()) + (await metricValue(registry, 'choria_provisioner_event_discovered'));
     await until('every event handled', async () => (await seen()) === bad.length, 5000);
     expect(await metricValue(registry, 'choria_provisioner_event_discovered')).toBe(0);
-    expect(await metricValue(registry, 'choria_provisioner_event_errors')).toBe(bad.length);
+    expect(await refused()).toBe(bad.length);
+    expect(await metricValue(registry, 'choria_provisioner_event_errors')).toBe(0);
     expect(p.status().hosts).toEqual([]);
   });
 });

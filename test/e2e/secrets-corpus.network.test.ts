@@ -275,7 +275,8 @@ describe('a corpus of secret-bearing helper outputs', () => {
     expect(found(aboveDebug, S)).toEqual([]);
     expect(found(at(['debug']), S)).toEqual([]);
     // the helpers' stderr is logged (redacted) at info and warn; what they printed on stdout only at debug
-    expect(aboveDebug).toMatch(/Helper stderr for node-1\.example\.net: marker-err-91ad: loading the CA key\n\[redacted\]\npassword=\[redacted\]/);
+    // (its line breaks shown as visible escapes: one log record, one line)
+    expect(aboveDebug).toMatch(/Helper stderr for node-1\.example\.net: marker-err-91ad: loading the CA key\\u000a\[redacted\]\\u000apassword=\[redacted\]/);
     expect(aboveDebug).toContain(`Helper stderr for node-10.example.net: ${MARKER_ERR} password=[redacted]`);
     expect(aboveDebug).not.toContain(MARKER_OUT);
     // the defer's message, redacted, is the operator's at warn level

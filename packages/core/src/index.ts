@@ -15,7 +15,7 @@ export { DurationError, formatDuration, parseDuration } from './internal.js';
 
 // Logging, and how text from outside is shown
 export { createLogger, silentLogger, type Logger, type LoggerOptions } from './internal.js';
-export { visibleText, visibleStrings } from './internal.js';
+export { visibleStrings } from './internal.js';
 
 // The scheduler of one site
 export { Provisioner, type RetryAnswer, type CoordinationStatus, type HostStatus, type NodePage, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './internal.js';
@@ -32,7 +32,6 @@ export { testHelper, parseSavedRequest, type HelperTestInput, type HelperTestRep
 export { LockedElsewhereError, StepFailedError } from './internal.js';
 export { NODE_FEATURE_RELEASES, NodeReleaseError, type NodeFeature } from './internal.js';
 export { OUTCOMES, OUTCOME_RULES, type OutcomeMeaning, type HostJob, type HostMetrics, type HostResult, type HostRunner, type LostReplyFinding, type Outcome, type RpcName } from './internal.js';
-export type { LostReplyTimings } from './internal.js';
 export { PauseFlag, PausedError } from './internal.js';
 
 // The site helper
@@ -64,15 +63,12 @@ export {
   ProvisioningLockError,
   RpcAbortError,
   RpcError,
-  RpcReplyLostError,
   RpcStatusError,
   RpcTimeoutError,
   SecurityError,
 } from './internal.js';
 export { selectProtocol } from './internal.js';
 export type { LifecycleEvent, LifecycleType } from './internal.js';
-export { asNodeIdentity, nodeIdentity, whyNotIdentity, IdentityRefusedError, RefusedIdentities, MAX_IDENTITY_LENGTH } from './internal.js';
-export type { IdentitySource, NodeIdentity } from './internal.js';
 export type { ProtocolVersion } from './internal.js';
 
 // Key material of the provisioner (jwt_verify_cert, jwt_signing_key) and Choria ids

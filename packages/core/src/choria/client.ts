@@ -109,6 +109,11 @@ export interface LifecycleSubscriptionOptions {
   readonly queue?: string;
   /** called for events that fail to parse (default: logged at warn level) */
   readonly onInvalid?: (err: Error, raw: Uint8Array) => void;
+  /**
+   * called for events whose identity fails the identity rule (default: ignored, as several
+   * subscriptions hear one event and the one that takes nodes in refuses it)
+   */
+  readonly onRefused?: (err: IdentityRefusedError) => void;
 }
 
 export interface LifecycleSubscription {
@@ -491,7 +496,7 @@ export class ChoriaClient {
         try {
           event = parseLifecycleEvent(msg.data);
         } catch (parseErr) {
-          if (parseErr instanceof IdentityRefusedError) return this.#refusals.refuse(parseErr.text, parseErr.why, 'event');
+          if (parseErr instanceof IdentityRefusedError) return opts.onRefused?.(parseErr);
           if (opts.onInvalid !== undefined) opts.onInvalid(parseErr as Error, msg.data);
           else this.#logger.warn(`ignoring message on ${msg.subject}: ${(parseErr as Error).message}`);
           return;

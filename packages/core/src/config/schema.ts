@@ -282,6 +282,7 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     type: 'array',
     items: { type: 'string' },
     default: [],
+    'x-default-text': 'empty',
     'x-extension': true,
     description:
       'Host names, besides IP addresses, localhost and the bind address, that a request to the monitor port may name in its Host header to get the status page, /status, /nodes or a control request; any other name gets 403 (a defence against DNS rebinding). List the names operators and tools use for this host. /metrics, /healthz and /readyz answer any Host. Sites sharing a port: every name any of them lists.',

@@ -4,7 +4,7 @@
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
 import type { ReceivedLifecycleEvent } from '../choria/lifecycle.js';
-import type { NodeIdentity } from '../choria/identity.js';
+import type { IdentityRefusedError, NodeIdentity, RefusedIdentities } from '../choria/identity.js';
 import type { ProvisionerConfig } from '../config/types.js';
 import type { ProvisionerMetrics } from '../metrics/metrics.js';
 import type { DiscoverySource } from './active-list.js';
@@ -15,6 +15,8 @@ export interface NodeLifecycleOptions {
   readonly metrics: ProvisionerMetrics;
   readonly logger: Logger;
   readonly history: NodeHistory;
+  /** where events whose identity fails the identity rule go */
+  readonly refusals: RefusedIdentities;
   /** whether a startup event may add its node now (not while paused: Provisioner.acceptsStartups) */
   readonly acceptsStartups: () => boolean;
   readonly offer: (identity: NodeIdentity, source: DiscoverySource, reportedVersion?: string) => boolean;
@@ -40,7 +42,8 @@ export function listenToNodeLifecycle(client: ChoriaClient, o: NodeLifecycleOpti
     }
     o.offer(ev.identity, 'event', ev.version === '' ? undefined : ev.version);
   };
-  const subs = (['startup', 'shutdown'] as const).map((type) => client.subscribeLifecycle(type, o.config.lifecycleComponent, onEvent, { onInvalid }));
+  const onRefused = (err: IdentityRefusedError): void => o.refusals.refuse(err.text, err.why, 'event');
+  const subs = (['startup', 'shutdown'] as const).map((type) => client.subscribeLifecycle(type, o.config.lifecycleComponent, onEvent, { onInvalid, onRefused }));
   return () => {
     for (const sub of subs) sub.unsubscribe();
   };

@@ -215,6 +215,7 @@ export class Provisioner {
       metrics: this.metrics,
       logger: this.logger,
       history: this.#history,
+      refusals: this.refusals,
       acceptsStartups: () => this.#acceptsStartups(),
       offer: (identity, source, reportedVersion) => this.#add(identity, source, reportedVersion, 'offer'),
       leftProvisioning: (identity) => this.#share.leftProvisioning(identity),

@@ -1,3 +1,4 @@
+import { IdentityRefusedError } from '../../src/choria/identity.js';
 import { describe, expect, it } from 'vitest';
 import { readVector } from '@choria-provisioner/test-support/vectors';
 import { encodeLifecycleEvent, LifecycleEventError, newLifecycleEvent, parseLifecycleEvent } from '../../src/choria/lifecycle.js';
@@ -56,7 +57,7 @@ describe('parseLifecycleEvent', () => {
     ['a 6-token protocol', JSON.stringify({ ...startup, protocol: 'io.choria.lifecycle.v1.startup.extra' }), /is not of the form/],
     ['an unknown type', JSON.stringify({ ...startup, protocol: 'io.choria.lifecycle.v1.exploded' }), /unknown event type "exploded"/],
     ['a fractional timestamp', JSON.stringify({ ...startup, timestamp: 1.5 }), /"timestamp" must be an integer/],
-    ['no identity', JSON.stringify({ ...startup, identity: '' }), /"identity" must not be empty/],
+    ['no identity', JSON.stringify({ ...startup, identity: undefined }), /"identity" is missing/],
     ['a CloudEvent from elsewhere', JSON.stringify({ specversion: '1.0', source: 'elsewhere', data: startup }), /unsupported event format/],
     ['a CloudEvent with legacy data', JSON.stringify({ specversion: '1.0', source: 'io.choria.lifecycle', data: { ...startup, protocol: 'choria:lifecycle:startup:1' } }), /is not of the form/],
     ['a CloudEvent without data', JSON.stringify({ specversion: '1.0', source: 'io.choria.lifecycle' }), /neither a "data" object nor "data_base64"/],
@@ -97,10 +98,17 @@ describe('encodeLifecycleEvent', () => {
 });
 
 describe('lifecycle identities', () => {
-  it('rejects identities that cannot be NATS subject tokens', () => {
-    for (const identity of ['bad identity', 'node.>', 'a..b', '*', '.lead', 'trail.']) {
+  it('refuses identities that fail the identity rule, naming the text they refused', () => {
+    for (const identity of ['', 'bad identity', 'node.>', 'a..b', '*', '.lead', 'trail.', '/./', 'x\u001b[2J', 'x'.repeat(4100)]) {
       const ev = JSON.stringify({ protocol: 'io.choria.lifecycle.v1.startup', id: 'x', identity, component: 'provision_mode_server', timestamp: 1, version: '1' });
-      expect(() => parseLifecycleEvent(new TextEncoder().encode(ev)), identity).toThrow('cannot be used in a NATS subject');
+      let thrown: unknown;
+      try {
+        parseLifecycleEvent(new TextEncoder().encode(ev));
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown, identity).toBeInstanceOf(IdentityRefusedError);
+      expect((thrown as IdentityRefusedError).text).toBe(identity);
     }
   });
 });

@@ -42,6 +42,7 @@ describe('provisioner schema', () => {
         'leader_election_bucket',
         'leader_election_key',
         'liveness_timeout',
+        'monitor_allowed_hosts',
         'monitor_api_token',
         'monitor_tls_cert',
         'monitor_tls_key',

@@ -178,9 +178,12 @@ describe('active/active membership', () => {
     await a.m.whenReady();
     a.nc.publish(a.m.subjects.members, 'not json');
     a.nc.publish(a.m.subjects.done, JSON.stringify({ protocol: 'choria-provisioner:done:1', instance: 'x', nodes: [1] }));
-    await until('both reported', () => invalid.length === 2);
+    a.nc.publish(a.m.subjects.done, JSON.stringify({ protocol: 'choria-provisioner:done:1', instance: 'x', nodes: ['ok.example.net', 'a b'] }));
+    await until('all reported', () => invalid.length === 3);
     expect(invalid[0]).toMatch(/^heartbeat: not JSON/);
-    expect(invalid[1]).toMatch(/^done notice: "nodes" must be an array/);
+    expect(invalid[1]).toMatch(/^done notice: nodes\[0\] must be a node identity \(a string\)/);
+    // a peer's message naming an identity that fails the identity rule is refused whole
+    expect(invalid[2]).toMatch(/^done notice: nodes\[1\] is not a node identity: it holds U\+0020/);
     expect(a.m.members()).toEqual([a.m.member]);
   });
 

@@ -65,13 +65,15 @@ describe('active/active messages', () => {
     const busy = JSON.parse(encodeBusy({ instance: 'a', incarnation: 'b', nodes: [id('n1')] })) as Record<string, unknown>;
     const bad: [unknown, RegExp][] = [
       [{ ...ask, protocol: 'choria-provisioner:done:1' }, /none of choria-provisioner:ask:1, choria-provisioner:grant:1, choria-provisioner:busy:1/],
-      [{ ...busy, nodes: [{ identity: 'n1' }] }, /"nodes" must be an array of non-empty strings/],
+      [{ ...busy, nodes: [{ identity: 'n1' }] }, /nodes\[0\] must be a node identity \(a string\)/],
+      [{ ...busy, nodes: ['n1', 'evil\u001b[2J'] }, /nodes\[1\] is not a node identity: it holds U\+001B/],
       [{ ...busy, instance: 7 }, /"instance" must be a non-empty string/],
       [{ ...ask, want: 0 }, /"want" must be an integer >= 1/],
       [{ ...ask, incarnation: '' }, /"incarnation" must be a non-empty string/],
       [{ ...grant, nodes: 'n1' }, /"nodes" must be an array/],
       [{ ...grant, nodes: ['n1'] }, /nodes\[0\] must be an object/],
-      [{ ...grant, nodes: [{ identity: '' }] }, /nodes\[0\].identity must be a non-empty string/],
+      [{ ...grant, nodes: [{ identity: '' }] }, /nodes\[0\].identity is not a node identity: it is empty/],
+      [{ ...grant, nodes: [{ identity: 'a.*' }] }, /nodes\[0\].identity is not a node identity/],
       [{ ...grant, nodes: [{ identity: 'n1', version: 3 }] }, /nodes\[0\].version must be a string/],
     ];
     for (const [obj, reason] of bad) expect(() => parseWorkMessage(bytes(JSON.stringify(obj))), JSON.stringify(obj)).toThrow(reason);
@@ -94,6 +96,6 @@ describe('active/active messages', () => {
       expect(() => parseHeartbeat(bytes(text)), text).toThrow(CoordinationMessageError);
       expect(() => parseHeartbeat(bytes(text)), text).toThrow(reason);
     }
-    expect(() => parseDone(bytes(JSON.stringify({ protocol: 'choria-provisioner:done:1', instance: 'a', nodes: ['ok', 3] })))).toThrow(/"nodes" must be an array/);
+    expect(() => parseDone(bytes(JSON.stringify({ protocol: 'choria-provisioner:done:1', instance: 'a', nodes: ['ok', 3] })))).toThrow(/nodes\[1\] must be a node identity/);
   });
 });

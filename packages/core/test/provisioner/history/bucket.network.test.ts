@@ -65,7 +65,7 @@ describe('HistoryBucket against nats-server', () => {
     expect(second.info).toEqual({ bucket: 'HIST', ttlMs: 2 * HOUR, created: false });
   });
 
-  it("loads a site's stored records, follows changes, skips other sites and reports garbage", async () => {
+  it("loads a site's stored records, follows changes, skips other sites and reports garbage and refused identities", async () => {
     const s = await server();
     const writer = await open(await conn(s));
     await writer.write(record('web1.example.net', 1000));
@@ -82,9 +82,14 @@ describe('HistoryBucket against nats-server', () => {
     const reader = await open(await conn(s));
     await reader.watch({ onRecord: (r) => seen.push(r), onInvalid: (key, why) => invalid.push(`${key}: ${why}`), onRefusedIdentity: (text, why) => invalid.push(`${text}: ${why}`) });
     // resolved once the stored ones are in
-    expect(seen.map((r) => r.identity).sort()).toEqual(['odd name', 'web1.example.net']);
+    // a record whose identity fails the identity rule is refused (a key an earlier version or anyone with access wrote)
+    expect(seen.map((r) => r.identity).sort()).toEqual(['web1.example.net']);
     expect(seen.every((r) => r.instance === 'prov1')).toBe(true);
-    expect(invalid).toEqual([expect.stringMatching(/^dc1\.garbage: not JSON/), expect.stringMatching(/^dc1\.liar: the record names "someone-else"/)]);
+    expect(invalid).toEqual([
+      'odd name: it holds U+0020 at position 3: only letters, digits, "-", "_" and dots between labels are allowed',
+      expect.stringMatching(/^dc1\.garbage: not JSON/),
+      expect.stringMatching(/^dc1\.liar: the record names "someone-else"/),
+    ]);
     await writer.write(record('web2.example.net', 2000, { outcome: 'provisioned' }));
     await until('the change to arrive', () => seen.some((r) => r.identity === 'web2.example.net'));
   });
