@@ -218,6 +218,9 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     await click('[data-site="test"] [data-action="pause"]');
     await until('paused', async () => (await page.$eval('[data-site="test"] [data-field="run-state"]', (e) => e.textContent)) === 'paused', 5_000, { stepMs: 100 });
     expect(p.paused).toBe(true);
+    // a paused site queues nothing: the page says so
+    await click('#node-rows [data-action="retry"]');
+    await until('the retry refused while paused', async () => (await notice()).includes('the site is paused and queues nothing'), 5_000, { stepMs: 100 });
     await click('[data-site="test"] [data-action="resume"]');
     await until('running again', async () => (await page.$eval('[data-site="test"] [data-field="run-state"]', (e) => e.textContent)) === 'running', 5_000, { stepMs: 100 });
     expect(p.paused).toBe(false);

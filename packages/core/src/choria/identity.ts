@@ -1,8 +1,8 @@
 // The identity rule: what a node's Choria identity must look like before the provisioner lists,
 // queues, records or sends anything for it. Anyone on the provisioning account can claim any
 // identity, so every identity is checked once where it enters (a lifecycle event, a discovery
-// reply, any other reply's sender, the control API, a record of the shared history, a peer's
-// message) and carried as a NodeIdentity from there.
+// reply, any other reply's sender, the control API, a record of the shared history; a peer's
+// coordination message naming one is refused whole) and carried as a NodeIdentity from there.
 //
 // The rule follows what the identity becomes. It is the last part of the node's request subject
 // (`provisioning.node.<identity>`) and of its history key, so it is at most the length of a DNS
@@ -76,7 +76,7 @@ export function nodeIdentity(text: string): NodeIdentity {
 }
 
 /** Where a refused identity came from: the label of the refusals metric. */
-export type IdentitySource = 'event' | 'discovery' | 'reply' | 'control' | 'history' | 'peer';
+export type IdentitySource = 'event' | 'discovery' | 'reply' | 'control' | 'history';
 
 const FROM: Readonly<Record<IdentitySource, string>> = {
   event: 'a lifecycle event',
@@ -84,7 +84,6 @@ const FROM: Readonly<Record<IdentitySource, string>> = {
   reply: 'the sender of a reply',
   control: 'a control request',
   history: 'a record of the shared history',
-  peer: "a peer's message",
 };
 
 /** How many refused identities are remembered so each is logged once. */

@@ -17,6 +17,8 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'fatal';
 export interface LoggerOptions {
   /** undefined or "stdout": standard output; "stderr"; "discard"; anything else is a file path (JSON lines) */
   logfile?: string | undefined;
+  /** text lines to this stream instead (logfile is then not used) */
+  stream?: NodeJS.WritableStream | undefined;
   loglevel?: LogLevel | undefined;
   /** forces debug */
   debug?: boolean;
@@ -78,7 +80,9 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   if (opts.site !== undefined && opts.site !== '') defaultMeta['site'] = opts.site;
   const target = opts.logfile;
   let transport: winston.transport;
-  if (target === 'discard') {
+  if (opts.stream !== undefined) {
+    transport = new winston.transports.Stream({ stream: opts.stream, format: winston.format.combine(winston.format.timestamp(), textLine) });
+  } else if (target === 'discard') {
     transport = new winston.transports.Console({ silent: true });
   } else if (target === undefined || target === '' || target === 'stdout' || target === '/dev/stdout') {
     transport = new winston.transports.Console({ format: winston.format.combine(winston.format.timestamp(), textLine) });

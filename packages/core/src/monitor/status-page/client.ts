@@ -225,8 +225,10 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
     try {
       const res = await fetch(path, { method: 'POST', cache: 'no-store', headers: { authorization: 'Bearer ' + token } });
       const body = (await res.json().catch(() => ({}))) as ControlBody;
-      if (res.ok) notice((body.sites || []).map((s) => (s.site === '' ? '(none)' : s.site) + ': ' + s.result).join('; '), false);
-      else notice(body.error || path.split('?')[0] + ' answered ' + res.status, true);
+      const said = (body.sites || []).map((s) => (s.site === '' ? '(none)' : s.site) + ': ' + s.result).join('; ');
+      // a refusal says why in `error`, or per site (a retry no paused site can take: 409)
+      if (res.ok) notice(said, false);
+      else notice(body.error || said || path.split('?')[0] + ' answered ' + res.status, true);
     } catch (err) {
       notice('could not reach the provisioner: ' + (err as Error).message, true);
     }
