@@ -2,7 +2,7 @@
 // nothing on the node; prints the request, the reply, the helper's stderr, every warning and what
 // the provisioner would have sent. `--save` keeps the request for `--request` replays.
 import { readFileSync, writeFileSync } from 'node:fs';
-import { ConfigError, loadProvisionerConfig, loadSiteChoria, parseSavedRequest, testHelper, type HelperTestReport } from '@choria-provisioner/core';
+import { ConfigError, loadProvisionerConfig, loadSiteChoria, parseSavedRequest, testHelper, visibleStrings, type HelperTestReport } from '@choria-provisioner/core';
 import { EXIT, type CliIO } from '../io.js';
 
 export interface HelperTestOptions {
@@ -14,7 +14,10 @@ export interface HelperTestOptions {
   json: boolean;
 }
 
-const pretty = (v: unknown): string => JSON.stringify(v, null, 2);
+// What the node sent (its inventory, its replies) and what the helper printed (which may echo it)
+// reach the terminal with every control character as a visible escape; line breaks stay.
+const pretty = (v: unknown): string => JSON.stringify(visibleStrings(v), null, 2);
+const shown = (text: string): string => text.split('\n').map((line) => visibleStrings(line) as string).join('\n');
 
 function describe(r: HelperTestReport): string {
   const lines = ['request:', r.request === undefined ? '  (none: the attempt stopped before the helper)' : pretty(r.request), ''];
@@ -23,7 +26,7 @@ function describe(r: HelperTestReport): string {
   lines.push('stderr:', r.stderr.trim() === '' ? '  (empty)' : r.stderr.trimEnd(), '');
   lines.push('warnings:', ...(r.warnings.length === 0 ? ['  (none)'] : r.warnings.map((w) => `  ${w}`)), '');
   lines.push(`result: ${r.ok ? 'OK' : 'FAILED'}: ${r.outcome}${r.durationMs !== undefined ? ` (helper ${Math.round(r.durationMs)} ms)` : ''}`);
-  return lines.join('\n');
+  return shown(lines.join('\n'));
 }
 
 export async function helperTestCommand(opts: HelperTestOptions, io: CliIO): Promise<number> {
