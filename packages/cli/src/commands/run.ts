@@ -113,7 +113,6 @@ export async function runCommand(opts: RunOptions, io: CliIO): Promise<number> {
           port,
           ...(tls !== undefined ? { tls } : {}),
           host: opts.monitorAddress,
-          allowedHosts: [...new Set(sites.filter((s) => s.config.monitorPort === port).flatMap((s) => s.config.monitorAllowedHosts))],
           registry,
           ...monitorRoutes(provisioners),
         }),

@@ -87,7 +87,9 @@ export async function statusCommand(opts: StatusOptions, io: CliIO): Promise<num
   try {
     const res = await fetch(url, { headers: token === '' ? {} : { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) });
     if (!res.ok) {
-      io.err(`choria-provisioner: ${url} answered ${res.status} ${res.statusText}`);
+      // the port says why (a Host it does not know, a bad query): shown with visible escapes
+      const why = visibleStrings(await res.json().catch(() => ({}))) as { error?: unknown };
+      io.err(`choria-provisioner: ${url} answered ${res.status} ${res.statusText}${typeof why.error === 'string' ? `: ${why.error}` : ''}`);
       return EXIT.runtime;
     }
     // identities, errors and versions come from nodes: shown with visible escapes

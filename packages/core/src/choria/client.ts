@@ -25,7 +25,7 @@ import {
   type RpcStatusDetails,
 } from './errors.js';
 import { encodeLifecycleEvent, newLifecycleEvent, parseLifecycleEvent, type LifecycleEvent, type LifecycleFormat, type LifecycleType, type ReceivedLifecycleEvent } from './lifecycle.js';
-import { IdentityRefusedError, RefusedIdentities, type NodeIdentity } from './identity.js';
+import { IdentityRefusedError, RefusedIdentities, shownIdentity, type NodeIdentity } from './identity.js';
 import { codecFor, DISCOVERY_PAYLOAD } from './protocol/codec.js';
 import { agentFilter, type Filter } from './protocol/filter.js';
 import { newKsuid, newV1RequestId, nowNanoseconds, RandomPool } from './protocol/ids.js';
@@ -162,7 +162,8 @@ export class ChoriaClient {
   readonly #lifecycleSubscriptions = new Set<Subscription>();
   readonly #linkRestoredListeners = new Set<() => void>();
   readonly #ownsConnection: boolean;
-  readonly #refusals: RefusedIdentities;
+  /** where identities of discovery replies and other replies that fail the identity rule go */
+  readonly refusals: RefusedIdentities;
   #closed = false;
   #linkChanges = 0;
   /** when the broker connection dropped, while it is down */
@@ -207,7 +208,7 @@ export class ChoriaClient {
     this.senderId = settings.identity;
     this.callerId = signer.callerId;
     this.#ownsConnection = opts.ownsConnection ?? false;
-    this.#refusals = opts.refusals ?? new RefusedIdentities(opts.logger);
+    this.refusals = opts.refusals ?? new RefusedIdentities(opts.logger);
 
     const minTtl = version === 'v1' ? V1_MIN_TTL : 1;
     this.#ttl = Math.max(minTtl, Math.floor(settings.ttl));
@@ -415,7 +416,7 @@ export class ChoriaClient {
           const reply = this.#decodeReply(msg, id, what);
           if (reply === undefined) return;
           // a sender that fails the identity rule is no node: refused, and not counted as a response
-          if (reply.sender !== identity && this.#refusals.admit(reply.sender, 'reply') === undefined) return;
+          if (reply.sender !== identity && this.refusals.admit(reply.sender, 'reply') === undefined) return;
           responses++;
           if (reply.sender !== identity) {
             this.#logger.warn(`unexpected reply from ${reply.sender} to ${what}`, { requestId: id });
@@ -622,7 +623,8 @@ export class ChoriaClient {
       return undefined;
     }
     if (reply.requestId !== id) {
-      this.#logger.warn(`ignoring reply from ${reply.sender} to ${what}: it is for request ${reply.requestId}`, { requestId: id });
+      const from = shownIdentity(reply.sender);
+      this.#logger.warn(`ignoring reply from ${from} to ${what}: it is for request ${shownIdentity(reply.requestId)}`, { requestId: id });
       return undefined;
     }
     return reply;
@@ -648,7 +650,7 @@ export class ChoriaClient {
     } catch {
       // the transport header's sender, as above
     }
-    return this.#refusals.admit(sender, 'discovery');
+    return this.refusals.admit(sender, 'discovery');
   }
 
   #rpcResult(reply: DecodedReply, identity: string, what: string, responses: number, durationMs: number): RpcReply {

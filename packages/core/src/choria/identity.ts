@@ -29,7 +29,8 @@ const IDENTITY = /^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$/;
 export function whyNotIdentity(text: string): string | undefined {
   if (text.length <= MAX_IDENTITY_LENGTH && IDENTITY.test(text)) return undefined;
   if (text === '') return 'it is empty';
-  if (text.length > MAX_IDENTITY_LENGTH) return `it is ${text.length} characters long, more than ${MAX_IDENTITY_LENGTH}`;
+  if (text.length > MAX_IDENTITY_LENGTH)
+    return `it is ${text.length} characters long, more than ${MAX_IDENTITY_LENGTH}`;
   let labelLength = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text[i] as string;
@@ -40,7 +41,8 @@ export function whyNotIdentity(text: string): string | undefined {
       labelLength++;
     } else {
       const code = text.codePointAt(i) ?? 0;
-      return `it holds U+${code.toString(16).toUpperCase().padStart(4, '0')} at position ${i}: only letters, digits, "-", "_" and dots between labels are allowed`;
+      const hex = code.toString(16).toUpperCase().padStart(4, '0');
+      return `it holds U+${hex} at position ${i}: only letters, digits, "-", "_" and dots between labels are allowed`;
     }
   }
   return 'it ends with a dot';
@@ -51,11 +53,10 @@ export function asNodeIdentity(text: unknown): NodeIdentity | undefined {
   return typeof text === 'string' && whyNotIdentity(text) === undefined ? (text as NodeIdentity) : undefined;
 }
 
-/** A text that fails the identity rule, shown cut short and escaped (for logs and messages). */
+/** A text from outside that may fail the identity rule, quoted, cut short and escaped (for logs and messages). */
 export function shownIdentity(text: string, max = 64): string {
   const cut = text.length > max ? `${text.slice(0, max)}…` : text;
-  // JSON quotes it and escapes C0 controls; visibleText the rest (DEL, C1, bidirectional overrides)
-  return `${visibleText(JSON.stringify(cut))}${text.length > max ? ` (${text.length} characters)` : ''}`;
+  return `"${visibleText(cut)}"${text.length > max ? ` (${text.length} characters)` : ''}`;
 }
 
 /** An identity failed the rule where it entered. */
@@ -96,22 +97,28 @@ const REMEMBERED = 1024;
  */
 export class RefusedIdentities {
   readonly #logger: Logger;
-  readonly #count: (source: IdentitySource) => void;
+  readonly #counters = new Set<(source: IdentitySource) => void>();
   readonly #seen = new Set<string>();
 
-  constructor(logger: Logger, count: (source: IdentitySource) => void = () => undefined) {
+  constructor(logger: Logger) {
     this.#logger = logger;
-    this.#count = count;
+  }
+
+  /** Calls `count` for every refusal from now on (a site's metric); returns the undo. */
+  onRefused(count: (source: IdentitySource) => void): () => void {
+    this.#counters.add(count);
+    return () => this.#counters.delete(count);
   }
 
   /** `text` failed the rule at `source`, for `why`. */
   refuse(text: string, why: string, source: IdentitySource): void {
-    this.#count(source);
+    for (const count of this.#counters) count(source);
     const key = `${source} ${text.length > 300 ? `${text.slice(0, 300)}…${text.length}` : text}`;
     if (this.#seen.has(key)) return;
     this.#seen.add(key);
     if (this.#seen.size > REMEMBERED) this.#seen.delete(this.#seen.values().next().value as string);
-    this.#logger.warn(`Refused the node identity ${shownIdentity(text)} from ${FROM[source]}: ${why}; nothing is listed, queued, recorded or sent for it`);
+    const what = `the node identity ${shownIdentity(text)} from ${FROM[source]}`;
+    this.#logger.warn(`Refused ${what}: ${why}; nothing is listed, queued, recorded or sent for it`);
   }
 
   /** The identity of `text`, or undefined after refusing it. */

@@ -37,7 +37,8 @@ export interface MonitorServerOptions {
   allowedHosts?: readonly string[];
 }
 
-class QueryError extends Error {}
+/** A /status or /nodes query parameter that is out of range or unknown; the message names it. */
+export class QueryError extends Error {}
 
 function intParam(params: URLSearchParams, name: string, fallback: number, min: number, max: number): number {
   const text = params.get(name);

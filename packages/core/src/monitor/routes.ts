@@ -8,7 +8,7 @@ import type { Provisioner } from '../provisioner/provisioner.js';
 import { controlProvisioners, nodesVisible } from './control.js';
 import type { MonitorServerOptions } from './http.js';
 
-export type MonitorRoutes = Required<Pick<MonitorServerOptions, 'status' | 'nodes' | 'control' | 'ready'>>;
+export type MonitorRoutes = Required<Pick<MonitorServerOptions, 'status' | 'nodes' | 'control' | 'ready' | 'allowedHosts'>>;
 
 /** The routes of `provisioners`, each a site (the first one is the status page's default). */
 export function monitorRoutes(provisioners: readonly Provisioner[]): MonitorRoutes {
@@ -34,5 +34,7 @@ export function monitorRoutes(provisioners: readonly Provisioner[]): MonitorRout
       const sites = provisioners.map((p) => p.readiness());
       return { ready: sites.every((r) => r.ready), sites };
     },
+    // the port shows every site's nodes: it answers to every name any site lists
+    allowedHosts: [...new Set(provisioners.flatMap((p) => p.config.monitorAllowedHosts))],
   };
 }

@@ -81,6 +81,7 @@ export class Provisioner {
     () => !this.paused && this.#lease.refusal() === undefined,
   );
   #unwatchLink: (() => void) | undefined;
+  #unwatchRefusals: (() => void) | undefined;
   #timers: NodeJS.Timeout[] = [];
   #workers: Promise<void>[] = [];
   /** attempts holding a worker */
@@ -96,7 +97,8 @@ export class Provisioner {
     this.version = opts.version ?? VERSION;
     this.logger = opts.logger ?? silentLogger();
     this.metrics = new ProvisionerMetrics(opts.registry ?? new Registry(), opts.config.site);
-    this.refusals = new RefusedIdentities(this.logger, (source) => this.metrics.refusedIdentity(source));
+    this.refusals = new RefusedIdentities(this.logger);
+    this.refusals.onRefused((source) => this.metrics.refusedIdentity(source));
     this.pauseFlag = new PauseFlag(false);
     this.pauseFlag.onChange((p) => this.metrics.setPaused(p));
     const capacity = opts.queueCapacity ?? 50_000;
@@ -184,6 +186,8 @@ export class Provisioner {
       return;
     }
     this.#client = client;
+    // a client handed in refuses on its own: its refusals are counted as this site's too
+    if (client.refusals !== this.refusals) this.#unwatchRefusals = client.refusals.onRefused((source) => this.metrics.refusedIdentity(source));
     this.#runner = hostRunnerFor(this.#opts, { client, metrics: this.metrics, pause: this.pauseFlag, helper });
 
     await announceStartup(client, this.version, this.logger);
@@ -246,6 +250,7 @@ export class Provisioner {
     this.#timers = [];
     this.#unsubscribe?.();
     this.#unwatchLink?.();
+    this.#unwatchRefusals?.();
     this.#rediscovery.stop();
     await stopParts({
       site: this.config.site,

@@ -1,12 +1,18 @@
 // How text from outside is shown: every character that could act on a terminal or a log reader
 // instead of being read (C0 and C1 controls, DEL, line and paragraph separators, bidirectional
-// overrides, lone surrogates) is written as a visible `\uXXXX` escape. The text log, the JSON log,
-// the monitor port's JSON (and so the status page) and the command line all show text through
-// this one function. It never touches a backslash, so applying it twice changes nothing.
+// marks and overrides, the byte-order mark, lone surrogates) is written as a visible `\uXXXX`
+// escape. The text log, the JSON log, the monitor port's JSON (and so the status page) and the
+// command line all show text through this one function. It never touches a backslash, so applying
+// it twice changes nothing.
 
 // With the u flag a character class matches a surrogate only when it stands alone (not in a pair).
-// eslint-disable-next-line no-control-regex -- control characters are what this finds
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]/u;
+const RANGES = [
+  '\\u0000-\\u001f\\u007f-\\u009f', // C0, DEL, C1
+  '\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069', // bidirectional marks, embeddings, overrides, isolates
+  '\\u2028\\u2029\\ufeff', // line and paragraph separators, byte-order mark
+  '\\ud800-\\udfff', // lone surrogates
+];
+const UNSAFE = new RegExp(`[${RANGES.join('')}]`, 'u');
 const UNSAFE_ALL = new RegExp(UNSAFE.source, 'gu');
 
 const escape = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
@@ -28,7 +34,8 @@ export function visibleStrings(value: unknown, maxDepth = 32): unknown {
   const out: Record<string, unknown> = {};
   // defined, not assigned: a key `__proto__` stays a key
   for (const [k, v] of Object.entries(value)) {
-    Object.defineProperty(out, visibleText(k), { value: visibleStrings(v, maxDepth - 1), enumerable: true, writable: true, configurable: true });
+    const shown = visibleStrings(v, maxDepth - 1);
+    Object.defineProperty(out, visibleText(k), { value: shown, enumerable: true, writable: true, configurable: true });
   }
   return out;
 }

@@ -13,6 +13,8 @@ import {
   ProvisioningLockError,
   RpcAbortError,
   RpcInputError,
+  RpcUnsendableError,
+  repeatingCannotHelp,
   RpcResponseCountError,
   RpcReplyLostError,
   RpcTimeoutError,
@@ -279,6 +281,18 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
         new RpcInputError(['choria_provision#restart: input "splay" must be an integer, got 1.5']),
       );
       await expect(client.rpc('bad*identity', 'rpcutil', 'inventory', {})).rejects.toBeInstanceOf(RpcInputError);
+      await responders.flush();
+      expect(responders.requests.length).toBe(before);
+    });
+
+    it('refuses a request larger than the broker carries, before sending it: RpcUnsendableError, which asking again cannot help', async () => {
+      const before = responders.requests.length;
+      // nats-server's default max_payload is 1 MiB
+      const config = JSON.stringify({ 'plugin.choria.server.provision': 'false', big: 'x'.repeat(2 * 1024 * 1024) });
+      const err = await client.rpc('node1.example.net', 'choria_provision', 'configure', { token: 't', config }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RpcUnsendableError);
+      expect(repeatingCannotHelp(err)).toBe(true);
+      expect((err as Error).message).toMatch(/could not be published to provisioning\.node\.node1\.example\.net/);
       await responders.flush();
       expect(responders.requests.length).toBe(before);
     });

@@ -72,7 +72,7 @@ describe('the identity rule', () => {
 
   it('shows a refused text cut short and escaped', () => {
     expect(shownIdentity('x'.repeat(4100))).toBe(`"${'x'.repeat(64)}…" (4100 characters)`);
-    expect(shownIdentity('a\u001b[2J\nb\u009b')).toBe('"a\\u001b[2J\\nb\\u009b"');
+    expect(shownIdentity('a\u001b[2J\nb\u009b')).toBe('"a\\u001b[2J\\u000ab\\u009b"');
   });
 });
 
@@ -81,7 +81,8 @@ describe('RefusedIdentities', () => {
     const log = captureLogger();
     const registry = new Registry();
     const metrics = new ProvisionerMetrics(registry, 'lon');
-    const refusals = new RefusedIdentities(log.logger, (source) => metrics.refusedIdentity(source));
+    const refusals = new RefusedIdentities(log.logger);
+    refusals.onRefused((source) => metrics.refusedIdentity(source));
     for (let i = 0; i < 5; i++) expect(refusals.admit('evil\u001b[2J', 'event')).toBeUndefined();
     expect(refusals.admit('evil\u001b[2J', 'discovery')).toBeUndefined();
     expect(refusals.admit('n1.example.net', 'discovery')).toBe('n1.example.net');

@@ -52,6 +52,37 @@ async function discoveringSetup(answer: (send: (sender: string) => void) => void
 }
 
 describe('Provisioner scheduling', () => {
+  it('refuses discovery replies whose sender fails the identity rule, with its own connection or one handed in, and counts them', async () => {
+    for (const handedIn of [false, true]) {
+      const srv = await startNatsServer({ jetstream: false });
+      cleanups.push(() => srv.stop());
+      const fleet = await discoveryResponder(srv.url, (_req, send) => ['good-1.example.net', 'a b', '*', 'x'.repeat(300)].forEach(send));
+      cleanups.push(() => fleet.close());
+      const config = testConfig('workers: 1\n');
+      const registry = new Registry();
+      const client = handedIn ? await testClient(testSettings(srv.url, config)) : undefined;
+      if (client !== undefined) cleanups.push(() => client.close());
+      const jobs: string[] = [];
+      const p = new Provisioner({
+        config,
+        choria: testSettings(srv.url, config),
+        registry,
+        ...(client !== undefined ? { client } : {}),
+        hostRunner: async (job) => (jobs.push(job.identity), { outcome: 'provisioned' }),
+        helper: () => ({}),
+        stopTimeoutMs: 2000,
+      });
+      cleanups.push(() => p.stop());
+      await p.start();
+      await p.discover();
+      await until('the good node provisioned', () => jobs.length === 1);
+      expect(jobs).toEqual(['good-1.example.net']);
+      expect(p.status().hosts.map((h) => h.identity)).toEqual(['good-1.example.net']);
+      expect(await registry.metrics(), handedIn ? 'handed in' : 'own').toMatch(/choria_provisioner_refused_identities\{site="test",source="discovery"\} [3-9]/);
+      await p.stop();
+    }
+  });
+
   it('backs a failing node off, quarantines it after quarantine_after failures, and lets it go on release, retry or reboot', async () => {
     const jobs: string[] = [];
     const { p, registry, url } = await setup(

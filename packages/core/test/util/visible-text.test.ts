@@ -8,6 +8,7 @@ describe('visibleText', () => {
     expect(visibleText('x\ny\rz\tw')).toBe('x\\u000ay\\u000dz\\u0009w');
     expect(visibleText('\u0000\u007f\u0085\u009b')).toBe('\\u0000\\u007f\\u0085\\u009b');
     expect(visibleText('\u2028\u2029\u202e\u2066')).toBe('\\u2028\\u2029\\u202e\\u2066');
+    expect(visibleText('\u200e\u200f\u061c\ufeff')).toBe('\\u200e\\u200f\\u061c\\ufeff');
   });
 
   it('escapes a lone surrogate but keeps a pair', () => {

@@ -149,6 +149,22 @@ function text(obj: Record<string, unknown>, key: string): string {
   return v;
 }
 
+/** The sender's Choria identity: held to the identity rule, as it names the member in logs and the status. */
+function instanceOf(obj: Record<string, unknown>): string {
+  const v = text(obj, 'instance');
+  const why = whyNotIdentity(v);
+  if (why !== undefined) throw new CoordinationMessageError(`"instance" is not an identity: ${why}`);
+  return v;
+}
+
+/** A process's random id: it becomes a subject token (the member's work subject), so a short plain token. */
+const INCARNATION = /^[A-Za-z0-9_-]{1,64}$/;
+function incarnationOf(obj: Record<string, unknown>): string {
+  const v = text(obj, 'incarnation');
+  if (!INCARNATION.test(v)) throw new CoordinationMessageError('"incarnation" must be 1 to 64 letters, digits, "-" or "_"');
+  return v;
+}
+
 function count(obj: Record<string, unknown>, key: string, min = 0): number {
   const v = obj[key];
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min) throw new CoordinationMessageError(`"${key}" must be an integer >= ${min}`);
@@ -160,8 +176,8 @@ export function parseHeartbeat(data: Uint8Array): Heartbeat {
   const leaving = obj['leaving'];
   if (typeof leaving !== 'boolean') throw new CoordinationMessageError('"leaving" must be a boolean');
   return {
-    instance: text(obj, 'instance'),
-    incarnation: text(obj, 'incarnation'),
+    instance: instanceOf(obj),
+    incarnation: incarnationOf(obj),
     intervalMs: count(obj, 'interval_ms', 1),
     leaving,
     owned: count(obj, 'owned'),
@@ -179,7 +195,7 @@ export function parseWorkMessage(data: Uint8Array): WorkMessage {
   const obj = jsonObject(data);
   if (obj['protocol'] === ASK_PROTOCOL) return { ask: askOf(obj) };
   if (obj['protocol'] === GRANT_PROTOCOL) return { grant: grantOf(obj) };
-  if (obj['protocol'] === BUSY_PROTOCOL) return { busy: { instance: text(obj, 'instance'), incarnation: text(obj, 'incarnation'), nodes: identities(obj) } };
+  if (obj['protocol'] === BUSY_PROTOCOL) return { busy: { instance: instanceOf(obj), incarnation: incarnationOf(obj), nodes: identities(obj) } };
   throw new CoordinationMessageError(`protocol ${JSON.stringify(obj['protocol'])} is none of ${ASK_PROTOCOL}, ${GRANT_PROTOCOL}, ${BUSY_PROTOCOL}`);
 }
 
@@ -198,7 +214,7 @@ function peerIdentity(value: unknown, where: string): NodeIdentity {
 }
 
 function askOf(obj: Record<string, unknown>): AskNotice {
-  return { instance: text(obj, 'instance'), incarnation: text(obj, 'incarnation'), want: count(obj, 'want', 1) };
+  return { instance: instanceOf(obj), incarnation: incarnationOf(obj), want: count(obj, 'want', 1) };
 }
 
 function grantOf(obj: Record<string, unknown>): GrantNotice {
@@ -211,13 +227,12 @@ function grantOf(obj: Record<string, unknown>): GrantNotice {
     if (version !== undefined && typeof version !== 'string') throw new CoordinationMessageError(`nodes[${i}].version must be a string`);
     return version !== undefined && version !== '' ? { identity, reportedVersion: version } : { identity };
   });
-  return { instance: text(obj, 'instance'), incarnation: text(obj, 'incarnation'), nodes: granted };
+  return { instance: instanceOf(obj), incarnation: incarnationOf(obj), nodes: granted };
 }
 
 export function parseDone(data: Uint8Array): DoneNotice {
   const obj = objectOf(data, DONE_PROTOCOL);
   const nodes = identities(obj);
-  const incarnation = obj['incarnation'];
-  if (incarnation !== undefined && (typeof incarnation !== 'string' || incarnation === '')) throw new CoordinationMessageError('"incarnation" must be a non-empty string');
-  return { instance: text(obj, 'instance'), ...(incarnation !== undefined ? { incarnation } : {}), nodes };
+  const incarnation = obj['incarnation'] === undefined ? undefined : incarnationOf(obj);
+  return { instance: instanceOf(obj), ...(incarnation !== undefined ? { incarnation } : {}), nodes };
 }

@@ -126,8 +126,10 @@ export class HistoryBucket implements HistoryBacking {
 
   /** Writes `record`; rejects with HistoryWriteRefusedError when the broker will never take it. */
   async write(record: NodeRecord): Promise<void> {
+    const key = historyKey(this.#site, record.identity);
+    if (key === undefined) throw new HistoryWriteRefusedError(`no history record is written for ${shownIdentity(record.identity)}: not an identity`);
     try {
-      await this.#kv.put(historyKey(this.#site, record.identity), encodeRecord(record));
+      await this.#kv.put(key, encodeRecord(record));
     } catch (err) {
       if (!refusedForGood(err)) throw err;
       throw new HistoryWriteRefusedError(`the broker refuses the history record of ${shownIdentity(record.identity)}: ${errorText(err)}`, { cause: err });
@@ -185,6 +187,8 @@ export class HistoryBucket implements HistoryBacking {
     if (identity === undefined) return handlers.onInvalid(entry.key, 'the key names no node of this site');
     const why = whyNotIdentity(identity);
     if (why !== undefined) return handlers.onRefusedIdentity(identity, why);
+    // one key a node: an identity written another way (an earlier version's `=` form) is not its key
+    if (historyKey(this.#site, identity) !== entry.key) return handlers.onInvalid(entry.key, `not the key of ${identity}`);
     let record: NodeRecord;
     try {
       record = decodeRecord(entry.value);

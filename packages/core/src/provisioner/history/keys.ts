@@ -1,10 +1,12 @@
 // Bucket keys of the node history: `<site>.<identity>`, so one bucket holds every site and an
-// instance watches only its own (`<site>.>`). Key tokens may hold letters, digits, - and _ (and
-// the identity's dots between tokens); anything else (an empty site, a space, a leading dot) is
-// written as `=` + base64url, which no plain token starts with, so every key maps back to one name.
+// instance watches only its own (`<site>.>`). An identity that passed the identity rule is a valid
+// key as it is. A site token may hold letters, digits, - and _; any other site (empty, with a
+// space or a dot) is written as `=` + base64url, which no plain token starts with. Earlier versions
+// wrote identities the same way; such a key is read back to its text, which the identity rule
+// then refuses.
+import { whyNotIdentity } from '../../choria/identity.js';
 
 const PLAIN_SITE = /^[-\w]+$/;
-const PLAIN_IDENTITY = /^[-\w]+(?:\.[-\w]+)*$/;
 
 const encoded = (s: string): string => `=${Buffer.from(s, 'utf8').toString('base64url')}`;
 
@@ -12,8 +14,9 @@ export function siteToken(site: string): string {
   return PLAIN_SITE.test(site) ? site : encoded(site);
 }
 
-export function historyKey(site: string, identity: string): string {
-  return `${siteToken(site)}.${PLAIN_IDENTITY.test(identity) ? identity : encoded(identity)}`;
+/** The key of a node; undefined for an identity that fails the identity rule (it is never recorded). */
+export function historyKey(site: string, identity: string): string | undefined {
+  return whyNotIdentity(identity) === undefined ? `${siteToken(site)}.${identity}` : undefined;
 }
 
 /** The watch filter of one site's keys. */
@@ -26,6 +29,5 @@ export function identityOfKey(site: string, key: string): string | undefined {
   const prefix = `${siteToken(site)}.`;
   if (!key.startsWith(prefix)) return undefined;
   const rest = key.slice(prefix.length);
-  if (rest.startsWith('=')) return Buffer.from(rest.slice(1), 'base64url').toString('utf8');
-  return PLAIN_IDENTITY.test(rest) ? rest : undefined;
+  return rest.startsWith('=') ? Buffer.from(rest.slice(1), 'base64url').toString('utf8') : rest;
 }

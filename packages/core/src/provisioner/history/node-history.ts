@@ -385,7 +385,8 @@ export class NodeHistory {
           // the same record meets the same refusal: kept in memory, not written again
           this.#wake(identity, Infinity, 'write-failed');
           this.#opts.onWriteRefused?.(err);
-          if (this.#pending.has(identity)) this.flush();
+          // its slot is free: the next waiting change goes, as after a write that succeeded
+          this.flush();
           return;
         }
         this.#unsteady();

@@ -70,6 +70,11 @@ describe('active/active messages', () => {
       [{ ...busy, instance: 7 }, /"instance" must be a non-empty string/],
       [{ ...ask, want: 0 }, /"want" must be an integer >= 1/],
       [{ ...ask, incarnation: '' }, /"incarnation" must be a non-empty string/],
+      // it becomes a subject token of the member's work subject: nothing a broker would refuse or read as a wildcard
+      [{ ...ask, incarnation: 'x'.repeat(4100) }, /"incarnation" must be 1 to 64 letters, digits/],
+      [{ ...ask, incarnation: '>' }, /"incarnation" must be 1 to 64/],
+      [{ ...grant, incarnation: 'a.b' }, /"incarnation" must be 1 to 64/],
+      [{ ...busy, instance: 'evil\u001b[2J' }, /"instance" is not an identity: it holds U\+001B/],
       [{ ...grant, nodes: 'n1' }, /"nodes" must be an array/],
       [{ ...grant, nodes: ['n1'] }, /nodes\[0\] must be an object/],
       [{ ...grant, nodes: [{ identity: '' }] }, /nodes\[0\].identity is not a node identity: it is empty/],

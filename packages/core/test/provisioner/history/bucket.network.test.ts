@@ -2,7 +2,7 @@ import { connect, type NatsConnection } from 'nats';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CHORIA_BROKER_LOGINS, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { until } from '@choria-provisioner/test-support/wait';
-import { HistoryBucket, HistoryUnavailableError, NodeHistory, HISTORY_BUCKET_MAX_BYTES, encodeRecord, historyKey, type NodeRecord } from '../../../src/provisioner/history/index.js';
+import { HistoryBucket, HistoryUnavailableError, HistoryWriteRefusedError, NodeHistory, HISTORY_BUCKET_MAX_BYTES, encodeRecord, historyKey, type NodeRecord } from '../../../src/provisioner/history/index.js';
 
 const HOUR = 3_600_000;
 
@@ -69,13 +69,16 @@ describe('HistoryBucket against nats-server', () => {
     const s = await server();
     const writer = await open(await conn(s));
     await writer.write(record('web1.example.net', 1000));
-    await writer.write(record('odd name', 1000));
+    // as an earlier version wrote an identity the rule refuses
+    await (await conn(s)).jetstream().views.kv('HIST', { bindOnly: true }).then((kv) => kv.put(`dc1.=${Buffer.from('odd name').toString('base64url')}`, encodeRecord(record('odd name', 1000))));
     const other = await open(await conn(s), 'dc2');
     await other.write(record('web1.example.net', 1000, { instance: 'other-site' }));
     const js = (await conn(s)).jetstream();
     const kv = await js.views.kv('HIST', { bindOnly: true });
-    await kv.put(historyKey('dc1', 'garbage'), new TextEncoder().encode('not json'));
-    await kv.put(historyKey('dc1', 'liar'), encodeRecord(record('someone-else', 1)));
+    await kv.put(historyKey('dc1', 'garbage') as string, new TextEncoder().encode('not json'));
+    await kv.put(historyKey('dc1', 'liar') as string, encodeRecord(record('someone-else', 1)));
+    // an earlier version's form of an identity: not the node's key
+    await kv.put(`dc1.=${Buffer.from('web3.example.net').toString('base64url')}`, encodeRecord(record('web3.example.net', 1)));
 
     const seen: NodeRecord[] = [];
     const invalid: string[] = [];
@@ -89,9 +92,25 @@ describe('HistoryBucket against nats-server', () => {
       'odd name: it holds U+0020 at position 3: only letters, digits, "-", "_" and dots between labels are allowed',
       expect.stringMatching(/^dc1\.garbage: not JSON/),
       expect.stringMatching(/^dc1\.liar: the record names "someone-else"/),
+      expect.stringMatching(/^dc1\.=.*: not the key of web3\.example\.net/),
     ]);
     await writer.write(record('web2.example.net', 2000, { outcome: 'provisioned' }));
     await until('the change to arrive', () => seen.some((r) => r.identity === 'web2.example.net'));
+  });
+
+  it('refuses for good a record the broker will never take: no key for its identity, or larger than a value may be', async () => {
+    const s = await server();
+    const nc = await conn(s);
+    const b = await open(nc);
+    const statuses: string[] = [];
+    void (async () => {
+      for await (const st of nc.status()) statuses.push(st.type);
+    })();
+    await expect(b.write(record('x'.repeat(4100), 1))).rejects.toBeInstanceOf(HistoryWriteRefusedError);
+    await expect(b.write(record('a*b', 1))).rejects.toBeInstanceOf(HistoryWriteRefusedError);
+    await expect(b.write(record('n1.example.net', 1, { error: 'x'.repeat(10_000) }))).rejects.toThrow(/the broker refuses the history record of "n1\.example\.net"/);
+    await b.write(record('n1.example.net', 2));
+    expect(statuses.filter((t) => t === 'disconnect')).toEqual([]);
   });
 
   it('says why when the account has no JetStream', async () => {
