@@ -26,6 +26,7 @@ import {
 } from './errors.js';
 import { encodeLifecycleEvent, newLifecycleEvent, parseLifecycleEvent, type LifecycleEvent, type LifecycleFormat, type LifecycleType, type ReceivedLifecycleEvent } from './lifecycle.js';
 import { IdentityRefusedError, RefusedIdentities, shownIdentity, type NodeIdentity } from './identity.js';
+import type { LinkState } from './link.js';
 import { codecFor, DISCOVERY_PAYLOAD } from './protocol/codec.js';
 import { agentFilter, type Filter } from './protocol/filter.js';
 import { newKsuid, newV1RequestId, nowNanoseconds, RandomPool } from './protocol/ids.js';
@@ -270,7 +271,7 @@ export class ChoriaClient {
    * is when it last came up (performance.now()). A silence from the fleet means nothing while the
    * link is down or has just come back (the servers reconnect on their own schedule).
    */
-  get link(): { readonly up: boolean; readonly changes: number; readonly upSince: number } {
+  get link(): LinkState {
     return { up: this.#droppedAt === undefined && !this.nats.isClosed(), changes: this.#linkChanges, upSince: this.#linkUpSince };
   }
 

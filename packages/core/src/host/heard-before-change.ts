@@ -10,7 +10,7 @@
 import type { ChoriaClient } from '../choria/client.js';
 import { RpcAbortError, noReplyCame } from '../choria/errors.js';
 import { sleep } from '../util/backoff.js';
-import { linkSettled } from './lost-reply.js';
+import { linkSettled } from '../choria/link.js';
 
 export interface HeardBeforeChangeOptions {
   readonly client: ChoriaClient;

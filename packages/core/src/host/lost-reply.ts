@@ -5,6 +5,7 @@
 // counts it as an error. Instead the node is observed without a directed request: lifecycle
 // events it published, and broadcast discovery with an identity filter (a node still in
 // provisioning mode answers it, one that left does not).
+import { FLEET_RECONNECT_MS, linkSettled } from '../choria/link.js';
 import type { ChoriaClient, RpcReply } from '../choria/client.js';
 import { ClientClosedError, RpcAbortError, noReplyCame } from '../choria/errors.js';
 import { sleep } from '../util/backoff.js';
@@ -118,29 +119,10 @@ export interface ConfirmRequest {
 }
 
 export const DEFAULT_RECONNECT_GRACE_MS = 2_000;
-/** after a broker reconnect, how long the servers are given to reconnect too (LostReplyTimings.fleetReconnectMs) */
-export const DEFAULT_FLEET_RECONNECT_MS = 5_000;
 /** LostReplyTimings.maxBusyMs */
 export const DEFAULT_MAX_BUSY_MS = 15 * 60_000;
 /** LostReplyTimings.busyRecheckMs */
 export const DEFAULT_BUSY_RECHECK_MS = 10_000;
-
-/** The broker link as ChoriaClient.link reports it. */
-export interface LinkState {
-  readonly up: boolean;
-  readonly changes: number;
-  readonly upSince: number;
-}
-
-/**
- * Whether silence seen between `before` and `after` (taken at `at`) can say anything about a node:
- * the link stayed up, and either it never dropped or it came back long enough ago for the servers
- * to be on it again (they reconnect on their own schedule after a broker restart).
- */
-export function linkSettled(before: LinkState, after: LinkState, fleetReconnectMs: number, at = performance.now()): boolean {
-  if (!before.up || !after.up || after.changes !== before.changes) return false;
-  return after.changes === 0 || at - after.upSince >= fleetReconnectMs;
-}
 
 /**
  * Consecutive unanswered probes that make a node absent: a lost broadcast must not decide. With 2 %
@@ -160,7 +142,7 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
   const margin = t.marginMs ?? 3_000;
   const probeTimeout = t.probeTimeoutMs ?? 2_000;
   const interval = t.probeIntervalMs ?? 500;
-  const fleetReconnect = t.fleetReconnectMs ?? DEFAULT_FLEET_RECONNECT_MS;
+  const fleetReconnect = t.fleetReconnectMs ?? FLEET_RECONNECT_MS;
   const maxBusy = t.maxBusyMs ?? DEFAULT_MAX_BUSY_MS;
   const busyRecheck = t.busyRecheckMs ?? DEFAULT_BUSY_RECHECK_MS;
   const firstProbe = performance.now();

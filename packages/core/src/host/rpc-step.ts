@@ -9,7 +9,8 @@ import type { HostMetrics, LostReplyFinding, RpcName } from './types.js';
 import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import { PausedError, type PauseFlag } from '../util/pause.js';
 import type { LifecycleWitness } from './lifecycle-witness.js';
-import { DEFAULT_FLEET_RECONNECT_MS, DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, linkSettled, isChangingAction, type ChangingAction, type LostReplyTimings } from './lost-reply.js';
+import { DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, isChangingAction, type ChangingAction, type LostReplyTimings } from './lost-reply.js';
+import { FLEET_RECONNECT_MS, linkSettled } from '../choria/link.js';
 import { ProvisionerError, failureTexts, publicMessageOf } from '../util/errors.js';
 import { RightToActLostError, assertMayChange, type FencedSend, type NodeFence } from './fence.js';
 import { heardBeforeChange, type HeardBeforeChange } from './heard-before-change.js';
@@ -147,7 +148,7 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
   // rest of a successful step.
   let last: Error | undefined;
   let made = 0;
-  const fleetReconnectMs = ctx.lostReply?.fleetReconnectMs ?? DEFAULT_FLEET_RECONNECT_MS;
+  const fleetReconnectMs = ctx.lostReply?.fleetReconnectMs ?? FLEET_RECONNECT_MS;
   const readOnly = READ_ONLY_STEPS.has(name);
   let free = 0;
   for (let attempt = 1; attempt <= tries; attempt++) {

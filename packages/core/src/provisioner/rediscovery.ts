@@ -4,8 +4,10 @@
 // once the servers have had time to reconnect (they do on their own schedule), and once more for
 // the slow ones. A discovery costs one broadcast; a node already known is not offered twice.
 
-/** After a reconnect: when the servers should be back, and once more for stragglers. */
-export const REDISCOVERY_DELAYS_MS: readonly number[] = [5_000, 15_000];
+import { FLEET_RECONNECT_MS } from '../choria/link.js';
+
+/** After a reconnect: when the servers should be back (the one FLEET_RECONNECT_MS), and once more for stragglers. */
+export const REDISCOVERY_DELAYS_MS: readonly number[] = [FLEET_RECONNECT_MS, 3 * FLEET_RECONNECT_MS];
 
 export class RediscoveryAfterReconnect {
   readonly #discover: () => unknown;

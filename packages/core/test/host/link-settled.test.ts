@@ -2,8 +2,10 @@ import { describe, expect, it } from 'vitest';
 import type { ChoriaClient } from '../../src/choria/client.js';
 import { RpcAbortedError, RpcTimeoutError } from '../../src/choria/errors.js';
 import type { LifecycleWitness } from '../../src/host/lifecycle-witness.js';
-import { confirmAfterLostReply, linkSettled, type LostReplyTimings } from '../../src/host/lost-reply.js';
+import { confirmAfterLostReply, type LostReplyTimings } from '../../src/host/lost-reply.js';
+import { FLEET_RECONNECT_MS, linkSettled } from '../../src/choria/link.js';
 import { sleep } from '../../src/util/backoff.js';
+import { REDISCOVERY_DELAYS_MS } from '../../src/provisioner/rediscovery.js';
 
 // Silence from a node means something only when the broker link was steady while it was heard.
 describe('linkSettled', () => {
@@ -17,6 +19,13 @@ describe('linkSettled', () => {
   it('is not settled while the servers may still be reconnecting after a broker restart', () => {
     expect(linkSettled(up(2, at - 1_000), up(2, at - 1_000), 5_000, at)).toBe(false);
     expect(linkSettled(up(2, at - 6_000), up(2, at - 6_000), 5_000, at)).toBe(true);
+  });
+
+  it('is one setting: the servers get FLEET_RECONNECT_MS, and the first rediscovery after a return waits as long', () => {
+    expect(FLEET_RECONNECT_MS).toBe(5_000);
+    expect(REDISCOVERY_DELAYS_MS[0]).toBe(FLEET_RECONNECT_MS);
+    expect(linkSettled(up(2, at - FLEET_RECONNECT_MS + 1), up(2, at - FLEET_RECONNECT_MS + 1), FLEET_RECONNECT_MS, at)).toBe(false);
+    expect(linkSettled(up(2, at - FLEET_RECONNECT_MS), up(2, at - FLEET_RECONNECT_MS), FLEET_RECONNECT_MS, at)).toBe(true);
   });
 
   it('is not settled when the link dropped or changed while the node was asked', () => {
