@@ -1,8 +1,8 @@
 // The helper's bare start rate: N runs of the trivial helper with no provisioner in the process,
 // K at a time, the request on stdin, the reply read from stdout. Three methods:
-//   product  spawned from Node the way the product's Node helper spawner does it (own process
-//            group, three pipes): the fallback where python3 is missing
-//   python3  through the product's default helper spawner, spawner-child.py (posix_spawn), alone
+//   product  spawned from Node the way the product's default (Node) helper spawner does it (own
+//            process group, three pipes)
+//   python3  through the product's opt-in helper spawner, spawner-child.py (posix_spawn), alone
 //   simple   the way anyone would measure it: a plain Node parent, default spawn options
 // Deliberately imports nothing else: process creation costs more the more memory the parent has
 // mapped, so this is the rate of a minimal parent.

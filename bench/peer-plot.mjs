@@ -20,7 +20,7 @@ const { info, results } = JSON.parse(readFileSync(file, 'utf8'));
 const SERIES = [
   { who: 'upstream', label: 'upstream Go provisioner (one process per node)', color: '#d62728' },
   { who: 'process', label: 'this project, helper_mode process', color: '#1f77b4' },
-  { who: 'process-node', label: 'the same, helper_spawner node', color: '#17becf' },
+  { who: 'process-python3', label: 'the same, helper_spawner python3', color: '#17becf' },
   { who: 'process-none', label: 'the same, helper_spawner none', color: '#ff7f0e' },
   { who: 'pool', label: 'this project, helper_mode pool', color: '#2ca02c' },
   { who: 'client', label: 'helper-less client (nats.js alone)', color: '#7f7f7f' },

@@ -69,10 +69,10 @@ const full = process.argv.includes('--full');
 /** The peer scenarios (bench/peer.mjs), in the order each pass runs them. */
 const PEERS = {
   upstream: { provisioner: 'upstream' },
-  // one helper process per node, started by the default spawner (auto: the Python companion), the
-  // Node companion, and the provisioner's own process (helper_spawner none)
+  // one helper process per node, started by the default spawner (the Node companion), the opt-in
+  // Python companion, and the provisioner's own process (helper_spawner none)
   process: { provisioner: 'process' },
-  'process-node': { provisioner: 'process', spawner: 'node' },
+  'process-python3': { provisioner: 'process', spawner: 'python3' },
   'process-none': { provisioner: 'process', spawner: 'none' },
   pool: { provisioner: 'pool' },
   client: { provisioner: 'client' },
@@ -387,11 +387,11 @@ function peerReport(results) {
   for (const [a, b] of [
     ['process', 'upstream'],
     ['pool', 'upstream'],
-    ['process-node', 'upstream'],
+    ['process-python3', 'upstream'],
     ['process-none', 'upstream'],
     ['client', 'upstream'],
-    ['process', 'process-node'],
-    ['process-none', 'process-node'],
+    ['process-python3', 'process'],
+    ['process-none', 'process'],
     ['pool', 'process'],
     ['client', 'process'],
     ['client', 'pool'],

@@ -153,10 +153,10 @@ const properties: Readonly<Record<string, PropertySchema>> = {
   helper_spawner: {
     type: 'string',
     enum: ['auto', 'python3', 'node', 'none'],
-    default: 'auto',
+    default: 'node',
     'x-extension': true,
     description:
-      'What starts the helper processes with helper_mode process. auto: python3 (3.9 or later) where it works, else node. python3 starts helpers with posix_spawn, which costs about half the CPU of node, whose start copies the page tables of a Node process for every helper (Node 24 still starts processes with fork). none: the provisioner process itself, the slowest: each start forks the provisioner on its event loop.',
+      'What starts the helper processes with helper_mode process. node (the default): a bare Node process, the same on every host. python3 (opt-in, 3.9 or later): a Python companion that starts helpers with posix_spawn, which costs less CPU than node, whose start copies the page tables of a Node process for every helper (Node 24 still starts processes with fork); a run fails when it cannot come up. auto: python3 where it works, else node. none: the provisioner process itself, the slowest: each start forks the provisioner on its event loop.',
   },
   token: {
     type: 'string',

@@ -30,7 +30,7 @@ export interface ProvisionerConfig {
   readonly helperPoolSize: number;
   /** extension: requests a pool process may have unanswered (1: one at a time) */
   readonly helperPoolDepth: number;
-  /** extension: what starts process helpers: "auto" (python3 where it works, else node), "python3", "node" or "none" (the provisioner's own process) */
+  /** extension: what starts process helpers: "node" (default), "python3", "auto" (python3 where it works, else node) or "none" (the provisioner's own process) */
   readonly helperSpawner: 'auto' | 'python3' | 'node' | 'none';
   readonly token: string;
   readonly lifecycleComponent: string;

@@ -62,7 +62,7 @@ describe('defaults', () => {
       // one per worker (workers defaults to the CPU count, 3 here)
       helperPoolSize: 3,
       helperPoolDepth: 1,
-      helperSpawner: 'auto',
+      helperSpawner: 'node',
       token: 's3cret',
       lifecycleComponent: 'provision_mode_server',
       choriaInsecure: false,

@@ -483,8 +483,8 @@ describe('Provisioner with a process helper from its configuration', () => {
     const p = new Provisioner({ config, choria: testSettings(srv.url, config), registry: new Registry(), logger, stopTimeoutMs: 2000 });
     cleanups.push(() => p.stop());
     await p.start();
-    // no node has come: the notice is the warm-up's (the machines this runs on have python3)
+    // no node has come: the notice is the warm-up's (the default spawner, though this machine has python3)
     await until('the spawner notice', () => entries.some((e) => e.message.startsWith('helper processes are started by')), 5000);
-    expect(entries.find((e) => e.message.startsWith('helper processes are started by'))).toMatchObject({ level: 'info', message: 'helper processes are started by the python3 spawner (posix_spawn)' });
+    expect(entries.find((e) => e.message.startsWith('helper processes are started by'))).toMatchObject({ level: 'info', message: 'helper processes are started by the node spawner' });
   });
 });

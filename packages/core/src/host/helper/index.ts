@@ -45,7 +45,7 @@ export type HelperRunnerSpec =
       readonly poolSize?: number;
       /** requests a pool process may have unanswered (default 1) */
       readonly poolDepth?: number;
-      /** helper_mode process: what starts the helper processes (default 'auto') */
+      /** helper_mode process: what starts the helper processes (default 'node') */
       readonly spawner?: SpawnerSetting;
       readonly timeoutMs?: number;
       readonly cwd?: string;

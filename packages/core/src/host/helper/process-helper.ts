@@ -45,7 +45,7 @@ export interface ProcessHelperOptions {
   readonly maxStderrBytes?: number;
   /** spawner processes that start the helpers; default one per core, at most MAX_SPAWNERS (see spawner.ts) */
   readonly spawners?: number;
-  /** which companion program starts the helpers: 'auto' (default: python3 where it works, else node), 'python3', 'node', or 'none' (this process itself; see spawner.ts) */
+  /** which companion program starts the helpers: 'node' (default), 'python3', 'auto' (python3 where it works, else node), or 'none' (this process itself; see spawner.ts) */
   readonly spawner?: SpawnerSetting;
 }
 

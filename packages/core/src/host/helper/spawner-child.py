@@ -4,10 +4,9 @@
 # which glibc implements as a vfork-style clone that shares the parent's memory until exec().
 # Node starts children with fork() (libuv 1.52, Node 24's, still does on Linux), which copies the
 # parent's page tables and then throws the copy away on exec(); on VMs where page-table work is
-# slow that is much of the cost of a helper run. Measured with Node 24 (BENCHMARKS.md): a start
-# costs its parent 0.06 ms of CPU here against 0.84 ms from a bare Node process, and one helper
-# process per node provisions 1.6 times as many nodes a minute. Node offers no other way to
-# start a process.
+# slow that is much of the cost of a helper run (BENCHMARKS.md has the measured gain). Node offers
+# no other way to start a process. It runs only when the configuration opts in
+# (`helper_spawner: python3` or `auto`); the Node companion is the default.
 #
 # Started by the provisioner as `python3 -I -S spawner-child.py` (isolated, no site packages: it
 # uses the standard library only). Talks JSON lines on stdin (run, kill) and stdout (ready or

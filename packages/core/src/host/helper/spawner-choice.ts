@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 export type SpawnerKind = 'python3' | 'node' | 'none';
 /** The kinds that are a program of their own. */
 export type CompanionKind = Exclude<SpawnerKind, 'none'>;
-/** 'auto': python3 where it works, else node (the default); a kind: that one only. */
+/** A kind: that one only ('node' is the default); 'auto': python3 where it works, else node. */
 export type SpawnerSetting = 'auto' | SpawnerKind;
 export const SPAWNER_SETTINGS: readonly SpawnerSetting[] = ['auto', 'python3', 'node', 'none'];
 
@@ -41,8 +41,8 @@ export interface SpawnerOutcome {
 }
 
 /**
- * Which companion starts a runner's helpers: the one owner of that decision. Under 'auto' it is
- * python3 until a python3 companion fails to come up (no python3 on PATH, one older than 3.9, a
+ * Which companion starts a runner's helpers: the one owner of that decision. By default node, the
+ * same on every host; python3 only when the configuration asks for it. Under 'auto' it is python3 until a python3 companion fails to come up (no python3 on PATH, one older than 3.9, a
  * kernel without pidfd_open), then node for good.
  */
 export class SpawnerChoice {
@@ -53,7 +53,7 @@ export class SpawnerChoice {
   #outcome: SpawnerOutcome | undefined;
   readonly #waiting: ((o: SpawnerOutcome) => void)[] = [];
 
-  constructor(setting: SpawnerSetting = 'auto') {
+  constructor(setting: SpawnerSetting = 'node') {
     if (!SPAWNER_SETTINGS.includes(setting)) throw new RangeError(`the helper spawner must be one of ${SPAWNER_SETTINGS.join(', ')}, got ${String(setting)}`);
     this.#kind = setting === 'auto' ? 'python3' : setting;
     this.#fixed = setting !== 'auto';

@@ -8,14 +8,13 @@
 // process group, three pipes, bounded output, the kill grace period) and sends back the exit
 // status and the output (spawner-protocol.ts: JSON lines, three per run).
 //
-// Two companions speak that protocol. spawner-child.py, used when `python3` (3.9 or later) is on
-// PATH, starts helpers with posix_spawn(), a vfork-style start that copies no page tables: on the
-// benchmark VM with Node 24 a helper start costs its parent 0.07 ms of CPU there against 0.88 ms
-// from a bare Node process, and one helper process per node provisions 1.39 times as many nodes a
-// minute (BENCHMARKS.md, "The helper spawner"). spawner-child.ts, a bare Node process, is the fallback and does the same
-// with Node's spawn() (spawner-runner.ts). Which one runs is SpawnerChoice's decision, made once
-// per runner. With `helper_spawner: none` there is no companion: spawner-runner.ts runs in this
-// process, and every start forks the provisioner (0.48 times the node companion's rate there).
+// Two companions speak that protocol. spawner-child.ts, a bare Node process, is the default on
+// every host and starts helpers with Node's spawn() (spawner-runner.ts). spawner-child.py, an
+// opt-in (`helper_spawner: python3`, or `auto`: python3 where it works), starts them with
+// posix_spawn(), a vfork-style start that copies no page tables, so each start costs its parent
+// less CPU (BENCHMARKS.md, "The helper spawner", has the measured gain). Which one runs is
+// SpawnerChoice's decision, made once per runner. With `helper_spawner: none` there is no
+// companion: spawner-runner.ts runs in this process, and every start forks the provisioner.
 //
 // The companion also keeps the helper's time limit, from its own spawn of the helper: this
 // process may read a report late (its event loop busy with two sites' start-up), and a run that
@@ -363,7 +362,7 @@ export class HelperSpawners {
   readonly #spawners: readonly HelperSpawner[];
   readonly #choice: SpawnerChoice;
 
-  constructor(count = Math.min(availableParallelism(), MAX_SPAWNERS), setting: SpawnerSetting = 'auto') {
+  constructor(count = Math.min(availableParallelism(), MAX_SPAWNERS), setting: SpawnerSetting = 'node') {
     if (!Number.isInteger(count) || count < 1) throw new RangeError(`the number of helper spawners must be a positive integer, got ${count}`);
     this.#choice = new SpawnerChoice(setting);
     // without a companion, one runner in this process starts them all

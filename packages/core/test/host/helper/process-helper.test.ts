@@ -477,9 +477,9 @@ describe('ProcessHelper without a spawner process (helper_spawner none)', () => 
   });
 });
 
-// Under the default ('auto') the Python companion is used where it works, and the Node one takes
-// over when it cannot come up. Each case runs the built library in a child process whose PATH
-// decides what `python3` is.
+// By default the Node companion starts the helpers on every host, python3 on PATH or not; under
+// 'auto' the Python companion is used where it works, and the Node one takes over when it cannot
+// come up. Each case runs the built library in a child process whose PATH decides what `python3` is.
 describe('ProcessHelper spawner choice', () => {
   let bin: string;
   let answer: string;
@@ -488,13 +488,13 @@ describe('ProcessHelper spawner choice', () => {
     answer = dir.script('answer.sh', `#!/bin/sh\nprintf '{"configuration":{"a":"b"}}'\n`);
   });
 
-  async function runIn(path: string, setting: string): Promise<{ outcome: string; spawner: unknown; notices: unknown[] }> {
+  async function runIn(path: string, setting: string | undefined): Promise<{ outcome: string; spawner: unknown; notices: unknown[] }> {
     const { spawnSync } = await import('node:child_process');
     const { fileURLToPath } = await import('node:url');
     const internal = fileURLToPath(new URL('../../../dist/internal.js', import.meta.url));
     const script = [
       `const { ProcessHelper } = await import(${JSON.stringify(internal)});`,
-      `const h = new ProcessHelper({ command: ${JSON.stringify(q(answer))}, timeoutMs: 5000, spawner: ${JSON.stringify(setting)} });`,
+      `const h = new ProcessHelper({ command: ${JSON.stringify(q(answer))}, timeoutMs: 5000${setting === undefined ? '' : `, spawner: ${JSON.stringify(setting)}`} });`,
       `const notices = [];`,
       `h.warmUp((n) => notices.push(n));`,
       `const outcome = await h.run({ identity: 'n1', csr: null, ed25519_pubkey: null, inventory: '{}', jwt: null }, { identity: 'n1' }).then((r) => JSON.stringify(r.reply.configuration), (e) => e.message);`,
@@ -513,7 +513,13 @@ describe('ProcessHelper spawner choice', () => {
     return bin;
   }
 
-  it('uses python3 when it is on PATH (the machine this runs on has it: .ci/run installs it)', async () => {
+  it('uses the Node companion by default, also where python3 works (the same on every host)', async () => {
+    const node = { outcome: '{"a":"b"}', spawner: { kind: 'node' }, notices: [{ level: 'info', message: 'helper processes are started by the node spawner' }] };
+    expect(await runIn(process.env['PATH'] ?? '', undefined)).toEqual(node);
+    expect(await runIn(dir.file('empty-path'), undefined)).toEqual(node);
+  });
+
+  it('under auto, uses python3 when it is on PATH (the machine this runs on has it: .ci/run installs it)', async () => {
     expect(await runIn(process.env['PATH'] ?? '', 'auto')).toEqual({
       outcome: '{"a":"b"}',
       spawner: { kind: 'python3' },
@@ -521,7 +527,7 @@ describe('ProcessHelper spawner choice', () => {
     });
   });
 
-  it('falls back to the Node spawner when python3 is not on PATH, exits at once, or says it cannot work here', async () => {
+  it('under auto, falls back to the Node spawner when python3 is not on PATH, exits at once, or says it cannot work here', async () => {
     const missing = await runIn(dir.file('empty-path'), 'auto');
     expect(missing).toMatchObject({ outcome: '{"a":"b"}', spawner: { kind: 'node' } });
     expect(JSON.stringify(missing.spawner)).toContain('ENOENT');
