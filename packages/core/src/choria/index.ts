@@ -29,5 +29,4 @@ export * from './security/select.js';
 export * from './ddl/types.js';
 export * from './ddl/registry.js';
 export * from './ddl/validate.js';
-export { choriaProvisionDdl } from './ddl/choria_provision.js';
-export { rpcutilDdl } from './ddl/rpcutil.js';
+export { choriaProvisionDdl, rpcutilDdl } from './ddl/agents.js';

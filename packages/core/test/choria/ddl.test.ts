@@ -1,16 +1,25 @@
 import { describe, expect, it } from 'vitest';
 import { readVectorJson } from '@choria-provisioner/test-support/vectors';
-import { choriaProvisionDdl } from '../../src/choria/ddl/choria_provision.js';
+import { checkedAgentDdl, choriaProvisionDdl, rpcutilDdl } from '../../src/choria/ddl/agents.js';
 import { actionDdl, actionTimeoutMs, ddlTimeoutMs, knownAgents } from '../../src/choria/ddl/registry.js';
-import { rpcutilDdl } from '../../src/choria/ddl/rpcutil.js';
 import { inputProblems, validateInputs } from '../../src/choria/ddl/validate.js';
 import { RpcInputError } from '../../src/choria/errors.js';
 
 describe('embedded DDLs', () => {
-  it('equal the upstream DDL files', () => {
-    expect(choriaProvisionDdl).toEqual(readVectorJson('ddl', 'agent', 'choria_provision.json'));
-    expect(rpcutilDdl).toEqual(readVectorJson('ddl', 'agent', 'rpcutil.json'));
+  it('equal the DDLs go-choria ships with its generated clients', () => {
+    expect(choriaProvisionDdl).toEqual(readVectorJson('ddl', 'client', 'choria_provisionclient', 'ddl.json'));
+    expect(rpcutilDdl).toEqual(readVectorJson('ddl', 'client', 'rpcutilclient', 'ddl.json'));
     expect(knownAgents().sort()).toEqual(['choria_provision', 'rpcutil']);
+  });
+
+  it('refuse a DDL file of the wrong shape, naming it and the part', () => {
+    const base = readVectorJson('ddl', 'client', 'rpcutilclient', 'ddl.json') as { actions: { input: object }[] };
+    expect(() => checkedAgentDdl([], 'x.json')).toThrow('the agent DDL x.json is not of the expected shape: no metadata object');
+    expect(() => checkedAgentDdl({ metadata: { name: 'a', timeout: '2' }, actions: [] }, 'x.json')).toThrow('metadata.timeout');
+    expect(() => checkedAgentDdl({ metadata: { name: 'a', timeout: 2 }, actions: {} }, 'x.json')).toThrow('actions is not a list');
+    const badType = { ...base, actions: [{ action: 'ping', input: { n: { type: 'text' } }, output: {} }] };
+    expect(() => checkedAgentDdl(badType, 'x.json')).toThrow('ping.input.n has the unknown type "text"');
+    expect(checkedAgentDdl(base, 'x.json')).toBe(base);
   });
 
   it('give the action timeouts (0 means 10 s)', () => {

@@ -1,6 +1,5 @@
 // The DDLs the provisioner talks to, looked up by agent name.
-import { choriaProvisionDdl } from './choria_provision.js';
-import { rpcutilDdl } from './rpcutil.js';
+import { choriaProvisionDdl, rpcutilDdl } from './agents.js';
 import type { AgentDdl, DdlAction } from './types.js';
 
 const AGENT_DDLS: ReadonlyMap<string, AgentDdl> = new Map([

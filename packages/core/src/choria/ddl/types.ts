@@ -1,7 +1,8 @@
 // Shape of a go-choria agent DDL (JSON form), as far as the provisioner uses it.
 
 /** DDL input/output types known to go-choria. */
-export type DdlType = 'string' | 'number' | 'integer' | 'float' | 'boolean' | 'hash' | 'array' | 'list' | 'any';
+export const DDL_TYPES = ['string', 'number', 'integer', 'float', 'boolean', 'hash', 'array', 'list', 'any'] as const;
+export type DdlType = (typeof DDL_TYPES)[number];
 
 export interface DdlInput {
   readonly prompt: string;
