@@ -25,6 +25,7 @@ import { siteHistory } from './site-history.js';
 import { ActiveList, type ActiveEntry, type DiscoverySource } from './active-list.js';
 import { WorkPolicy } from './work-policy.js';
 import { FleetShare } from './fleet-share.js';
+import type { TakenHow } from './work-handover.js';
 import { OutcomeRecorder, logOutcome } from './record-outcome.js';
 import { runAttempt } from './attempt.js';
 import { discoverNodes } from './discovery.js';
@@ -206,7 +207,7 @@ export class Provisioner {
         version: this.version,
         report: () => ({ owned: this.#list.size, provisioned: this.#recorder.finished, queued: this.#queue.length }),
         idle: () => this.#state === 'running' && !this.paused && this.#queue.length === 0 && this.#busy < this.config.workers,
-        take: (identity, source, reportedVersion) => this.#add(identity, source, reportedVersion, 'handover'),
+        take: (identity, source, reportedVersion, how) => this.#add(identity, source, reportedVersion, how),
       });
     }
     this.#gauges.coordination();
@@ -335,8 +336,8 @@ export class Provisioner {
     return id !== undefined && this.#add(id, source, reportedVersion, 'offer');
   }
 
-  /** offer(), and the path of a node another active/active member handed over (not a new sighting). */
-  #add(identity: NodeIdentity, source: DiscoverySource, reportedVersion: string | undefined, how: 'offer' | 'handover'): boolean {
+  /** offer(), and the path of a node an active/active hand-over moved here (not a new sighting). */
+  #add(identity: NodeIdentity, source: DiscoverySource, reportedVersion: string | undefined, how: 'offer' | TakenHow): boolean {
     if (this.#state !== 'running') return false;
     const now = Date.now();
     // a failing node waits out its back-off; a quarantined one waits for an operator or a reboot
@@ -349,8 +350,10 @@ export class Provisioner {
     }
     const { result, entry } = this.#list.offer(identity, source, now, this.config.intervalMs, this.#history.get(identity)?.attempts ?? 0, reportedVersion);
     if (result !== 'added' || !this.#enqueue(entry)) return false;
-    if (how === 'handover') {
+    if (how === 'granted') {
       this.logger.info(`Adding ${identity} to the provision list after another active/active member handed it over`);
+    } else if (how === 'taken-back') {
+      this.logger.info(`Adding ${identity} to the provision list again: the member it was handed to did not confirm`);
     } else {
       if (source === 'discovery') this.metrics.discovered();
       else if (source === 'event') this.metrics.eventDiscovered();

@@ -9,14 +9,15 @@
 // so two members never work on one node because of a hand-over.
 //
 // What can go wrong, and what happens then:
-// - the grant is lost: the nodes are in no one's queue; the giver takes them back when the
-//   hand-over expires (HANDOVER_TTL_MS) and a discovery sees them again;
+// - the grant is lost (a broker outage, a taker that is gone): the taker answers every grant with
+//   a receipt, and without one the giver takes its nodes back into its own queue at once. A grant
+//   that arrives after all leaves the node with both; the node lock keeps them apart;
 // - the taker leaves: the giver takes its handed nodes back at once (WorkPolicy.membersChanged);
 // - the giver leaves: the taker keeps what it was given; the node lock keeps it apart from the
 //   member that now owns those nodes by rendezvous hashing.
 import type { NodeIdentity } from '../choria/identity.js';
 import type { Logger } from 'winston';
-import type { ActiveList, DiscoverySource } from './active-list.js';
+import type { ActiveEntry, ActiveList, DiscoverySource } from './active-list.js';
 import type { GrantedNode, Membership } from './coordination/index.js';
 import type { WorkPolicy } from './work-policy.js';
 
@@ -38,13 +39,16 @@ export interface WorkHandoverOptions {
   readonly askTimeoutMs: number;
   /** nothing queued and a worker free, running and not paused: this instance could take work */
   readonly idle: () => boolean;
-  /** adds a node handed over to this instance to its list and queue; false when it could not */
-  readonly take: (identity: NodeIdentity, source: DiscoverySource, reportedVersion: string | undefined) => boolean;
+  /** adds a node handed over to this instance (or taken back) to its list and queue; false when it could not */
+  readonly take: (identity: NodeIdentity, source: DiscoverySource, reportedVersion: string | undefined, how: TakenHow) => boolean;
   readonly listChanged: () => void;
   /** counts the nodes moved (the metric) */
   readonly moved: (direction: 'given' | 'taken', n: number) => void;
   readonly now?: () => number;
 }
+
+/** How a node came to this instance: another member granted it, or a grant of ours was not confirmed. */
+export type TakenHow = 'granted' | 'taken-back';
 
 export class WorkHandover {
   readonly #opts: WorkHandoverOptions;
@@ -79,7 +83,7 @@ export class WorkHandover {
     const nodes = give.map((e): GrantedNode => (e.reportedVersion !== undefined ? { identity: e.identity, reportedVersion: e.reportedVersion } : { identity: e.identity }));
     // sent first, taken off the list after (in the same turn, so no worker starts one meanwhile):
     // a grant that cannot be sent leaves the queue as it was
-    if (!membership.grant(from, nodes)) return;
+    if (!membership.grant(from, nodes, (why) => this.#takeBack(from, give, why))) return;
     const now = this.#now();
     for (const e of give) {
       list.remove(e);
@@ -94,6 +98,16 @@ export class WorkHandover {
     }
   }
 
+  /** `to` did not confirm the grant of `given`: those whose hand-over still stands are queued here again. */
+  #takeBack(to: string, given: readonly ActiveEntry[], why: string): void {
+    let back = 0;
+    for (const e of given) {
+      if (this.#opts.policy.takeBack(e.identity, to) && this.#opts.take(e.identity, e.source, e.reportedVersion, 'taken-back')) back++;
+    }
+    this.#opts.logger.warn(`Took back ${back} of ${given.length} queued nodes handed over to active/active member ${to}: ${why}`);
+    if (back > 0) this.#opts.listChanged();
+  }
+
   /** A member handed nodes over to this instance: they are ours now. */
   received(from: string, nodes: readonly GrantedNode[]): void {
     if (this.#asking?.member === from) this.#asking = undefined;
@@ -102,7 +116,7 @@ export class WorkHandover {
     let added = 0;
     for (const n of nodes) {
       policy.granted(n.identity, now);
-      if (this.#opts.take(n.identity, 'discovery', n.reportedVersion)) added++;
+      if (this.#opts.take(n.identity, 'discovery', n.reportedVersion, 'granted')) added++;
     }
     this.#opts.moved('taken', added);
     if (nodes.length > 0) this.#opts.logger.info(`Took over ${added} of ${nodes.length} queued nodes from active/active member ${from}`);

@@ -87,6 +87,18 @@ export class WorkPolicy {
     this.#handed.set(identity, { member, at: now });
   }
 
+  /**
+   * `member` never confirmed taking `identity`: the hand-over is undone and the node is this
+   * instance's again (as far as the share says). False when the hand-over no longer stands (the
+   * taker finished it, left, or it expired).
+   */
+  takeBack(identity: string, member: string): boolean {
+    if (this.#handed.get(identity)?.member !== member) return false;
+    this.#handed.delete(identity);
+    this.#foreign.delete(identity);
+    return true;
+  }
+
   /** The node is finished (here or by its taker): the hand-over is over. */
   forgetHandover(identity: string): void {
     this.#granted.delete(identity);

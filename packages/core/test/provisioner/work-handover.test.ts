@@ -5,7 +5,7 @@ import { nodeIdentity as id } from '../../src/choria/identity.js';
 import { describe, expect, it } from 'vitest';
 import { ActiveList, type DiscoverySource } from '../../src/provisioner/active-list.js';
 import type { GrantedNode, Membership, MembershipState } from '../../src/provisioner/coordination/index.js';
-import { ASK_PER_WORKER, WorkHandover, type HandoverMembership } from '../../src/provisioner/work-handover.js';
+import { ASK_PER_WORKER, WorkHandover, type HandoverMembership, type TakenHow } from '../../src/provisioner/work-handover.js';
 import { HANDOVER_TTL_MS, WorkPolicy } from '../../src/provisioner/work-policy.js';
 import { silentLogger } from '../../src/util/logger.js';
 
@@ -22,6 +22,8 @@ class FakeMembership implements HandoverMembership {
   peerQueues = new Map<string, number>();
   asks: [string, number][] = [];
   grants: [string, readonly GrantedNode[]][] = [];
+  /** the unconfirmed callback of each grant, in order */
+  unconfirmed: ((why: string) => void)[] = [];
   members(): readonly string[] {
     return this.live;
   }
@@ -36,9 +38,10 @@ class FakeMembership implements HandoverMembership {
     return true;
   }
   failGrants = false;
-  grant(member: string, nodes: readonly GrantedNode[]): boolean {
+  grant(member: string, nodes: readonly GrantedNode[], unconfirmed?: (why: string) => void): boolean {
     if (!this.live.includes(member) || this.failGrants) return false;
     this.grants.push([member, nodes]);
+    if (unconfirmed !== undefined) this.unconfirmed.push(unconfirmed);
     return true;
   }
   owns(): boolean {
@@ -52,7 +55,7 @@ function setup(opts: { idle?: boolean; workers?: number } = {}) {
   policy.follow(membership as unknown as Membership);
   const list = new ActiveList({ holdMs: 60_000, lockRetryMs: 120_000 });
   let now = 1_000_000;
-  const taken: [string, DiscoverySource, string | undefined][] = [];
+  const taken: [string, DiscoverySource, string | undefined, TakenHow][] = [];
   const moved = { given: 0, taken: 0 };
   const handover = new WorkHandover({
     membership,
@@ -62,8 +65,8 @@ function setup(opts: { idle?: boolean; workers?: number } = {}) {
     workers: opts.workers ?? 4,
     askTimeoutMs: 500,
     idle: () => opts.idle ?? true,
-    take: (identity, source, version) => {
-      taken.push([identity, source, version]);
+    take: (identity, source, version, how) => {
+      taken.push([identity, source, version, how]);
       return list.offer(identity, source, now, 60_000, 0, version).result === 'added';
     },
     listChanged: () => undefined,
@@ -154,8 +157,8 @@ describe('WorkHandover', () => {
     t.handover.maybeAsk();
     t.handover.received(PEER, [{ identity: id('g1'), reportedVersion: '0.30.2' }, { identity: id('g2') }]);
     expect(t.taken).toEqual([
-      ['g1', 'discovery', '0.30.2'],
-      ['g2', 'discovery', undefined],
+      ['g1', 'discovery', '0.30.2', 'granted'],
+      ['g2', 'discovery', undefined, 'granted'],
     ]);
     expect(t.policy.foreignCount).toBe(0);
     expect(t.policy.handovers).toEqual({ granted: 2, handed: 0 });
@@ -166,6 +169,28 @@ describe('WorkHandover', () => {
     t.handover.received(PEER, []);
     t.handover.maybeAsk();
     expect(t.membership.asks).toHaveLength(2);
+  });
+
+  it('takes back into its own queue the nodes of a grant the taker did not confirm, unless that hand-over ended', () => {
+    const t = setup();
+    for (let i = 0; i < 6; i++) t.list.offer(id(`n${i}`), 'event', t.now(), 60_000, 0, i === 5 ? '0.30.2' : undefined);
+    t.handover.answer(PEER, 6);
+    expect(t.membership.grants).toEqual([[PEER, [{ identity: 'n3' }, { identity: 'n4' }, { identity: 'n5', reportedVersion: '0.30.2' }]]]);
+    expect(t.list.get('n3')).toBeUndefined();
+    // the taker finished n4 meanwhile (its done notice came): that hand-over is over
+    t.policy.forgetHandover('n4');
+    t.membership.unconfirmed[0]!('no receipt from b within 200 ms');
+    expect(t.taken).toEqual([
+      ['n3', 'event', undefined, 'taken-back'],
+      ['n5', 'event', '0.30.2', 'taken-back'],
+    ]);
+    expect(t.list.get('n3')?.state).toBe('queued');
+    expect(t.list.get('n4')).toBeUndefined();
+    expect(t.policy.mayWork('n3')).toBe(true);
+    expect(t.policy.handovers).toEqual({ granted: 0, handed: 0 });
+    // a second report of the same grant takes nothing twice
+    t.membership.unconfirmed[0]!('again');
+    expect(t.taken).toHaveLength(2);
   });
 
   it('keeps what it was about to hand over when the grant cannot be sent', () => {

@@ -20,7 +20,7 @@
 // on the caller's identity), so for them the split is the only protection, and it holds.
 import type { NodeIdentity } from '../../choria/identity.js';
 import { randomBytes } from 'node:crypto';
-import type { NatsConnection, Subscription } from 'nats';
+import type { Msg, NatsConnection, Subscription } from 'nats';
 import type { Logger } from 'winston';
 import { errorText } from '../../util/values.js';
 import {
@@ -30,6 +30,8 @@ import {
   encodeDone,
   encodeGrant,
   encodeHeartbeat,
+  encodeReceipt,
+  isReceipt,
   parseDone,
   parseHeartbeat,
   parseWorkMessage,
@@ -102,6 +104,8 @@ export interface MembershipOptions {
   readonly onBusy?: (from: string, nodes: readonly string[]) => void;
   /** a coordination message that does not parse */
   readonly onInvalid?: (reason: string) => void;
+  /** how long a grant waits for the taker's receipt (default two heartbeats) */
+  readonly receiptTimeoutMs?: number;
   readonly now?: () => number;
 }
 
@@ -224,7 +228,11 @@ export class Membership {
     );
     if (this.#opts.onAsk !== undefined || this.#opts.onGrant !== undefined || this.#opts.onBusy !== undefined) {
       const work = this.#subjects.work(this.#incarnation);
-      this.#subs.push(nc.subscribe(work, { callback: (err, msg) => (err === null ? this.#onWork(msg.data) : this.#opts.onInvalid?.(`subscribing to ${work} failed: ${errorText(err)}`)) }));
+      const onWork = (err: Error | null, msg: Msg): void => {
+        if (err === null) this.#onWork(msg);
+        else this.#opts.onInvalid?.(`subscribing to ${work} failed: ${errorText(err)}`);
+      };
+      this.#subs.push(nc.subscribe(work, { callback: onWork }));
     }
     this.#timers.push(setInterval(() => this.#tick(), heartbeatMs));
     this.#timers.push(
@@ -249,9 +257,31 @@ export class Membership {
     return this.#sendWork(member, encodeAsk({ instance: this.instance, incarnation: this.#incarnation, want }));
   }
 
-  /** Tells a peer which queued nodes are now its own (none: nothing to spare). */
-  grant(member: string, nodes: readonly GrantedNode[]): boolean {
-    return this.#sendWork(member, encodeGrant({ instance: this.instance, incarnation: this.#incarnation, nodes }));
+  /**
+   * Tells a peer which queued nodes are now its own (none: nothing to spare). Nodes go as a
+   * request the taker answers with a receipt once it has them; `unconfirmed` is called with the
+   * reason when no receipt comes (a broker outage, a taker that is gone), as the nodes may then be
+   * in no one's queue. False when nothing could be sent.
+   */
+  grant(member: string, nodes: readonly GrantedNode[], unconfirmed?: (why: string) => void): boolean {
+    const body = encodeGrant({ instance: this.instance, incarnation: this.#incarnation, nodes });
+    if (nodes.length === 0 || unconfirmed === undefined) return this.#sendWork(member, body);
+    const peer = this.#peers.get(member);
+    if (peer === undefined || this.#stopped) return false;
+    const timeout = this.#opts.receiptTimeoutMs ?? 2 * this.#opts.heartbeatMs;
+    const answered = (msg: Msg): void => {
+      if (!isReceipt(msg.data, nodes.length)) unconfirmed(`${label(peer.heartbeat)} answered with no receipt`);
+    };
+    const lost = (err: unknown): void => {
+      if (!this.#stopped) unconfirmed(`no receipt from ${label(peer.heartbeat)} within ${timeout} ms: ${errorText(err)}`);
+    };
+    try {
+      this.#opts.nc.request(this.#subjects.work(peer.heartbeat.incarnation), body, { timeout }).then(answered, lost);
+      return true;
+    } catch (err) {
+      this.#opts.logger.debug(`Could not send to active/active member ${label(peer.heartbeat)}: ${errorText(err)}`);
+      return false;
+    }
   }
 
   /** Tells a peer that this instance is provisioning these nodes of its share (see BusyNotice). */
@@ -467,12 +497,17 @@ export class Membership {
     }
   }
 
-  #onWork(data: Uint8Array): void {
+  #onWork(msg: Msg): void {
     try {
-      const m = parseWorkMessage(data);
+      const m = parseWorkMessage(msg.data);
       if ('ask' in m) this.#opts.onAsk?.(memberKey(m.ask.instance, m.ask.incarnation), m.ask.want);
-      else if ('grant' in m) this.#opts.onGrant?.(memberKey(m.grant.instance, m.grant.incarnation), m.grant.nodes);
-      else this.#opts.onBusy?.(memberKey(m.busy.instance, m.busy.incarnation), m.busy.nodes);
+      else if ('grant' in m) {
+        const onGrant = this.#opts.onGrant;
+        if (onGrant === undefined) return;
+        onGrant(memberKey(m.grant.instance, m.grant.incarnation), m.grant.nodes);
+        // the giver waits for this before it counts the nodes as handed over
+        if (msg.reply !== undefined && msg.reply !== '') msg.respond(encodeReceipt(this.instance, this.#incarnation, m.grant.nodes.length));
+      } else this.#opts.onBusy?.(memberKey(m.busy.instance, m.busy.incarnation), m.busy.nodes);
     } catch (err) {
       this.#opts.onInvalid?.(`work message: ${errorText(err)}`);
     }

@@ -13,6 +13,7 @@ export const DONE_PROTOCOL = 'choria-provisioner:done:1';
 export const ASK_PROTOCOL = 'choria-provisioner:ask:1';
 export const GRANT_PROTOCOL = 'choria-provisioner:grant:1';
 export const BUSY_PROTOCOL = 'choria-provisioner:busy:1';
+export const RECEIPT_PROTOCOL = 'choria-provisioner:receipt:1';
 
 export interface CoordinationSubjects {
   readonly members: string;
@@ -120,6 +121,24 @@ export function encodeGrant(g: GrantNotice): string {
     incarnation: g.incarnation,
     nodes: g.nodes.map((n) => (n.reportedVersion !== undefined ? { identity: n.identity, version: n.reportedVersion } : { identity: n.identity })),
   });
+}
+
+/**
+ * The taker's answer to a grant sent as a request: it has the nodes. The giver takes back the
+ * nodes of a grant no receipt answered (work-handover.ts).
+ */
+export function encodeReceipt(instance: string, incarnation: string, nodes: number): string {
+  return JSON.stringify({ protocol: RECEIPT_PROTOCOL, instance, incarnation, nodes });
+}
+
+/** Whether `data` is a receipt for a grant of `nodes` nodes. */
+export function isReceipt(data: Uint8Array, nodes: number): boolean {
+  try {
+    const obj = jsonObject(data);
+    return obj['protocol'] === RECEIPT_PROTOCOL && obj['nodes'] === nodes;
+  } catch {
+    return false;
+  }
 }
 
 export function encodeBusy(b: BusyNotice): string {

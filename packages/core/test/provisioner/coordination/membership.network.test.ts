@@ -221,4 +221,41 @@ describe('active/active membership', () => {
     // only live members are asked
     expect(b.m.ask('prov-z.example.net#00', 1)).toBe(false);
   });
+
+  it('a grant the taker heard is confirmed by its receipt; one no taker answers is reported unconfirmed', async () => {
+    const s = await startNatsServer({ choriaAccounts: true });
+    cleanups.push(() => s.stop());
+    const { user, password } = CHORIA_BROKER_LOGINS.provisioner;
+    const grants: unknown[] = [];
+    const a = await member(s.url, 'prov-a.example.net', { user, pass: password });
+    const b = await member(s.url, 'prov-b.example.net', { user, pass: password, onGrant: (_from, granted) => grants.push(granted) });
+    await until('two members each', () => [a, b].every((t) => t.m.ready && t.m.members().length === 2));
+    const unconfirmed: string[] = [];
+    const node = [{ identity: id('n1.example.net') }];
+    expect(a.m.grant(b.m.member, node, (why) => unconfirmed.push(why))).toBe(true);
+    await until('b heard the grant', () => grants.length === 1);
+    // well past the receipt timeout (two heartbeats): the receipt came, nothing is unconfirmed
+    await sleep(5 * HEARTBEAT_MS);
+    expect(unconfirmed).toEqual([]);
+
+    // b's process stops listening on its work subject without leaving (as across a broker restart,
+    // before it subscribed again): a is told, with the reason, and b never sees the grant
+    await b.nc.close();
+    expect(a.m.grant(b.m.member, node, (why) => unconfirmed.push(why))).toBe(true);
+    await until('the grant is reported unconfirmed', () => unconfirmed.length === 1);
+    expect(unconfirmed[0]).toMatch(/^no receipt from prov-b\.example\.net \(process [0-9a-f]{16}\) within 200 ms: /);
+    expect(grants).toHaveLength(1);
+  });
+
+  it('a member without the hand-over sends no receipt for a grant it ignores', async () => {
+    const s = await server();
+    const a = await member(s.url, 'prov-a.example.net');
+    // b listens on its work subject for busy notices only
+    const b = await member(s.url, 'prov-b.example.net', { onBusy: () => undefined });
+    await until('two members each', () => [a, b].every((t) => t.m.ready && t.m.members().length === 2));
+    const unconfirmed: string[] = [];
+    expect(a.m.grant(b.m.member, [{ identity: id('n1.example.net') }], (why) => unconfirmed.push(why))).toBe(true);
+    await until('the grant is reported unconfirmed', () => unconfirmed.length === 1);
+    expect(unconfirmed[0]).toContain('no receipt from prov-b.example.net');
+  });
 });
