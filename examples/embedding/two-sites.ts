@@ -9,10 +9,9 @@
 // docs/embedding.md for how to run a TypeScript file.
 //   two-sites.ts nats://127.0.0.1:4301 nats://127.0.0.1:4302
 import { pathToFileURL } from 'node:url';
+import { Registry, collectDefaultMetrics } from 'prom-client';
 import {
   Provisioner,
-  Registry,
-  collectDefaultMetrics,
   createLogger,
   parseSite,
   startMonitorServer,

@@ -5,7 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from 'nats';
-import { Provisioner, Registry, collectDefaultMetrics, startMonitorServer, type HelperFunction, type MonitorServer } from '@choria-provisioner/core';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Provisioner, startMonitorServer, type HelperFunction, type MonitorServer } from '@choria-provisioner/core';
 import { SimulatedFleet } from '@choria-provisioner/simulator';
 import { startNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';

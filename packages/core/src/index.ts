@@ -27,11 +27,11 @@ export type { ThroughputSeries } from './internal.js';
 export type { EffectiveCoordination } from './internal.js';
 
 // One server's provisioning, without a scheduler
-export { Host, createHostRunner, type HostDeps } from './internal.js';
+export { Host, createHostRunner, type HostRunnerSettings } from './internal.js';
 export { testHelper, parseSavedRequest, type HelperTestInput, type HelperTestReport } from './internal.js';
 export { LockedElsewhereError, StepFailedError } from './internal.js';
 export { NODE_FEATURE_RELEASES, NodeReleaseError, type NodeFeature } from './internal.js';
-export { OUTCOMES, OUTCOME_RULES, type OutcomeMeaning, type HostJob, type HostMetrics, type HostResult, type HostRunner, type LostReplyFinding, type Outcome, type RpcName } from './internal.js';
+export { OUTCOMES, outcomeMeaning, type OutcomeMeaning, type HostJob, type HostMetrics, type HostResult, type HostRunner, type LostReplyFinding, type Outcome, type RpcName } from './internal.js';
 export { PauseFlag, PausedError } from './internal.js';
 
 // The site helper
@@ -71,11 +71,9 @@ export { selectProtocol } from './internal.js';
 export type { LifecycleEvent, LifecycleType } from './internal.js';
 export type { ProtocolVersion } from './internal.js';
 
-// Key material of the provisioner (jwt_verify_cert, jwt_signing_key) and Choria ids
+// Key material of the provisioner (jwt_verify_cert, jwt_signing_key)
 export { loadSigningKey, loadVerificationKey, type SigningKey, type VerificationKey } from './internal.js';
-export { ksuid } from './internal.js';
 
 // Metrics and the monitor endpoint (/, /metrics, /status, /nodes)
-export { ProvisionerMetrics, Registry, UPSTREAM_METRIC_NAMES } from './internal.js';
+export { ProvisionerMetrics, UPSTREAM_METRIC_NAMES } from './internal.js';
 export { startMonitorServer, NODE_SORT_KEYS, type HealthReport, type MonitorServer, type MonitorServerOptions, type NodeQuery, type NodeSortKey, type StatusQuery } from './internal.js';
-export { collectDefaultMetrics } from './internal.js';

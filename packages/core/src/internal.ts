@@ -55,7 +55,7 @@ export {
   type SigningKey,
   type VerificationKey,
 } from './host/security/index.js';
-export { Host, createHostRunner, type HostDeps } from './host/host.js';
+export { Host, createHostRunner, type HostDeps, type HostRunnerSettings } from './host/host.js';
 export { LockedElsewhereError, StepFailedError } from './host/rpc-step.js';
 export { testHelper, parseSavedRequest, type HelperTestInput, type HelperTestReport } from './host/helper-test.js';
 export { NODE_FEATURE_RELEASES, NodeReleaseError, type NodeFeature } from './host/node-release.js';

@@ -44,6 +44,10 @@ describe('the public API of @choria-provisioner/core', () => {
     for (const name of runtime) expect(named.has(name), name).toBe(true);
     for (const name of ['Provisioner', 'Host', 'loadSite', 'createHelperRunner', 'ChoriaClient', 'startMonitorServer', 'VERSION']) expect(runtime).toContain(name);
     // internals stay internal
-    for (const name of ['envelopeCodec', 'LeaderElection', 'splitCommand', 'LifecycleWitness']) expect(runtime).not.toContain(name);
+    for (const name of ['envelopeCodec', 'LeaderElection', 'splitCommand', 'LifecycleWitness', 'ksuid', 'Registry', 'OUTCOME_RULES']) {
+      expect(runtime).not.toContain(name);
+    }
+    // the test hooks of a host runner are not part of its public settings
+    expect(exportedNames(indexSource)).not.toContain('HostDeps');
   });
 });

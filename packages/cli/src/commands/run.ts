@@ -1,12 +1,11 @@
 // `choria-provisioner run`: one Provisioner per --config file in this process, sharing one metrics
 // registry (distinct `site` labels) and one monitor endpoint per distinct monitor_port.
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Registry, collectDefaultMetrics } from 'prom-client';
 import {
   loadSite,
   ConfigError,
   Provisioner,
-  Registry,
-  collectDefaultMetrics,
   createLogger,
   startMonitorServer,
   monitorRoutes,

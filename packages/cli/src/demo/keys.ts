@@ -5,11 +5,10 @@
 //   pki      an RSA key signing the provisioning JWTs (RS256) and a CA directory for the helper;
 //   jwt      the same RSA key, no CSRs;
 //   plain    no provisioning JWT at all.
-import { createPrivateKey, createPublicKey, generateKeyPair, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPair, randomBytes, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ksuid } from '@choria-provisioner/core';
 import type { FleetOptions } from '@choria-provisioner/simulator';
 
 export const DEMO_MODES = ['ed25519', 'pki', 'jwt', 'plain'] as const;
@@ -53,7 +52,7 @@ const b64url = (data: string | Buffer): string => Buffer.from(data).toString('ba
  * `iss` names the issuer, `tcs` is the issuer's signature over `<jti>.<public key>`.
  */
 export function chainToken(org: KeyObject, orgPublicHex: string, signerPublicHex: string, nowS = Math.floor(Date.now() / 1000)): string {
-  const jti = ksuid(nowS);
+  const jti = randomUUID();
   const tcs = sign(null, Buffer.from(`${jti}.${signerPublicHex}`), org).toString('hex');
   const claims = {
     callerid: 'provisioner_signer',

@@ -1,9 +1,9 @@
 // The demo's verdict and final table, as pure functions of what the run measured.
-import { OUTCOME_RULES, type Outcome } from '@choria-provisioner/core';
+import { OUTCOMES, outcomeMeaning } from '@choria-provisioner/core';
 
 /** Attempts whose outcome counts as a failure (the core's outcome table decides which). */
 export function failedAttempts(outcomes: Readonly<Record<string, number>>): number {
-  return (Object.keys(OUTCOME_RULES) as Outcome[]).filter((o) => OUTCOME_RULES[o].meaning === 'failure').reduce((n, o) => n + (outcomes[o] ?? 0), 0);
+  return OUTCOMES.filter((o) => outcomeMeaning(o) === 'failure').reduce((n, o) => n + (outcomes[o] ?? 0), 0);
 }
 
 export interface DemoResult {

@@ -41,23 +41,15 @@ import { configSecrets } from '../config/provisioner-config.js';
 import { publicStatusMessage } from '../choria/errors.js';
 import { RightToActLostError, assertMayChange } from './fence.js';
 
-export interface HostDeps {
+/** What a host runner is built from: the public settings (docs/embedding.md). */
+export interface HostRunnerSettings {
   readonly config: ProvisionerConfig;
   readonly client: ChoriaClient;
   readonly helper: HelperRunner;
   readonly metrics: HostMetrics;
   readonly pause: PauseFlag;
-  /** test hook: back-off between RPC tries */
-  readonly backoff?: (failedTry: number) => number;
   /** per-try RPC timeout; default: the client's (discovery timeout + the agent's DDL timeout) */
   readonly rpcTimeoutMs?: number;
-  /**
-   * lifecycle events of the fleet, evidence after a lost reply; createHostRunner makes one on the
-   * client. Without it a lost reply is investigated by discovery alone.
-   */
-  readonly witness?: LifecycleWitness;
-  /** how lost replies are investigated (tests against a sped-up fleet shorten them) */
-  readonly lostReply?: LostReplyTimings;
   /** `run --dry-run`: every fetch, check and the helper, but nothing that changes the node */
   readonly dryRun?: boolean;
   /**
@@ -66,6 +58,19 @@ export interface HostDeps {
    * provisioner's 10 s stop wait
    */
   readonly commitGraceMs?: number;
+}
+
+/** The settings plus what the library's own parts and tests hand in (internal). */
+export interface HostDeps extends HostRunnerSettings {
+  /** test hook: back-off between RPC tries */
+  readonly backoff?: (failedTry: number) => number;
+  /**
+   * lifecycle events of the fleet, evidence after a lost reply; createHostRunner makes one on the
+   * client. Without it a lost reply is investigated by discovery alone.
+   */
+  readonly witness?: LifecycleWitness;
+  /** how lost replies are investigated (tests against a sped-up fleet shorten them) */
+  readonly lostReply?: LostReplyTimings;
 }
 
 const DEFAULT_COMMIT_GRACE_MS = 8_000;
