@@ -32,7 +32,7 @@ export { testHelper, parseSavedRequest, type HelperTestInput, type HelperTestRep
 export { LockedElsewhereError, StepFailedError } from './internal.js';
 export { NODE_FEATURE_RELEASES, NodeReleaseError, type NodeFeature } from './internal.js';
 export { OUTCOMES, outcomeMeaning, type OutcomeMeaning, type HostJob, type HostMetrics, type HostResult, type HostRunner, type LostReplyFinding, type Outcome, type RpcName } from './internal.js';
-export { PauseFlag, PausedError } from './internal.js';
+export { PauseFlag, CancelledError, type CancelReason } from './internal.js';
 
 // The site helper
 export {

@@ -10,7 +10,8 @@ export { parseDuration, formatDuration, DurationError } from './util/duration.js
 
 // logging, pause, small utilities
 export { createLogger, silentLogger, winstonLevel, type Logger, type LoggerOptions } from './util/logger.js';
-export { PauseFlag, PausedError, type PauseListener } from './util/pause.js';
+export { PauseFlag, type PauseListener } from './util/pause.js';
+export { CancelledError, isCancelled, type CancelReason } from './util/cancelled.js';
 export { splitCommand, ShellSplitError } from './util/shellquote.js';
 export { rpmVersionCompare, rpmVersionEqual, parseRpmVersion } from './util/rpmvercmp.js';
 export { newRequestId, ksuid, ksuidTimestamp } from './util/ids.js';

@@ -9,7 +9,7 @@
 //
 // The host layer only asks; the answer comes from the scheduler's lease (provisioner/lease.ts),
 // the one place that decides.
-import { ProvisionerError } from '../util/errors.js';
+import { leaseLapsedError } from '../util/cancelled.js';
 
 /** What a fenced request is about to do, for the lease's record keeping. */
 export type FencedSend = 'configure' | 'restart';
@@ -27,18 +27,11 @@ export interface NodeFence {
 }
 
 /**
- * The right to change nodes lapsed (a lease ran out, leadership was lost): the attempt ends as
- * cancelled, not failed, and sends nothing more. Its name tells the commit grace of a stopping
- * provisioner apart: a stop may finish configure and restart, a lapsed lease may not.
+ * Throws a cancellation of reason `lease` when the fence refuses; `what` names the request. The
+ * attempt ends as cancelled, not failed, and sends nothing more: unlike a stop, which may finish
+ * configure and restart, a lapsed lease may not.
  */
-export class RightToActLostError extends ProvisionerError {
-  constructor(readonly what: string, readonly reason: string) {
-    super(`${what} was not sent: ${reason}`);
-  }
-}
-
-/** Throws RightToActLostError when the fence refuses; `what` names the request. */
 export function assertMayChange(fence: NodeFence | undefined, what: string): void {
   const refusal = fence?.refusal();
-  if (refusal !== undefined) throw new RightToActLostError(what, refusal);
+  if (refusal !== undefined) throw leaseLapsedError(what, refusal);
 }

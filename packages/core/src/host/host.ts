@@ -8,7 +8,8 @@ import type { ProvisionerConfig } from '../config/types.js';
 import { HELPER_ASKED, type HostJob, type HostMetrics, type HostResult, type HostRunner } from './types.js';
 import { formatDuration } from '../util/duration.js';
 import { newRequestId } from '../util/ids.js';
-import { PauseFlag, PausedError } from '../util/pause.js';
+import { PauseFlag } from '../util/pause.js';
+import { isCancelled, pausedError } from '../util/cancelled.js';
 import { rpmVersionCompare } from '../util/rpmvercmp.js';
 import { assertAcceptedByNode, replyWarnings } from './helper/reply-checks.js';
 import type { HelperCsr, HelperEd25519PubKey, HelperJwtClaims, HelperReply, HelperRequest, HelperRunner } from './helper/types.js';
@@ -17,7 +18,7 @@ import { NodeReleaseError, nodeHasFeature } from './node-release.js';
 import { LifecycleWitness } from './lifecycle-witness.js';
 import type { LostReplyTimings } from './lost-reply.js';
 import { RpcAbortError, RpcAbortedError, RpcStatusError, RpcTimeoutError, RpcUnknownActionError } from '../choria/errors.js';
-import { CancelledError, LockedElsewhereError, NodeGoneError, StepFailedError, abortError, rpcStep, type StepContext, type StepResult } from './rpc-step.js';
+import { LockedElsewhereError, NodeGoneError, StepFailedError, abortError, rpcStep, type StepContext, type StepResult } from './rpc-step.js';
 import {
   claimsForHelper,
   encryptKeyForNode,
@@ -39,7 +40,7 @@ import { ProvisionerError, failureTexts } from '../util/errors.js';
 import { SecretSet, maskKnownSecrets, redactSecrets, secretValuesOf } from '../util/redact.js';
 import { configSecrets } from '../config/provisioner-config.js';
 import { publicStatusMessage } from '../choria/errors.js';
-import { RightToActLostError, assertMayChange } from './fence.js';
+import { assertMayChange } from './fence.js';
 
 /** What a host runner is built from: the public settings (docs/embedding.md). */
 export interface HostRunnerSettings {
@@ -321,12 +322,12 @@ export class Host {
   async #committed<T>(work: (ctx: StepContext) => Promise<T>): Promise<T> {
     const job = this.#job.signal;
     if (job.aborted) throw abortError(job, 'choria_provision#configure');
-    if (this.#deps.pause.paused) throw new PausedError('choria_provision#configure');
+    if (this.#deps.pause.paused) throw pausedError('choria_provision#configure');
     const graceMs = this.#deps.commitGraceMs ?? DEFAULT_COMMIT_GRACE_MS;
     const unit = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const onCancel = (): void => {
-      if (job.reason instanceof RightToActLostError) {
+      if (isCancelled(job.reason, 'lease')) {
         unit.abort(job.reason);
         return;
       }
@@ -359,7 +360,7 @@ export class Host {
   }
 
   #cancelled(err: unknown): boolean {
-    return err instanceof CancelledError || err instanceof PausedError || err instanceof RightToActLostError || this.#job.signal.aborted;
+    return isCancelled(err) || this.#job.signal.aborted;
   }
 
   /**
@@ -462,7 +463,7 @@ export class Host {
 
   async #runHelper(): Promise<HelperReply> {
     this.#step('helper');
-    if (this.#deps.pause.paused) throw new PausedError('helper');
+    if (this.#deps.pause.paused) throw pausedError('helper');
     if (this.#job.signal.aborted) throw abortError(this.#job.signal, 'helper');
     const request: HelperRequest = {
       identity: this.identity,

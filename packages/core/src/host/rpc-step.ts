@@ -7,12 +7,13 @@ import type { ChoriaClient } from '../choria/client.js';
 import { ProvisioningLockError, RpcAbortError, RpcReplyLostError, RpcTimeoutError, noReplyCame, repeatingCannotHelp } from '../choria/errors.js';
 import type { HostMetrics, LostReplyFinding, RpcName } from './types.js';
 import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
-import { PausedError, type PauseFlag } from '../util/pause.js';
+import type { PauseFlag } from '../util/pause.js';
+import { CancelledError, isCancelled, pausedError } from '../util/cancelled.js';
 import type { LifecycleWitness } from './lifecycle-witness.js';
 import { DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, isChangingAction, type ChangingAction, type LostReplyTimings } from './lost-reply.js';
 import { FLEET_RECONNECT_MS, linkSettled } from '../choria/link.js';
 import { ProvisionerError, failureTexts, publicMessageOf } from '../util/errors.js';
-import { RightToActLostError, assertMayChange, type FencedSend, type NodeFence } from './fence.js';
+import { assertMayChange, type FencedSend, type NodeFence } from './fence.js';
 import { heardBeforeChange, type HeardBeforeChange } from './heard-before-change.js';
 
 export interface StepContext {
@@ -154,7 +155,7 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
   for (let attempt = 1; attempt <= tries; attempt++) {
     made = attempt;
     if (ctx.signal.aborted) throw abortError(ctx.signal, name);
-    if (ctx.pause.paused) throw new PausedError(name);
+    if (ctx.pause.paused) throw pausedError(name);
     // (outside the try: a pause, a cancel or a lost right to act while waiting ends the step as above)
     if (changing !== undefined) await untilHeard(ctx, name, fleetReconnectMs);
     const started = performance.now();
@@ -174,7 +175,7 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
       return { replied: true, value: req.parse(reply.data) };
     } catch (err) {
       // refused by the fence: nothing was sent, and nothing more will be
-      if (err instanceof RightToActLostError) throw err;
+      if (isCancelled(err, 'lease')) throw err;
       ctx.metrics.rpcTime(name, (performance.now() - started) / 1000);
       if (err instanceof ProvisioningLockError) throw new LockedElsewhereError(ctx.identity, name);
       if (isAbort(err, ctx.signal)) throw abortError(ctx.signal, name);
@@ -283,7 +284,7 @@ async function untilHeard(ctx: StepContext, name: RpcName, fleetReconnectMs: num
       pingTimeoutMs: Math.min(UNSETTLED_TRY_MS, budgetMs / 4),
       budgetMs,
       mayAsk: () => {
-        if (ctx.pause.paused) throw new PausedError(name);
+        if (ctx.pause.paused) throw pausedError(name);
         assertMayChange(ctx.fence, `rpcutil#ping before ${name}`);
       },
     });
@@ -291,7 +292,7 @@ async function untilHeard(ctx: StepContext, name: RpcName, fleetReconnectMs: num
     if (ctx.signal.aborted || err instanceof RpcAbortError) throw abortError(ctx.signal, name);
     throw err;
   }
-  if (ctx.pause.paused) throw new PausedError(name);
+  if (ctx.pause.paused) throw pausedError(name);
   if (heard.how === 'heard' && heard.pings > 1) {
     ctx.logger.info(`${ctx.identity} answered rpcutil#ping after ${heard.waitedMs} ms (${heard.pings} pings) while the servers were reconnecting to the broker; sending ${name}`);
   } else if (heard.how === 'unheard') {
@@ -359,14 +360,9 @@ async function investigate(
   return { finding, back };
 }
 
-/**
- * The attempt was cancelled from outside (the provisioner stops, pauses or lost its leadership):
- * it says nothing about the node, so it is not a failure.
- */
-export class CancelledError extends ProvisionerError {}
-
+/** `what` was cancelled by `signal`: for the signal's reason when that is a cancellation, else a stop. */
 export function abortError(signal: AbortSignal, what: string): CancelledError {
   const reason: unknown = signal.reason;
   const why = reason instanceof Error ? reason.message : reason === undefined ? 'aborted' : String(reason);
-  return new CancelledError(`${what} was cancelled: ${why}`);
+  return new CancelledError(isCancelled(reason) ? reason.reason : 'stop', `${what} was cancelled: ${why}`);
 }

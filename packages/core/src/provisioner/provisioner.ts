@@ -40,7 +40,7 @@ import type { NodePage } from './node-listing.js';
 import { helperFor, hostRunnerFor, type ProvisionerOptions } from './options.js';
 import { QueueFullError, WorkQueue } from './work-queue.js';
 import { SiteLease } from './lease.js';
-import { RightToActLostError } from '../host/fence.js';
+import { leaseLapsedError } from '../util/cancelled.js';
 
 /** What Provisioner.retry() did. */
 export type RetryAnswer = 'queued' | 'not-queued' | 'paused' | 'not-an-identity';
@@ -514,7 +514,7 @@ export class Provisioner {
       onWon: () => void this.discover(),
       // the new leader starts over: every node known here is forgotten, in-flight work aborted
       onLost: () => {
-        this.#list.clear(new RightToActLostError('the attempt', 'leadership was lost'));
+        this.#list.clear(leaseLapsedError('the attempt', 'leadership was lost'));
         this.#queue.clear();
         this.#gauges.load();
       },

@@ -1,6 +1,5 @@
 // The pause flag of one provisioner instance (leader election pauses a standby). Listeners let the
 // metrics gauge and the scheduler follow changes without polling.
-import { ProvisionerError } from './errors.js';
 
 export type PauseListener = (paused: boolean) => void;
 
@@ -42,9 +41,3 @@ export class PauseFlag {
   }
 }
 
-/** Thrown when work is refused because the instance is paused (upstream wording). */
-export class PausedError extends ProvisionerError {
-  constructor(what: string) {
-    super(`provisioning is paused, cannot perform ${what}`);
-  }
-}

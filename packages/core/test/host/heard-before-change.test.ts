@@ -4,9 +4,9 @@ import { describe, expect, it } from 'vitest';
 import type { ChoriaClient } from '../../src/choria/client.js';
 import { RpcTimeoutError } from '../../src/choria/errors.js';
 import { heardBeforeChange } from '../../src/host/heard-before-change.js';
-import { RightToActLostError } from '../../src/host/fence.js';
 import { rpcStep, type StepContext } from '../../src/host/rpc-step.js';
-import { PausedError, PauseFlag } from '../../src/util/pause.js';
+import { PauseFlag } from '../../src/util/pause.js';
+import { leaseLapsedError } from '../../src/util/cancelled.js';
 import { captureLogger } from '../choria/support/logger.js';
 
 interface Link {
@@ -95,7 +95,7 @@ describe('heardBeforeChange', () => {
 
   it('sends no ping once mayAsk refuses, and ends when the attempt is cancelled', async () => {
     const { client, calls } = scriptedClient(justBack(), Infinity);
-    const lost = new RightToActLostError('rpcutil#ping before choria_provision#configure', 'the lease lapsed');
+    const lost = leaseLapsedError('rpcutil#ping before choria_provision#configure', 'the lease lapsed');
     await expect(heardBeforeChange(options(client, { mayAsk: () => { throw lost; } }))).rejects.toBe(lost);
     expect(calls).toEqual([]);
     const controller = new AbortController();
@@ -136,7 +136,7 @@ describe('rpcStep after a broker outage', () => {
     const { client, calls } = scriptedClient(justBack(), Infinity);
     const pause = new PauseFlag();
     setTimeout(() => pause.pause(), 250);
-    await expect(rpcStep(context(client, pause).ctx, configure)).rejects.toBeInstanceOf(PausedError);
+    await expect(rpcStep(context(client, pause).ctx, configure)).rejects.toMatchObject({ name: 'CancelledError', reason: 'pause' });
     expect(calls.map((c) => c.what)).not.toContain('choria_provision#configure');
   });
 });

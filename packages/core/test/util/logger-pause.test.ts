@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createLogger, winstonLevel } from '../../src/util/logger.js';
-import { PauseFlag, PausedError } from '../../src/util/pause.js';
+import { PauseFlag } from '../../src/util/pause.js';
+import { CancelledError, pausedError } from '../../src/util/cancelled.js';
 
 describe('createLogger', () => {
   it('maps Choria levels to winston levels, --debug wins, default info', () => {
@@ -47,6 +48,8 @@ describe('PauseFlag', () => {
     off();
     p.pause();
     expect(seen).toEqual([true, false]);
-    expect(new PausedError('rpcutil#inventory').message).toBe('provisioning is paused, cannot perform rpcutil#inventory');
+    const paused = pausedError('rpcutil#inventory');
+    expect(paused).toBeInstanceOf(CancelledError);
+    expect(paused).toMatchObject({ name: 'CancelledError', reason: 'pause', message: 'provisioning is paused, cannot perform rpcutil#inventory' });
   });
 });
