@@ -148,7 +148,7 @@ describe('forged servers in provisioning mode', () => {
     await sleep(6_000);
 
     // the broker never dropped the connection, and the real server was provisioned
-    expect(p.client?.link.changes).toBe(0);
+    expect(p.client?.link.state.changes).toBe(0);
     expect(p.status().connected).toBe(true);
 
     // none of the hostile identities is listed; every listed identity passes the rule

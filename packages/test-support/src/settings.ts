@@ -40,8 +40,10 @@ export function writeCliConfig(dir: string, site: string): string {
   return config;
 }
 
-export async function testClient(settings: ChoriaSettings): Promise<ChoriaClient> {
-  return await ChoriaClient.connect(settings, { logger: silentLogger(), name: 'test' });
+/** A connected client; `fleetReconnectMs` sets its broker link's fleet-reconnect time (default 5 s). */
+export async function testClient(settings: ChoriaSettings, fleetReconnectMs?: number): Promise<ChoriaClient> {
+  const fleet = fleetReconnectMs !== undefined ? { fleetReconnectMs } : {};
+  return await ChoriaClient.connect(settings, { logger: silentLogger(), name: 'test', ...fleet });
 }
 
 /** ChoriaSettings as the loader would make them, with `overrides`: for code that takes settings, not files. */

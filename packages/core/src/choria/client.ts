@@ -26,7 +26,7 @@ import {
 } from './errors.js';
 import { encodeLifecycleEvent, newLifecycleEvent, parseLifecycleEvent, type LifecycleEvent, type LifecycleFormat, type LifecycleType, type ReceivedLifecycleEvent } from './lifecycle.js';
 import { IdentityRefusedError, RefusedIdentities, shownIdentity, type NodeIdentity } from './identity.js';
-import type { LinkState } from './link.js';
+import { BrokerLink } from './link.js';
 import { codecFor, DISCOVERY_PAYLOAD } from './protocol/codec.js';
 import { agentFilter, type Filter } from './protocol/filter.js';
 import { newKsuid, newV1RequestId, nowNanoseconds, RandomPool } from './protocol/ids.js';
@@ -94,6 +94,8 @@ export interface ChoriaClientOptions {
   readonly ownsConnection?: boolean;
   /** where identities that fail the identity rule go (default: logged once each, not counted) */
   readonly refusals?: RefusedIdentities;
+  /** how long the servers are given to reconnect after the broker link returns (BrokerLink; default 5 s) */
+  readonly fleetReconnectMs?: number;
 }
 
 export interface ConnectClientOptions {
@@ -104,6 +106,7 @@ export interface ConnectClientOptions {
   readonly signal?: AbortSignal;
   readonly maxConnectAttempts?: number;
   readonly refusals?: RefusedIdentities;
+  readonly fleetReconnectMs?: number;
 }
 
 export interface LifecycleSubscriptionOptions {
@@ -148,6 +151,8 @@ export class ChoriaClient {
   readonly protocol: ProtocolVersion;
   /** the underlying connection (shared with leader election and JetStream users) */
   readonly nats: NatsConnection;
+  /** the broker link: up, its epoch, settled after a return (choria/link.ts) */
+  readonly link: BrokerLink;
 
   readonly #settings: ChoriaSettings;
   readonly #logger: Logger;
@@ -161,15 +166,10 @@ export class ChoriaClient {
   readonly #entropy = new RandomPool();
   readonly #outbox: { subject: string; bytes: Uint8Array; what: string; fail: (err: Error) => void }[] = [];
   readonly #lifecycleSubscriptions = new Set<Subscription>();
-  readonly #linkRestoredListeners = new Set<() => void>();
   readonly #ownsConnection: boolean;
   /** where identities of discovery replies and other replies that fail the identity rule go */
   readonly refusals: RefusedIdentities;
   #closed = false;
-  #linkChanges = 0;
-  /** when the broker connection dropped, while it is down */
-  #droppedAt: number | undefined;
-  #linkUpSince = performance.now();
   /** requests timing out while nothing comes in: a path gone silent (silent-path.ts) */
   readonly #silentPath = new SilentPathDetector();
   /** a ping is out to check the path after a silent burst */
@@ -190,7 +190,8 @@ export class ChoriaClient {
       ...(opts.maxConnectAttempts !== undefined ? { maxConnectAttempts: opts.maxConnectAttempts } : {}),
     });
     const refusals = opts.refusals !== undefined ? { refusals: opts.refusals } : {};
-    return new ChoriaClient(nc, settings, { logger: opts.logger, signer, protocol: version, ownsConnection: true, ...refusals });
+    const fleet = opts.fleetReconnectMs !== undefined ? { fleetReconnectMs: opts.fleetReconnectMs } : {};
+    return new ChoriaClient(nc, settings, { logger: opts.logger, signer, protocol: version, ownsConnection: true, ...refusals, ...fleet });
   }
 
   constructor(nc: NatsConnection, settings: ChoriaSettings, opts: ChoriaClientOptions) {
@@ -210,6 +211,8 @@ export class ChoriaClient {
     this.callerId = signer.callerId;
     this.#ownsConnection = opts.ownsConnection ?? false;
     this.refusals = opts.refusals ?? new RefusedIdentities(opts.logger);
+    const fleetReconnectMs = opts.fleetReconnectMs;
+    this.link = new BrokerLink({ closed: () => nc.isClosed(), ...(fleetReconnectMs !== undefined ? { fleetReconnectMs } : {}) });
 
     const minTtl = version === 'v1' ? V1_MIN_TTL : 1;
     this.#ttl = Math.max(minTtl, Math.floor(settings.ttl));
@@ -237,15 +240,9 @@ export class ChoriaClient {
   async #watchReconnects(): Promise<void> {
     for await (const s of this.nats.status()) {
       if (s.type === 'disconnect') {
-        this.#linkChanges++;
-        this.#droppedAt ??= performance.now();
+        this.link.dropped();
       } else if (s.type === 'reconnect') {
-        this.#linkChanges++;
-        this.#linkUpSince = performance.now();
-        const dropped = this.#droppedAt;
-        this.#droppedAt = undefined;
-        if (dropped === undefined) continue;
-        for (const listener of this.#linkRestoredListeners) listener();
+        if (!this.link.restored()) continue;
         const cutoff = performance.now();
         for (const p of [...this.#pending.values()]) {
           if (p.sentAt === undefined || p.sentAt > cutoff) continue;
@@ -254,25 +251,6 @@ export class ChoriaClient {
         }
       }
     }
-  }
-
-  /**
-   * Calls `listener` whenever the broker connection comes back after it dropped (what was
-   * published meanwhile, requests, replies and the fleet's lifecycle events, is lost); returns
-   * the function that stops the calls.
-   */
-  onLinkRestored(listener: () => void): () => void {
-    this.#linkRestoredListeners.add(listener);
-    return () => this.#linkRestoredListeners.delete(listener);
-  }
-
-  /**
-   * The broker link as seen by this client: `changes` counts disconnects and reconnects, `upSince`
-   * is when it last came up (performance.now()). A silence from the fleet means nothing while the
-   * link is down or has just come back (the servers reconnect on their own schedule).
-   */
-  get link(): LinkState {
-    return { up: this.#droppedAt === undefined && !this.nats.isClosed(), changes: this.#linkChanges, upSince: this.#linkUpSince };
   }
 
   /** True after close() or once the NATS connection has closed for good. */
@@ -446,16 +424,16 @@ export class ChoriaClient {
    */
   #timedOut(received: number): void {
     // a connection handed in belongs to its owner, who decides when it is replaced
-    if (!this.#silentPath.timedOut(received) || !this.link.up || this.#closed || !this.#ownsConnection || this.#probingPath) return;
+    if (!this.#silentPath.timedOut(received) || !this.link.state.up || this.#closed || !this.#ownsConnection || this.#probingPath) return;
     // Nodes that vanished time out the same way: the broker is asked for a round trip (a PING),
     // and only a path that does not carry that either is replaced.
     this.#probingPath = true;
-    const linkBefore = this.#linkChanges;
+    const linkBefore = this.link.state.changes;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), PATH_PROBE_MS)));
     void Promise.race([this.nats.flush().then(() => 'answered' as const, () => 'failed' as const), late])
       .then((answer) => {
-        if (answer !== 'late' || this.#closed || this.#linkChanges !== linkBefore) return;
+        if (answer !== 'late' || this.#closed || this.link.state.changes !== linkBefore) return;
         this.#logger.warn(`${SILENT_TIMEOUTS} requests in a row timed out while nothing at all came in on the broker connection, and the broker did not answer a ping within ${formatMs(PATH_PROBE_MS)}: its path went silent, replacing the connection`);
         this.nats.reconnect().catch((err: unknown) => this.#logger.warn(`Could not replace the broker connection: ${errorText(err)}`));
       })

@@ -10,14 +10,11 @@
 import type { ChoriaClient } from '../choria/client.js';
 import { RpcAbortError, noReplyCame } from '../choria/errors.js';
 import { sleep } from '../util/backoff.js';
-import { linkSettled } from '../choria/link.js';
 
 export interface HeardBeforeChangeOptions {
   readonly client: ChoriaClient;
   readonly identity: string;
   readonly signal: AbortSignal;
-  /** how long after the link came back the fleet is taken to be reconnecting (lost-reply.ts) */
-  readonly fleetReconnectMs: number;
   /** one ping's wait */
   readonly pingTimeoutMs: number;
   /** how long to ping at most before sending anyway */
@@ -37,7 +34,7 @@ export type HeardBeforeChange = { readonly how: 'settled' } | { readonly how: 'h
  */
 export async function heardBeforeChange(opts: HeardBeforeChangeOptions): Promise<HeardBeforeChange> {
   const { client } = opts;
-  if (linkSettled(client.link, client.link, opts.fleetReconnectMs)) return { how: 'settled' };
+  if (client.link.settled) return { how: 'settled' };
   const started = performance.now();
   const waited = (): number => Math.round(performance.now() - started);
   let pings = 0;
@@ -45,7 +42,7 @@ export async function heardBeforeChange(opts: HeardBeforeChangeOptions): Promise
   let upAt: number | undefined;
   for (;;) {
     if (opts.signal.aborted) throw opts.signal.reason;
-    if (!client.link.up) {
+    if (!client.link.state.up) {
       upAt = undefined;
       await sleep(50, opts.signal);
       continue;

@@ -5,7 +5,6 @@
 // counts it as an error. Instead the node is observed without a directed request: lifecycle
 // events it published, and broadcast discovery with an identity filter (a node still in
 // provisioning mode answers it, one that left does not).
-import { FLEET_RECONNECT_MS, linkSettled } from '../choria/link.js';
 import type { ChoriaClient, RpcReply } from '../choria/client.js';
 import { ClientClosedError, RpcAbortError, noReplyCame } from '../choria/errors.js';
 import { sleep } from '../util/backoff.js';
@@ -65,11 +64,6 @@ export interface LostReplyTimings {
   readonly actionDelayScale?: number;
   /** after a reconnect, how long a node-changing request waits for a late reply (default 2 s) */
   readonly reconnectGraceMs?: number;
-  /**
-   * after a broker reconnect, how long the servers are given to reconnect too before a node that
-   * does not answer counts as absent (default 5 s)
-   */
-  readonly fleetReconnectMs?: number;
   /**
    * how long a node whose provisioning agent stays busy (a release_update still downloading) is
    * watched before it is taken as not having acted after all (default 15 minutes)
@@ -142,7 +136,7 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
   const margin = t.marginMs ?? 3_000;
   const probeTimeout = t.probeTimeoutMs ?? 2_000;
   const interval = t.probeIntervalMs ?? 500;
-  const fleetReconnect = t.fleetReconnectMs ?? FLEET_RECONNECT_MS;
+  const link = req.client.link;
   const maxBusy = t.maxBusyMs ?? DEFAULT_MAX_BUSY_MS;
   const busyRecheck = t.busyRecheckMs ?? DEFAULT_BUSY_RECHECK_MS;
   const firstProbe = performance.now();
@@ -159,7 +153,7 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
   let misses = 0;
   for (;;) {
     if (proven()) return 'acted';
-    const before = req.client.link;
+    const before = link.state;
     const probeStart = performance.now();
     const answered = await req.client.discover({
       agent: 'choria_provision',
@@ -170,13 +164,12 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
       signal: req.signal,
     });
     if (proven()) return 'acted';
-    const after = req.client.link;
     // A probe across a broker outage, or while the servers may still be reconnecting, proves
     // nothing either way: a present node could not answer, and the node may not have acted yet.
-    const settled = linkSettled(before, after, fleetReconnect, probeStart);
+    const settled = link.settledSince(before, probeStart);
     if (!settled && !(answered as readonly string[]).includes(req.identity)) {
       misses = 0;
-      deadline = Math.max(deadline, after.upSince + fleetReconnect + margin);
+      deadline = Math.max(deadline, link.state.upSince + link.fleetReconnectMs + margin);
       await sleep(interval, req.signal);
       continue;
     }

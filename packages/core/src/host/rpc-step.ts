@@ -11,7 +11,6 @@ import type { PauseFlag } from '../util/pause.js';
 import { CancelledError, isCancelled, pausedError } from '../util/cancelled.js';
 import type { LifecycleWitness } from './lifecycle-witness.js';
 import { DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, isChangingAction, type ChangingAction, type LostReplyTimings } from './lost-reply.js';
-import { FLEET_RECONNECT_MS, linkSettled } from '../choria/link.js';
 import { ProvisionerError, failureTexts, publicMessageOf } from '../util/errors.js';
 import { assertMayChange, type FencedSend, type NodeFence } from './fence.js';
 import { heardBeforeChange, type HeardBeforeChange } from './heard-before-change.js';
@@ -149,7 +148,7 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
   // rest of a successful step.
   let last: Error | undefined;
   let made = 0;
-  const fleetReconnectMs = ctx.lostReply?.fleetReconnectMs ?? FLEET_RECONNECT_MS;
+  const link = ctx.client.link;
   const readOnly = READ_ONLY_STEPS.has(name);
   let free = 0;
   for (let attempt = 1; attempt <= tries; attempt++) {
@@ -157,13 +156,13 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
     if (ctx.signal.aborted) throw abortError(ctx.signal, name);
     if (ctx.pause.paused) throw pausedError(name);
     // (outside the try: a pause, a cancel or a lost right to act while waiting ends the step as above)
-    if (changing !== undefined) await untilHeard(ctx, name, fleetReconnectMs);
+    if (changing !== undefined) await untilHeard(ctx, name);
     const started = performance.now();
     let investigated = false;
     const probeThisTry = probing !== undefined && attempt === 1;
-    const linkBefore = ctx.client.link;
+    const linkBefore = link.state;
     // sent while the servers may still be reconnecting: it may be lost on the way, so do not wait the full timeout for it
-    const quick = readOnly && !probeThisTry && free < MAX_FREE_TRIES && !linkSettled(linkBefore, linkBefore, fleetReconnectMs);
+    const quick = readOnly && !probeThisTry && free < MAX_FREE_TRIES && !link.settled;
     try {
       const shortMs = probeThisTry ? probing.timeoutMs : quick ? UNSETTLED_TRY_MS : undefined;
       const options = shortMs !== undefined ? { ...rpcOptions, timeoutMs: Math.min(shortMs, ctx.timeoutMs ?? Infinity) } : rpcOptions;
@@ -193,11 +192,11 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
           if (ctx.signal.aborted) throw abortError(ctx.signal, name);
           // Silence across a broker outage, or while the servers may still be reconnecting after
           // one, says nothing about the node: it gets the full timeout instead of being dropped.
-          if (linkSettled(linkBefore, ctx.client.link, fleetReconnectMs)) throw new NodeGoneError(ctx.identity, name, Math.round(performance.now() - started));
+          if (link.settledSince(linkBefore)) throw new NodeGoneError(ctx.identity, name, Math.round(performance.now() - started));
           ctx.logger.info(`${ctx.identity} did not answer ${name} nor rpcutil#ping while the broker connection was down or just back; not taken as gone, trying again with the full timeout`);
           continue;
         }
-        if (!linkSettled(linkBefore, ctx.client.link, fleetReconnectMs)) {
+        if (!link.settledSince(linkBefore)) {
           ctx.logger.info(`${ctx.identity} did not answer ${name} within ${probing.timeoutMs} ms, and the broker connection was down or just back: trying again`);
           continue;
         }
@@ -243,7 +242,7 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
 async function rpcWatchingAfterReconnect<T>(ctx: StepContext, changing: boolean, send: () => Promise<T>): Promise<T> {
   const onWatching = ctx.onWatching;
   if (!changing || onWatching === undefined) return await send();
-  const stop = ctx.client.onLinkRestored(onWatching);
+  const stop = ctx.client.link.onRestored(onWatching);
   try {
     return await send();
   } finally {
@@ -271,7 +270,7 @@ async function mayChangeNow(ctx: StepContext, name: RpcName, recorded: FencedSen
  * outage: waits until the node answers a ping (heard-before-change.ts), for at most about as long
  * as the request itself would have waited unanswered.
  */
-async function untilHeard(ctx: StepContext, name: RpcName, fleetReconnectMs: number): Promise<void> {
+async function untilHeard(ctx: StepContext, name: RpcName): Promise<void> {
   let heard: HeardBeforeChange;
   const budgetMs = ctx.timeoutMs ?? HEARD_BUDGET_MS;
   try {
@@ -279,7 +278,6 @@ async function untilHeard(ctx: StepContext, name: RpcName, fleetReconnectMs: num
       client: ctx.client,
       identity: ctx.identity,
       signal: ctx.signal,
-      fleetReconnectMs,
       // several pings fit in the budget however short the step's timeout
       pingTimeoutMs: Math.min(UNSETTLED_TRY_MS, budgetMs / 4),
       budgetMs,
@@ -302,7 +300,7 @@ async function untilHeard(ctx: StepContext, name: RpcName, fleetReconnectMs: num
 
 /** Waits (checking every 50 ms) until the broker link is up, or the step is cancelled. */
 async function untilLinkUp(ctx: StepContext, name: RpcName): Promise<void> {
-  while (!ctx.client.link.up) {
+  while (!ctx.client.link.state.up) {
     try {
       await sleep(50, ctx.signal);
     } catch {

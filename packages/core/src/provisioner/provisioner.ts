@@ -227,7 +227,7 @@ export class Provisioner {
     });
     for (let i = 0; i < this.config.workers; i++) this.#workers.push(this.#work(i));
     this.#timers.push(setInterval(() => void this.discover(), this.config.intervalMs));
-    this.#unwatchLink = client.onLinkRestored(() => this.#rediscovery.linkRestored());
+    this.#unwatchLink = client.link.onRestored(() => this.#rediscovery.linkRestored(client.link.fleetReconnectMs));
     this.#timers.push(setInterval(() => this.#sweep(), 1_000));
     // active/active: an instance with nothing to do asks a busier member for queued nodes
     if (this.config.coordination === 'active_active' && this.config.coordinationHandover) this.#timers.push(setInterval(() => this.#share.mayBeIdle(), this.config.coordinationHeartbeatMs));

@@ -4,25 +4,26 @@
 // once the servers have had time to reconnect (they do on their own schedule), and once more for
 // the slow ones. A discovery costs one broadcast; a node already known is not offered twice.
 
-import { FLEET_RECONNECT_MS } from '../choria/link.js';
-
-/** After a reconnect: when the servers should be back (the one FLEET_RECONNECT_MS), and once more for stragglers. */
-export const REDISCOVERY_DELAYS_MS: readonly number[] = [FLEET_RECONNECT_MS, 3 * FLEET_RECONNECT_MS];
+/** After a reconnect: when the servers should be back (the link's fleet-reconnect time), and once more for stragglers. */
+export function rediscoveryDelaysMs(fleetReconnectMs: number): readonly number[] {
+  return [fleetReconnectMs, 3 * fleetReconnectMs];
+}
 
 export class RediscoveryAfterReconnect {
   readonly #discover: () => unknown;
-  readonly #delaysMs: readonly number[];
+  readonly #delaysMs: readonly number[] | undefined;
   #timers: ReturnType<typeof setTimeout>[] = [];
 
-  constructor(discover: () => unknown, delaysMs: readonly number[] = REDISCOVERY_DELAYS_MS) {
+  /** `delaysMs`: other delays than the link's (tests) */
+  constructor(discover: () => unknown, delaysMs?: readonly number[]) {
     this.#discover = discover;
     this.#delaysMs = delaysMs;
   }
 
   /** The link is back: (re)schedules the discoveries, counted from now. */
-  linkRestored(): void {
+  linkRestored(fleetReconnectMs: number): void {
     this.stop();
-    this.#timers = this.#delaysMs.map((ms) => {
+    this.#timers = (this.#delaysMs ?? rediscoveryDelaysMs(fleetReconnectMs)).map((ms) => {
       const t = setTimeout(() => void this.#discover(), ms);
       t.unref();
       return t;

@@ -8,6 +8,7 @@ import { rpcStep, type StepContext } from '../../src/host/rpc-step.js';
 import { PauseFlag } from '../../src/util/pause.js';
 import { leaseLapsedError } from '../../src/util/cancelled.js';
 import { captureLogger } from '../choria/support/logger.js';
+import { fixedLink } from '../choria/support/link.js';
 
 interface Link {
   up: boolean;
@@ -23,9 +24,7 @@ function scriptedClient(link: Link, backAfterMs: number) {
   const calls: { what: string; at: number; timeoutMs: number | undefined }[] = [];
   const made = performance.now();
   const client = {
-    get link() {
-      return { ...link };
-    },
+    link: fixedLink(() => ({ ...link })),
     rpc(to: string, agent: string, action: string, _data: Record<string, unknown>, opts: { timeoutMs?: number; signal?: AbortSignal } = {}) {
       const at = performance.now() - made;
       calls.push({ what: `${agent}#${action}`, at, timeoutMs: opts.timeoutMs });
@@ -42,7 +41,6 @@ const options = (client: ChoriaClient, extra: Partial<Parameters<typeof heardBef
   client,
   identity: 'n1.example.net',
   signal: new AbortController().signal,
-  fleetReconnectMs: 5_000,
   pingTimeoutMs: 100,
   budgetMs: 2_000,
   mayAsk: () => undefined,

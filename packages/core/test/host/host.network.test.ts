@@ -20,7 +20,7 @@ import { captureLogger } from '../choria/support/logger.js';
 
 const NODE = 'web1.example.net';
 const INVENTORY = { agents: ['choria_provision', 'rpcutil'], version: '0.29.4', upgradable: false, facts: { role: 'web' } };
-const QUICK: LostReplyTimings = { actionDelayScale: 0.001, marginMs: 100, probeTimeoutMs: 200, probeIntervalMs: 50, fleetReconnectMs: 0, reconnectGraceMs: 100 };
+const QUICK: LostReplyTimings = { actionDelayScale: 0.001, marginMs: 100, probeTimeoutMs: 200, probeIntervalMs: 50, reconnectGraceMs: 100 };
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -35,7 +35,8 @@ async function setup(onRpc: (ctx: RpcContext) => RpcReplyBody | undefined): Prom
   const responders = await startResponders({ url: srv.url, identities: [NODE], onRpc });
   cleanups.push(() => responders.close());
   const config = testConfig('');
-  const client = await testClient(testSettings(srv.url, config));
+  // the servers of these tests are back at once after a broker restart
+  const client = await testClient(testSettings(srv.url, config), 0);
   cleanups.push(() => client.close());
   const helped: HelperRequest[] = [];
   const helper = createHelperRunner({
@@ -337,14 +338,15 @@ describe('Host', () => {
     cleanups.push(() => client.close());
     const helper = createHelperRunner({ fn: (req) => ({ configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' } }) });
     cleanups.push(() => helper.close());
-    const changes = client.link.changes;
+    const changes = client.link.state.changes;
     await srv.restart();
     const deadline = performance.now() + 10_000;
-    while (!(client.link.up && client.link.changes > changes) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const back = (): boolean => client.link.state.up && client.link.state.changes > changes;
+    while (!back() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     await new Promise((r) => setTimeout(r, 300)); // the responders are back on the broker too
     requests.clear();
     quietUntil = performance.now() + quietMs;
-    const lostReply = { ...QUICK, fleetReconnectMs: 5_000 };
+    const lostReply = QUICK;
     return { requests, deps: { config, client, helper, metrics: new ProvisionerMetrics(new Registry(), 'test'), pause: new PauseFlag(false), rpcTimeoutMs, lostReply, backoff: () => 10 } };
   }
 

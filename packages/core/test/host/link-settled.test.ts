@@ -3,9 +3,10 @@ import type { ChoriaClient } from '../../src/choria/client.js';
 import { RpcAbortedError, RpcTimeoutError } from '../../src/choria/errors.js';
 import type { LifecycleWitness } from '../../src/host/lifecycle-witness.js';
 import { confirmAfterLostReply, type LostReplyTimings } from '../../src/host/lost-reply.js';
-import { FLEET_RECONNECT_MS, linkSettled } from '../../src/choria/link.js';
+import { BrokerLink, FLEET_RECONNECT_MS, linkSettled } from '../../src/choria/link.js';
 import { sleep } from '../../src/util/backoff.js';
-import { REDISCOVERY_DELAYS_MS } from '../../src/provisioner/rediscovery.js';
+import { rediscoveryDelaysMs } from '../../src/provisioner/rediscovery.js';
+import { fixedLink } from '../choria/support/link.js';
 
 // Silence from a node means something only when the broker link was steady while it was heard.
 describe('linkSettled', () => {
@@ -21,9 +22,9 @@ describe('linkSettled', () => {
     expect(linkSettled(up(2, at - 6_000), up(2, at - 6_000), 5_000, at)).toBe(true);
   });
 
-  it('is one setting: the servers get FLEET_RECONNECT_MS, and the first rediscovery after a return waits as long', () => {
+  it('is one setting: the servers get the link fleet-reconnect time, and the first rediscovery after a return waits as long', () => {
     expect(FLEET_RECONNECT_MS).toBe(5_000);
-    expect(REDISCOVERY_DELAYS_MS[0]).toBe(FLEET_RECONNECT_MS);
+    expect(rediscoveryDelaysMs(FLEET_RECONNECT_MS)).toEqual([5_000, 15_000]);
     expect(linkSettled(up(2, at - FLEET_RECONNECT_MS + 1), up(2, at - FLEET_RECONNECT_MS + 1), FLEET_RECONNECT_MS, at)).toBe(false);
     expect(linkSettled(up(2, at - FLEET_RECONNECT_MS), up(2, at - FLEET_RECONNECT_MS), FLEET_RECONNECT_MS, at)).toBe(true);
   });
@@ -38,8 +39,9 @@ describe('linkSettled', () => {
 // A configure reply lost with the broker: the node still answering is all there is to learn.
 describe('confirmAfterLostReply for configure', () => {
   function fleetOfOne(identity: string, reconnectedAgoMs: number): ChoriaClient {
+    const upSince = performance.now() - reconnectedAgoMs;
     const client = {
-      link: { up: true, changes: 2, upSince: performance.now() - reconnectedAgoMs },
+      link: fixedLink(() => ({ up: true, changes: 2, upSince })),
       discover: () => Promise.resolve([identity]),
     };
     return client as unknown as ChoriaClient;
@@ -77,7 +79,7 @@ describe('confirmAfterLostReply for release_update', () => {
   function nodeAnswering(jwt: (call: number) => 'answer' | 'refuse' | 'silent', inventoryVersion?: string) {
     const calls: string[] = [];
     const client = {
-      link: { up: true, changes: 0, upSince: 0 },
+      link: fixedLink(() => ({ up: true, changes: 0, upSince: 0 })),
       discover: () => Promise.resolve([identity]),
       rpc: (to: string, agent: string, action: string, data: Record<string, unknown>, opts: { timeoutMs: number }) => {
         calls.push(`${to} ${agent}#${action} token=${String(data['token'])}`);
@@ -191,5 +193,40 @@ describe('confirmAfterLostReply for release_update', () => {
     const { client, calls } = nodeAnswering(() => 'silent');
     expect(await confirmAfterLostReply({ ...request(client), action: 'restart' })).toBe('not_acted');
     expect(calls).toEqual([]);
+  });
+});
+
+// The client's one owner of the link's state: its epoch, up or down, settled after a return.
+describe('BrokerLink', () => {
+  it('counts drops and returns, tells its listeners of a return, and settles after its fleet-reconnect time', async () => {
+    let closed = false;
+    const link = new BrokerLink({ fleetReconnectMs: 200, closed: () => closed });
+    expect(link.state).toMatchObject({ up: true, changes: 0 });
+    expect(link.settled).toBe(true);
+    const before = link.state;
+    let restored = 0;
+    const undo = link.onRestored(() => restored++);
+    link.dropped();
+    link.dropped(); // a second disconnect status while down: still one outage
+    expect(link.state).toMatchObject({ up: false, changes: 2 });
+    expect(link.settledSince(before)).toBe(false);
+    expect(link.restored()).toBe(true);
+    expect(restored).toBe(1);
+    expect(link.state).toMatchObject({ up: true, changes: 3 });
+    expect(link.settled).toBe(false);
+    await sleep(220);
+    expect(link.settled).toBe(true);
+    // silence seen across the outage still says nothing
+    expect(link.settledSince(before)).toBe(false);
+    // a reconnect status without a drop calls no one
+    expect(link.restored()).toBe(false);
+    expect(restored).toBe(1);
+    undo();
+    link.dropped();
+    link.restored();
+    expect(restored).toBe(1);
+    closed = true;
+    expect(link.state.up).toBe(false);
+    expect(new BrokerLink({ closed: () => false }).fleetReconnectMs).toBe(FLEET_RECONNECT_MS);
   });
 });
