@@ -22,7 +22,10 @@ const EXAMPLE = join(ROOT, 'examples', 'config', 'provisioner-active-active.yaml
 
 function instanceConfig(dir, s, name, runs) {
   const choria = join(dir, `${name}.cfg`);
-  writeFileSync(choria, `identity = ${name}.example.net\nplugin.choria.middleware_hosts = ${s.url}\nplugin.security.provider = file\n`);
+  writeFileSync(
+    choria,
+    `identity = ${name}.example.net\nplugin.choria.middleware_hosts = ${s.url}\nplugin.security.provider = file\n`,
+  );
   const example = parseYaml(readFileSync(EXAMPLE, 'utf8'));
   delete example.broker_provisioning_password;
   delete example.monitor_port;
@@ -115,7 +118,13 @@ function startUpCpu(children, simPid, natsPid, base) {
 }
 
 export async function activeActiveScenario(s) {
-  const sim = await startSimulator({ url: s.url, count: s.count, flow: 'plain', nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
+  const sim = await startSimulator({
+    url: s.url,
+    count: s.count,
+    flow: 'plain',
+    nodesPerConnection: s.nodesPerConnection,
+    timeScale: s.timeScale,
+  });
   const dir = mkdtempSync(join(tmpdir(), 'cpts-bench-aa-'));
   const runs = join(dir, 'helper-runs.txt');
   const children = [];
@@ -126,17 +135,28 @@ export async function activeActiveScenario(s) {
     const spawnedAt = Date.now();
     // BENCH_PROVISIONER_NODE_OPTIONS: e.g. --cpu-prof --cpu-prof-dir=DIR (bench/run.mjs --profile)
     const nodeArgs = (process.env.BENCH_PROVISIONER_NODE_OPTIONS ?? '').split(' ').filter((a) => a !== '');
-    for (const config of configs) children.push(spawn(process.execPath, [...nodeArgs, CLI, 'run', '--config', config], { stdio: 'ignore' }));
+    for (const config of configs)
+      children.push(spawn(process.execPath, [...nodeArgs, CLI, 'run', '--config', config], { stdio: 'ignore' }));
     const cpuMarks = [];
-    const cpuTimers = CPU_MARKS_MS.map((at) => setTimeout(() => cpuMarks.push({ at, ...startUpCpu(children, sim.pid, s.natsPid, cpuBase) }), at));
+    const cpuTimers = CPU_MARKS_MS.map((at) =>
+      setTimeout(() => cpuMarks.push({ at, ...startUpCpu(children, sim.pid, s.natsPid, cpuBase) }), at),
+    );
     // polled often: the poll interval adds to both the one-instance and the three-instance time
-    const summary = await sim.waitFor((x) => (x.totals.byState.provisioned ?? 0) >= s.count, s.timeoutMs ?? 300_000, 25);
+    const summary = await sim.waitFor(
+      (x) => (x.totals.byState.provisioned ?? 0) >= s.count,
+      s.timeoutMs ?? 300_000,
+      25,
+    );
     const ms = performance.now() - t0;
     for (const t of cpuTimers) clearTimeout(t);
     const logs = configs.map((c) => readLog(c.replace(/\.yaml$/, '.log')));
     const phaseMs = provisioningPhaseMs(logs);
     const startup = startupTimeline(logs, spawnedAt);
-    const lines = existsSync(runs) ? readFileSync(runs, 'utf8').split('\n').filter((l) => l !== '') : [];
+    const lines = existsSync(runs)
+      ? readFileSync(runs, 'utf8')
+          .split('\n')
+          .filter((l) => l !== '')
+      : [];
     const perInstance = {};
     for (const l of lines) {
       const who = l.split(' ')[0];
@@ -162,7 +182,9 @@ export async function activeActiveScenario(s) {
       startUpCpu: cpuMarks,
     };
   } finally {
-    const exited = children.map((c) => (c.exitCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r))));
+    const exited = children.map((c) =>
+      c.exitCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r)),
+    );
     for (const c of children) c.kill('SIGTERM');
     await Promise.race([Promise.all(exited), new Promise((r) => setTimeout(r, 15_000))]);
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');

@@ -16,9 +16,19 @@ import { URL, fileURLToPath } from 'node:url';
 const HELPER = fileURLToPath(new URL('./helpers/trivial-helper.sh', import.meta.url));
 const spec = JSON.parse(process.argv[2] ?? '{}');
 const runs = spec.runs ?? [{ method: 'simple', concurrency: 16, count: 1000 }];
-const input = JSON.stringify({ identity: 'node-1.example.net', csr: null, ed25519_pubkey: null, inventory: '{"agents":["rpcutil"],"facts":{}}', jwt: null });
+const input = JSON.stringify({
+  identity: 'node-1.example.net',
+  csr: null,
+  ed25519_pubkey: null,
+  inventory: '{"agents":["rpcutil"],"facts":{}}',
+  jwt: null,
+});
 
-const SPAWN_OPTIONS = { product: { detached: true, stdio: ['pipe', 'pipe', 'pipe'] }, simple: undefined, python3: undefined };
+const SPAWN_OPTIONS = {
+  product: { detached: true, stdio: ['pipe', 'pipe', 'pipe'] },
+  simple: undefined,
+  python3: undefined,
+};
 const PYTHON_SPAWNER = fileURLToPath(new URL('../packages/core/dist/host/helper/spawner-child.py', import.meta.url));
 
 /** The product's Python spawner, driven over its JSON-lines protocol; close() waits for its exit (so its children's CPU is reaped into ours). */
@@ -41,7 +51,9 @@ function pythonSpawner() {
       new Promise((resolve, reject) => {
         const id = nextId++;
         waiting.set(id, { resolve, reject });
-        child.stdin.write(`${JSON.stringify({ t: 'run', id, file: HELPER, args: [], cwd: process.cwd(), input, maxStdout: 1 << 20, maxStderr: 65536, pipeGraceMs: 1000, timeoutMs: 10000 })}\n`);
+        child.stdin.write(
+          `${JSON.stringify({ t: 'run', id, file: HELPER, args: [], cwd: process.cwd(), input, maxStdout: 1 << 20, maxStderr: 65536, pipeGraceMs: 1000, timeoutMs: 10000 })}\n`,
+        );
       }),
     close: async () => {
       child.stdin.end();
@@ -59,7 +71,9 @@ function runOnce(method) {
     child.stdin.on('error', () => undefined);
     child.stdin.end(input);
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 && out.includes('configuration') ? resolve() : reject(new Error(`helper exited ${code}: ${out}`))));
+    child.on('close', (code) =>
+      code === 0 && out.includes('configuration') ? resolve() : reject(new Error(`helper exited ${code}: ${out}`)),
+    );
   });
 }
 
@@ -110,4 +124,6 @@ for (const { method, concurrency, count } of runs) {
     backgroundCores: (busy - (cpu.user + cpu.system) / 1e6 - helperCpuS) / (ms / 1000),
   });
 }
-process.stdout.write(`BENCH-RESULT ${JSON.stringify({ kind: 'bare-start', helper: HELPER, parentRssMb: process.memoryUsage.rss() / 1048576, results })}\n`);
+process.stdout.write(
+  `BENCH-RESULT ${JSON.stringify({ kind: 'bare-start', helper: HELPER, parentRssMb: process.memoryUsage.rss() / 1048576, results })}\n`,
+);

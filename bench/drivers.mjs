@@ -69,7 +69,12 @@ export function rpcSequence(flow, identity, mint) {
   if (flow === 'jwt' || flow === 'ed25519') steps.push(['choria_provision', 'jwt', { token: TOKEN }]);
   if (flow === 'ed25519') steps.push(['choria_provision', 'gen25519', { nonce: newRequestId(), token: TOKEN }]);
   steps.push(['rpcutil', 'inventory', {}]);
-  if (flow === 'ed25519') steps.push(['choria_provision', 'configure', (publicKeyHex) => configureData(flow, identity, mint(identity, publicKeyHex))]);
+  if (flow === 'ed25519')
+    steps.push([
+      'choria_provision',
+      'configure',
+      (publicKeyHex) => configureData(flow, identity, mint(identity, publicKeyHex)),
+    ]);
   else steps.push(['choria_provision', 'configure', configureData(flow, identity)]);
   steps.push(['choria_provision', 'restart', { splay: 1, token: TOKEN }]);
   return steps;
@@ -156,7 +161,9 @@ export async function runNaive(url, flow, workers, keys) {
   // protocol v2 (ed25519 flow): requests signed with the provisioner's seed, its client JWT as caller
   const clientJwt = v2 ? readFileSync(keys.clientJwtFile, 'utf8').trim() : '';
   const privateKey = v2 ? keyFromSeed(Buffer.from(readFileSync(keys.provSeedFile, 'utf8').trim(), 'hex')) : undefined;
-  const callerId = v2 ? JSON.parse(Buffer.from(clientJwt.split('.')[1], 'base64url').toString()).callerid : 'choria=bench-naive';
+  const callerId = v2
+    ? JSON.parse(Buffer.from(clientJwt.split('.')[1], 'base64url').toString()).callerid
+    : 'choria=bench-naive';
   const mint = v2 ? serverTokenMinter(keys) : undefined;
   const replyPrefix = `provisioning.reply.${createHash('md5').update(callerId).digest('hex')}`;
   const nc = await connect({ servers: url, name: 'bench-naive' });
@@ -175,8 +182,19 @@ export async function runNaive(url, flow, workers, keys) {
       filter: filterFor(filterAgent),
     };
     const request = JSON.stringify({ protocol: 'choria:request:1', message, envelope });
-    const secure = JSON.stringify({ protocol: 'choria:secure:request:1', message: request, signature: 'insecure', pubcert: 'insecure' });
-    return Buffer.from(JSON.stringify({ protocol: 'choria:transport:1', data: b64(secure), headers: { 'reply-to': replyTo, mc_sender: sender } }));
+    const secure = JSON.stringify({
+      protocol: 'choria:secure:request:1',
+      message: request,
+      signature: 'insecure',
+      pubcert: 'insecure',
+    });
+    return Buffer.from(
+      JSON.stringify({
+        protocol: 'choria:transport:1',
+        data: b64(secure),
+        headers: { 'reply-to': replyTo, mc_sender: sender },
+      }),
+    );
   };
   const transportV2 = (agent, message, filterAgent, replyTo) => {
     const request = JSON.stringify({
@@ -192,8 +210,19 @@ export async function runNaive(url, flow, workers, keys) {
       filter: filterFor(filterAgent),
     });
     const signature = sign(null, Buffer.from(request), privateKey).toString('base64');
-    const secure = JSON.stringify({ protocol: 'io.choria.protocol.v2.secure_request', request: b64(request), signature, caller: clientJwt });
-    return Buffer.from(JSON.stringify({ protocol: 'io.choria.protocol.v2.transport', data: b64(secure), headers: { reply: replyTo, sender } }));
+    const secure = JSON.stringify({
+      protocol: 'io.choria.protocol.v2.secure_request',
+      request: b64(request),
+      signature,
+      caller: clientJwt,
+    });
+    return Buffer.from(
+      JSON.stringify({
+        protocol: 'io.choria.protocol.v2.transport',
+        data: b64(secure),
+        headers: { reply: replyTo, sender },
+      }),
+    );
   };
   const transport = v2 ? transportV2 : transportV1;
   const decodeV1 = (data) => {
@@ -235,7 +264,10 @@ export async function runNaive(url, flow, workers, keys) {
         const data = typeof dataOrFn === 'function' ? dataOrFn(publicKey) : dataOrFn;
         const replyTo = `${replyPrefix}.${randomBytes(16).toString('hex')}`;
         const answered = replies.expect(replyTo, REPLY_TIMEOUT_MS);
-        nc.publish(`provisioning.node.${identity}`, transport(agent, JSON.stringify({ agent, action, data }), agent, replyTo));
+        nc.publish(
+          `provisioning.node.${identity}`,
+          transport(agent, JSON.stringify({ agent, action, data }), agent, replyTo),
+        );
         const msg = await answered;
         if (msg === undefined) throw new Error(`${agent}#${action}: no reply within ${REPLY_TIMEOUT_MS} ms`);
         const body = JSON.parse(decode(msg).body);
@@ -251,7 +283,14 @@ export async function runNaive(url, flow, workers, keys) {
   });
   replies.close();
   await nc.close();
-  return { discovered: identities.length, discoveredAt, provisioned, failed, durations: durations.sort((a, b) => a - b), firstErrors };
+  return {
+    discovered: identities.length,
+    discoveredAt,
+    provisioned,
+    failed,
+    durations: durations.sort((a, b) => a - b),
+    firstErrors,
+  };
 }
 
 /**
@@ -262,7 +301,9 @@ export async function runNaive(url, flow, workers, keys) {
  */
 export function buildRequests(flow, identities, { sender = 'bench-limit.example.net', ttl = 3600, keys } = {}) {
   const v2 = flow === 'ed25519';
-  const signer = v2 ? ChoriaSigner.fromFiles(keys.clientJwtFile, keys.provSeedFile) : new InsecureSigner('v1', 'choria=bench-limit');
+  const signer = v2
+    ? ChoriaSigner.fromFiles(keys.clientJwtFile, keys.provSeedFile)
+    : new InsecureSigner('v1', 'choria=bench-limit');
   const codec = v2 ? v2Codec : v1Codec;
   const mint = v2 ? serverTokenMinter(keys) : undefined;
   const prefix = replySubjectPrefix(signer.callerId);
@@ -272,7 +313,18 @@ export function buildRequests(flow, identities, { sender = 'bench-limit.example.
     const replyTo = `${prefix}${id}`;
     const payload = encodeRpcRequest(agent, action, data);
     const { transportJson } = codec.encodeRequest(
-      { id, sender, callerId: signer.callerId, collective: 'provisioning', agent, ttl, timeNs, filter: agentFilter(agent), payload, replyTo },
+      {
+        id,
+        sender,
+        callerId: signer.callerId,
+        collective: 'provisioning',
+        agent,
+        ttl,
+        timeNs,
+        filter: agentFilter(agent),
+        payload,
+        replyTo,
+      },
       signer,
     );
     return { replyTo, bytes: Buffer.from(transportJson, 'utf8') };
@@ -280,7 +332,9 @@ export function buildRequests(flow, identities, { sender = 'bench-limit.example.
   const nodes = identities.map((identity) => ({
     subject: directedSubject(identity),
     steps: rpcSequence(flow, identity, mint).map(([agent, action, data]) =>
-      typeof data === 'function' ? { build: (publicKey) => encode(agent, action, data(publicKey)) } : { ...encode(agent, action, data), keyInReply: action === 'gen25519' },
+      typeof data === 'function'
+        ? { build: (publicKey) => encode(agent, action, data(publicKey)) }
+        : { ...encode(agent, action, data), keyInReply: action === 'gen25519' },
     ),
   }));
   return { nodes, replyWildcard: `${prefix}>` };
@@ -314,5 +368,10 @@ export async function runLimit(url, built, workers) {
   });
   replies.close();
   await nc.close();
-  return { provisioned, failed, durations: durations.sort((a, b) => a - b), firstErrors: failed > 0 ? [`${failed} nodes left a request unanswered for ${REPLY_TIMEOUT_MS / 1000} s`] : [] };
+  return {
+    provisioned,
+    failed,
+    durations: durations.sort((a, b) => a - b),
+    firstErrors: failed > 0 ? [`${failed} nodes left a request unanswered for ${REPLY_TIMEOUT_MS / 1000} s`] : [],
+  };
 }

@@ -46,7 +46,11 @@ writeFileSync(
     `process.stdout.write(JSON.stringify({configuration:{identity:r.identity,'plugin.choria.server.provision':'false',exitedAt:String(Date.now())}}));});\n`,
 );
 const SH_HELPER = join(dir, 'stamp-helper.sh');
-writeFileSync(SH_HELPER, `#!/bin/sh\nIFS= read -r request || true\nprintf '{"configuration":{"plugin.choria.server.provision":"false","exitedAt":"%s"}}' "$(date +%s%3N)"\n`, { mode: 0o755 });
+writeFileSync(
+  SH_HELPER,
+  `#!/bin/sh\nIFS= read -r request || true\nprintf '{"configuration":{"plugin.choria.server.provision":"false","exitedAt":"%s"}}' "$(date +%s%3N)"\n`,
+  { mode: 0o755 },
+);
 const command = opt.helper === 'sh' ? SH_HELPER : `${process.execPath} ${NODE_HELPER}`;
 
 const request = (identity) => ({ identity, csr: null, ed25519_pubkey: null, inventory: '{}', jwt: null });
@@ -105,7 +109,9 @@ for (let round = 1; round <= Number(opt.rounds); round++) {
     `round ${round}: ${ms} ms; event-loop delay max=${Math.round(eld.max / 1e6)} ms p99=${Math.round(eld.percentile(99) / 1e6)} ms mean=${Math.round(eld.mean / 1e6)} ms`,
   );
   results.forEach((r, i) => {
-    console.log(`  site ${i}: errors=${JSON.stringify(r.errors)} delivery(exit->settled ms) ${fmt(r.delivery)} | wall(run->settled ms) ${fmt(r.wall)}`);
+    console.log(
+      `  site ${i}: errors=${JSON.stringify(r.errors)} delivery(exit->settled ms) ${fmt(r.delivery)} | wall(run->settled ms) ${fmt(r.wall)}`,
+    );
   });
 }
 rmSync(dir, { recursive: true, force: true });

@@ -15,9 +15,22 @@ const POLICY = { backoffMs: 60_000, backoffMaxMs: 1_800_000, quarantineAfter: 5 
 function report(i, at) {
   const identity = `node-${String(i).padStart(6, '0')}.example.net`;
   if (i % 10 === 0) {
-    return [identity, { outcome: 'failed', message: `could not perform rpcutil#inventory on ${identity}: 3 tries, last: request timed out after 10 s`, at, durationMs: 30_412, configured: false, discoveredAt: at - 31_000 }];
+    return [
+      identity,
+      {
+        outcome: 'failed',
+        message: `could not perform rpcutil#inventory on ${identity}: 3 tries, last: request timed out after 10 s`,
+        at,
+        durationMs: 30_412,
+        configured: false,
+        discoveredAt: at - 31_000,
+      },
+    ];
   }
-  return [identity, { outcome: 'provisioned', message: undefined, at, durationMs: 812, configured: true, discoveredAt: at - 1_000 }];
+  return [
+    identity,
+    { outcome: 'provisioned', message: undefined, at, durationMs: 812, configured: true, discoveredAt: at - 1_000 },
+  ];
 }
 
 async function writeAll(history, count) {
@@ -54,7 +67,12 @@ export async function historyScaleScenario(s) {
   try {
     const writer = await open();
     writing.push(writer);
-    const history = new NodeHistory({ policy: POLICY, instance: 'provisioner-1.example.net', ttlMs: HOUR, capacity: s.count });
+    const history = new NodeHistory({
+      policy: POLICY,
+      instance: 'provisioner-1.example.net',
+      ttlMs: HOUR,
+      capacity: s.count,
+    });
     history.attach(writer);
     const first = await writeAll(history, s.count);
     const afterFirst = await streamState(nc, bucket);
@@ -65,10 +83,18 @@ export async function historyScaleScenario(s) {
     const heapBefore = heapAfterGc();
     const reader = await open();
     writing.push(reader);
-    const loaded = new NodeHistory({ policy: POLICY, instance: 'provisioner-2.example.net', ttlMs: HOUR, capacity: s.count });
+    const loaded = new NodeHistory({
+      policy: POLICY,
+      instance: 'provisioner-2.example.net',
+      ttlMs: HOUR,
+      capacity: s.count,
+    });
     const t0 = performance.now();
     const cpu = process.cpuUsage();
-    await reader.watch({ onRecord: (r) => loaded.merge(r), onInvalid: (key, why) => console.error(`invalid ${key}: ${why}`) });
+    await reader.watch({
+      onRecord: (r) => loaded.merge(r),
+      onInvalid: (key, why) => console.error(`invalid ${key}: ${why}`),
+    });
     const loadMs = performance.now() - t0;
     const loadCpu = process.cpuUsage(cpu);
     const heapAfter = heapAfterGc();

@@ -31,7 +31,12 @@ for (const s of SERIES) {
   const run = (results[id] ?? []).find((r) => r.pass === pass);
   // a build without version information says 0.0.0: no version is better than that one
   const known = run?.version !== undefined && !['0.0.0', 'unknown'].includes(run.version);
-  if (run !== undefined) series.push({ ...s, label: s.who === 'upstream' && known ? s.label.replace('provisioner', `provisioner ${run.version}`) : s.label, run });
+  if (run !== undefined)
+    series.push({
+      ...s,
+      label: s.who === 'upstream' && known ? s.label.replace('provisioner', `provisioner ${run.version}`) : s.label,
+      run,
+    });
 }
 if (series.length === 0) {
   process.stderr.write(`no peer runs of pass ${pass} in ${file}\n`);
@@ -59,10 +64,16 @@ const Y = (n) => M.top + ph - (n / yMax) * ph;
 const esc = (t) => String(t).replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
 const out = [];
-out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
+out.push(
+  `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+);
 out.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
-out.push(`<text x="${M.left}" y="20" font-size="14" font-weight="bold">Nodes restarted over time: ${series[0].run.count.toLocaleString('en-US')} nodes, jwt flow, ${series[0].run.workers} workers (pass ${pass})</text>`);
-out.push(`<text x="${M.left}" y="36" fill="#555">${esc(info?.cpu ?? '')}; ${esc(info?.node ?? '')}; simulator polled every 25 ms from spawning each process</text>`);
+out.push(
+  `<text x="${M.left}" y="20" font-size="14" font-weight="bold">Nodes restarted over time: ${series[0].run.count.toLocaleString('en-US')} nodes, jwt flow, ${series[0].run.workers} workers (pass ${pass})</text>`,
+);
+out.push(
+  `<text x="${M.left}" y="36" fill="#555">${esc(info?.cpu ?? '')}; ${esc(info?.node ?? '')}; simulator polled every 25 ms from spawning each process</text>`,
+);
 for (let v = 0; v <= xMax + 1e-9; v += xStep) {
   out.push(`<line x1="${X(v * 1000)}" y1="${M.top}" x2="${X(v * 1000)}" y2="${M.top + ph}" stroke="#eee"/>`);
   out.push(`<text x="${X(v * 1000)}" y="${M.top + ph + 16}" text-anchor="middle">${Number(v.toFixed(3))}</text>`);
@@ -72,8 +83,12 @@ for (let v = 0; v <= yMax; v += yStep) {
   out.push(`<text x="${M.left - 6}" y="${Y(v) + 4}" text-anchor="end">${v.toLocaleString('en-US')}</text>`);
 }
 out.push(`<rect x="${M.left}" y="${M.top}" width="${pw}" height="${ph}" fill="none" stroke="#888"/>`);
-out.push(`<text x="${M.left + pw / 2}" y="${M.top + ph + 34}" text-anchor="middle">seconds since the process was spawned</text>`);
-out.push(`<text transform="translate(16 ${M.top + ph / 2}) rotate(-90)" text-anchor="middle">restart requests received</text>`);
+out.push(
+  `<text x="${M.left + pw / 2}" y="${M.top + ph + 34}" text-anchor="middle">seconds since the process was spawned</text>`,
+);
+out.push(
+  `<text transform="translate(16 ${M.top + ph / 2}) rotate(-90)" text-anchor="middle">restart requests received</text>`,
+);
 series.forEach((s, i) => {
   // a step line: the count holds until the next poll that saw it change
   const pts = [];
@@ -85,9 +100,13 @@ series.forEach((s, i) => {
   }
   out.push(`<polyline fill="none" stroke="${s.color}" stroke-width="2" points="${pts.join(' ')}"/>`);
   const y = M.top + ph + 56 + i * 18;
-  out.push(`<line x1="${M.left}" y1="${y - 4}" x2="${M.left + 24}" y2="${y - 4}" stroke="${s.color}" stroke-width="3"/>`);
+  out.push(
+    `<line x1="${M.left}" y1="${y - 4}" x2="${M.left + 24}" y2="${y - 4}" stroke="${s.color}" stroke-width="3"/>`,
+  );
   const rate = Math.round(s.run.nodesPerMin).toLocaleString('en-US');
-  out.push(`<text x="${M.left + 32}" y="${y}">${esc(s.label)}: ${rate} nodes/min first request to last restart, last restart at ${(s.run.spawnToLastMs / 1000).toFixed(2)} s</text>`);
+  out.push(
+    `<text x="${M.left + 32}" y="${y}">${esc(s.label)}: ${rate} nodes/min first request to last restart, last restart at ${(s.run.spawnToLastMs / 1000).toFixed(2)} s</text>`,
+  );
 });
 out.push('</svg>');
 writeFileSync(svgFile, `${out.join('\n')}\n`);

@@ -71,10 +71,17 @@ function writeConfigs(dir, s) {
   const nodeArgs = (process.env.BENCH_PROVISIONER_NODE_OPTIONS ?? '').split(' ').filter((a) => a !== '');
   if (s.provisioner === 'client') {
     const spec = { url: s.url, flow: 'jwt', workers: s.workers, keys: s.keys };
-    return { command: process.execPath, args: [...nodeArgs, CLIENT, JSON.stringify(spec)], version: 'the naive client of bench/drivers.mjs' };
+    return {
+      command: process.execPath,
+      args: [...nodeArgs, CLIENT, JSON.stringify(spec)],
+      version: 'the naive client of bench/drivers.mjs',
+    };
   }
   const choria = join(dir, 'choria.cfg');
-  writeFileSync(choria, `identity = bench-peer.example.net\nplugin.choria.middleware_hosts = ${s.url}\nplugin.security.provider = file\n`);
+  writeFileSync(
+    choria,
+    `identity = bench-peer.example.net\nplugin.choria.middleware_hosts = ${s.url}\nplugin.security.provider = file\n`,
+  );
   const common = {
     workers: s.workers,
     interval: '1m', // upstream's minimum; both find the fleet with their start-up discovery
@@ -90,7 +97,11 @@ function writeConfigs(dir, s) {
   if (s.provisioner === 'upstream') {
     writeFileSync(config, stringifyYaml({ ...common, helper: PEER_HELPERS.process }));
     // --version needs an existing --choria-config (its default, checked first, usually is not)
-    return { command: upstreamBinary(), args: ['run', '--config', config, '--choria-config', choria], versionArgs: ['run', '--choria-config', choria, '--version'] };
+    return {
+      command: upstreamBinary(),
+      args: ['run', '--config', config, '--choria-config', choria],
+      versionArgs: ['run', '--choria-config', choria, '--version'],
+    };
   }
   const mode = helperModeOf(s.provisioner);
   const ours = {
@@ -105,7 +116,11 @@ function writeConfigs(dir, s) {
     ...(mode === 'process' && s.spawner !== undefined ? { helper_spawner: s.spawner } : {}),
   };
   writeFileSync(config, stringifyYaml(ours));
-  return { command: process.execPath, args: [...nodeArgs, CLI, 'run', '--config', config], versionArgs: [CLI, '--version'] };
+  return {
+    command: process.execPath,
+    args: [...nodeArgs, CLI, 'run', '--config', config],
+    versionArgs: [CLI, '--version'],
+  };
 }
 
 /** `--version` of the provisioner (the Go binary prints it on stderr) */
@@ -119,7 +134,14 @@ function versionOf(command, args) {
 }
 
 export async function peerScenario(s) {
-  const sim = await startSimulator({ url: s.url, count: s.count, flow: 'jwt', keys: s.keys, nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
+  const sim = await startSimulator({
+    url: s.url,
+    count: s.count,
+    flow: 'jwt',
+    keys: s.keys,
+    nodesPerConnection: s.nodesPerConnection,
+    timeScale: s.timeScale,
+  });
   const dir = mkdtempSync(join(tmpdir(), 'cpts-bench-peer-'));
   let child;
   try {
@@ -135,7 +157,8 @@ export async function peerScenario(s) {
     });
     const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     const timeline = [[0, 0]];
-    const requestsOf = (t) => Object.entries(t.rpcCounts ?? {}).reduce((n, [k, c]) => (k === 'discovery' ? n : n + c), 0);
+    const requestsOf = (t) =>
+      Object.entries(t.rpcCounts ?? {}).reduce((n, [k, c]) => (k === 'discovery' ? n : n + c), 0);
     const restartsOf = (t) => t.rpcCounts?.['choria_provision#restart'] ?? 0;
     let first; // [ms, cpu] at the first poll that saw a request (discovery excluded)
     let last; // ms at the first poll that saw every node's restart
@@ -157,7 +180,8 @@ export async function peerScenario(s) {
       }
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
-    if (gone !== undefined) throw new Error(`the provisioner exited early (${gone.code ?? gone.signal}): ${stderr.trim().slice(0, 1000)}`);
+    if (gone !== undefined)
+      throw new Error(`the provisioner exited early (${gone.code ?? gone.signal}): ${stderr.trim().slice(0, 1000)}`);
     const cpu = treeCpu(child.pid);
     const simCpuS = cpuSecondsOf(sim.pid) - simCpu0;
     const natsCpuS = cpuSecondsOf(s.natsPid) - natsCpu0;
@@ -166,7 +190,9 @@ export async function peerScenario(s) {
     const helpersPeakRssMb = descendantsPeakRssMb(child.pid);
     const provisioned = summary.totals.byState.provisioned ?? 0;
     const phaseMs = last - (first?.ms ?? last);
-    const logLines = existsSync(join(dir, 'provisioner.log')) ? readFileSync(join(dir, 'provisioner.log'), 'utf8').split('\n').length - 1 : 0;
+    const logLines = existsSync(join(dir, 'provisioner.log'))
+      ? readFileSync(join(dir, 'provisioner.log'), 'utf8').split('\n').length - 1
+      : 0;
     return {
       kind: 'peer',
       provisioner: s.provisioner,

@@ -65,7 +65,8 @@ for (const node of profile.nodes) {
 function print(title, map, n) {
   process.stdout.write(`\n${title}\n`);
   const rows = [...map.entries()].sort((a, b) => b[1] - a[1]).slice(0, n);
-  for (const [k, v] of rows) process.stdout.write(`${v.toFixed(0).padStart(8)} ms ${((v / total) * 100).toFixed(1).padStart(5)}%  ${k}\n`);
+  for (const [k, v] of rows)
+    process.stdout.write(`${v.toFixed(0).padStart(8)} ms ${((v / total) * 100).toFixed(1).padStart(5)}%  ${k}\n`);
 }
 
 process.stdout.write(`${file}: ${total.toFixed(0)} ms sampled\n`);

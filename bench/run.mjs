@@ -114,13 +114,24 @@ function scenarios() {
   // under the same load; the product as the CLI runs it (helper_mode pool).
   for (const flow of COMPARE_FLOWS) {
     for (const count of compareSizes) {
-      const base = { flow, count, workers: KNOBS.compareWorkers, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale };
+      const base = {
+        flow,
+        count,
+        workers: KNOBS.compareWorkers,
+        nodesPerConnection: KNOBS.nodesPerConnection,
+        timeScale: KNOBS.timeScale,
+      };
       // ed25519 at 10,000 takes a minute per pass: one by default keeps `npm run bench` under 10 minutes
       const n = passes(count >= 50_000 || (flow === 'ed25519' && count >= 10_000) ? 1 : 2);
       list.push({ id: `compare/${flow}/limit/${count}`, passes: n, spec: { ...base, kind: 'limit' } });
       list.push({ id: `compare/${flow}/naive/${count}`, passes: n, spec: { ...base, kind: 'naive' } });
       // --expose-gc: the heap left after a collection, with every node still held, shows what a node costs
-      list.push({ id: `compare/${flow}/pool/${count}`, passes: n, gc: true, spec: { ...base, kind: 'provision', helper: 'pool', poolSize: KNOBS.poolSize, poolDepth: KNOBS.poolDepth } });
+      list.push({
+        id: `compare/${flow}/pool/${count}`,
+        passes: n,
+        gc: true,
+        spec: { ...base, kind: 'provision', helper: 'pool', poolSize: KNOBS.poolSize, poolDepth: KNOBS.poolDepth },
+      });
     }
   }
   // The one-process-per-node runs are bracketed by the helper's bare start rate, measured just
@@ -128,24 +139,56 @@ function scenarios() {
   const processRun = (flow) => ({
     id: `${flow}/process/${KNOBS.processCount}`,
     passes: passes(2),
-    spec: { kind: 'provision', flow, helper: 'process', count: KNOBS.processCount, workers: KNOBS.processWorkers, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale },
+    spec: {
+      kind: 'provision',
+      flow,
+      helper: 'process',
+      count: KNOBS.processCount,
+      workers: KNOBS.processWorkers,
+      nodesPerConnection: KNOBS.nodesPerConnection,
+      timeScale: KNOBS.timeScale,
+    },
   });
-  const bareConcurrent = ['simple', 'product', 'python3'].map((method) => ({ method, concurrency: KNOBS.processWorkers, count: KNOBS.bareCount }));
-  list.push({ id: 'bare-start', passes: passes(2), bare: { runs: [{ method: 'product', concurrency: 1, count: KNOBS.bareSequentialCount }, ...bareConcurrent] } });
+  const bareConcurrent = ['simple', 'product', 'python3'].map((method) => ({
+    method,
+    concurrency: KNOBS.processWorkers,
+    count: KNOBS.bareCount,
+  }));
+  list.push({
+    id: 'bare-start',
+    passes: passes(2),
+    bare: { runs: [{ method: 'product', concurrency: 1, count: KNOBS.bareSequentialCount }, ...bareConcurrent] },
+  });
   list.push(processRun('plain'));
   list.push({ id: 'bare-start-after', passes: passes(2), bare: { runs: bareConcurrent } });
   list.push(processRun('ed25519'));
   list.push({
     id: `discovery/${quick ? 1000 : KNOBS.discoveryCount}`,
     passes: 1,
-    spec: { kind: 'discovery', flow: 'plain', count: quick ? 1000 : KNOBS.discoveryCount, repeat: 5, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale },
+    spec: {
+      kind: 'discovery',
+      flow: 'plain',
+      count: quick ? 1000 : KNOBS.discoveryCount,
+      repeat: 5,
+      nodesPerConnection: KNOBS.nodesPerConnection,
+      timeScale: KNOBS.timeScale,
+    },
   });
   // Active/active: one instance, then three, of one site on the same fleet, I/O-bound helper
   for (const instances of [1, 3]) {
     list.push({
       id: `active-active/${instances}`,
       passes: passes(2),
-      spec: { kind: 'active-active', instances, count: KNOBS.activeActiveCount, workers: 4, delayMs: 200, heartbeat: '250ms', nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale },
+      spec: {
+        kind: 'active-active',
+        instances,
+        count: KNOBS.activeActiveCount,
+        workers: 4,
+        delayMs: 200,
+        heartbeat: '250ms',
+        nodesPerConnection: KNOBS.nodesPerConnection,
+        timeScale: KNOBS.timeScale,
+      },
     });
   }
   // The pool with its default size and depth, and a helper that waits 200 ms per node (a CA, a
@@ -153,7 +196,17 @@ function scenarios() {
   list.push({
     id: `pool-wait/${KNOBS.activeActiveCount}`,
     passes: passes(2),
-    spec: { kind: 'active-active', instances: 1, poolDefaults: true, count: KNOBS.activeActiveCount, workers: 4, delayMs: 200, heartbeat: '250ms', nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale },
+    spec: {
+      kind: 'active-active',
+      instances: 1,
+      poolDefaults: true,
+      count: KNOBS.activeActiveCount,
+      workers: 4,
+      delayMs: 200,
+      heartbeat: '250ms',
+      nodesPerConnection: KNOBS.nodesPerConnection,
+      timeScale: KNOBS.timeScale,
+    },
   });
   // The node history: the same plain flow with the history in memory and in the broker's bucket,
   // side by side; then the bucket and memory figures of a large fleet's records
@@ -161,22 +214,69 @@ function scenarios() {
     list.push({
       id: `history/${history}/${KNOBS.historyFlowCount}`,
       passes: passes(2),
-      spec: { kind: 'provision', flow: 'plain', helper: 'pool', poolSize: KNOBS.poolSize, poolDepth: KNOBS.poolDepth, history, count: KNOBS.historyFlowCount, workers: KNOBS.compareWorkers, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale },
+      spec: {
+        kind: 'provision',
+        flow: 'plain',
+        helper: 'pool',
+        poolSize: KNOBS.poolSize,
+        poolDepth: KNOBS.poolDepth,
+        history,
+        count: KNOBS.historyFlowCount,
+        workers: KNOBS.compareWorkers,
+        nodesPerConnection: KNOBS.nodesPerConnection,
+        timeScale: KNOBS.timeScale,
+      },
     });
   }
-  list.push({ id: `history-scale/${KNOBS.historyScaleCount}`, passes: 1, gc: true, spec: { kind: 'history-scale', count: KNOBS.historyScaleCount } });
-  list.push({ id: `nodes-page/${KNOBS.historyScaleCount}`, passes: 1, spec: { kind: 'nodes-page', flow: 'plain', count: KNOBS.historyScaleCount, workers: KNOBS.functionWorkers, repeat: 5 } });
+  list.push({
+    id: `history-scale/${KNOBS.historyScaleCount}`,
+    passes: 1,
+    gc: true,
+    spec: { kind: 'history-scale', count: KNOBS.historyScaleCount },
+  });
+  list.push({
+    id: `nodes-page/${KNOBS.historyScaleCount}`,
+    passes: 1,
+    spec: {
+      kind: 'nodes-page',
+      flow: 'plain',
+      count: KNOBS.historyScaleCount,
+      workers: KNOBS.functionWorkers,
+      repeat: 5,
+    },
+  });
   // Beside the upstream Go provisioner: the same fleet, flow, workers and helper output, every
   // provisioner (and the helper-less client) spawned as its own process (bench/peer.mjs); the
   // process helper's bare start rate at the same concurrency first, as it bounds the
   // one-process-per-node runs
-  const peerBase = { kind: 'peer', count: KNOBS.peerCount, workers: KNOBS.peerWorkers, nodesPerConnection: KNOBS.nodesPerConnection, timeScale: KNOBS.timeScale };
-  list.push({ id: 'peer/bare-start', passes: passes(PEER_PASSES), bare: { runs: BARE_METHODS.map((method) => ({ method, concurrency: KNOBS.peerWorkers, count: KNOBS.peerCount })) } });
+  const peerBase = {
+    kind: 'peer',
+    count: KNOBS.peerCount,
+    workers: KNOBS.peerWorkers,
+    nodesPerConnection: KNOBS.nodesPerConnection,
+    timeScale: KNOBS.timeScale,
+  };
+  list.push({
+    id: 'peer/bare-start',
+    passes: passes(PEER_PASSES),
+    bare: { runs: BARE_METHODS.map((method) => ({ method, concurrency: KNOBS.peerWorkers, count: KNOBS.peerCount })) },
+  });
   for (const [who, spec] of Object.entries(PEERS)) {
-    list.push({ id: `peer/jwt/${who}/${KNOBS.peerCount}`, passes: passes(PEER_PASSES), spec: { ...peerBase, ...spec } });
+    list.push({
+      id: `peer/jwt/${who}/${KNOBS.peerCount}`,
+      passes: passes(PEER_PASSES),
+      spec: { ...peerBase, ...spec },
+    });
   }
-  list.push({ id: `queue/${KNOBS.queueCount}`, passes: 1, spec: { kind: 'queue', flow: 'plain', count: KNOBS.queueCount, workers: KNOBS.functionWorkers }, gc: true });
-  return list.filter((s) => only.length === 0 || only.some((o) => s.id === o || s.id.startsWith(`${o}/`) || s.id.startsWith(o)));
+  list.push({
+    id: `queue/${KNOBS.queueCount}`,
+    passes: 1,
+    spec: { kind: 'queue', flow: 'plain', count: KNOBS.queueCount, workers: KNOBS.functionWorkers },
+    gc: true,
+  });
+  return list.filter(
+    (s) => only.length === 0 || only.some((o) => s.id === o || s.id.startsWith(`${o}/`) || s.id.startsWith(o)),
+  );
 }
 
 function runChild(args, env = process.env) {
@@ -190,7 +290,8 @@ function runChild(args, env = process.env) {
     });
     child.on('close', (code) => {
       const line = out.split('\n').find((l) => l.startsWith('BENCH-RESULT '));
-      if (code !== 0 || line === undefined) reject(new Error(`${args.slice(-2, -1)} exited with ${code}: ${err.trim()}`));
+      if (code !== 0 || line === undefined)
+        reject(new Error(`${args.slice(-2, -1)} exited with ${code}: ${err.trim()}`));
       else resolve({ result: JSON.parse(line.slice('BENCH-RESULT '.length)), stderr: err.trim() });
     });
   });
@@ -208,7 +309,8 @@ async function runOne(sc, ctx) {
       BENCH_PROVISIONER_NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(profileDir, `${sc.id.replace(/\//g, '-')}-provisioner`)}`,
     };
   }
-  if (sc.bare !== undefined) return await runChild([...nodeArgs, join(HERE, 'bare-start.mjs'), JSON.stringify(sc.bare)], env);
+  if (sc.bare !== undefined)
+    return await runChild([...nodeArgs, join(HERE, 'bare-start.mjs'), JSON.stringify(sc.bare)], env);
   if (sc.gc === true) nodeArgs.push('--expose-gc');
   const spec = { ...sc.spec, url: ctx.nats.url, natsPid: ctx.nats.pid, keys: ctx.keys };
   return await runChild([...nodeArgs, join(HERE, 'scenario.mjs'), JSON.stringify(spec)], env);
@@ -217,7 +319,10 @@ async function runOne(sc, ctx) {
 function machineInfo() {
   const natsVersion = (() => {
     try {
-      return execFileSync(process.env.NATS_SERVER_BIN ?? 'nats-server', ['--version'], { encoding: 'utf8', env: natsEnv() }).trim();
+      return execFileSync(process.env.NATS_SERVER_BIN ?? 'nats-server', ['--version'], {
+        encoding: 'utf8',
+        env: natsEnv(),
+      }).trim();
     } catch {
       return 'unknown';
     }
@@ -259,7 +364,9 @@ async function main() {
   let list = scenarios();
   const upstreamId = `peer/jwt/upstream/${KNOBS.peerCount}`;
   if (list.some((s) => s.id === upstreamId) && !existsSync(upstreamBinary())) {
-    log(`upstream Go provisioner not found at ${upstreamBinary()} (set CHORIA_LAB_DIR): ${upstreamId} skipped, everything else runs`);
+    log(
+      `upstream Go provisioner not found at ${upstreamBinary()} (set CHORIA_LAB_DIR): ${upstreamId} skipped, everything else runs`,
+    );
     list = list.filter((s) => s.id !== upstreamId);
   }
   const results = new Map(list.map((s) => [s.id, []]));
@@ -286,21 +393,40 @@ async function main() {
     await nats.stop();
   }
   const report = buildReport(list, results, info, Date.now() - started, crashed);
-  writeFileSync(outFile, JSON.stringify({ info, knobs: KNOBS, elapsedMs: Date.now() - started, results: Object.fromEntries(results), report }, null, 2));
+  writeFileSync(
+    outFile,
+    JSON.stringify(
+      { info, knobs: KNOBS, elapsedMs: Date.now() - started, results: Object.fromEntries(results), report },
+      null,
+      2,
+    ),
+  );
   process.stdout.write(report.text);
   process.stdout.write(`\nraw results: ${outFile}\n`);
 }
 
 function summaryLine(r) {
   if (r.kind === 'provision') {
-    const ok = r.provisioned === r.count && r.failed === 0 && r.sim.violations === 0 ? '' : ` PROBLEMS: provisioned ${r.provisioned}/${r.count}, failed ${r.failed}, violations ${r.sim.violations} ${r.firstErrors.join(' | ')}`;
+    const ok =
+      r.provisioned === r.count && r.failed === 0 && r.sim.violations === 0
+        ? ''
+        : ` PROBLEMS: provisioned ${r.provisioned}/${r.count}, failed ${r.failed}, violations ${r.sim.violations} ${r.firstErrors.join(' | ')}`;
     return `${fmt.int(r.nodesPerMin)} nodes/min, p50 ${fmt.ms(r.p50Ms)}, p99 ${fmt.ms(r.p99Ms)}, peak RSS ${fmt.mb(r.peakRssMb)}, background ${r.backgroundCores.toFixed(2)} cores${ok}`;
   }
   if (r.kind === 'peer') {
-    const ok = r.provisioned === r.count && r.sim.violations === 0 ? '' : ` PROBLEMS: provisioned ${r.provisioned}/${r.count}, violations ${r.sim.violations}`;
+    const ok =
+      r.provisioned === r.count && r.sim.violations === 0
+        ? ''
+        : ` PROBLEMS: provisioned ${r.provisioned}/${r.count}, violations ${r.sim.violations}`;
     return `${fmt.int(r.nodesPerMin)} nodes/min first request to last restart, ${fmt.s(r.spawnToLastMs)} from spawn, CPU ${((r.cpuS * 1000) / r.count).toFixed(2)} + helpers ${((r.helperCpuS * 1000) / r.count).toFixed(2)} ms per node, peak RSS ${fmt.mb(r.peakRssMb)}${ok}`;
   }
-  if (r.kind === 'bare-start') return r.results.map((x) => `${x.method}, ${x.concurrency} at a time: ${fmt.int(x.startsPerMin)} starts/min, background ${x.backgroundCores.toFixed(2)} cores`).join('; ');
+  if (r.kind === 'bare-start')
+    return r.results
+      .map(
+        (x) =>
+          `${x.method}, ${x.concurrency} at a time: ${fmt.int(x.startsPerMin)} starts/min, background ${x.backgroundCores.toFixed(2)} cores`,
+      )
+      .join('; ');
   if (r.kind === 'discovery') return r.runs.map((x) => `${x.found} in ${fmt.ms(x.ms)}`).join(', ');
   if (r.kind === 'nodes-page') {
     return `${fmt.int(r.count)} nodes listed: /status counts ${fmt.ms(r.statusCountsMs)}, /nodes by identity ${fmt.ms(r.byIdentityMs)}, last page by last change ${fmt.ms(r.byUpdatedDescLastPageMs)}, filtered ${fmt.ms(r.filteredMs)}, searched ${fmt.ms(r.searchedMs)}; a page is ${fmt.int(r.pageBytes)} bytes`;
@@ -310,15 +436,25 @@ function summaryLine(r) {
   }
   if (r.kind === 'active-active') {
     // ms from spawning: first log line / membership settled / first node started / finished, per instance
-    const startup = (r.startup ?? []).map((i) => [i.firstLineMs, i.settledMs, i.firstStartedMs, i.firstFinishedMs].map((v) => (v === undefined ? '-' : String(v))).join('/')).join(', ');
+    const startup = (r.startup ?? [])
+      .map((i) =>
+        [i.firstLineMs, i.settledMs, i.firstStartedMs, i.firstFinishedMs]
+          .map((v) => (v === undefined ? '-' : String(v)))
+          .join('/'),
+      )
+      .join(', ');
     // CPU ms used in the first 1 s and 2 s after spawning, by kind of process (the machine has 2,000 ms a second on two cores)
     const marks = r.startUpCpu ?? [];
     // the kinds in the order bench/active-active.mjs startUpCpu() lists them
     const kinds = marks.length === 0 ? [] : Object.keys(marks[0]).filter((k) => k !== 'at');
-    const cpu = marks.length === 0 ? '' : `; start-up CPU ms at ${marks.map((m) => `${m.at / 1000} s`).join('/')}: ${kinds.map((k) => `${k} ${marks.map((m) => m[k]).join('/')}`).join(', ')}`;
+    const cpu =
+      marks.length === 0
+        ? ''
+        : `; start-up CPU ms at ${marks.map((m) => `${m.at / 1000} s`).join('/')}: ${kinds.map((k) => `${k} ${marks.map((m) => m[k]).join('/')}`).join(', ')}`;
     return `${r.instances} instance(s): ${r.provisioned}/${r.count} nodes in ${fmt.s(r.ms)}, ${r.helperRunsPerNode.toFixed(3)} helper runs per node, max ${r.maxConfiguredPerCycle} configure per node, ${r.lockRefusals} lock refusals; start-up (ms: first line/settled/first node started/finished) ${startup}${cpu}`;
   }
-  if (r.kind === 'queue') return `${r.offered} offered, ${r.queued} queued: RSS ${fmt.mb(r.rssBeforeMb)} -> ${fmt.mb(r.rssAfterMb)}`;
+  if (r.kind === 'queue')
+    return `${r.offered} offered, ${r.queued} queued: RSS ${fmt.mb(r.rssBeforeMb)} -> ${fmt.mb(r.rssAfterMb)}`;
   return JSON.stringify(r);
 }
 
@@ -339,9 +475,31 @@ function peerReport(results) {
   if (who.length === 0) return { lines, targets };
   const W = KNOBS.peerWorkers;
   lines.push('');
-  lines.push(`Beside the upstream Go provisioner: jwt flow, ${fmt.int(KNOBS.peerCount)} nodes, ${W} workers, each spawned as a process (medians of passes)`);
+  lines.push(
+    `Beside the upstream Go provisioner: jwt flow, ${fmt.int(KNOBS.peerCount)} nodes, ${W} workers, each spawned as a process (medians of passes)`,
+  );
   const widths = [15, 4, 10, 9, 20, 6, 6, 7, 6, 6, 6, 9, 9, 5];
-  lines.push(pad(['', 'runs', 'nodes/min', 'spawn→end', 'per pass (k/min)', 'prov', 'phase', 'helpers', 'total', 'nats', 'sim', 'peak RSS', 'help RSS', 'bg'], widths));
+  lines.push(
+    pad(
+      [
+        '',
+        'runs',
+        'nodes/min',
+        'spawn→end',
+        'per pass (k/min)',
+        'prov',
+        'phase',
+        'helpers',
+        'total',
+        'nats',
+        'sim',
+        'peak RSS',
+        'help RSS',
+        'bg',
+      ],
+      widths,
+    ),
+  );
   const m = (rs, f) => median(rs.map(f));
   for (const w of who) {
     const rs = runs(w);
@@ -367,12 +525,24 @@ function peerReport(results) {
       ),
     );
   }
-  lines.push('nodes/min: nodes over the time from the first request the fleet received (its discovery excluded) to the');
-  lines.push('last restart received, as seen by polling the simulator every 25 ms; spawn→end: from spawning the process');
-  lines.push('to the last restart. CPU ms per node: prov = the process from spawn (start-up included), phase = the same');
-  lines.push('from the first request on, helpers = every process under it (helpers, the helper spawner), total = prov +');
-  lines.push('helpers; nats, sim: nats-server and the simulator answering it, from spawn. Peak RSS: VmHWM of the process;');
-  lines.push('help RSS: sum of VmHWM of its live descendants at the end (pool helpers, the helper spawner). bg: other load, in cores.');
+  lines.push(
+    'nodes/min: nodes over the time from the first request the fleet received (its discovery excluded) to the',
+  );
+  lines.push(
+    'last restart received, as seen by polling the simulator every 25 ms; spawn→end: from spawning the process',
+  );
+  lines.push(
+    'to the last restart. CPU ms per node: prov = the process from spawn (start-up included), phase = the same',
+  );
+  lines.push(
+    'from the first request on, helpers = every process under it (helpers, the helper spawner), total = prov +',
+  );
+  lines.push(
+    'helpers; nats, sim: nats-server and the simulator answering it, from spawn. Peak RSS: VmHWM of the process;',
+  );
+  lines.push(
+    'help RSS: sum of VmHWM of its live descendants at the end (pool helpers, the helper spawner). bg: other load, in cores.',
+  );
   const byPass = (rs, pass) => rs.find((r) => r.pass === pass);
   const x = (v) => (Number.isFinite(v) ? `${v.toFixed(2)}x` : '-');
   /** a over b, nodes/min pass by pass */
@@ -382,7 +552,9 @@ function peerReport(results) {
       .filter(Number.isFinite);
   const ratioLine = (a, b) => {
     const rs = ratios(a, b);
-    return rs.length === 0 ? undefined : { median: median(rs), text: `${x(median(rs))} (per pass: ${rs.map(x).join(', ')})` };
+    return rs.length === 0
+      ? undefined
+      : { median: median(rs), text: `${x(median(rs))} (per pass: ${rs.map(x).join(', ')})` };
   };
   for (const [a, b] of [
     ['process', 'upstream'],
@@ -403,14 +575,24 @@ function peerReport(results) {
     const r = ratioLine(mine, 'upstream');
     if (r === undefined) continue;
     const label = mine === 'process' ? 'helper_mode process (one helper process per node)' : 'helper_mode pool';
-    targets.push([`jwt flow, ${fmt.int(KNOBS.peerCount)} nodes, ${W} workers: ${label} vs the upstream Go provisioner, nodes/min first request to last restart`, `${fmt.int(m(runs(mine), (r) => r.nodesPerMin))} vs ${fmt.int(m(runs('upstream'), (r) => r.nodesPerMin))}, ${r.text}`, '>= 3x', r.median >= 3]);
+    targets.push([
+      `jwt flow, ${fmt.int(KNOBS.peerCount)} nodes, ${W} workers: ${label} vs the upstream Go provisioner, nodes/min first request to last restart`,
+      `${fmt.int(m(runs(mine), (r) => r.nodesPerMin))} vs ${fmt.int(m(runs('upstream'), (r) => r.nodesPerMin))}, ${r.text}`,
+      '>= 3x',
+      r.median >= 3,
+    ]);
   }
   const bare = results.get('peer/bare-start') ?? [];
   if (bare.length > 0) {
     const rate = (r, method) => r?.results.find((y) => y.method === method && y.concurrency === W)?.startsPerMin ?? NaN;
-    const cpu = (method, f) => median(bare.flatMap((r) => r.results.filter((y) => y.method === method && y.concurrency === W)).map(f)).toFixed(2);
+    const cpu = (method, f) =>
+      median(bare.flatMap((r) => r.results.filter((y) => y.method === method && y.concurrency === W)).map(f)).toFixed(
+        2,
+      );
     const methods = BARE_METHODS.filter((method) => bare.some((r) => Number.isFinite(rate(r, method))));
-    lines.push(`Bare start rate of the same process helper (bench/helpers/trivial-helper.sh, ${fmt.int(KNOBS.peerCount)} runs ${W} at a time, no provisioner, medians):`);
+    lines.push(
+      `Bare start rate of the same process helper (bench/helpers/trivial-helper.sh, ${fmt.int(KNOBS.peerCount)} runs ${W} at a time, no provisioner, medians):`,
+    );
     for (const method of methods) {
       lines.push(
         `  ${method}: ${fmt.int(median(bare.map((r) => rate(r, method))))}/min (per pass: ${bare.map((r) => fmt.int(rate(r, method))).join(', ')}; CPU per start: parent ${cpu(method, (y) => y.parentCpuMsPerStart)} ms, helper ${cpu(method, (y) => y.helperCpuMsPerStart)} ms)`,
@@ -424,12 +606,33 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
   const lines = [];
   const med = (id, f) => median((results.get(id) ?? []).map(f));
   lines.push('');
-  lines.push(`Machine: ${info.cpu}, ${info.memoryGb} GB RAM, kernel ${info.kernel}, node ${info.node}, OpenSSL ${info.openssl}, ${info.nats}`);
+  lines.push(
+    `Machine: ${info.cpu}, ${info.memoryGb} GB RAM, kernel ${info.kernel}, node ${info.node}, OpenSSL ${info.openssl}, ${info.nats}`,
+  );
   lines.push(`Knobs: ${JSON.stringify(KNOBS)}`);
   lines.push('');
   const widths = [28, 4, 10, 8, 8, 8, 6, 6, 6, 6, 8, 7];
   const tabled = list.some((sc) => ['provision', 'naive', 'limit'].includes(sc.spec?.kind));
-  if (tabled) lines.push(pad(['scenario (flow/helper/nodes)', 'runs', 'nodes/min', 'p50', 'p99', 'peak RSS', 'prov', 'sim', 'nats', 'help', 'disc.', 'bg'], widths));
+  if (tabled)
+    lines.push(
+      pad(
+        [
+          'scenario (flow/helper/nodes)',
+          'runs',
+          'nodes/min',
+          'p50',
+          'p99',
+          'peak RSS',
+          'prov',
+          'sim',
+          'nats',
+          'help',
+          'disc.',
+          'bg',
+        ],
+        widths,
+      ),
+    );
   for (const sc of list) {
     const rs = results.get(sc.id) ?? [];
     if (!['provision', 'naive', 'limit'].includes(sc.spec?.kind)) continue;
@@ -455,15 +658,27 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
     );
   }
   if (tabled) {
-    lines.push('p50/p99: time per node (the Host attempt: every RPC and the helper). prov/sim/nats/help: CPU ms per node');
+    lines.push(
+      'p50/p99: time per node (the Host attempt: every RPC and the helper). prov/sim/nats/help: CPU ms per node',
+    );
     lines.push('of the provisioner process, the simulator, nats-server and the helper processes (incl. the helper');
     lines.push('spawner); disc.: start() until the first discovery returned; bg: other load on the machine, in cores.');
   }
   const problems = [...results.entries()].flatMap(([id, rs]) =>
-    rs.filter((r) => (r.kind === 'provision' || r.kind === 'peer') && (r.provisioned !== r.count || r.failed > 0 || r.sim.violations > 0)).map((r) => `${id}: provisioned ${r.provisioned}/${r.count}, failed ${r.failed}, violations ${r.sim.violations}`),
+    rs
+      .filter(
+        (r) =>
+          (r.kind === 'provision' || r.kind === 'peer') &&
+          (r.provisioned !== r.count || r.failed > 0 || r.sim.violations > 0),
+      )
+      .map((r) => `${id}: provisioned ${r.provisioned}/${r.count}, failed ${r.failed}, violations ${r.sim.violations}`),
   );
   problems.push(...crashed.map((c) => `did not run: ${c}`));
-  lines.push(problems.length === 0 ? 'Every run: all nodes provisioned exactly as the simulator expects (0 failures, 0 protocol violations).' : `PROBLEMS:\n  ${problems.join('\n  ')}`);
+  lines.push(
+    problems.length === 0
+      ? 'Every run: all nodes provisioned exactly as the simulator expects (0 failures, 0 protocol violations).'
+      : `PROBLEMS:\n  ${problems.join('\n  ')}`,
+  );
 
   // Limit / naive / product, per flow and size: ratios taken pass by pass (runs side by side)
   const compareTargets = [];
@@ -475,11 +690,32 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
       const rate = (r) => r?.phaseNodesPerMin ?? NaN;
       const cpuMs = (r) => ((r?.cpuS ?? NaN) * 1000) / (r?.count ?? NaN);
       const paired = (other) => pool.map((r, i) => rate(r) / rate(other[i])).filter(Number.isFinite);
-      const range = (xs) => (xs.length === 0 ? 'n/a' : `${fmt.pct(median(xs))} (${fmt.pct(Math.min(...xs))}-${fmt.pct(Math.max(...xs))})`);
+      const range = (xs) =>
+        xs.length === 0 ? 'n/a' : `${fmt.pct(median(xs))} (${fmt.pct(Math.min(...xs))}-${fmt.pct(Math.max(...xs))})`;
       if (count === compareSizes[0]) {
         lines.push('');
-        lines.push(`${flow} flow: limit / naive client / product (CLI, helper_mode pool, ${KNOBS.poolSize} processes, depth ${KNOBS.poolDepth}), ${KNOBS.compareWorkers} nodes at a time, RPC phase nodes/min (median of passes) and CPU ms per node`);
-        lines.push(pad(['nodes', 'limit', 'naive', 'product', 'prod/limit', 'prod/naive', 'cpu L', 'cpu N', 'cpu P', 'P sim', 'P nats', 'P help'], [7, 9, 9, 9, 22, 22, 6, 6, 6, 6, 6, 6]));
+        lines.push(
+          `${flow} flow: limit / naive client / product (CLI, helper_mode pool, ${KNOBS.poolSize} processes, depth ${KNOBS.poolDepth}), ${KNOBS.compareWorkers} nodes at a time, RPC phase nodes/min (median of passes) and CPU ms per node`,
+        );
+        lines.push(
+          pad(
+            [
+              'nodes',
+              'limit',
+              'naive',
+              'product',
+              'prod/limit',
+              'prod/naive',
+              'cpu L',
+              'cpu N',
+              'cpu P',
+              'P sim',
+              'P nats',
+              'P help',
+            ],
+            [7, 9, 9, 9, 22, 22, 6, 6, 6, 6, 6, 6],
+          ),
+        );
       }
       const m = (rs, f) => median(rs.map(f));
       const perNode = (rs, f) => m(rs, (r) => (f(r) * 1000) / r.count).toFixed(2);
@@ -503,11 +739,26 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
         ),
       );
       if (count === 10_000) {
-        compareTargets.push([`${flow} flow, product vs naive client, 10,000 nodes`, range(paired(naive)), '>= 120%', median(paired(naive)) >= 1.2]);
-        compareTargets.push([`${flow} flow, product vs limit, 10,000 nodes`, range(paired(limit)), '>= 80%', median(paired(limit)) >= 0.8]);
+        compareTargets.push([
+          `${flow} flow, product vs naive client, 10,000 nodes`,
+          range(paired(naive)),
+          '>= 120%',
+          median(paired(naive)) >= 1.2,
+        ]);
+        compareTargets.push([
+          `${flow} flow, product vs limit, 10,000 nodes`,
+          range(paired(limit)),
+          '>= 80%',
+          median(paired(limit)) >= 0.8,
+        ]);
         const pc = m(pool, cpuMs);
         const nc = m(naive, cpuMs);
-        compareTargets.push([`${flow} flow, provisioner CPU per node vs the naive client's, 10,000 nodes`, `${pc.toFixed(2)} vs ${nc.toFixed(2)} ms`, '<=', pc <= nc]);
+        compareTargets.push([
+          `${flow} flow, provisioner CPU per node vs the naive client's, 10,000 nodes`,
+          `${pc.toFixed(2)} vs ${nc.toFixed(2)} ms`,
+          '<=',
+          pc <= nc,
+        ]);
       }
     }
   }
@@ -517,8 +768,18 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
   const plainRate = median(productRuns('plain', 10_000).map((r) => r.phaseNodesPerMin));
   if (Number.isFinite(edRate) && Number.isFinite(plainRate)) {
     const edCpu = median(productRuns('ed25519', 10_000).map((r) => (r.cpuS * 1000) / r.count));
-    compareTargets.push(['ed25519 flow vs the plain flow, product, 10,000 nodes', `${fmt.int(edRate)} vs ${fmt.int(plainRate)} nodes/min, ${fmt.pct(edRate / plainRate)}`, '>= 50%', edRate / plainRate >= 0.5]);
-    compareTargets.push(['ed25519 flow, provisioner CPU per node, 10,000 nodes', `${edCpu.toFixed(2)} ms`, '<= 1.00 ms', edCpu <= 1]);
+    compareTargets.push([
+      'ed25519 flow vs the plain flow, product, 10,000 nodes',
+      `${fmt.int(edRate)} vs ${fmt.int(plainRate)} nodes/min, ${fmt.pct(edRate / plainRate)}`,
+      '>= 50%',
+      edRate / plainRate >= 0.5,
+    ]);
+    compareTargets.push([
+      'ed25519 flow, provisioner CPU per node, 10,000 nodes',
+      `${edCpu.toFixed(2)} ms`,
+      '<= 1.00 ms',
+      edCpu <= 1,
+    ]);
   }
   const largest = compareSizes[compareSizes.length - 1];
   // the issue asks for 1,000 to 50,000 (--full): between 1,000 and 10,000 start-up effects dominate
@@ -540,48 +801,70 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
       ]);
     }
   }
-  if (compareTargets.length > 0) lines.push('(limit: pre-built requests over a bare connection; naive: nats.js alone, JSON.stringify/parse per layer, one RPC after the other per worker; both without helper or checks. Ratios pass by pass: median (min-max).)');
+  if (compareTargets.length > 0)
+    lines.push(
+      '(limit: pre-built requests over a bare connection; naive: nats.js alone, JSON.stringify/parse per layer, one RPC after the other per worker; both without helper or checks. Ratios pass by pass: median (min-max).)',
+    );
 
   const bare = results.get('bare-start') ?? [];
   const after = results.get('bare-start-after') ?? [];
-  const startRate = (r, method, c) => r?.results.find((x) => x.method === method && x.concurrency === c)?.startsPerMin ?? NaN;
+  const startRate = (r, method, c) =>
+    r?.results.find((x) => x.method === method && x.concurrency === c)?.startsPerMin ?? NaN;
   const W = KNOBS.processWorkers;
   const bareSeq = median(bare.map((r) => startRate(r, 'product', 1)));
   const bareMedian = (method) => median([...bare, ...after].map((r) => startRate(r, method, W)));
   // per pass: the one-process-per-node rate over the bare rate measured just before and after it
   const procRuns = results.get(`plain/process/${KNOBS.processCount}`) ?? [];
-  const procRatios = (method) => procRuns.map((r, i) => r.nodesPerMin / median([startRate(bare[i], method, W), startRate(after[i], method, W)])).filter(Number.isFinite);
+  const procRatios = (method) =>
+    procRuns
+      .map((r, i) => r.nodesPerMin / median([startRate(bare[i], method, W), startRate(after[i], method, W)]))
+      .filter(Number.isFinite);
   if (bare.length > 0) {
     lines.push('');
-    const cpu = (method, f) => median([...bare, ...after].flatMap((r) => r.results.filter((x) => x.method === method && x.concurrency === W)).map(f)).toFixed(2);
+    const cpu = (method, f) =>
+      median(
+        [...bare, ...after].flatMap((r) => r.results.filter((x) => x.method === method && x.concurrency === W)).map(f),
+      ).toFixed(2);
     const describe = (method) =>
       `${fmt.int(bareMedian(method))}/min ${W} at a time (CPU per start: parent ${cpu(method, (x) => x.parentCpuMsPerStart)} ms, helper ${cpu(method, (x) => x.helperCpuMsPerStart)} ms)`;
-    lines.push(`Helper bare start rate (${KNOBS.bareCount} runs of bench/helpers/trivial-helper.sh, no provisioner, before and after each plain one-process-per-node run; medians):`);
+    lines.push(
+      `Helper bare start rate (${KNOBS.bareCount} runs of bench/helpers/trivial-helper.sh, no provisioner, before and after each plain one-process-per-node run; medians):`,
+    );
     lines.push(`  simple (plain Node parent, default spawn options): ${describe('simple')}`);
-    lines.push(`  product's Node method (own process group, three pipes; the fallback spawner): ${describe('product')}; one at a time ${fmt.int(bareSeq)}/min`);
+    lines.push(
+      `  product's Node method (own process group, three pipes; the fallback spawner): ${describe('product')}; one at a time ${fmt.int(bareSeq)}/min`,
+    );
     lines.push(`  product's default spawner alone (spawner-child.py, posix_spawn): ${describe('python3')}`);
   }
   const peer = peerReport(results);
   lines.push(...peer.lines);
   const disc = [...results.entries()].find(([id]) => id.startsWith('discovery/'))?.[1]?.[0];
   if (disc !== undefined) {
-    lines.push(`Discovery of ${disc.count} nodes (ChoriaClient.discover, includes the ${disc.windowMs} ms quiet window that ends it): ${disc.runs.map((x) => `${fmt.ms(x.ms)} (${x.found})`).join(', ')}; median ${fmt.ms(median(disc.runs.map((x) => x.ms)))}`);
+    lines.push(
+      `Discovery of ${disc.count} nodes (ChoriaClient.discover, includes the ${disc.windowMs} ms quiet window that ends it): ${disc.runs.map((x) => `${fmt.ms(x.ms)} (${x.found})`).join(', ')}; median ${fmt.ms(median(disc.runs.map((x) => x.ms)))}`,
+    );
   }
   const queue = [...results.entries()].find(([id]) => id.startsWith('queue/'))?.[1]?.[0];
   if (queue !== undefined) {
-    lines.push(`${queue.offered} hosts offered, ${queue.queued} waiting in the queue (+${queue.busy} in flight to nodes that never answer): RSS ${fmt.mb(queue.rssBeforeMb)} before, ${fmt.mb(queue.rssAfterMb)} after (peak ${fmt.mb(queue.peakRssMb)}, heap +${fmt.mb(queue.heapDeltaMb)})`);
+    lines.push(
+      `${queue.offered} hosts offered, ${queue.queued} waiting in the queue (+${queue.busy} in flight to nodes that never answer): RSS ${fmt.mb(queue.rssBeforeMb)} before, ${fmt.mb(queue.rssAfterMb)} after (peak ${fmt.mb(queue.peakRssMb)}, heap +${fmt.mb(queue.heapDeltaMb)})`,
+    );
   }
 
   // Targets
   lines.push('');
   lines.push('Targets:');
-  const target = (name, value, goal, ok) => lines.push(`  ${ok ? 'MET    ' : 'NOT MET'} ${name}: ${value} (target ${goal})`);
+  const target = (name, value, goal, ok) =>
+    lines.push(`  ${ok ? 'MET    ' : 'NOT MET'} ${name}: ${value} (target ${goal})`);
   const fn10k = med('plain/function/10000', (r) => r.nodesPerMin);
   const pool10k = med('plain/pool/10000', (r) => r.nodesPerMin);
-  if (Number.isFinite(fn10k)) target('plain flow, in-process helper, 10,000 nodes', `${fmt.int(fn10k)} nodes/min`, '>= 60,000', fn10k >= 60_000);
+  if (Number.isFinite(fn10k))
+    target('plain flow, in-process helper, 10,000 nodes', `${fmt.int(fn10k)} nodes/min`, '>= 60,000', fn10k >= 60_000);
   if (Number.isFinite(pool10k) && Number.isFinite(fn10k)) {
     const fnRuns = results.get('plain/function/10000') ?? [];
-    const poolRatios = (results.get('plain/pool/10000') ?? []).map((r, i) => r.nodesPerMin / (fnRuns[i]?.nodesPerMin ?? NaN));
+    const poolRatios = (results.get('plain/pool/10000') ?? []).map(
+      (r, i) => r.nodesPerMin / (fnRuns[i]?.nodesPerMin ?? NaN),
+    );
     const ratio = median(poolRatios);
     target(
       'plain flow, helper pool vs in-process, 10,000 nodes',
@@ -604,15 +887,23 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
   }
   if (disc !== undefined) {
     const d = median(disc.runs.map((x) => x.ms));
-    target(`discovery of ${disc.count} nodes`, fmt.s(d), '<= 3 s', d <= 3000 && disc.runs.every((x) => x.found === disc.count));
+    target(
+      `discovery of ${disc.count} nodes`,
+      fmt.s(d),
+      '<= 3 s',
+      d <= 3000 && disc.runs.every((x) => x.found === disc.count),
+    );
   }
-  if (queue !== undefined) target(`RSS with ${queue.offered} hosts waiting`, fmt.mb(queue.rssAfterMb), '<= 300 MB', queue.rssAfterMb <= 300);
+  if (queue !== undefined)
+    target(`RSS with ${queue.offered} hosts waiting`, fmt.mb(queue.rssAfterMb), '<= 300 MB', queue.rssAfterMb <= 300);
   for (const [name, value, goal, ok] of compareTargets) target(name, value, goal, ok);
   const single = results.get('active-active/1') ?? [];
   const triple = results.get('active-active/3') ?? [];
   if (single.length > 0 && triple.length > 0) {
     const ratios = triple.map((r, i) => (single[i]?.ms ?? NaN) / r.ms).filter(Number.isFinite);
-    const phaseRatios = triple.map((r, i) => r.phaseNodesPerMin / (single[i]?.phaseNodesPerMin ?? NaN)).filter(Number.isFinite);
+    const phaseRatios = triple
+      .map((r, i) => r.phaseNodesPerMin / (single[i]?.phaseNodesPerMin ?? NaN))
+      .filter(Number.isFinite);
     const runsPerNode = Math.max(...triple.map((r) => r.helperRunsPerNode));
     const once = triple.every((r) => r.provisioned === r.count && r.maxConfiguredPerCycle === 1);
     const x = (v) => `${v.toFixed(2)}x`;
@@ -655,12 +946,28 @@ function buildReport(list, results, info, elapsedMs, crashed = []) {
       'one value per node, no growth',
       scale.bucketMessagesAfterRewrite === scale.count && scale.bucketBytesAfterRewrite <= scale.bucketBytes * 1.05,
     );
-    target(`history of ${fmt.int(scale.count)} nodes: memory of an instance that loaded them`, `${fmt.mb(scale.heapMb)} heap (${scale.heapBytesPerRecord.toFixed(0)} B per node), loaded in ${fmt.s(scale.loadMs)}`, 'bounded (context)', scale.loadedRecords === scale.count);
+    target(
+      `history of ${fmt.int(scale.count)} nodes: memory of an instance that loaded them`,
+      `${fmt.mb(scale.heapMb)} heap (${scale.heapBytesPerRecord.toFixed(0)} B per node), loaded in ${fmt.s(scale.loadMs)}`,
+      'bounded (context)',
+      scale.loadedRecords === scale.count,
+    );
   }
   const pages = (results.get(`nodes-page/${KNOBS.historyScaleCount}`) ?? [])[0];
   if (pages !== undefined) {
-    const worst = Math.max(pages.statusCountsMs, pages.byIdentityMs, pages.byUpdatedDescLastPageMs, pages.filteredMs, pages.searchedMs);
-    target(`status page with ${fmt.int(pages.count)} nodes: slowest /status or /nodes answer (median of 5)`, fmt.ms(worst), '< 2 s (the page polls every 2 s)', worst < 2000);
+    const worst = Math.max(
+      pages.statusCountsMs,
+      pages.byIdentityMs,
+      pages.byUpdatedDescLastPageMs,
+      pages.filteredMs,
+      pages.searchedMs,
+    );
+    target(
+      `status page with ${fmt.int(pages.count)} nodes: slowest /status or /nodes answer (median of 5)`,
+      fmt.ms(worst),
+      '< 2 s (the page polls every 2 s)',
+      worst < 2000,
+    );
   }
   for (const [name, value, goal, ok] of peer.targets) target(name, value, goal, ok);
   lines.push('');

@@ -15,19 +15,21 @@ import { performance } from 'node:perf_hooks';
 import { clearInterval, clearTimeout, setInterval } from 'node:timers';
 import { URL, fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
-import {
-  ChoriaClient,
-  Provisioner,
-  createLogger,
-  parseSite,
-  silentLogger,
-} from '@choria-provisioner/core';
+import { ChoriaClient, Provisioner, createLogger, parseSite, silentLogger } from '@choria-provisioner/core';
 import { activeActiveScenario } from './active-active.mjs';
 import { peerScenario } from './peer.mjs';
 import { historyScaleScenario } from './history.mjs';
 import { buildRequests, runLimit, runNaive } from './drivers.mjs';
 import { startSimulator } from './lib/simulator.mjs';
-import { cpuSecondsOf, liveChildrenCpuSeconds, machineBusySeconds, median, memoryFromProc, percentile, reapedChildrenCpuSeconds } from './lib/stats.mjs';
+import {
+  cpuSecondsOf,
+  liveChildrenCpuSeconds,
+  machineBusySeconds,
+  median,
+  memoryFromProc,
+  percentile,
+  reapedChildrenCpuSeconds,
+} from './lib/stats.mjs';
 import { NodeTimes, timingLogger } from './lib/timing-logger.mjs';
 
 const spec = JSON.parse(process.argv[2] ?? '{}');
@@ -65,7 +67,8 @@ function provisionerYaml(s) {
   ];
   if (s.helper !== 'function') {
     lines.push(`helper: ${JSON.stringify(HELPERS[s.helper])}`);
-    if (s.helper === 'pool' || s.helper === 'pool-sh') lines.push('helper_mode: pool', `helper_pool_size: ${s.poolSize}`, `helper_pool_depth: ${s.poolDepth ?? 1}`);
+    if (s.helper === 'pool' || s.helper === 'pool-sh')
+      lines.push('helper_mode: pool', `helper_pool_size: ${s.poolSize}`, `helper_pool_depth: ${s.poolDepth ?? 1}`);
   }
   if (s.flow === 'ed25519') {
     lines.push(
@@ -97,7 +100,11 @@ function siteFor(s, yaml, opts) {
           `plugin.security.choria.token_file = ${s.keys.clientJwtFile}`,
           `plugin.security.choria.seed_file = ${s.keys.provSeedFile}`,
         ].join('\n')
-      : [`identity = bench-provisioner.example.net`, `plugin.choria.middleware_hosts = ${s.url}`, 'plugin.security.provider = file'].join('\n');
+      : [
+          `identity = bench-provisioner.example.net`,
+          `plugin.choria.middleware_hosts = ${s.url}`,
+          'plugin.security.provider = file',
+        ].join('\n');
   const site = parseSite({ yaml, yamlSource: 'bench.yaml', choria, choriaSource: 'bench-choria.cfg' }, opts);
   // requests are signed (ed25519 flow) but the private broker speaks plain TCP
   return { config: site.config, choria: { ...site.choria, tls: false } };
@@ -105,7 +112,8 @@ function siteFor(s, yaml, opts) {
 
 function innerLogger(kind) {
   if (kind === 'winston-silent') return silentLogger();
-  if (kind?.startsWith('winston-file:')) return createLogger({ logfile: kind.slice('winston-file:'.length), loglevel: 'info', site: 'bench' });
+  if (kind?.startsWith('winston-file:'))
+    return createLogger({ logfile: kind.slice('winston-file:'.length), loglevel: 'info', site: 'bench' });
   return undefined;
 }
 
@@ -170,7 +178,14 @@ function rates({ provisioned, wallMs, phaseMs, durations, figures, summary }) {
 }
 
 async function provisionScenario(s) {
-  const sim = await startSimulator({ url: s.url, count: s.count, flow: s.flow, keys: s.keys, nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
+  const sim = await startSimulator({
+    url: s.url,
+    count: s.count,
+    flow: s.flow,
+    keys: s.keys,
+    nodesPerConnection: s.nodesPerConnection,
+    timeScale: s.timeScale,
+  });
   const { config, choria } = siteFor(s, provisionerYaml(s), { requireHelper: s.helper !== 'function' });
   const times = new NodeTimes();
   const logger = timingLogger(times, innerLogger(s.logger));
@@ -207,7 +222,10 @@ async function provisionScenario(s) {
     });
     discovered.push(await p.discover());
   }
-  target = Math.min(target, discovered.reduce((a, b) => a + b, 0));
+  target = Math.min(
+    target,
+    discovered.reduce((a, b) => a + b, 0),
+  );
   if (times.finished.size + times.failed >= target) times.onFinish(times.finished.size + times.failed);
   const deadline = setTimeout(() => times.onFinish(Infinity), s.timeoutMs ?? 300_000);
   await done;
@@ -216,7 +234,10 @@ async function provisionScenario(s) {
   const figures = measure.finish();
   // what stays on the heap with every node still held after success (needs --expose-gc)
   globalThis.gc?.();
-  const retained = { heapAfterGcMb: process.memoryUsage().heapUsed / 1048576, held: p.status({ limit: 0 }).hostCounts.held ?? 0 };
+  const retained = {
+    heapAfterGcMb: process.memoryUsage().heapUsed / 1048576,
+    held: p.status({ limit: 0 }).hostCounts.held ?? 0,
+  };
   await p.stop();
 
   const summary = await sim.waitFor((x) => (x.totals.byState.provisioned ?? 0) >= times.finished.size, 20_000);
@@ -249,9 +270,23 @@ async function provisionScenario(s) {
 
 /** The naive client or the limit driver (drivers.mjs) against the same fleet, measured the same way. */
 async function driverScenario(s) {
-  const sim = await startSimulator({ url: s.url, count: s.count, flow: s.flow, keys: s.keys, nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
+  const sim = await startSimulator({
+    url: s.url,
+    count: s.count,
+    flow: s.flow,
+    keys: s.keys,
+    nodesPerConnection: s.nodesPerConnection,
+    timeScale: s.timeScale,
+  });
   // the limit's requests are built before the clock starts, for the simulator's identities
-  const built = s.kind === 'limit' ? buildRequests(s.flow, Array.from({ length: s.count }, (_, i) => `node-${i + 1}.example.net`), { keys: s.keys }) : undefined;
+  const built =
+    s.kind === 'limit'
+      ? buildRequests(
+          s.flow,
+          Array.from({ length: s.count }, (_, i) => `node-${i + 1}.example.net`),
+          { keys: s.keys },
+        )
+      : undefined;
   const measure = startMeasure(s, sim);
   let run;
   let phaseStart = measure.t0;
@@ -278,12 +313,26 @@ async function driverScenario(s) {
     provisioned: run.provisioned,
     failed: run.failed,
     firstErrors: run.firstErrors,
-    ...rates({ provisioned: run.provisioned, wallMs, phaseMs: tEnd - phaseStart, durations: run.durations, figures, summary }),
+    ...rates({
+      provisioned: run.provisioned,
+      wallMs,
+      phaseMs: tEnd - phaseStart,
+      durations: run.durations,
+      figures,
+      summary,
+    }),
   };
 }
 
 async function discoveryScenario(s) {
-  const sim = await startSimulator({ url: s.url, count: s.count, flow: s.flow, keys: s.keys, nodesPerConnection: s.nodesPerConnection, timeScale: s.timeScale });
+  const sim = await startSimulator({
+    url: s.url,
+    count: s.count,
+    flow: s.flow,
+    keys: s.keys,
+    nodesPerConnection: s.nodesPerConnection,
+    timeScale: s.timeScale,
+  });
   const { choria } = siteFor(s, provisionerYaml({ ...s, helper: 'function', workers: 1 }), { requireHelper: false });
   const client = await ChoriaClient.connect(choria, { logger: silentLogger(), name: 'bench-discovery' });
   const runs = [];
@@ -354,7 +403,10 @@ async function nodesPageScenario(s) {
     registry: new Registry(),
     queueCapacity: s.count,
     helper: inProcessHelper(s.flow),
-    hostRunner: (job) => new Promise((resolve) => job.signal.addEventListener('abort', () => resolve({ outcome: 'stale', message: 'stopped' }), { once: true })),
+    hostRunner: (job) =>
+      new Promise((resolve) =>
+        job.signal.addEventListener('abort', () => resolve({ outcome: 'stale', message: 'stopped' }), { once: true }),
+      ),
   });
   await p.start();
   for (let i = 1; i <= s.count; i++) p.offer(`node-${i}.example.net`, 'discovery');
@@ -384,7 +436,17 @@ async function nodesPageScenario(s) {
   return result;
 }
 
-const kinds = { provision: provisionScenario, naive: driverScenario, limit: driverScenario, discovery: discoveryScenario, queue: queueScenario, 'active-active': activeActiveScenario, 'history-scale': historyScaleScenario, 'nodes-page': nodesPageScenario, peer: peerScenario };
+const kinds = {
+  provision: provisionScenario,
+  naive: driverScenario,
+  limit: driverScenario,
+  discovery: discoveryScenario,
+  queue: queueScenario,
+  'active-active': activeActiveScenario,
+  'history-scale': historyScaleScenario,
+  'nodes-page': nodesPageScenario,
+  peer: peerScenario,
+};
 
 kinds[spec.kind](spec).then(
   (result) => {

@@ -24,13 +24,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import { parseArgs } from 'node:util';
 import { URL, fileURLToPath } from 'node:url';
-import {
-  Provisioner,
-  Registry,
-  createLogger,
-  parseDuration,
-  parseSite,
-} from '../packages/core/dist/index.js';
+import { Provisioner, Registry, createLogger, parseDuration, parseSite } from '../packages/core/dist/index.js';
 import { startNatsServer } from './lib/nats-server.mjs';
 import { startSimulator } from './lib/simulator.mjs';
 
@@ -67,7 +61,16 @@ const warmup = Number(opt['warmup-minutes']);
 const restartEvery = Number(opt['broker-restart-every']);
 const provisionerEvery = Number(opt['provisioner-restart-every']);
 const stuckAfterMs = parseDuration(opt['stuck-after']);
-for (const [k, v] of Object.entries({ minutes, sites, nodes, warmup, restartEvery, provisionerEvery, workers: Number(opt.workers), dropRate: Number(opt['drop-rate']) })) {
+for (const [k, v] of Object.entries({
+  minutes,
+  sites,
+  nodes,
+  warmup,
+  restartEvery,
+  provisionerEvery,
+  workers: Number(opt.workers),
+  dropRate: Number(opt['drop-rate']),
+})) {
   if (!Number.isFinite(v) || v < 0) {
     process.stderr.write(`soak: --${k} must be a non-negative number\n`);
     process.exit(2);
@@ -104,7 +107,18 @@ for (const name of siteNames) {
       flow: 'plain',
       name,
       timeScale: 0.05, // restarts take 100 ms instead of 2 s
-      extraArgs: ['--identity-pattern', `${name}-node-{i}.example.net`, '--event-format', 'cloudevents', '--drop-rate', opt['drop-rate'], '--reenter-after', opt['reenter-after'], '--boot-spread', '20s'],
+      extraArgs: [
+        '--identity-pattern',
+        `${name}-node-{i}.example.net`,
+        '--event-format',
+        'cloudevents',
+        '--drop-rate',
+        opt['drop-rate'],
+        '--reenter-after',
+        opt['reenter-after'],
+        '--boot-spread',
+        '20s',
+      ],
     }),
   );
 }
@@ -128,12 +142,23 @@ const siteConfigs = siteNames.map((name, i) => {
     `logfile: ${logFile}`,
     '',
   ].join('\n');
-  const choriaText = [`identity = ${name}-provisioner.example.net`, `plugin.choria.middleware_hosts = ${brokers[i].url}`, 'plugin.security.provider = file'].join('\n');
-  const { config, choria } = parseSite({ yaml, yamlSource: `${name}.yaml`, choria: choriaText, choriaSource: `${name}-choria.cfg` });
+  const choriaText = [
+    `identity = ${name}-provisioner.example.net`,
+    `plugin.choria.middleware_hosts = ${brokers[i].url}`,
+    'plugin.security.provider = file',
+  ].join('\n');
+  const { config, choria } = parseSite({
+    yaml,
+    yamlSource: `${name}.yaml`,
+    choria: choriaText,
+    choriaSource: `${name}-choria.cfg`,
+  });
   return { config, choria: { ...choria, tls: false } };
 });
 const startProvisioners = async () => {
-  const ps = siteConfigs.map(({ config, choria }) => new Provisioner({ config, choria, registry, logger: logger.child({ site: config.site }) }));
+  const ps = siteConfigs.map(
+    ({ config, choria }) => new Provisioner({ config, choria, registry, logger: logger.child({ site: config.site }) }),
+  );
   await Promise.all(ps.map((p) => p.start()));
   return ps;
 };
@@ -143,10 +168,14 @@ const eld = monitorEventLoopDelay({ resolution: 10 });
 eld.enable();
 const metric = async (name, labels = {}) => {
   const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
-  return (m?.values ?? []).filter((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want)).reduce((a, v) => a + v.value, 0);
+  return (m?.values ?? [])
+    .filter((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want))
+    .reduce((a, v) => a + v.value, 0);
 };
 const gc = globalThis.gc;
-const semiSpaceFlag = [...process.execArgv, ...(process.env['NODE_OPTIONS'] ?? '').split(/\s+/)].find((a) => a.startsWith('--max-semi-space-size'));
+const semiSpaceFlag = [...process.execArgv, ...(process.env['NODE_OPTIONS'] ?? '').split(/\s+/)].find((a) =>
+  a.startsWith('--max-semi-space-size'),
+);
 /** RssAnon and RssFile of this process (Linux), in MB; undefined elsewhere. */
 const residentBreakdown = () => {
   try {
@@ -192,7 +221,9 @@ process.stdout.write(
     `each broker restarted every ${restartEvery} min, the provisioners every ${provisionerEvery} min, ${opt.workers} workers and a pool helper x2 per site, history ${opt.history}; log ${logFile}${gc === undefined ? '' : '; RSS after a full GC'}; ` +
     `young generation ${semiSpaceFlag === undefined ? "at V8's default size (Node 24 grows it to 64 MB semi-spaces under load)" : `capped (${semiSpaceFlag})`}\n`,
 );
-process.stdout.write('min   rss MB  anon MB  file MB  ext MB  v8 malloc MB  heap MB (committed, new space)  eld p99 ms  nodes/min  failed  cancelled  lost replies (acted/not/gone/unsure)  cycles  max conf/cycle  longest waiting min  violations\n');
+process.stdout.write(
+  'min   rss MB  anon MB  file MB  ext MB  v8 malloc MB  heap MB (committed, new space)  eld p99 ms  nodes/min  failed  cancelled  lost replies (acted/not/gone/unsure)  cycles  max conf/cycle  longest waiting min  violations\n',
+);
 
 const samples = [];
 let last = { provisioned: 0, failed: 0, cancelled: 0 };
@@ -206,7 +237,9 @@ for (let minute = 1; minute <= minutes; minute++) {
   // middle (one site after the other), the provisioners at three quarters.
   const events = [];
   if (restartEvery > 0 && minute % restartEvery === 0) {
-    brokers.forEach((b, i) => events.push({ t: at(minute - 0.5) + i * 10_000, what: 'broker', run: () => b.restart() }));
+    brokers.forEach((b, i) =>
+      events.push({ t: at(minute - 0.5) + i * 10_000, what: 'broker', run: () => b.restart() }),
+    );
   }
   if (provisionerEvery > 0 && minute % provisionerEvery === 0) {
     events.push({
@@ -287,7 +320,8 @@ const suspects = [];
 if ((final?.maxConfiguredPerCycle ?? 0) > 1 || (final?.longestWaitingMs ?? 0) > stuckAfterMs) {
   for (const sim of sims) {
     for (let offset = 0; offset < nodes; offset += 200) {
-      for (const n of await sim.nodes(offset, 200).catch(() => [])) if (n.maxConfiguredPerCycle > 1 || n.waitingForMs > stuckAfterMs) suspects.push(n);
+      for (const n of await sim.nodes(offset, 200).catch(() => []))
+        if (n.maxConfiguredPerCycle > 1 || n.waitingForMs > stuckAfterMs) suspects.push(n);
     }
   }
 }
@@ -300,7 +334,9 @@ if (base !== undefined) {
   const later = samples.filter((s) => s.minute > warmup);
   const peak = later.reduce((m, s) => Math.max(m, s.rssMb), 0);
   const growth = peak / base.rssMb - 1;
-  process.stdout.write(`RSS after minute ${warmup}: ${base.rssMb.toFixed(1)} MB; highest later: ${peak.toFixed(1)} MB (${(growth * 100).toFixed(1)} %)\n`);
+  process.stdout.write(
+    `RSS after minute ${warmup}: ${base.rssMb.toFixed(1)} MB; highest later: ${peak.toFixed(1)} MB (${(growth * 100).toFixed(1)} %)\n`,
+  );
   if (growth > 0.1) problems.push(`RSS grew by ${(growth * 100).toFixed(1)} % after minute ${warmup} (limit 10 %)`);
 } else {
   process.stdout.write(`(shorter than ${warmup} minutes: no RSS growth check)\n`);
@@ -308,12 +344,20 @@ if (base !== undefined) {
 if (final === undefined) problems.push('could not read the final fleet reports');
 else {
   if (final.maxConfiguredPerCycle > 1) {
-    const who = suspects.filter((n) => n.maxConfiguredPerCycle > 1).map((n) => `${n.identity} (cycle ${n.cycle}, ${n.configuredCount} configures, ${n.restartCount} restarts)`).join(', ');
+    const who = suspects
+      .filter((n) => n.maxConfiguredPerCycle > 1)
+      .map((n) => `${n.identity} (cycle ${n.cycle}, ${n.configuredCount} configures, ${n.restartCount} restarts)`)
+      .join(', ');
     problems.push(`a node was configured ${final.maxConfiguredPerCycle} times in one provisioning cycle: ${who}`);
   }
   if (final.longestWaitMs > stuckAfterMs) {
-    const who = suspects.filter((n) => n.waitingForMs > stuckAfterMs).map((n) => `${n.identity} (waiting ${fmtMin(n.waitingForMs)} min)`).join(', ');
-    problems.push(`a node waited ${fmtMin(final.longestWaitMs)} min in provisioning mode (stuck: more than ${opt['stuck-after']})${who === '' ? '' : `: ${who}`}`);
+    const who = suspects
+      .filter((n) => n.waitingForMs > stuckAfterMs)
+      .map((n) => `${n.identity} (waiting ${fmtMin(n.waitingForMs)} min)`)
+      .join(', ');
+    problems.push(
+      `a node waited ${fmtMin(final.longestWaitMs)} min in provisioning mode (stuck: more than ${opt['stuck-after']})${who === '' ? '' : `: ${who}`}`,
+    );
   }
   // A restart refused because the node is not configured yet is the provisioner's deliberate
   // check after a configure reply lost with the broker (docs/protocol.md, "Lost replies"):
@@ -321,17 +365,26 @@ else {
   const { 'restart-refused': refusedRestarts = 0, ...others } = final.violationsByKind;
   const otherCount = Object.values(others).reduce((a, b) => a + b, 0);
   if (otherCount > 0) problems.push(`the fleets recorded ${otherCount} protocol violations: ${JSON.stringify(others)}`);
-  process.stdout.write(`restarts used as the check after a configure reply lost with the broker, refused by nodes not yet configured: ${refusedRestarts}\n`);
+  process.stdout.write(
+    `restarts used as the check after a configure reply lost with the broker, refused by nodes not yet configured: ${refusedRestarts}\n`,
+  );
   process.stdout.write(
     `fleets: ${final.cycles} re-provisioning cycles, ${final.configures} configures, ${final.dropped} requests lost, ${brokerRestarts} broker restarts, ${provisionerRestarts} provisioner restarts; ` +
       `longest wait in provisioning mode ${fmtMin(final.longestWaitMs)} min, longest still waiting at the end ${fmtMin(final.longestWaitingMs)} min\n`,
   );
 }
-const rates = samples.slice(1).map((s) => s.nodesPerMin).sort((a, b) => a - b);
+const rates = samples
+  .slice(1)
+  .map((s) => s.nodesPerMin)
+  .sort((a, b) => a - b);
 const eldP99 = samples.map((s) => s.eldP99Ms).sort((a, b) => a - b);
 const med = (v) => (v.length === 0 ? NaN : v[Math.floor(v.length / 2)]);
-process.stdout.write(`median nodes/min ${med(rates)}, median event-loop delay p99 ${med(eldP99).toFixed(1)} ms, total failed ${last.failed}, total cancelled ${last.cancelled}\n`);
-process.stdout.write(`SOAK-RESULT ${JSON.stringify({ minutes, sites, nodes, youngGeneration: semiSpaceFlag ?? 'default', brokerRestarts, provisionerRestarts, samples, problems })}\n`);
+process.stdout.write(
+  `median nodes/min ${med(rates)}, median event-loop delay p99 ${med(eldP99).toFixed(1)} ms, total failed ${last.failed}, total cancelled ${last.cancelled}\n`,
+);
+process.stdout.write(
+  `SOAK-RESULT ${JSON.stringify({ minutes, sites, nodes, youngGeneration: semiSpaceFlag ?? 'default', brokerRestarts, provisionerRestarts, samples, problems })}\n`,
+);
 if (problems.length > 0) {
   for (const pr of problems) process.stdout.write(`FAIL: ${pr}\n`);
   process.stdout.write(`log kept in ${logFile}\n`);

@@ -82,13 +82,15 @@ export function checkLayers(root = ROOT) {
   const problems = [];
   const rel = (f) => relative(root, f);
   const coreSrc = join(root, 'packages', 'core', 'src');
-  const packages = ['core', 'simulator', 'cli', 'test-support'].map((p) => join(root, 'packages', p, 'src')).filter((d) => {
-    try {
-      return statSync(d).isDirectory();
-    } catch {
-      return false;
-    }
-  });
+  const packages = ['core', 'simulator', 'cli', 'test-support']
+    .map((p) => join(root, 'packages', p, 'src'))
+    .filter((d) => {
+      try {
+        return statSync(d).isDirectory();
+      } catch {
+        return false;
+      }
+    });
   const edges = importsOf(packages.flatMap((d) => sourceFiles(d)));
 
   for (const cycle of findCycles(edges)) problems.push(`import cycle: ${cycle.map(rel).join(' -> ')}`);
@@ -98,16 +100,22 @@ export function checkLayers(root = ROOT) {
     if (inCore && e.to !== undefined) {
       const a = layerOf(e.from, coreSrc);
       const b = layerOf(e.to, coreSrc);
-      if (a < 0 || b < 0) problems.push(`${rel(e.from)}: ${e.spec} is outside the known layers ${CORE_LAYERS.join(', ')}`);
-      else if (b > a) problems.push(`${rel(e.from)} (${CORE_LAYERS[a]}) imports ${e.spec} from the layer above (${CORE_LAYERS[b]})`);
+      if (a < 0 || b < 0)
+        problems.push(`${rel(e.from)}: ${e.spec} is outside the known layers ${CORE_LAYERS.join(', ')}`);
+      else if (b > a)
+        problems.push(`${rel(e.from)} (${CORE_LAYERS[a]}) imports ${e.spec} from the layer above (${CORE_LAYERS[b]})`);
     }
     const pkg = packages.find((d) => e.from.startsWith(d + '/'));
     if (pkg === undefined) continue;
     const name = relative(join(root, 'packages'), pkg).split('/')[0];
-    if (e.to !== undefined && !e.to.startsWith(pkg + '/')) problems.push(`${rel(e.from)}: ${e.spec} reaches into another package's files; import the package by name`);
-    if (name === 'simulator' && e.spec.startsWith('@choria-provisioner/core')) problems.push(`${rel(e.from)}: the simulator is written independently of the core and must not import it`);
-    if (name === 'cli' && e.spec.startsWith('@choria-provisioner/core/')) problems.push(`${rel(e.from)}: the CLI uses the core's public API only, not ${e.spec}`);
-    if (name !== 'test-support' && e.spec.startsWith('@choria-provisioner/test-support')) problems.push(`${rel(e.from)}: ${e.spec} is test support; a shipped package must not import it`);
+    if (e.to !== undefined && !e.to.startsWith(pkg + '/'))
+      problems.push(`${rel(e.from)}: ${e.spec} reaches into another package's files; import the package by name`);
+    if (name === 'simulator' && e.spec.startsWith('@choria-provisioner/core'))
+      problems.push(`${rel(e.from)}: the simulator is written independently of the core and must not import it`);
+    if (name === 'cli' && e.spec.startsWith('@choria-provisioner/core/'))
+      problems.push(`${rel(e.from)}: the CLI uses the core's public API only, not ${e.spec}`);
+    if (name !== 'test-support' && e.spec.startsWith('@choria-provisioner/test-support'))
+      problems.push(`${rel(e.from)}: ${e.spec} is test support; a shipped package must not import it`);
   }
   return problems;
 }
@@ -117,7 +125,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const at = process.argv.indexOf('--root');
   const problems = checkLayers(at > 0 ? resolve(process.argv[at + 1] ?? '.') : ROOT);
   if (problems.length > 0) {
-    process.stderr.write(`check-layers: ${problems.length} problem${problems.length === 1 ? '' : 's'}:\n${problems.map((p) => `  - ${p}`).join('\n')}\n`);
+    process.stderr.write(
+      `check-layers: ${problems.length} problem${problems.length === 1 ? '' : 's'}:\n${problems.map((p) => `  - ${p}`).join('\n')}\n`,
+    );
     process.exit(1);
   }
   process.stdout.write('check-layers: no cycles, no upward imports\n');

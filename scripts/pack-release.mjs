@@ -43,11 +43,19 @@ export function releaseManifests(repoLock, tarballs) {
   const pending = [];
   for (const [name, { dir, file }] of tarballs) {
     if (Object.keys(repo).some((k) => k.startsWith(`${dir}/node_modules/`))) {
-      throw new Error(`${dir} pins dependency versions of its own (${dir}/node_modules in package-lock.json), which a release cannot express`);
+      throw new Error(
+        `${dir} pins dependency versions of its own (${dir}/node_modules in package-lock.json), which a release cannot express`,
+      );
     }
     const { name: _name, ...entry } = repo[dir] ?? {};
     const spec = `file:./${file}`;
-    packages[`node_modules/${name}`] = { ...entry, resolved: spec, integrity: `sha512-${createHash('sha512').update(readFileSync(tarballs.get(name).path)).digest('base64')}` };
+    packages[`node_modules/${name}`] = {
+      ...entry,
+      resolved: spec,
+      integrity: `sha512-${createHash('sha512')
+        .update(readFileSync(tarballs.get(name).path))
+        .digest('base64')}`,
+    };
     dependencies[name] = spec;
     // a workspace's dependencies are hoisted in the repository: they resolve from its root
     for (const dep of Object.keys(entry.dependencies ?? {})) pending.push(['', dep]);
@@ -56,15 +64,28 @@ export function releaseManifests(repoLock, tarballs) {
     const [from, dep] = pending.pop();
     if (tarballs.has(dep)) continue;
     const at = locate(repo, from, dep);
-    if (at === undefined) throw new Error(`${dep} (needed by ${from === '' ? 'a package' : from}) is not in package-lock.json`);
+    if (at === undefined)
+      throw new Error(`${dep} (needed by ${from === '' ? 'a package' : from}) is not in package-lock.json`);
     if (packages[at] !== undefined) continue;
     const { dev: _dev, devOptional: _devOptional, peer: _peer, ...entry } = repo[at];
     packages[at] = entry;
-    for (const d of [...Object.keys(entry.dependencies ?? {}), ...Object.keys(entry.optionalDependencies ?? {})]) pending.push([at, d]);
+    for (const d of [...Object.keys(entry.dependencies ?? {}), ...Object.keys(entry.optionalDependencies ?? {})])
+      pending.push([at, d]);
   }
-  const manifest = { name: 'choria-provisioner-release', version: JSON.parse(readFileSync(join(ROOT, 'packages/cli/package.json'), 'utf8')).version, private: true, dependencies };
+  const manifest = {
+    name: 'choria-provisioner-release',
+    version: JSON.parse(readFileSync(join(ROOT, 'packages/cli/package.json'), 'utf8')).version,
+    private: true,
+    dependencies,
+  };
   const sorted = Object.fromEntries(Object.entries(packages).sort(([a], [b]) => (a < b ? -1 : 1)));
-  const lock = { name: manifest.name, version: manifest.version, lockfileVersion: 3, requires: true, packages: { '': { name: manifest.name, version: manifest.version, dependencies }, ...sorted } };
+  const lock = {
+    name: manifest.name,
+    version: manifest.version,
+    lockfileVersion: 3,
+    requires: true,
+    packages: { '': { name: manifest.name, version: manifest.version, dependencies }, ...sorted },
+  };
   return { manifest, lock };
 }
 
@@ -74,7 +95,11 @@ export function packRelease(out) {
   mkdirSync(out, { recursive: true });
   const tarballs = new Map();
   for (const { name, dir } of RELEASE_PACKAGES) {
-    const stdout = execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--workspace', name, '--pack-destination', out], { cwd: ROOT, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+    const stdout = execFileSync(
+      'npm',
+      ['pack', '--json', '--ignore-scripts', '--workspace', name, '--pack-destination', out],
+      { cwd: ROOT, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
+    );
     const [packed] = JSON.parse(stdout);
     if (packed === undefined) throw new Error(`npm pack of ${name} printed no package`);
     tarballs.set(name, { dir, file: packed.filename, path: join(out, packed.filename) });

@@ -10,13 +10,19 @@ import puppeteer from 'puppeteer-core';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const out = process.argv[2] ?? `${root}docs/status-page.png`;
-const chromium = process.env.CHROMIUM_BIN ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => existsSync(p));
+const chromium =
+  process.env.CHROMIUM_BIN ??
+  ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => existsSync(p));
 if (chromium === undefined) {
   console.error('no Chromium found: apt-get install -y chromium, or set CHROMIUM_BIN');
   process.exit(2);
 }
 
-const demo = spawn(process.execPath, [`${root}packages/cli/dist/bin.js`, 'demo', '--mode', 'ed25519', '--nodes', '4000', '--workers', '8'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const demo = spawn(
+  process.execPath,
+  [`${root}packages/cli/dist/bin.js`, 'demo', '--mode', 'ed25519', '--nodes', '4000', '--workers', '8'],
+  { stdio: ['ignore', 'pipe', 'inherit'] },
+);
 let output = '';
 const pageUrl = await new Promise((resolve, reject) => {
   demo.stdout.on('data', (d) => {
@@ -24,9 +30,15 @@ const pageUrl = await new Promise((resolve, reject) => {
     const m = /status page (http:\/\/\S+\/)/.exec(output);
     if (m !== null) resolve(m[1]);
   });
-  demo.once('exit', (code) => reject(new Error(`the demo ended (${code}) before it printed its status page:\n${output}`)));
+  demo.once('exit', (code) =>
+    reject(new Error(`the demo ended (${code}) before it printed its status page:\n${output}`)),
+  );
 });
-const browser = await puppeteer.launch({ executablePath: chromium, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+const browser = await puppeteer.launch({
+  executablePath: chromium,
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+});
 try {
   const page = await browser.newPage();
   await page.setViewport({ width: 1200, height: 820 });

@@ -49,7 +49,10 @@ export async function startNatsServer() {
   const dir = mkdtempSync(join(tmpdir(), 'cpts-bench-nats-'));
   const conf = join(dir, 'server.conf');
   // max_pending: a 10,000-node discovery reply burst must not mark the provisioner a slow consumer
-  writeFileSync(conf, `listen: "127.0.0.1:${port}"\nmax_payload: 1048576\nmax_pending: 268435456\njetstream { store_dir: ${JSON.stringify(join(dir, 'js'))} }\n`);
+  writeFileSync(
+    conf,
+    `listen: "127.0.0.1:${port}"\nmax_payload: 1048576\nmax_pending: 268435456\njetstream { store_dir: ${JSON.stringify(join(dir, 'js'))} }\n`,
+  );
   const bin = process.env.NATS_SERVER_BIN ?? 'nats-server';
   let child;
   let stderr = '';

@@ -14,23 +14,49 @@ const sc = StringCodec();
  * ed25519 provisioning JWT signed by the issuer; 'ed25519' = protocol v2
  * with an ed25519 provisioning JWT signed by the issuer and server JWT chain verification.
  */
-export async function startSimulator({ url, count, flow, keys, name = 'bench', nodesPerConnection = 1000, timeScale = 0.001, extraArgs = [] }) {
+export async function startSimulator({
+  url,
+  count,
+  flow,
+  keys,
+  name = 'bench',
+  nodesPerConnection = 1000,
+  timeScale = 0.001,
+  extraArgs = [],
+}) {
   // BENCH_SIMULATOR_NODE_OPTIONS: e.g. --cpu-prof --cpu-prof-dir=DIR to profile the fleet
   const nodeArgs = (process.env.BENCH_SIMULATOR_NODE_OPTIONS ?? '').split(' ').filter((a) => a !== '');
   const args = [
     ...nodeArgs,
     BIN,
-    '--server', url,
-    '--count', String(count),
-    '--name', name,
-    '--token', 's3cret',
-    '--event-format', 'none', // discovery, not startup events, finds the nodes
-    '--nodes-per-connection', String(nodesPerConnection),
-    '--time-scale', String(timeScale),
-    '--seed', '42',
+    '--server',
+    url,
+    '--count',
+    String(count),
+    '--name',
+    name,
+    '--token',
+    's3cret',
+    '--event-format',
+    'none', // discovery, not startup events, finds the nodes
+    '--nodes-per-connection',
+    String(nodesPerConnection),
+    '--time-scale',
+    String(timeScale),
+    '--seed',
+    '42',
   ];
   if (flow === 'ed25519') {
-    args.push('--protocol', 'v2', '--jwt-signer', 'ed25519', '--jwt-key', keys.orgSeedFile, '--issuer-public', keys.orgPublic);
+    args.push(
+      '--protocol',
+      'v2',
+      '--jwt-signer',
+      'ed25519',
+      '--jwt-key',
+      keys.orgSeedFile,
+      '--issuer-public',
+      keys.orgPublic,
+    );
   } else if (flow === 'jwt') {
     args.push('--protocol', 'v1', '--jwt-signer', 'ed25519', '--jwt-key', keys.orgSeedFile);
   } else {
@@ -78,7 +104,9 @@ export async function startSimulator({ url, count, flow, keys, name = 'bench', n
     },
     /** the per-node report of `limit` nodes from `offset` */
     async nodes(offset, limit) {
-      const msg = await nc.request(ready.control.report, sc.encode(JSON.stringify({ offset, limit })), { timeout: 30_000 });
+      const msg = await nc.request(ready.control.report, sc.encode(JSON.stringify({ offset, limit })), {
+        timeout: 30_000,
+      });
       return JSON.parse(sc.decode(msg.data)).nodes ?? [];
     },
     /** polls the summary every `pollMs` until `pred(summary)` holds; returns the last summary */

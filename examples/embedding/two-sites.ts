@@ -52,7 +52,10 @@ export function siteHelper(site: string): HelperFunction {
   return (req) => {
     // The inventory arrives as a JSON string, exactly as a helper program sees it on stdin.
     const inventory: unknown = JSON.parse(req.inventory);
-    const version = typeof inventory === 'object' && inventory !== null && 'version' in inventory ? String(inventory.version) : 'unknown';
+    const version =
+      typeof inventory === 'object' && inventory !== null && 'version' in inventory
+        ? String(inventory.version)
+        : 'unknown';
     return {
       msg: `${req.identity} (Choria ${version}) joins site ${site}`,
       configuration: {

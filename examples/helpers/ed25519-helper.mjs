@@ -18,7 +18,8 @@ const issuer = process.env.ISSUER_PUBLIC ?? '';
 const years = Number(process.env.SERVER_JWT_YEARS ?? '5');
 
 function decide(req) {
-  if (typeof req.identity !== 'string' || req.identity === '') return { defer: true, msg: 'no identity received in request' };
+  if (typeof req.identity !== 'string' || req.identity === '')
+    return { defer: true, msg: 'no identity received in request' };
   const ed = req.ed25519_pubkey;
   if (!ed || !ed.directory) return { defer: true, msg: 'no ed25519 public key or key directory received' };
   const dir = ed.directory;

@@ -16,7 +16,12 @@ import { createInterface } from 'node:readline';
 import { webcrypto, randomBytes } from 'node:crypto';
 
 x509.cryptoProvider.set(webcrypto);
-const alg = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256', publicExponent: new Uint8Array([1, 0, 1]), modulusLength: 2048 };
+const alg = {
+  name: 'RSASSA-PKCS1-v1_5',
+  hash: 'SHA-256',
+  publicExponent: new Uint8Array([1, 0, 1]),
+  modulusLength: 2048,
+};
 const brokers = process.env.BROKER_URL ?? 'nats://broker.example.net:4222';
 const CA_WAIT_MS = 10_000;
 
@@ -35,7 +40,10 @@ async function generateCa(certFile, keyFile) {
     notAfter: new Date(Date.now() + 10 * 365 * 86400_000),
     keys,
     signingAlgorithm: alg,
-    extensions: [new x509.BasicConstraintsExtension(true, undefined, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true)],
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+    ],
   });
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
   // Written via rename so no reader ever sees a half-written file.
@@ -61,7 +69,9 @@ async function createCaOnce(certFile, keyFile) {
     for (const until = Date.now() + CA_WAIT_MS; Date.now() < until; await sleep(50)) {
       if (existsSync(certFile) && existsSync(keyFile)) return;
     }
-    throw new Error(`another process has been creating the CA for ${CA_WAIT_MS} ms (remove ${lock} if it died)`, { cause: err });
+    throw new Error(`another process has been creating the CA for ${CA_WAIT_MS} ms (remove ${lock} if it died)`, {
+      cause: err,
+    });
   }
   try {
     if (!existsSync(certFile) || !existsSync(keyFile)) await generateCa(certFile, keyFile);
@@ -78,7 +88,9 @@ async function loadOrCreateCa() {
   if (!existsSync(certFile) || !existsSync(keyFile)) await createCaOnce(certFile, keyFile);
   const caPem = readFileSync(certFile, 'utf8');
   const caCert = new x509.X509Certificate(caPem);
-  const caKey = await webcrypto.subtle.importKey('pkcs8', pemToDer(readFileSync(keyFile, 'utf8')), alg, false, ['sign']);
+  const caKey = await webcrypto.subtle.importKey('pkcs8', pemToDer(readFileSync(keyFile, 'utf8')), alg, false, [
+    'sign',
+  ]);
   return { caPem, caCert, caKey };
 }
 

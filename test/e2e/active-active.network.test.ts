@@ -10,7 +10,12 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { SimulatedFleet, type FleetOptions } from '../../packages/simulator/src/index.js';
-import { CHORIA_BROKER_LOGINS, freePort, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import {
+  CHORIA_BROKER_LOGINS,
+  freePort,
+  startNatsServer,
+  type RunningNatsServer,
+} from '@choria-provisioner/test-support/nats-server';
 import { until } from '@choria-provisioner/test-support/wait';
 import { repoRoot } from '@choria-provisioner/test-support/vectors';
 
@@ -51,10 +56,23 @@ class Site {
 
   static async start(fleet: Partial<FleetOptions> = {}, brokerConfig?: string): Promise<Site> {
     // the Choria Broker's account layout unless the test brings its own authorization
-    const broker = await startNatsServer(brokerConfig !== undefined ? { jetstream: false, config: brokerConfig } : { choriaAccounts: true });
+    const broker = await startNatsServer(
+      brokerConfig !== undefined ? { jetstream: false, config: brokerConfig } : { choriaAccounts: true },
+    );
     cleanups.push(() => broker.stop());
-    const login = broker.choriaAccounts ? { user: CHORIA_BROKER_LOGINS.node.user, password: CHORIA_BROKER_LOGINS.node.password } : {};
-    const f = await SimulatedFleet.start({ servers: [broker.url], count: NODES, token: 's3cret', timeScale: 0.01, control: false, name: 'aa', ...login, ...fleet });
+    const login = broker.choriaAccounts
+      ? { user: CHORIA_BROKER_LOGINS.node.user, password: CHORIA_BROKER_LOGINS.node.password }
+      : {};
+    const f = await SimulatedFleet.start({
+      servers: [broker.url],
+      count: NODES,
+      token: 's3cret',
+      timeScale: 0.01,
+      control: false,
+      name: 'aa',
+      ...login,
+      ...fleet,
+    });
     cleanups.push(() => f.stop());
     const site = new Site(broker, f);
     cleanups.push(async () => rmSync(site.dir, { recursive: true, force: true }));
@@ -64,7 +82,10 @@ class Site {
   async instance(name: string, spec: InstanceSpec = {}): Promise<Instance> {
     const monitor = await freePort();
     const choria = join(this.dir, `${name}.cfg`);
-    writeFileSync(choria, `identity = ${name}.example.net\nplugin.choria.middleware_hosts = ${this.broker.url}\nplugin.security.provider = file\n`);
+    writeFileSync(
+      choria,
+      `identity = ${name}.example.net\nplugin.choria.middleware_hosts = ${this.broker.url}\nplugin.security.provider = file\n`,
+    );
     const config = join(this.dir, `${name}.yaml`);
     // the documented example, with what a test on one machine must change
     const example = parseYaml(readFileSync(EXAMPLE, 'utf8')) as Record<string, unknown>;
@@ -89,7 +110,10 @@ class Site {
     };
     writeFileSync(config, stringifyYaml(yaml));
     let out = '';
-    const child = spawn(process.execPath, [CLI, 'run', '--config', config, '--monitor-address', '127.0.0.1'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'run', '--config', config, '--monitor-address', '127.0.0.1'], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -101,17 +125,32 @@ class Site {
       }
     });
     const logfile = join(this.dir, `${name}.log`);
-    const inst: Instance = { name, child, monitor, output: () => `${out}${existsSync(logfile) ? readFileSync(logfile, 'utf8') : ''}`, exited };
+    const inst: Instance = {
+      name,
+      child,
+      monitor,
+      output: () => `${out}${existsSync(logfile) ? readFileSync(logfile, 'utf8') : ''}`,
+      exited,
+    };
     this.instances.push(inst);
     return inst;
   }
 
   /** helper runs recorded by the sleepy helper: instance -> identities */
-  helperRuns(): { perNode: Map<string, number>; perInstance: Map<string, number>; byInstance: Map<string, string[]>; total: number } {
+  helperRuns(): {
+    perNode: Map<string, number>;
+    perInstance: Map<string, number>;
+    byInstance: Map<string, string[]>;
+    total: number;
+  } {
     const perNode = new Map<string, number>();
     const perInstance = new Map<string, number>();
     const byInstance = new Map<string, string[]>();
-    const lines = existsSync(this.runs) ? readFileSync(this.runs, 'utf8').split('\n').filter((l) => l !== '') : [];
+    const lines = existsSync(this.runs)
+      ? readFileSync(this.runs, 'utf8')
+          .split('\n')
+          .filter((l) => l !== '')
+      : [];
     for (const line of lines) {
       const [instance, identity] = line.split(' ') as [string, string];
       perNode.set(identity, (perNode.get(identity) ?? 0) + 1);
@@ -123,14 +162,19 @@ class Site {
 
   async allProvisioned(timeoutMs: number): Promise<void> {
     await this.fleet.waitForAllProvisioned(timeoutMs).catch((err: unknown) => {
-      throw new Error(`${String(err)}\n${this.instances.map((i) => `--- ${i.name}\n${i.output().slice(-3000)}`).join('\n')}`);
+      throw new Error(
+        `${String(err)}\n${this.instances.map((i) => `--- ${i.name}\n${i.output().slice(-3000)}`).join('\n')}`,
+      );
     });
   }
 
   /** every node configured exactly once */
   expectConfiguredOnce(): void {
     const counts = this.fleet.report().nodes.map((n) => n.configuredCount);
-    const wrong = this.fleet.report().nodes.filter((n) => n.configuredCount !== 1).map((n) => `${n.identity}: ${n.configuredCount}`);
+    const wrong = this.fleet
+      .report()
+      .nodes.filter((n) => n.configuredCount !== 1)
+      .map((n) => `${n.identity}: ${n.configuredCount}`);
     expect(wrong, 'nodes not configured exactly once').toEqual([]);
     expect(counts).toHaveLength(NODES);
   }
@@ -146,7 +190,10 @@ interface StatusBody {
       mode: string;
       effective: string;
       instance: string;
-      membership?: { state: string; members: { instance: string; self: boolean; owned: number; provisioned: number }[] };
+      membership?: {
+        state: string;
+        members: { instance: string; self: boolean; owned: number; provisioned: number }[];
+      };
     };
   }[];
 }
@@ -164,14 +211,20 @@ describe('active/active (CLI processes against a simulated fleet)', () => {
     const one = await Site.start();
     const alone = await timeToProvision(one, ['prov-a']);
     one.expectConfiguredOnce();
-    await Promise.all(cleanups.splice(0).reverse().map((c) => c().catch(() => undefined)));
+    await Promise.all(
+      cleanups
+        .splice(0)
+        .reverse()
+        .map((c) => c().catch(() => undefined)),
+    );
 
     const three = await Site.start();
     const shared = await timeToProvision(three, ['prov-a', 'prov-b', 'prov-c']);
     three.expectConfiguredOnce();
     const runs = three.helperRuns();
     // every instance did its share, and the helper ran at most 1.05 times per node
-    for (const name of ['prov-a', 'prov-b', 'prov-c']) expect(runs.perInstance.get(name) ?? 0, name).toBeGreaterThan(NODES / 6);
+    for (const name of ['prov-a', 'prov-b', 'prov-c'])
+      expect(runs.perInstance.get(name) ?? 0, name).toBeGreaterThan(NODES / 6);
     expect(runs.total / NODES).toBeLessThanOrEqual(1.05);
     // The speed target (3 vs 1 >= 2.8x on a quiet machine) is the bench's (active-active/1 and /3);
     // here the split must simply pay off, also on a loaded machine (1.8x seen at load 11 on 2 cores).
@@ -182,17 +235,29 @@ describe('active/active (CLI processes against a simulated fleet)', () => {
     const c = status.sites[0]!.coordination;
     expect(c).toMatchObject({ mode: 'active_active', effective: 'active_active', instance: 'prov-a.example.net' });
     expect(c.membership?.state).toBe('formed');
-    expect(c.membership?.members.map((m) => m.instance)).toEqual(['prov-a.example.net', 'prov-b.example.net', 'prov-c.example.net']);
-    await until('every member reports what it finished', async () => {
-      const s = await three.status(three.instances[0]!);
-      const total = s.sites[0]!.coordination.membership!.members.reduce((sum, m) => sum + m.provisioned, 0);
-      return total === NODES;
-    }, 5000);
+    expect(c.membership?.members.map((m) => m.instance)).toEqual([
+      'prov-a.example.net',
+      'prov-b.example.net',
+      'prov-c.example.net',
+    ]);
+    await until(
+      'every member reports what it finished',
+      async () => {
+        const s = await three.status(three.instances[0]!);
+        const total = s.sites[0]!.coordination.membership!.members.reduce((sum, m) => sum + m.provisioned, 0);
+        return total === NODES;
+      },
+      5000,
+    );
     const metrics = await (await fetch(`http://127.0.0.1:${three.instances[1]!.monitor}/metrics`)).text();
-    expect(metrics).toContain('choria_provisioner_coordination_mode{site="lon",identity="prov-b.example.net",mode="active_active"} 1');
+    expect(metrics).toContain(
+      'choria_provisioner_coordination_mode{site="lon",identity="prov-b.example.net",mode="active_active"} 1',
+    );
     expect(metrics).toContain('choria_provisioner_coordination_members{site="lon",identity="prov-b.example.net"} 3');
 
-    const st = spawn(process.execPath, [CLI, 'status', '--url', `http://127.0.0.1:${three.instances[2]!.monitor}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const st = spawn(process.execPath, [CLI, 'status', '--url', `http://127.0.0.1:${three.instances[2]!.monitor}`], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let text = '';
     st.stdout?.on('data', (d: Buffer) => (text += d.toString()));
     await new Promise((r) => st.once('exit', r));
@@ -208,7 +273,10 @@ describe('active/active (CLI processes against a simulated fleet)', () => {
     await site.instance('prov-b');
     // prov-c's helper never answers in time: its workers stay in the helper, holding their nodes' locks
     const c = await site.instance('prov-c', { delayMs: 60_000 });
-    const lockedByC = (): string[] => site.fleet.nodes.filter((n) => n.state.lock?.owner.startsWith('prov-c.example.net.') === true).map((n) => n.identity);
+    const lockedByC = (): string[] =>
+      site.fleet.nodes
+        .filter((n) => n.state.lock?.owner.startsWith('prov-c.example.net.') === true)
+        .map((n) => n.identity);
     await until('prov-c holds locks of its own share', () => lockedByC().length === WORKERS, 30_000);
     // what is tested is taking over from a member the survivors knew: on a loaded machine prov-c can
     // lock its first nodes before a survivor has read its first heartbeat (that survivor would then
@@ -234,12 +302,21 @@ describe('active/active (CLI processes against a simulated fleet)', () => {
     const runs = site.helperRuns();
     // the dead instance's in-flight nodes were finished by one survivor, after their lock expired
     const bySurvivors = [...(runs.byInstance.get('prov-a') ?? []), ...(runs.byInstance.get('prov-b') ?? [])];
-    for (const identity of inFlight) expect(bySurvivors.filter((n) => n === identity), identity).toHaveLength(1);
+    for (const identity of inFlight)
+      expect(
+        bySurvivors.filter((n) => n === identity),
+        identity,
+      ).toHaveLength(1);
     // and no survivor ran its helper twice for a node
     expect(new Set(bySurvivors).size).toBe(bySurvivors.length);
-    const survivors = site.instances.filter((i) => i.name !== 'prov-c').map((i) => i.output()).join('\n');
+    const survivors = site.instances
+      .filter((i) => i.name !== 'prov-c')
+      .map((i) => i.output())
+      .join('\n');
     // (the log file holds JSON lines: quotes in messages are escaped)
-    expect(survivors).toMatch(/prov-c\.example\.net \(process [0-9a-f]{16}\) of group \\"lon\\" was not heard for \d+ ms, taking over its share/);
+    expect(survivors).toMatch(
+      /prov-c\.example\.net \(process [0-9a-f]{16}\) of group \\"lon\\" was not heard for \d+ ms, taking over its share/,
+    );
     expect(survivors).toMatch(/Took over \d+ nodes after the active\/active membership changed/);
     expect(survivors).toMatch(/Waiting for the provisioning lock of node-\d+/);
   }, 180_000);
@@ -256,7 +333,8 @@ describe('active/active (CLI processes against a simulated fleet)', () => {
       'no_auth_user: fleet',
     ].join('\n');
     const site = await Site.start({}, broker);
-    for (const name of ['prov-a', 'prov-b', 'prov-c']) await site.instance(name, { delayMs: 20, yaml: { broker_provisioning_password: 'pw' } });
+    for (const name of ['prov-a', 'prov-b', 'prov-c'])
+      await site.instance(name, { delayMs: 20, yaml: { broker_provisioning_password: 'pw' } });
     await site.allProvisioned(120_000);
     site.expectConfiguredOnce();
     // the lock is taken before the helper runs, so no helper ran for a node another instance held
@@ -265,7 +343,11 @@ describe('active/active (CLI processes against a simulated fleet)', () => {
     expect([...runs.perNode.values()].every((n) => n === 1)).toBe(true);
     for (const inst of site.instances) {
       // an instance started last may still be forming when the others have finished the fleet
-      await until(`${inst.name} says it is lock-only`, () => /is unavailable, continuing lock-only/.test(inst.output()), 20_000);
+      await until(
+        `${inst.name} says it is lock-only`,
+        () => /is unavailable, continuing lock-only/.test(inst.output()),
+        20_000,
+      );
       expect(inst.output().match(/is unavailable, continuing lock-only/g), inst.name).toHaveLength(1);
       const s = await site.status(inst);
       expect(s.sites[0]!.coordination.effective).toBe('lock_only');

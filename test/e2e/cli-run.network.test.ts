@@ -17,7 +17,10 @@ afterEach(async () => {
 
 const bin = join(repoRoot, 'packages', 'cli', 'dist', 'bin.js');
 
-function cli(args: string[], env: NodeJS.ProcessEnv = process.env): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+function cli(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   let out = '';
   const child = spawn(process.execPath, [bin, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env });
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
@@ -30,13 +33,30 @@ function cli(args: string[], env: NodeJS.ProcessEnv = process.env): { child: Chi
   return { child, output: () => out, exited };
 }
 
-async function site(dir: string, name: string, monitor: number, extra: string[] = [], helper = `${join(repoRoot, 'examples', 'helpers', 'plain-helper.mjs')} --quiet`): Promise<{ srv: RunningNatsServer; fleet: SimulatedFleet; config: string }> {
+async function site(
+  dir: string,
+  name: string,
+  monitor: number,
+  extra: string[] = [],
+  helper = `${join(repoRoot, 'examples', 'helpers', 'plain-helper.mjs')} --quiet`,
+): Promise<{ srv: RunningNatsServer; fleet: SimulatedFleet; config: string }> {
   const srv = await startNatsServer({ jetstream: false });
   cleanups.push(() => srv.stop());
-  const fleet = await SimulatedFleet.start({ servers: [srv.url], count: 12, token: 's3cret', timeScale: 0.01, control: false, eventFormat: 'none', name });
+  const fleet = await SimulatedFleet.start({
+    servers: [srv.url],
+    count: 12,
+    token: 's3cret',
+    timeScale: 0.01,
+    control: false,
+    eventFormat: 'none',
+    name,
+  });
   cleanups.push(() => fleet.stop());
   const choria = join(dir, `${name}.cfg`);
-  writeFileSync(choria, `identity = prov-${name}.example.net\nplugin.choria.middleware_hosts = ${srv.url}\nplugin.security.provider = file\n`);
+  writeFileSync(
+    choria,
+    `identity = prov-${name}.example.net\nplugin.choria.middleware_hosts = ${srv.url}\nplugin.security.provider = file\n`,
+  );
   const config = join(dir, `${name}.yaml`);
   writeFileSync(
     config,
@@ -65,16 +85,30 @@ describe('choria-provisioner run (process)', () => {
     const a = await site(dir, 'lon', monitor);
     const b = await site(dir, 'nyc', monitor);
     const pid = join(dir, 'p.pid');
-    const run = cli(['run', '--config', a.config, '--config', b.config, '--pid', pid, '--monitor-address', '127.0.0.1']);
-    await Promise.all([a.fleet.waitForAllProvisioned(60_000), b.fleet.waitForAllProvisioned(60_000)]).catch((err: unknown) => {
-      throw new Error(`${String(err)}\n${run.output()}`);
-    });
+    const run = cli([
+      'run',
+      '--config',
+      a.config,
+      '--config',
+      b.config,
+      '--pid',
+      pid,
+      '--monitor-address',
+      '127.0.0.1',
+    ]);
+    await Promise.all([a.fleet.waitForAllProvisioned(60_000), b.fleet.waitForAllProvisioned(60_000)]).catch(
+      (err: unknown) => {
+        throw new Error(`${String(err)}\n${run.output()}`);
+      },
+    );
     expect(existsSync(pid)).toBe(true);
     const metrics = await (await fetch(`http://127.0.0.1:${monitor}/metrics`)).text();
     expect(metrics).toContain('choria_provisioner_provisioned{site="lon"} 12');
     expect(metrics).toContain('choria_provisioner_provisioned{site="nyc"} 12');
     expect(metrics).toContain('process_cpu_user_seconds_total');
-    const status = (await (await fetch(`http://127.0.0.1:${monitor}/status`)).json()) as { sites: { site: string; hosts: unknown[] }[] };
+    const status = (await (await fetch(`http://127.0.0.1:${monitor}/status`)).json()) as {
+      sites: { site: string; hosts: unknown[] }[];
+    };
     expect(status.sites.map((s) => s.site).sort()).toEqual(['lon', 'nyc']);
     expect(status.sites[0]?.hosts).toHaveLength(12);
     // liveness and readiness for orchestrators: both sites connected, no election
@@ -83,13 +117,21 @@ describe('choria-provisioner run (process)', () => {
     expect(((await health.json()) as { status: string }).status).toBe('ok');
     const ready = await fetch(`http://127.0.0.1:${monitor}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ ready: true, sites: [{ site: 'lon', ready: true, reason: 'ready' }, { site: 'nyc', ready: true, reason: 'ready' }] });
+    expect(await ready.json()).toEqual({
+      ready: true,
+      sites: [
+        { site: 'lon', ready: true, reason: 'ready' },
+        { site: 'nyc', ready: true, reason: 'ready' },
+      ],
+    });
 
     const st = cli(['status', '--url', `http://127.0.0.1:${monitor}`]);
     expect(await st.exited).toBe(0);
     expect(st.output()).toMatch(/site lon: running, queue 0, busy workers 0\/4, hosts 12/);
     // this broker has no JetStream: the history is the process's own, and the status says why
-    expect(st.output()).toMatch(/history: this process only, 12 nodes \(could not open the history bucket CHORIA_PROVISIONER_HISTORY: no JetStream answers/);
+    expect(st.output()).toMatch(
+      /history: this process only, 12 nodes \(could not open the history bucket CHORIA_PROVISIONER_HISTORY: no JetStream answers/,
+    );
     expect(st.output()).toMatch(/node-1\.example\.net +(held|provisioned) +1 +prov-lon\.example\.net/);
 
     run.child.kill('SIGTERM');
@@ -148,13 +190,22 @@ describe('choria-provisioner run (process)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cpts-run-'));
     const monitor = await freePort();
     const pki = await createTestPki([], join(dir));
-    const a = await site(dir, 'lon', monitor, [`monitor_tls_cert: ${pki.server.certFile}`, `monitor_tls_key: ${pki.server.keyFile}`]);
+    const a = await site(dir, 'lon', monitor, [
+      `monitor_tls_cert: ${pki.server.certFile}`,
+      `monitor_tls_key: ${pki.server.keyFile}`,
+    ]);
     const run = cli(['run', '--config', a.config, '--monitor-address', '127.0.0.1']);
     await a.fleet.waitForAllProvisioned(60_000);
-    const st = cli(['status', '--url', `https://127.0.0.1:${monitor}`], { ...process.env, NODE_EXTRA_CA_CERTS: pki.caFile });
+    const st = cli(['status', '--url', `https://127.0.0.1:${monitor}`], {
+      ...process.env,
+      NODE_EXTRA_CA_CERTS: pki.caFile,
+    });
     expect(await st.exited, st.output()).toBe(0);
     expect(st.output()).toMatch(/site lon: running/);
-    const untrusted = cli(['status', '--url', `https://127.0.0.1:${monitor}`], { ...process.env, NODE_EXTRA_CA_CERTS: '' });
+    const untrusted = cli(['status', '--url', `https://127.0.0.1:${monitor}`], {
+      ...process.env,
+      NODE_EXTRA_CA_CERTS: '',
+    });
     expect(await untrusted.exited).toBe(3);
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
@@ -168,7 +219,10 @@ describe('choria-provisioner run (process)', () => {
     const url = `http://127.0.0.1:${monitor}/status`;
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const st = (await fetch(url).then((r) => r.json(), () => undefined)) as { sites: { dryRun: boolean; hostCounts: Record<string, number> }[] } | undefined;
+      const st = (await fetch(url).then(
+        (r) => r.json(),
+        () => undefined,
+      )) as { sites: { dryRun: boolean; hostCounts: Record<string, number> }[] } | undefined;
       if (st?.sites[0]?.hostCounts['dry_run'] === 12) {
         expect(st.sites[0].dryRun).toBe(true);
         break;
@@ -176,7 +230,9 @@ describe('choria-provisioner run (process)', () => {
       if (Date.now() > deadline) throw new Error(`no dry run of all 12 nodes:\n${run.output()}`);
       await new Promise((r) => setTimeout(r, 100));
     }
-    expect(a.fleet.report().nodes.every((n) => n.state === 'waiting' && n.configuredCount === 0 && n.restartCount === 0)).toBe(true);
+    expect(
+      a.fleet.report().nodes.every((n) => n.state === 'waiting' && n.configuredCount === 0 && n.restartCount === 0),
+    ).toBe(true);
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
     expect(readFileSync(join(dir, 'lon.log'), 'utf8')).toContain('dry run: nothing is sent that changes a node');
@@ -192,14 +248,23 @@ describe('choria-provisioner run (process)', () => {
     expect(liveCode, out).toBe(0);
     expect(out).toMatch(/^request:\n\{\n {2}"identity": "node-1.example.net"/);
     expect(out).toContain('reply:\n{');
-    expect(out).toMatch(/result: OK: dry run: would send choria_provision#configure with \d+ settings \(.*identity.*\), then choria_provision#restart/);
+    expect(out).toMatch(
+      /result: OK: dry run: would send choria_provision#configure with \d+ settings \(.*identity.*\), then choria_provision#restart/,
+    );
     const node = a.fleet.report({ identities: ['node-1.example.net'] }).nodes[0];
     expect([node?.state, node?.configuredCount, node?.restartCount]).toEqual(['waiting', 0, 0]);
-    expect(JSON.parse(readFileSync(saved, 'utf8'))).toMatchObject({ identity: 'node-1.example.net', inventory: expect.any(String) });
+    expect(JSON.parse(readFileSync(saved, 'utf8'))).toMatchObject({
+      identity: 'node-1.example.net',
+      inventory: expect.any(String),
+    });
 
     const replay = cli(['helper', 'test', '--config', a.config, '--request', saved, '--json']);
     expect(await replay.exited, replay.output()).toBe(0);
-    const report = JSON.parse(replay.output()) as { ok: boolean; request: { identity: string }; reply: { configuration: Record<string, string> } };
+    const report = JSON.parse(replay.output()) as {
+      ok: boolean;
+      request: { identity: string };
+      reply: { configuration: Record<string, string> };
+    };
     expect(report.ok).toBe(true);
     expect(report.request.identity).toBe('node-1.example.net');
     expect(report.reply.configuration['identity']).toBe('node-1.example.net');
@@ -232,16 +297,25 @@ describe('choria-provisioner run (process)', () => {
     const url = `http://127.0.0.1:${monitor}`;
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const st = (await fetch(`${url}/status`).then((r) => r.json(), () => undefined)) as { sites: { hostCounts: Record<string, number> }[] } | undefined;
+      const st = (await fetch(`${url}/status`).then(
+        (r) => r.json(),
+        () => undefined,
+      )) as { sites: { hostCounts: Record<string, number> }[] } | undefined;
       if (st?.sites[0]?.hostCounts['failed'] === 12) break;
       if (Date.now() > deadline) throw new Error(`the 12 nodes did not all fail:\n${run.output()}`);
       await new Promise((r) => setTimeout(r, 100));
     }
-    const served = await Promise.all(['/status', '/status?limit=100', '/nodes?limit=500', '/metrics', '/', '/readyz', '/healthz'].map(async (path) => (await fetch(`${url}${path}`)).text()));
+    const served = await Promise.all(
+      ['/status', '/status?limit=100', '/nodes?limit=500', '/metrics', '/', '/readyz', '/healthz'].map(async (path) =>
+        (await fetch(`${url}${path}`)).text(),
+      ),
+    );
     const status = cli(['status', '--url', url]);
     expect(await status.exited).toBe(0);
     const monitorText = [...served, status.output()].join('\n');
-    expect(monitorText).toContain('stdout is not valid JSON: 155 bytes that are not JSON: `,` or `}` expected at position 148');
+    expect(monitorText).toContain(
+      'stdout is not valid JSON: 155 bytes that are not JSON: `,` or `}` expected at position 148',
+    );
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
     const log = readFileSync(join(dir, 'lon.log'), 'utf8');
@@ -260,7 +334,12 @@ describe('choria-provisioner run (process)', () => {
     const a = await site(dir, 'lon', monitor);
     const holder = cli(['run', '--config', a.config, '--monitor-address', '127.0.0.1']);
     const deadline = Date.now() + 20_000;
-    while (!(await fetch(`http://127.0.0.1:${monitor}/metrics`).then(() => true, () => false))) {
+    while (
+      !(await fetch(`http://127.0.0.1:${monitor}/metrics`).then(
+        () => true,
+        () => false,
+      ))
+    ) {
       if (Date.now() > deadline) throw new Error(`first instance did not serve metrics:\n${holder.output()}`);
       await new Promise((r) => setTimeout(r, 100));
     }

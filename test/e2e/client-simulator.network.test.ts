@@ -36,12 +36,23 @@ async function client(version: 'v1' | 'v2'): Promise<ChoriaClient> {
   } else {
     const dir = mkdtempSync(join(tmpdir(), 'cpts-v2-'));
     const seed = randomBytes(32);
-    const key = createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]), format: 'der', type: 'pkcs8' });
+    const key = createPrivateKey({
+      key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]),
+      format: 'der',
+      type: 'pkcs8',
+    });
     const pub = createPublicKey(key).export({ format: 'der', type: 'spki' }).subarray(12).toString('hex');
     const now = Math.floor(Date.now() / 1000);
     const head = `${b64u(JSON.stringify({ alg: 'EdDSA', typ: 'JWT' }))}.${b64u(JSON.stringify({ callerid: 'provisioner_signer', purpose: 'choria_client_id', public_key: pub, iat: now, exp: now + 3600 }))}`;
     // the org issuer signs the client JWT; provisioning-mode servers do not verify it
-    const org = createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(readVector('tokens', 'ed25519-signer.seed'), 'hex')]), format: 'der', type: 'pkcs8' });
+    const org = createPrivateKey({
+      key: Buffer.concat([
+        Buffer.from('302e020100300506032b657004220420', 'hex'),
+        Buffer.from(readVector('tokens', 'ed25519-signer.seed'), 'hex'),
+      ]),
+      format: 'der',
+      type: 'pkcs8',
+    });
     writeFileSync(join(dir, 'client.jwt'), `${head}.${b64u(sign(null, Buffer.from(head), org))}\n`);
     writeFileSync(join(dir, 'client.seed'), seed.toString('hex'));
     text += `plugin.security.provider = choria\nplugin.security.choria.token_file = ${join(dir, 'client.jwt')}\nplugin.security.choria.seed_file = ${join(dir, 'client.seed')}\n`;
@@ -53,7 +64,11 @@ async function client(version: 'v1' | 'v2'): Promise<ChoriaClient> {
   return c;
 }
 
-async function fleet(count: number, protocol: 'v1' | 'v2', extra: Record<string, unknown> = {}): Promise<SimulatedFleet> {
+async function fleet(
+  count: number,
+  protocol: 'v1' | 'v2',
+  extra: Record<string, unknown> = {},
+): Promise<SimulatedFleet> {
   const f = await SimulatedFleet.start({
     servers: [srv.url],
     count,
@@ -98,18 +113,33 @@ describe('ChoriaClient against the simulator', () => {
       expect((ed.data as { public_key: string }).public_key).toMatch(/^[0-9a-f]{64}$/);
       const csr = await c.rpc(a, 'choria_provision', 'gencsr', { cn: a, token });
       expect((csr.data as { csr: string }).csr).toContain('BEGIN CERTIFICATE REQUEST');
-      const conf = await c.rpc(a, 'choria_provision', 'configure', { token, config: JSON.stringify({ 'plugin.choria.server.provision': 'false', identity: a }) });
+      const conf = await c.rpc(a, 'choria_provision', 'configure', {
+        token,
+        config: JSON.stringify({ 'plugin.choria.server.provision': 'false', identity: a }),
+      });
       expect((conf.data as { message: string }).message).toMatch(/^Wrote 3 lines to /);
       const rs = await c.rpc(a, 'choria_provision', 'restart', { token, splay: 1 });
       expect((rs.data as { message: string }).message).toBe('Restarting Choria Server after 2s');
-      const up = await c.rpc(b, 'choria_provision', 'release_update', { token, repository: 'https://repo.example.net/', version: '0.30.0' });
+      const up = await c.rpc(b, 'choria_provision', 'release_update', {
+        token,
+        repository: 'https://repo.example.net/',
+        version: '0.30.0',
+      });
       expect((up.data as { message: string }).message).toMatch(/^Restarting Choria Server after/);
       const sd = await c.rpc(d, 'choria_provision', 'shutdown', { token });
       expect((sd.data as { message: string }).message).toMatch(/^Shutting Choria Server down after \ds$/);
-      await f.waitFor((fl) => fl.countByState().provisioned === 1 && fl.countByState().shutdown === 1, 10_000, 'restart and shutdown');
+      await f.waitFor(
+        (fl) => fl.countByState().provisioned === 1 && fl.countByState().shutdown === 1,
+        10_000,
+        'restart and shutdown',
+      );
       await f.waitFor((fl) => fl.node(b)?.state.version === '0.30.0', 10_000, 'update');
       const r = f.report();
-      expect(r.nodes.find((n) => n.identity === a)).toMatchObject({ configuredCount: 1, restartCount: 1, protocol: version });
+      expect(r.nodes.find((n) => n.identity === a)).toMatchObject({
+        configuredCount: 1,
+        restartCount: 1,
+        protocol: version,
+      });
     });
   }
 
@@ -118,13 +148,17 @@ describe('ChoriaClient against the simulator', () => {
     const c = await client('v1');
     const id = f.identities()[0] as string;
     await expect(c.rpc(id, 'choria_provision', 'jwt', { token: 'nope' })).rejects.toThrow(RpcAbortedError);
-    await expect(c.rpc(id, 'choria_provision', 'jwt', { token: 'nope' })).rejects.toThrow(/Incorrect provision token supplied/);
+    await expect(c.rpc(id, 'choria_provision', 'jwt', { token: 'nope' })).rejects.toThrow(
+      /Incorrect provision token supplied/,
+    );
   });
 
   it('an RPC to an absent node times out with a clear error within its timeout', async () => {
     const c = await client('v1');
     const t = Date.now();
-    await expect(c.rpc('absent.example.net', 'rpcutil', 'inventory', {}, { timeoutMs: 500 })).rejects.toThrow(RpcTimeoutError);
+    await expect(c.rpc('absent.example.net', 'rpcutil', 'inventory', {}, { timeoutMs: 500 })).rejects.toThrow(
+      RpcTimeoutError,
+    );
     expect(Date.now() - t).toBeLessThan(1500);
   });
 

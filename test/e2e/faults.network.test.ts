@@ -9,7 +9,15 @@ import { connect } from 'nats';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sleep, until } from '@choria-provisioner/test-support/wait';
-import { FleetHarness, discoverWhenIdle, driveUntilProvisioned, expectExactlyOnce, expectProvisionedOnce, metricValue, plainConfiguration } from '@choria-provisioner/test-support/fleet';
+import {
+  FleetHarness,
+  discoverWhenIdle,
+  driveUntilProvisioned,
+  expectExactlyOnce,
+  expectProvisionedOnce,
+  metricValue,
+  plainConfiguration,
+} from '@choria-provisioner/test-support/fleet';
 import { readVector } from '@choria-provisioner/test-support/vectors';
 import { provisioningLogin } from '@choria-provisioner/test-support/nats-server';
 import { startTcpRelay } from '@choria-provisioner/test-support/tcp-relay';
@@ -18,7 +26,8 @@ import type { HelperRequest } from '@choria-provisioner/core';
 const h = new FleetHarness();
 afterEach(() => h.cleanup());
 
-const outcome = (r: Registry, o: string): Promise<number> => metricValue(r, 'choria_provisioner_outcomes', { outcome: o });
+const outcome = (r: Registry, o: string): Promise<number> =>
+  metricValue(r, 'choria_provisioner_outcomes', { outcome: o });
 
 describe('end-to-end faults', () => {
   it('20% of the nodes vanish right after discovery: every live node provisioned, each vanished one gone within 5 s', async () => {
@@ -35,12 +44,19 @@ describe('end-to-end faults', () => {
       const st = p.status({ limit: 1000 });
       if (st.hosts.length < 100) return false;
       // the last 20 in the queue, which no worker has reached yet, leave the network at once
-      vanished = st.hosts.filter((x) => x.state === 'queued').slice(-20).map((x) => x.identity);
+      vanished = st.hosts
+        .filter((x) => x.state === 'queued')
+        .slice(-20)
+        .map((x) => x.identity);
       for (const id of vanished) fleet.node(id)?.vanish();
       return true;
     });
     expect(vanished).toHaveLength(20);
-    await until('80 provisioned and 20 gone', async () => fleet.countByState().provisioned === 80 && (await outcome(registry, 'gone')) === 20, 40_000);
+    await until(
+      '80 provisioned and 20 gone',
+      async () => fleet.countByState().provisioned === 80 && (await outcome(registry, 'gone')) === 20,
+      40_000,
+    );
     const gone = p.status({ limit: 1000 }).hosts.filter((x) => x.state === 'gone');
     expect(gone.map((x) => x.identity).sort()).toEqual([...vanished].sort());
     for (const x of gone) {
@@ -84,7 +100,9 @@ describe('end-to-end faults', () => {
     await driveUntilProvisioned(p, fleet, 30_000);
     expectExactlyOnce(fleet);
     const sum = await metricValue(registry, 'choria_provisioner_rpc_time_sum', { rpc: 'choria_provision#configure' });
-    const count = await metricValue(registry, 'choria_provisioner_rpc_time_count', { rpc: 'choria_provision#configure' });
+    const count = await metricValue(registry, 'choria_provisioner_rpc_time_count', {
+      rpc: 'choria_provision#configure',
+    });
     expect(count).toBe(100);
     expect(sum / count).toBeGreaterThanOrEqual(0.2);
   });
@@ -98,7 +116,11 @@ describe('end-to-end faults', () => {
     const pub = join(dir, 'signer-public.pem');
     writeFileSync(pub, readVector('tokens', 'rsa-signer-public.pem'));
     const s = await h.broker();
-    const fleet = await h.fleet(s.url, { count: 60, vanishRate: 0.1, jwt: { signer: 'rsa', keyPem: readVector('tokens', 'rsa-signer-key.pem') } });
+    const fleet = await h.fleet(s.url, {
+      count: 60,
+      vanishRate: 0.1,
+      jwt: { signer: 'rsa', keyPem: readVector('tokens', 'rsa-signer-key.pem') },
+    });
     await fleet.waitForBooted(10_000);
     const registry = new Registry();
     // more workers than vanishing nodes, so the others never wait for a free worker
@@ -116,7 +138,8 @@ describe('end-to-end faults', () => {
     expect(st.busyWorkers).toBe(0);
     const failed = st.hosts.filter((x) => x.state === 'failed');
     expect(failed.map((x) => x.identity).sort()).toEqual(gone.map((n) => n.identity).sort());
-    for (const f of failed) expect(f.lastError).toMatch(/^could not perform rpcutil#inventory on \S+: 5 tries, last: .*timed out/);
+    for (const f of failed)
+      expect(f.lastError).toMatch(/^could not perform rpcutil#inventory on \S+: 5 tries, last: .*timed out/);
     // 5 x 4 s plus at most ~5 s of back-off; far from "forever"
     expect(failedAfter).toBeGreaterThan(20_000);
     expect(failedAfter).toBeLessThan(35_000);
@@ -179,11 +202,16 @@ describe('end-to-end faults', () => {
       jwt: { signer: 'rsa', keyPem: readVector('tokens', 'rsa-signer-key.pem') },
     });
     await fleet.waitForBooted(10_000);
-    const p = h.provisioner(s.url, `workers: 8\njwt_verify_cert: ${pub}\nfeatures:\n  jwt: true\n`, { rpcTimeoutMs: 5000 });
+    const p = h.provisioner(s.url, `workers: 8\njwt_verify_cert: ${pub}\nfeatures:\n  jwt: true\n`, {
+      rpcTimeoutMs: 5000,
+    });
     await p.start();
     await until('some progress', () => fleet.countByState().provisioned >= 15, 20_000);
     await s.restart();
-    await until('more progress', () => fleet.countByState().provisioned >= 50, 30_000, { tick: () => discoverWhenIdle(p), stepMs: 100 });
+    await until('more progress', () => fleet.countByState().provisioned >= 50, 30_000, {
+      tick: () => discoverWhenIdle(p),
+      stepMs: 100,
+    });
     await s.restart();
     await driveUntilProvisioned(p, fleet, 40_000);
     expectProvisionedOnce(fleet);
@@ -225,7 +253,10 @@ describe('end-to-end faults', () => {
     await b.start();
     await until('a leader', () => a.isLeader === true || b.isLeader === true, 15_000);
     const [leader, standby] = a.isLeader === true ? [a, b] : [b, a];
-    await until('some nodes provisioned', () => fleet.countByState().provisioned >= 20, 20_000, { tick: () => discoverWhenIdle(leader), stepMs: 100 });
+    await until('some nodes provisioned', () => fleet.countByState().provisioned >= 20, 20_000, {
+      tick: () => discoverWhenIdle(leader),
+      stepMs: 100,
+    });
     expect(standby.paused).toBe(true);
     await leader.stop(); // like a crash: the election key is not released
     await until('the standby to lead', () => standby.isLeader === true, 20_000);
@@ -284,8 +315,13 @@ describe('end-to-end faults', () => {
     await fleet.waitForAllProvisioned(20_000);
     expectExactlyOnce(fleet);
     // one in ten names an empty identity: refused by the identity rule, counted apart
-    const refused = (): Promise<number> => metricValue(registry, 'choria_provisioner_refused_identities', { source: 'event' });
-    await until('every garbage event counted', async () => (await metricValue(registry, 'choria_provisioner_event_errors')) === 900 && (await refused()) === 100, 5000);
+    const refused = (): Promise<number> =>
+      metricValue(registry, 'choria_provisioner_refused_identities', { source: 'event' });
+    await until(
+      'every garbage event counted',
+      async () => (await metricValue(registry, 'choria_provisioner_event_errors')) === 900 && (await refused()) === 100,
+      5000,
+    );
     expect(await metricValue(registry, 'choria_provisioner_event_discovered')).toBe(60);
     expect(p.status().hostCounts).toEqual({ held: 60 });
   });
@@ -304,12 +340,20 @@ describe('end-to-end faults', () => {
     const bad = ['bad identity', 'node.>', 'a..b', '*', '.leading.dot'];
     const ts = Math.floor(Date.now() / 1000);
     for (const identity of bad) {
-      const ev = { protocol: 'io.choria.lifecycle.v1.startup', id: `bad-${identity}`, identity, component: 'provision_mode_server', timestamp: ts };
+      const ev = {
+        protocol: 'io.choria.lifecycle.v1.startup',
+        id: `bad-${identity}`,
+        identity,
+        component: 'provision_mode_server',
+        timestamp: ts,
+      };
       nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(JSON.stringify(ev)));
     }
     await nc.flush();
-    const refused = (): Promise<number> => metricValue(registry, 'choria_provisioner_refused_identities', { source: 'event' });
-    const seen = async (): Promise<number> => (await refused()) + (await metricValue(registry, 'choria_provisioner_event_discovered'));
+    const refused = (): Promise<number> =>
+      metricValue(registry, 'choria_provisioner_refused_identities', { source: 'event' });
+    const seen = async (): Promise<number> =>
+      (await refused()) + (await metricValue(registry, 'choria_provisioner_event_discovered'));
     await until('every event handled', async () => (await seen()) === bad.length, 5000);
     expect(await metricValue(registry, 'choria_provisioner_event_discovered')).toBe(0);
     expect(await refused()).toBe(bad.length);
@@ -322,7 +366,13 @@ describe('end-to-end faults', () => {
 function garbageEvent(i: number): string {
   const identity = `ghost-${i}.example.net`;
   const ts = Math.floor(Date.now() / 1000);
-  const choria = { protocol: 'io.choria.lifecycle.v1.startup', id: `g${i}`, identity, component: 'provision_mode_server', timestamp: ts };
+  const choria = {
+    protocol: 'io.choria.lifecycle.v1.startup',
+    id: `g${i}`,
+    identity,
+    component: 'provision_mode_server',
+    timestamp: ts,
+  };
   switch (i % 10) {
     case 0:
       return 'not json';
@@ -341,7 +391,11 @@ function garbageEvent(i: number): string {
     case 7:
       return JSON.stringify({ specversion: '1.0', source: 'io.choria.lifecycle', id: `g${i}`, data_base64: '***' });
     case 8:
-      return JSON.stringify({ specversion: '1.0', source: 'io.choria.lifecycle', data: { ...choria, protocol: 'io.choria.lifecycle.startup' } });
+      return JSON.stringify({
+        specversion: '1.0',
+        source: 'io.choria.lifecycle',
+        data: { ...choria, protocol: 'io.choria.lifecycle.startup' },
+      });
     default:
       return '{"protocol":"io.choria.lifecycle.v1.startup","identity":';
   }

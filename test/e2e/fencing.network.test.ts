@@ -63,7 +63,10 @@ describe('fencing: a paused provisioner never sends what it decided before the p
     const dir = h.tempDir();
     const choria = join(dir, 'client.cfg');
     // one identity for both instances, as with one client certificate
-    writeFileSync(choria, `identity = provisioner.example.net\nplugin.choria.middleware_hosts = ${s.url}\nplugin.security.provider = file\n`);
+    writeFileSync(
+      choria,
+      `identity = provisioner.example.net\nplugin.choria.middleware_hosts = ${s.url}\nplugin.security.provider = file\n`,
+    );
     const start = async (name: string): Promise<Instance> => {
       const port = await freePort();
       const log = join(dir, `${name}.log`);
@@ -90,7 +93,11 @@ describe('fencing: a paused provisioner never sends what it decided before the p
       );
       let out = '';
       const env = { ...process.env, CA_DIR: join(dir, 'ca'), SLOW_HELPER_MS: '3000' };
-      const child = spawn(process.execPath, [CLI, 'run', '--monitor-address', '127.0.0.1', '--config', config], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env });
+      const child = spawn(process.execPath, [CLI, 'run', '--monitor-address', '127.0.0.1', '--config', config], {
+        cwd: repoRoot,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env,
+      });
       children.push(child);
       child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
       child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
@@ -102,8 +109,15 @@ describe('fencing: a paused provisioner never sends what it decided before the p
     const b = await start('b');
     await until('instance b to stand by', async () => (await status(b))?.leader === false, 30_000);
     // the leader is paused with 8 helpers running, each on a node whose key it made (gencsr)
-    await until('a leader running 8 helpers', async () => ((await status(a))?.hosts ?? []).filter((x) => x.step === 'helper').length >= 8, 30_000, { stepMs: 50 }).catch(async (err: unknown) => {
-      throw new Error(`${String(err)}; a's status: ${JSON.stringify(await status(a)).slice(0, 3000)}\n${readFileSync(a.log, 'utf8').slice(-3000)}`);
+    await until(
+      'a leader running 8 helpers',
+      async () => ((await status(a))?.hosts ?? []).filter((x) => x.step === 'helper').length >= 8,
+      30_000,
+      { stepMs: 50 },
+    ).catch(async (err: unknown) => {
+      throw new Error(
+        `${String(err)}; a's status: ${JSON.stringify(await status(a)).slice(0, 3000)}\n${readFileSync(a.log, 'utf8').slice(-3000)}`,
+      );
     });
     process.kill(a.child.pid ?? -1, 'SIGSTOP');
     await until('the standby to take over', async () => (await status(b))?.leader === true, 30_000);
@@ -137,7 +151,10 @@ describe('fencing: a paused provisioner never sends what it decided before the p
         done();
       },
     });
-    const logger = winston.createLogger({ level: 'info', transports: [new winston.transports.Stream({ stream: sink })] });
+    const logger = winston.createLogger({
+      level: 'info',
+      transports: [new winston.transports.Stream({ stream: sink })],
+    });
     let helperRuns = 0;
     const slowHelper = async (req: HelperRequest): Promise<{ configuration: Record<string, string> }> => {
       helperRuns++;
@@ -145,13 +162,24 @@ describe('fencing: a paused provisioner never sends what it decided before the p
       return { configuration: plainConfiguration(req) };
     };
     // heartbeat 1 s: the lease ends 2.5 s after the last heartbeat the member heard back
-    const p = h.provisioner(relay.url, 'coordination: active_active\ncoordination_heartbeat: 1s\nworkers: 4\ninterval: 10m\n', { helper: slowHelper, logger });
+    const p = h.provisioner(
+      relay.url,
+      'coordination: active_active\ncoordination_heartbeat: 1s\nworkers: 4\ninterval: 10m\n',
+      { helper: slowHelper, logger },
+    );
     await p.start();
     await until('4 helpers running', () => helperRuns >= 4, 20_000, { stepMs: 20 });
     relay.goSilent();
-    await until('every node provisioned', () => fleet.countByState().provisioned === 12, 40_000, { stepMs: 100 }).catch((err: unknown) => {
-      throw new Error(`${String(err)}\n${entries.map((e) => e.message).join('\n').slice(-4000)}`);
-    });
+    await until('every node provisioned', () => fleet.countByState().provisioned === 12, 40_000, { stepMs: 100 }).catch(
+      (err: unknown) => {
+        throw new Error(
+          `${String(err)}\n${entries
+            .map((e) => e.message)
+            .join('\n')
+            .slice(-4000)}`,
+        );
+      },
+    );
     const text = entries.map((e) => e.message).join('\n');
     // the silence did cut work short, and the discovery after it found the nodes again
     expect(text).toMatch(/lease ran out/);
@@ -161,7 +189,11 @@ describe('fencing: a paused provisioner never sends what it decided before the p
     // fleet, with no provisioning JWT, refuses; and checks a configure lost there with a restart.
     const r = fleet.report();
     const mistakes = r.nodes.flatMap((n) =>
-      n.violations.filter((v) => v.kind !== 'restart-refused' && !(v.kind === 'refused' && /No Provisioning JWT file/.test(v.detail))).map((v) => `${n.identity} ${v.kind}: ${v.detail}`),
+      n.violations
+        .filter(
+          (v) => v.kind !== 'restart-refused' && !(v.kind === 'refused' && /No Provisioning JWT file/.test(v.detail)),
+        )
+        .map((v) => `${n.identity} ${v.kind}: ${v.detail}`),
     );
     expect(mistakes).toEqual([]);
     expect(r.nodes.filter((n) => n.state !== 'provisioned' || n.restartCount !== 1).map((n) => n.identity)).toEqual([]);

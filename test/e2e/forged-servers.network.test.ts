@@ -100,7 +100,12 @@ describe('forged servers in provisioning mode', () => {
       onRpc: (ctx) => {
         if (ctx.request.action === 'inventory') {
           const facts = ctx.identity === DEEP_NODE ? nested(600) : { role: 'web' };
-          return { action: 'inventory', statuscode: 0, statusmsg: 'OK', data: { agents: ['choria_provision'], version: '0.30.2', upgradable: false, facts } };
+          return {
+            action: 'inventory',
+            statuscode: 0,
+            statusmsg: 'OK',
+            data: { agents: ['choria_provision'], version: '0.30.2', upgradable: false, facts },
+          };
         }
         return { action: ctx.request.action, statuscode: 1, statusmsg: STATUS_TEXT, data: {} };
       },
@@ -132,18 +137,43 @@ describe('forged servers in provisioning mode', () => {
     for (let round = 0; round < 3; round++) {
       for (const identity of HOSTILE) {
         for (const format of ['choria', 'cloudevents'] as const) {
-          events.publish('choria.lifecycle.event.startup.provision_mode_server', encodeLifecycleEvent(newLifecycleEvent({ type: 'startup', identity, component: 'provision_mode_server', version: '0.30.2', format })));
+          events.publish(
+            'choria.lifecycle.event.startup.provision_mode_server',
+            encodeLifecycleEvent(
+              newLifecycleEvent({
+                type: 'startup',
+                identity,
+                component: 'provision_mode_server',
+                version: '0.30.2',
+                format,
+              }),
+            ),
+          );
         }
       }
     }
     await events.flush();
 
     // a well-behaved server boots beside them and announces itself
-    const fleet = await SimulatedFleet.start({ servers: [srv.url], count: 1, identityPattern: 'good-{i}.example.net', token: '', timeScale: 0.01, control: false, eventFormat: 'choria' });
+    const fleet = await SimulatedFleet.start({
+      servers: [srv.url],
+      count: 1,
+      identityPattern: 'good-{i}.example.net',
+      token: '',
+      timeScale: 0.01,
+      control: false,
+      eventFormat: 'choria',
+    });
     cleanups.push(() => fleet.stop());
     await fleet.waitForAllProvisioned(20_000);
     await p.discover();
-    await until('the forged nodes tried', () => ['failed'].includes(p.status().hosts.find((h) => h.identity === STATUS_NODE)?.state ?? '') && p.status().hosts.find((h) => h.identity === DEEP_NODE)?.state === 'failed', 20_000);
+    await until(
+      'the forged nodes tried',
+      () =>
+        ['failed'].includes(p.status().hosts.find((h) => h.identity === STATUS_NODE)?.state ?? '') &&
+        p.status().hosts.find((h) => h.identity === DEEP_NODE)?.state === 'failed',
+      20_000,
+    );
     // the history writes and any retry loop would show within this
     await sleep(6_000);
 
@@ -161,10 +191,18 @@ describe('forged servers in provisioning mode', () => {
     // nothing was sent to a hostile identity or to a wildcard subject; no discovery used one as a filter
     // (the JetStream API's consumer subjects name a filter, `<site>.>`, as their last tokens)
     for (const subject of watch.subjects.filter((x) => !x.startsWith('$JS.API.CONSUMER.'))) {
-      expect(subject.split('.').some((t) => t === '*' || t === '>' || t === ''), subject).toBe(false);
+      expect(
+        subject.split('.').some((t) => t === '*' || t === '>' || t === ''),
+        subject,
+      ).toBe(false);
       expect(subject.length).toBeLessThan(1024);
     }
-    expect(watch.subjects.filter((s) => s.startsWith('provisioning.node.')).map((s) => s.slice('provisioning.node.'.length)).every((id) => whyNotIdentity(id) === undefined)).toBe(true);
+    expect(
+      watch.subjects
+        .filter((s) => s.startsWith('provisioning.node.'))
+        .map((s) => s.slice('provisioning.node.'.length))
+        .every((id) => whyNotIdentity(id) === undefined),
+    ).toBe(true);
     for (const f of watch.filters) for (const id of f) expect(HOSTILE).not.toContain(id);
 
     // the deep inventory was asked for once: a reply that cannot be read is not asked again
@@ -174,14 +212,19 @@ describe('forged servers in provisioning mode', () => {
 
     // refusals were counted, by where they came from
     const metrics = await registry.metrics();
-    for (const source of ['event', 'discovery', 'reply']) expect(metrics).toMatch(new RegExp(`choria_provisioner_refused_identities\\{site="test",source="${source}"\\} [1-9]`));
+    for (const source of ['event', 'discovery', 'reply'])
+      expect(metrics).toMatch(
+        new RegExp(`choria_provisioner_refused_identities\\{site="test",source="${source}"\\} [1-9]`),
+      );
 
     // /status and the command line show the node's status message with visible escapes
     const statusText = await (await fetch(`${monitor.url}/status`)).text();
     expect(statusText).not.toMatch(RAW);
     expect(statusText).toContain('\\\\u001b[2J');
     const out: string[] = [];
-    expect(await statusCommand({ url: monitor.url, json: false }, { out: (t) => out.push(t), err: (t) => out.push(t) })).toBe(0);
+    expect(
+      await statusCommand({ url: monitor.url, json: false }, { out: (t) => out.push(t), err: (t) => out.push(t) }),
+    ).toBe(0);
     const printed = out.join('\n');
     expect(printed).toContain(STATUS_NODE);
     expect(printed).toContain('\\u001b[2J');
@@ -191,7 +234,8 @@ describe('forged servers in provisioning mode', () => {
     expect(log).toContain('Refused the node identity');
     expect(log).not.toMatch(RAW);
     const lines = log.split('\n').filter((l) => l !== '');
-    for (const line of lines) expect(line, line.slice(0, 200)).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z (DEBUG|INFO |WARN |ERROR) /);
+    for (const line of lines)
+      expect(line, line.slice(0, 200)).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z (DEBUG|INFO |WARN |ERROR) /);
     expect(lines.some((l) => l.startsWith('2026-12-06T17:00:00.000Z'))).toBe(false);
     // the node's status message reached the log, escaped
     expect(log).toContain('refused \\u001b[2J\\u001b[1;31mCLEARED\\u0007 by the node');

@@ -13,13 +13,17 @@ afterEach(() => h.cleanup());
 const DENY_NODE_3 = 'features:\n  pki: true\ncert_deny_list: ["^node-3\\\\."]\nquarantine_after: 2\nhistory_ttl: 1h\n';
 const NODE_3 = 'node-3.example.net';
 
-const byIdentity = (p: Provisioner): Map<string, HostStatus> => new Map(p.status({ limit: 1000 }).hosts.map((x) => [x.identity, x]));
+const byIdentity = (p: Provisioner): Map<string, HostStatus> =>
+  new Map(p.status({ limit: 1000 }).hosts.map((x) => [x.identity, x]));
 /** held: provisioned, and kept on the list through the node's restart */
 const outcomeOf = (x: HostStatus | undefined): string | undefined => (x?.state === 'held' ? 'provisioned' : x?.state);
 /** every node of the fleet known, node-3 quarantined and the rest provisioned */
 const settled = (p: Provisioner, count: number): boolean => {
   const hosts = byIdentity(p);
-  return hosts.size === count && [...hosts.values()].every((x) => outcomeOf(x) === (x.identity === NODE_3 ? 'quarantined' : 'provisioned'));
+  return (
+    hosts.size === count &&
+    [...hosts.values()].every((x) => outcomeOf(x) === (x.identity === NODE_3 ? 'quarantined' : 'provisioned'))
+  );
 };
 
 describe('node history in a key-value bucket', () => {
@@ -29,14 +33,24 @@ describe('node history in a key-value bucket', () => {
     await fleet.waitForBooted(10_000);
     const first = h.provisioner(s.url, `workers: 3\n${DENY_NODE_3}`, { identity: 'prov-a.example.net' });
     await first.start();
-    expect(first.status().history).toMatchObject({ store: 'kv', bucket: 'CHORIA_PROVISIONER_HISTORY', ttlMs: 3_600_000 });
-    await until('11 provisioned and node-3 quarantined', () => fleet.countByState().provisioned === 11 && byIdentity(first).get(NODE_3)?.state === 'quarantined', 30_000, {
-      tick: () => discoverWhenIdle(first),
-      stepMs: 100,
+    expect(first.status().history).toMatchObject({
+      store: 'kv',
+      bucket: 'CHORIA_PROVISIONER_HISTORY',
+      ttlMs: 3_600_000,
     });
+    await until(
+      '11 provisioned and node-3 quarantined',
+      () => fleet.countByState().provisioned === 11 && byIdentity(first).get(NODE_3)?.state === 'quarantined',
+      30_000,
+      {
+        tick: () => discoverWhenIdle(first),
+        stepMs: 100,
+      },
+    );
     const before = byIdentity(first);
     await first.stop();
-    const node3Rpcs = (): number => fleet.report().nodes.find((n) => n.identity === NODE_3)?.rpcCounts['choria_provision#gencsr'] ?? 0;
+    const node3Rpcs = (): number =>
+      fleet.report().nodes.find((n) => n.identity === NODE_3)?.rpcCounts['choria_provision#gencsr'] ?? 0;
     const csrRequests = node3Rpcs();
     expect(csrRequests).toBe(2);
 
@@ -49,10 +63,20 @@ describe('node history in a key-value bucket', () => {
     for (const id of fleet.identities()) {
       const was = before.get(id);
       const is = after.get(id);
-      expect(is, id).toMatchObject({ state: outcomeOf(was), attempts: was?.attempts, instance: 'prov-a.example.net', firstSeen: was?.firstSeen, lastAttemptMs: was?.lastAttemptMs });
+      expect(is, id).toMatchObject({
+        state: outcomeOf(was),
+        attempts: was?.attempts,
+        instance: 'prov-a.example.net',
+        firstSeen: was?.firstSeen,
+        lastAttemptMs: was?.lastAttemptMs,
+      });
       if (id !== NODE_3) expect(is?.provisionedAt, id).toBe(was?.provisionedAt);
     }
-    expect(after.get(NODE_3)).toMatchObject({ state: 'quarantined', failures: 2, lastError: expect.stringMatching(/matches denied certificate pattern/) });
+    expect(after.get(NODE_3)).toMatchObject({
+      state: 'quarantined',
+      failures: 2,
+      lastError: expect.stringMatching(/matches denied certificate pattern/),
+    });
     // still quarantined for the new process: discoveries do not bring node-3 back
     for (let i = 0; i < 3; i++) await second.discover();
     await new Promise((r) => setTimeout(r, 500));
@@ -72,12 +96,26 @@ describe('node history in a key-value bucket', () => {
       await discoverWhenIdle(a);
       await discoverWhenIdle(b);
     };
-    await until('both to show 23 provisioned and node-3 quarantined', () => fleet.countByState().provisioned === 23 && settled(a, 24) && settled(b, 24), 45_000, { tick: both, stepMs: 100 });
+    await until(
+      'both to show 23 provisioned and node-3 quarantined',
+      () => fleet.countByState().provisioned === 23 && settled(a, 24) && settled(b, 24),
+      45_000,
+      { tick: both, stepMs: 100 },
+    );
     const [ha, hb] = [byIdentity(a), byIdentity(b)];
     expect([...ha.keys()].sort()).toEqual(fleet.identities().sort());
     for (const id of fleet.identities()) {
       const [x, y] = [ha.get(id), hb.get(id)];
-      expect({ attempts: y?.attempts, instance: y?.instance, firstSeen: y?.firstSeen, provisionedAt: y?.provisionedAt, state: outcomeOf(y) }, id).toEqual({
+      expect(
+        {
+          attempts: y?.attempts,
+          instance: y?.instance,
+          firstSeen: y?.firstSeen,
+          provisionedAt: y?.provisionedAt,
+          state: outcomeOf(y),
+        },
+        id,
+      ).toEqual({
         attempts: x?.attempts,
         instance: x?.instance,
         firstSeen: x?.firstSeen,
@@ -93,8 +131,15 @@ describe('node history in a key-value bucket', () => {
     const owner = ha.get(NODE_3)?.instance === 'prov-a.example.net' ? a : b;
     const other = owner === a ? b : a;
     expect(other.release(NODE_3)).toBe(true);
-    await until("the release to reach the owner's history", () => byIdentity(owner).get(NODE_3)?.state !== 'quarantined', 5_000);
-    await until('node-3 tried again by its owner', () => (byIdentity(other).get(NODE_3)?.attempts ?? 0) === 3, 15_000, { tick: both, stepMs: 100 });
+    await until(
+      "the release to reach the owner's history",
+      () => byIdentity(owner).get(NODE_3)?.state !== 'quarantined',
+      5_000,
+    );
+    await until('node-3 tried again by its owner', () => (byIdentity(other).get(NODE_3)?.attempts ?? 0) === 3, 15_000, {
+      tick: both,
+      stepMs: 100,
+    });
     expect(byIdentity(other).get(NODE_3)).toMatchObject({ instance: owner.choria.identity, failures: 1 });
   }, 90_000);
 
@@ -103,6 +148,11 @@ describe('node history in a key-value bucket', () => {
     const s = await h.broker({ jetstream: false, choriaAccounts: false });
     const p = h.provisioner(s.url, 'workers: 1\n');
     await p.start();
-    expect(p.status().history).toMatchObject({ store: 'memory', reason: expect.stringMatching(/could not open the history bucket CHORIA_PROVISIONER_HISTORY: no JetStream answers under \$JS\.API/) });
+    expect(p.status().history).toMatchObject({
+      store: 'memory',
+      reason: expect.stringMatching(
+        /could not open the history bucket CHORIA_PROVISIONER_HISTORY: no JetStream answers under \$JS\.API/,
+      ),
+    });
   }, 30_000);
 });

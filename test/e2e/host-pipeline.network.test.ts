@@ -45,7 +45,15 @@ const plainConfig = (req: HelperRequest): Record<string, string> => ({
 });
 
 async function setup(config: ProvisionerConfig, fleetOpts: Partial<FleetOptions>, helper: HelperFunction, count = 3) {
-  fleet = await SimulatedFleet.start({ servers: [srv.url], count, token: 's3cret', timeScale: 0.01, rsaBits: 1024, control: false, ...fleetOpts });
+  fleet = await SimulatedFleet.start({
+    servers: [srv.url],
+    count,
+    token: 's3cret',
+    timeScale: 0.01,
+    rsaBits: 1024,
+    control: false,
+    ...fleetOpts,
+  });
   await fleet.waitForBooted(10_000);
   client = await testClient(testSettings(srv.url, config));
   const registry = new Registry();
@@ -60,7 +68,14 @@ async function setup(config: ProvisionerConfig, fleetOpts: Partial<FleetOptions>
     rpcTimeoutMs: 1000,
   });
   const provision = async (identity: string, extra: Partial<HostJob> = {}): Promise<HostResult> =>
-    await run({ identity, discoveredAt: Date.now(), signal: new AbortController().signal, logger: silentLogger(), onStep: () => undefined, ...extra });
+    await run({
+      identity,
+      discoveredAt: Date.now(),
+      signal: new AbortController().signal,
+      logger: silentLogger(),
+      onStep: () => undefined,
+      ...extra,
+    });
   return { fleet, run, provision, registry };
 }
 
@@ -76,7 +91,11 @@ function expectCleanlyProvisioned(f: SimulatedFleet): void {
 describe('Host pipeline against the simulator', () => {
   it('plain insecure: inventory, helper, configure, restart', async () => {
     const seen: HelperRequest[] = [];
-    const { fleet: f, provision, registry } = await setup(testConfig('interval: 1m\n'), { facts: { role: 'web' } }, (req) => {
+    const {
+      fleet: f,
+      provision,
+      registry,
+    } = await setup(testConfig('interval: 1m\n'), { facts: { role: 'web' } }, (req) => {
       seen.push(req);
       return { configuration: plainConfig(req) };
     });
@@ -88,10 +107,18 @@ describe('Host pipeline against the simulator', () => {
     expect(req.csr).toBeNull();
     expect(req.ed25519_pubkey).toBeNull();
     expect(req.jwt).toBeNull();
-    expect(JSON.parse(req.inventory)).toMatchObject({ facts: { role: 'web' }, main_collective: 'provisioning', version: '0.29.4' });
+    expect(JSON.parse(req.inventory)).toMatchObject({
+      facts: { role: 'web' },
+      main_collective: 'provisioning',
+      version: '0.29.4',
+    });
     const node = f.report().nodes[0];
     expect(node?.configuration).toMatchObject({ 'plugin.choria.server.provision': 'false' });
-    expect(node?.rpcCounts).toMatchObject({ 'rpcutil#inventory': 1, 'choria_provision#configure': 1, 'choria_provision#restart': 1 });
+    expect(node?.rpcCounts).toMatchObject({
+      'rpcutil#inventory': 1,
+      'choria_provision#configure': 1,
+      'choria_provision#restart': 1,
+    });
     const text = await registry.metrics();
     expect(text).toContain('choria_provisioner_rpc_time_count{site="test",rpc="choria_provision#configure"} 3');
     expect(text).toMatch(/choria_provisioner_helper_time_count\{site="test"\} 3/);
@@ -113,7 +140,12 @@ describe('Host pipeline against the simulator', () => {
     for (const id of f.identities()) expect(await provision(id)).toEqual({ outcome: 'provisioned' });
     await f.waitForAllProvisioned(10_000);
     expectCleanlyProvisioned(f);
-    expect(seen[0]?.jwt).toMatchObject({ cht: 's3cret', purpose: 'choria_provisioning', extensions: { customer: 'acme' }, ou: 'choria' });
+    expect(seen[0]?.jwt).toMatchObject({
+      cht: 's3cret',
+      purpose: 'choria_provisioning',
+      extensions: { customer: 'acme' },
+      ou: 'choria',
+    });
   });
 
   it('jwt: a token signed by another key fails the node with the upstream error', async () => {
@@ -142,7 +174,10 @@ describe('Host pipeline against the simulator', () => {
       { jwt: { signer: 'rsa', keyPem: readVector('tokens', 'rsa-signer-key.pem') } },
       (req) => {
         seen.push(req);
-        const key = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs1', format: 'pem' }) as string;
+        const key = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({
+          type: 'pkcs1',
+          format: 'pem',
+        }) as string;
         return {
           configuration: { ...plainConfig(req), 'plugin.security.provider': 'file' },
           certificate: readVector('protocol', 'derived', 'keys', 'rip.mcollective-cert.pem'),
@@ -176,7 +211,9 @@ describe('Host pipeline against the simulator', () => {
     );
     const r = await provision('bad-1.mcollective');
     expect(r.outcome).toBe('failed');
-    expect(r.message).toBe('could not provision bad-1.mcollective: bad-1.mcollective matches denied certificate pattern');
+    expect(r.message).toBe(
+      'could not provision bad-1.mcollective: bad-1.mcollective matches denied certificate pattern',
+    );
     expect(helperRan).toBe(false);
   });
 
@@ -185,14 +222,28 @@ describe('Host pipeline against the simulator', () => {
   const provSeedPath = vectorPath('tokens', 'ed25519-other.seed');
   const provPublic = readVector('tokens', 'ed25519-other.public').trim();
   const edKey = (seed: Buffer) =>
-    createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]), format: 'der', type: 'pkcs8' });
+    createPrivateKey({
+      key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]),
+      format: 'der',
+      type: 'pkcs8',
+    });
   const b64u = (b: Buffer | string): string => Buffer.from(b).toString('base64url');
 
   function chainToken(): string {
     const now = Math.floor(Date.now() / 1000);
     const jti = ksuid(now);
     const tcs = sign(null, Buffer.from(`${jti}.${provPublic}`), edKey(orgSeed())).toString('hex');
-    const claims = { callerid: 'provisioner_signer', purpose: 'choria_client_id', tcs, public_key: provPublic, iss: `I-${orgPublic}`, exp: now + 86400, nbf: now, iat: now, jti };
+    const claims = {
+      callerid: 'provisioner_signer',
+      purpose: 'choria_client_id',
+      tcs,
+      public_key: provPublic,
+      iss: `I-${orgPublic}`,
+      exp: now + 86400,
+      nbf: now,
+      iat: now,
+      jti,
+    };
     const head = `${b64u(JSON.stringify({ alg: 'EdDSA', typ: 'JWT' }))}.${b64u(JSON.stringify(claims))}`;
     return `${head}.${b64u(sign(null, Buffer.from(head), edKey(orgSeed())))}`;
   }
@@ -223,13 +274,20 @@ describe('Host pipeline against the simulator', () => {
       await f.waitForAllProvisioned(10_000);
       expectCleanlyProvisioned(f);
       const node = f.report().nodes[0];
-      expect(node?.serverJwtClaims).toMatchObject({ identity: node?.identity, collectives: ['choria', 'acme'], purpose: 'choria_server', permissions: { streams: true } });
+      expect(node?.serverJwtClaims).toMatchObject({
+        identity: node?.identity,
+        collectives: ['choria', 'acme'],
+        purpose: 'choria_server',
+        permissions: { streams: true },
+      });
       if (chained) expect(String(node?.serverJwtClaims?.['iss'])).toMatch(/^C-/);
       else expect(node?.serverJwtClaims?.['iss']).toBe('Choria Provisioner');
       expect(seen[0]?.ed25519_pubkey?.public_key).toMatch(/^[0-9a-f]{64}$/);
       expect(seen[0]?.jwt?.purpose).toBe('choria_provisioning');
       // a fresh key of the wrong public half would not verify: the nonce proof is real
-      expect(createPublicKey(edKey(orgSeed())).export({ format: 'der', type: 'spki' }).subarray(12).toString('hex')).toBe(orgPublic);
+      expect(
+        createPublicKey(edKey(orgSeed())).export({ format: 'der', type: 'spki' }).subarray(12).toString('hex'),
+      ).toBe(orgPublic);
     });
   }
 
@@ -241,12 +299,16 @@ describe('Host pipeline against the simulator', () => {
         serverJwtVerification: { signerEd25519PublicHex: provPublic },
         version: (i) => (i === 0 ? '0.24.1' : '0.29.4'),
       },
-      (req) => ({ configuration: { ...plainConfig(req), 'plugin.security.provider': 'choria' }, server_claims: { exp: Math.floor(Date.now() / 1000) + 86400 } }),
+      (req) => ({
+        configuration: { ...plainConfig(req), 'plugin.security.provider': 'choria' },
+        server_claims: { exp: Math.floor(Date.now() / 1000) + 86400 },
+      }),
       2,
     );
     const [old, current] = f.identities() as [string, string];
     const needs = 'features.ed25519 (choria_provision#gen25519) needs go-choria 0.25.0 or newer';
-    const gen25519Asked = (): number | undefined => f.report().nodes.find((n) => n.identity === old)?.rpcCounts['choria_provision#gen25519'];
+    const gen25519Asked = (): number | undefined =>
+      f.report().nodes.find((n) => n.identity === old)?.rpcCounts['choria_provision#gen25519'];
     const first = await provision(old);
     expect(first.outcome).toBe('failed');
     expect(first.message).toBe(`${old} answered "Unknown action gen25519 for agent choria_provision": ${needs}`);
@@ -261,10 +323,17 @@ describe('Host pipeline against the simulator', () => {
   });
 
   const upgradeConfig = (optional: boolean): ProvisionerConfig =>
-    testConfig(`upgrades_repository: https://repo.example.net/choria\nupgrades_optional: ${optional}\nfeatures:\n  upgrades: true\n`);
+    testConfig(
+      `upgrades_repository: https://repo.example.net/choria\nupgrades_optional: ${optional}\nfeatures:\n  upgrades: true\n`,
+    );
 
   it('upgrades: equal version continues to configure', async () => {
-    const { fleet: f, provision } = await setup(upgradeConfig(false), { upgradable: true, version: '0.29.4' }, (req) => ({ upgrade: '0.29.4', configuration: plainConfig(req) }), 1);
+    const { fleet: f, provision } = await setup(
+      upgradeConfig(false),
+      { upgradable: true, version: '0.29.4' },
+      (req) => ({ upgrade: '0.29.4', configuration: plainConfig(req) }),
+      1,
+    );
     expect(await provision(f.identities()[0] as string)).toEqual({ outcome: 'provisioned' });
     await f.waitForAllProvisioned(10_000);
     expectCleanlyProvisioned(f);
@@ -272,24 +341,43 @@ describe('Host pipeline against the simulator', () => {
   });
 
   it('upgrades: a different version updates the node first, configuration on its next pass', async () => {
-    const { fleet: f, provision } = await setup(upgradeConfig(false), { upgradable: true, version: '0.29.4' }, (req) => ({ upgrade: '0.30.0', configuration: plainConfig(req) }), 1);
+    const { fleet: f, provision } = await setup(
+      upgradeConfig(false),
+      { upgradable: true, version: '0.29.4' },
+      (req) => ({ upgrade: '0.30.0', configuration: plainConfig(req) }),
+      1,
+    );
     const id = f.identities()[0] as string;
     const r = await provision(id);
     expect(r.outcome).toBe('upgraded');
-    await f.waitFor((fl) => fl.report().nodes[0]?.version === '0.30.0' && fl.report().nodes[0]?.state === 'waiting', 10_000, 'node back on 0.30.0');
+    await f.waitFor(
+      (fl) => fl.report().nodes[0]?.version === '0.30.0' && fl.report().nodes[0]?.state === 'waiting',
+      10_000,
+      'node back on 0.30.0',
+    );
     expect(await provision(id)).toEqual({ outcome: 'provisioned' });
     await f.waitForAllProvisioned(10_000);
     expect(f.report().nodes[0]).toMatchObject({ updateCount: 1, configuredCount: 1, violationCount: 0 });
   });
 
   it('upgrades: a node that cannot update fails, or continues with upgrades_optional', async () => {
-    const { fleet: f, provision } = await setup(upgradeConfig(false), { upgradable: false }, (req) => ({ upgrade: '0.30.0', configuration: plainConfig(req) }), 1);
+    const { fleet: f, provision } = await setup(
+      upgradeConfig(false),
+      { upgradable: false },
+      (req) => ({ upgrade: '0.30.0', configuration: plainConfig(req) }),
+      1,
+    );
     const r = await provision(f.identities()[0] as string);
     expect(r.outcome).toBe('failed');
     expect(r.message).toContain('does not allow version updates');
     await client?.close();
     await fleet?.stop();
-    const again = await setup(upgradeConfig(true), { upgradable: false }, (req) => ({ upgrade: '0.30.0', configuration: plainConfig(req) }), 1);
+    const again = await setup(
+      upgradeConfig(true),
+      { upgradable: false },
+      (req) => ({ upgrade: '0.30.0', configuration: plainConfig(req) }),
+      1,
+    );
     expect(await again.provision(again.fleet.identities()[0] as string)).toEqual({ outcome: 'provisioned' });
     await again.fleet.waitForAllProvisioned(10_000);
     expect(again.fleet.report().nodes[0]).toMatchObject({ updateCount: 0, configuredCount: 1, violationCount: 0 });
@@ -306,7 +394,11 @@ describe('Host pipeline against the simulator', () => {
   });
 
   it('shutdown: the node is told to shut down, counted', async () => {
-    const { fleet: f, provision, registry } = await setup(testConfig(''), {}, () => ({ shutdown: true, msg: 'not in the CMDB' }), 1);
+    const {
+      fleet: f,
+      provision,
+      registry,
+    } = await setup(testConfig(''), {}, () => ({ shutdown: true, msg: 'not in the CMDB' }), 1);
     expect(await provision(f.identities()[0] as string)).toEqual({
       outcome: 'shutdown',
       message: "shut down on request of the helper; its message is in the provisioner's log",
@@ -326,7 +418,10 @@ describe('Host pipeline against the simulator', () => {
   });
 
   it('a policy file name go-choria refuses is refused before any RPC: the node is left untouched, still in provisioning mode', async () => {
-    const reply = (req: HelperRequest) => ({ configuration: plainConfig(req), action_policies: { 'rpcutil.policy': 'policy default deny', choria_util: 'policy default allow' } });
+    const reply = (req: HelperRequest) => ({
+      configuration: plainConfig(req),
+      action_policies: { 'rpcutil.policy': 'policy default deny', choria_util: 'policy default allow' },
+    });
     const { fleet: f, provision } = await setup(testConfig(''), {}, reply, 1);
     const r = await provision(f.identities()[0] as string);
     expect(r.outcome).toBe('failed');
@@ -344,8 +439,14 @@ describe('Host pipeline against the simulator', () => {
     expect(node).toBeDefined();
     const c = await testClient(testSettings(srv.url, testConfig('')));
     try {
-      const data = { token: 's3cret', config: JSON.stringify({ 'plugin.choria.server.provision': 'false' }), action_policies: { rpcutil: 'x' } };
-      await expect(c.rpc(node?.identity ?? '', 'choria_provision', 'configure', data)).rejects.toThrow(/Could not save Action Policies: expected "rpcutil" to have .policy extension/);
+      const data = {
+        token: 's3cret',
+        config: JSON.stringify({ 'plugin.choria.server.provision': 'false' }),
+        action_policies: { rpcutil: 'x' },
+      };
+      await expect(c.rpc(node?.identity ?? '', 'choria_provision', 'configure', data)).rejects.toThrow(
+        /Could not save Action Policies: expected "rpcutil" to have .policy extension/,
+      );
     } finally {
       await c.close();
     }
@@ -369,11 +470,20 @@ describe('Host pipeline against the simulator', () => {
 
   it('a helper failure fails the attempt with its error and the next attempt works', async () => {
     let calls = 0;
-    const { fleet: f, provision, registry } = await setup(testConfig(''), {}, (req) => {
-      calls++;
-      if (calls === 1) return { configuration: { port: 8080 } };
-      return { configuration: plainConfig(req) };
-    }, 1);
+    const {
+      fleet: f,
+      provision,
+      registry,
+    } = await setup(
+      testConfig(''),
+      {},
+      (req) => {
+        calls++;
+        if (calls === 1) return { configuration: { port: 8080 } };
+        return { configuration: plainConfig(req) };
+      },
+      1,
+    );
     const id = f.identities()[0] as string;
     const r = await provision(id);
     expect(r.outcome).toBe('failed');
@@ -383,28 +493,50 @@ describe('Host pipeline against the simulator', () => {
   });
 
   it('an absent node is gone after one short try and a ping, without an RPC error', async () => {
-    const { provision, registry } = await setup(testConfig('liveness_timeout: 300ms\n'), {}, (req) => ({ configuration: plainConfig(req) }), 1);
+    const { provision, registry } = await setup(
+      testConfig('liveness_timeout: 300ms\n'),
+      {},
+      (req) => ({ configuration: plainConfig(req) }),
+      1,
+    );
     const started = Date.now();
     const r = await provision('absent.example.net');
     expect(r.outcome).toBe('gone');
-    expect(r.message).toMatch(/^absent\.example\.net is gone: no reply to rpcutil#inventory and to rpcutil#ping within \d+ ms; it comes back with the next discovery or startup event$/);
+    expect(r.message).toMatch(
+      /^absent\.example\.net is gone: no reply to rpcutil#inventory and to rpcutil#ping within \d+ ms; it comes back with the next discovery or startup event$/,
+    );
     expect(Date.now() - started).toBeLessThan(2000);
-    expect(await registry.metrics()).not.toMatch(/choria_provisioner_rpc_errors\{site="test",rpc="rpcutil#inventory"\} [1-9]/);
+    expect(await registry.metrics()).not.toMatch(
+      /choria_provisioner_rpc_errors\{site="test",rpc="rpcutil#inventory"\} [1-9]/,
+    );
   });
 
   it('an absent node fails after its tries with the step and the last error when the liveness check is off', async () => {
-    const { provision, registry } = await setup(testConfig('liveness_timeout: 0s\n'), {}, (req) => ({ configuration: plainConfig(req) }), 1);
+    const { provision, registry } = await setup(
+      testConfig('liveness_timeout: 0s\n'),
+      {},
+      (req) => ({ configuration: plainConfig(req) }),
+      1,
+    );
     const started = Date.now();
     const r = await provision('absent.example.net');
     expect(r.outcome).toBe('failed');
-    expect(r.message).toMatch(/^could not perform rpcutil#inventory on absent\.example\.net: 5 tries, last: .*timed out/);
+    expect(r.message).toMatch(
+      /^could not perform rpcutil#inventory on absent\.example\.net: 5 tries, last: .*timed out/,
+    );
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(await registry.metrics()).toContain('choria_provisioner_rpc_errors{site="test",rpc="rpcutil#inventory"} 1');
   });
 
   it('a stale node is skipped', async () => {
     const { run } = await setup(testConfig(''), {}, (req) => ({ configuration: plainConfig(req) }), 1);
-    const r = await run({ identity: 'node-1.example.net', discoveredAt: Date.now() - 3 * 60_000, signal: new AbortController().signal, logger: silentLogger(), onStep: () => undefined });
+    const r = await run({
+      identity: 'node-1.example.net',
+      discoveredAt: Date.now() - 3 * 60_000,
+      signal: new AbortController().signal,
+      logger: silentLogger(),
+      onStep: () => undefined,
+    });
     expect(r.outcome).toBe('stale');
     expect(r.message).toMatch(/^skipping node that's been waiting 3m0/);
   });

@@ -10,7 +10,13 @@ import type { LostReplyTimings } from '../../packages/core/src/host/lost-reply.j
 import type { FleetOptions, FleetReport, ReplyHook } from '../../packages/simulator/src/index.js';
 import { sleep, until } from '@choria-provisioner/test-support/wait';
 import type { RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
-import { FleetHarness, driveUntilProvisioned, expectExactlyOnce, metricValue, plainConfiguration } from '@choria-provisioner/test-support/fleet';
+import {
+  FleetHarness,
+  driveUntilProvisioned,
+  expectExactlyOnce,
+  metricValue,
+  plainConfiguration,
+} from '@choria-provisioner/test-support/fleet';
 
 const h = new FleetHarness();
 afterEach(() => h.cleanup());
@@ -23,7 +29,11 @@ const FAST: LostReplyTimings = { actionDelayScale: 0.01, marginMs: 1000 };
  * A reply hook that holds the first `count` successful replies to `action`, restarts the broker
  * (kill -9, start again) and then drops them: the nodes acted, their replies died with the broker.
  */
-function loseWithTheBroker(s: RunningNatsServer, action: string, count: number): { hook: ReplyHook; caught: string[]; done: () => Promise<void> } {
+function loseWithTheBroker(
+  s: RunningNatsServer,
+  action: string,
+  count: number,
+): { hook: ReplyHook; caught: string[]; done: () => Promise<void> } {
   const caught: string[] = [];
   let restarting: Promise<void> | undefined;
   const hook: ReplyHook = async (info) => {
@@ -68,8 +78,13 @@ async function runThroughBrokerLoss(action: string, count: number, fleetOptions:
  */
 function expectNoMistakes(r: FleetReport): void {
   const { 'restart-refused': _checks, ...mistakes } = r.totals.violationsByKind;
-  expect(Object.values(mistakes).reduce((a, n) => a + n, 0), JSON.stringify(r.totals.violationsByKind)).toBe(0);
-  const twice = r.nodes.filter((n) => n.configuredCount > 1).map((n) => `${n.identity}: ${JSON.stringify(n.rpcCounts)} ${JSON.stringify(n.violations)}`);
+  expect(
+    Object.values(mistakes).reduce((a, n) => a + n, 0),
+    JSON.stringify(r.totals.violationsByKind),
+  ).toBe(0);
+  const twice = r.nodes
+    .filter((n) => n.configuredCount > 1)
+    .map((n) => `${n.identity}: ${JSON.stringify(n.rpcCounts)} ${JSON.stringify(n.violations)}`);
   expect(r.totals.maxConfiguredPerCycle, twice.join('\n')).toBeLessThanOrEqual(1);
 }
 
@@ -100,8 +115,10 @@ function attemptsEnded(p: { status(q: { limit: number }): { busyWorkers: number;
   return st.busyWorkers === 0 && st.watchingNodes === 0;
 }
 
-const outcome = (r: Registry, o: string): Promise<number> => metricValue(r, 'choria_provisioner_outcomes', { outcome: o });
-const lost = (r: Registry, rpc: string, finding: string): Promise<number> => metricValue(r, 'choria_provisioner_lost_replies', { rpc, finding });
+const outcome = (r: Registry, o: string): Promise<number> =>
+  metricValue(r, 'choria_provisioner_outcomes', { outcome: o });
+const lost = (r: Registry, rpc: string, finding: string): Promise<number> =>
+  metricValue(r, 'choria_provisioner_lost_replies', { rpc, finding });
 
 /**
  * Four upgradable nodes on 0.29.4, a helper that asks for 0.30.0 and a request timeout of 2 s:
@@ -113,15 +130,20 @@ async function upgradeFourNodes(fleetOptions: Partial<FleetOptions>, { rediscove
   const fleet = await h.fleet(s.url, { count: 4, upgradable: true, version: '0.29.4', ...fleetOptions });
   await fleet.waitForBooted(10_000);
   const registry = new Registry();
-  const p = h.provisioner(s.url, 'workers: 4\nupgrades_repository: https://repo.example.net/choria\nfeatures:\n  upgrades: true\n', {
-    registry,
-    rpcTimeoutMs: 2000,
-    lostReply: FAST,
-    helper: (req) => ({ upgrade: '0.30.0', configuration: plainConfiguration(req) }),
-  });
+  const p = h.provisioner(
+    s.url,
+    'workers: 4\nupgrades_repository: https://repo.example.net/choria\nfeatures:\n  upgrades: true\n',
+    {
+      registry,
+      rpcTimeoutMs: 2000,
+      lostReply: FAST,
+      helper: (req) => ({ upgrade: '0.30.0', configuration: plainConfiguration(req) }),
+    },
+  );
   await p.start();
   if (rediscover) await driveUntilProvisioned(p, fleet, 40_000);
-  else await until('4 nodes provisioned without another discovery', () => fleet.countByState().provisioned >= 4, 30_000);
+  else
+    await until('4 nodes provisioned without another discovery', () => fleet.countByState().provisioned >= 4, 30_000);
   await until('every attempt finished', () => attemptsEnded(p), 20_000);
   return { fleet, registry };
 }
@@ -178,7 +200,9 @@ describe('lost replies of node-changing actions', () => {
     expect(ended.failed).toBe(0);
     const r = fleet.report();
     expect(r.totals.violations, JSON.stringify(r.totals.violationsByKind)).toBe(0);
-    expect(r.nodes.every((n) => n.state === 'provisioned' && n.configuredCount === 1 && n.restartCount === 1)).toBe(true);
+    expect(r.nodes.every((n) => n.state === 'provisioned' && n.configuredCount === 1 && n.restartCount === 1)).toBe(
+      true,
+    );
   }, 60_000);
 
   it('a watch that begins while the provisioner stops keeps its worker: stop() waits for the attempt and records it', async () => {
@@ -206,13 +230,18 @@ describe('lost replies of node-changing actions', () => {
     const registry = new Registry();
     // a late-reply grace far longer than the rest of the run: the other nodes can only be
     // provisioned within it if the restart's attempt gave its worker up when the link came back
-    const p = h.provisioner(s.url, 'workers: 1\n', { registry, rpcTimeoutMs: 4000, lostReply: { ...FAST, reconnectGraceMs: 10_000 } });
+    const p = h.provisioner(s.url, 'workers: 1\n', {
+      registry,
+      rpcTimeoutMs: 4000,
+      lostReply: { ...FAST, reconnectGraceMs: 10_000 },
+    });
     await p.start();
     await loss.done();
     await until('the three other nodes provisioned', async () => (await outcome(registry, 'provisioned')) >= 3, 8_000);
     expect(p.status({ limit: 0 }).watchingNodes).toBe(1);
     // still in its grace: no finding about the lost reply yet
-    for (const finding of ['acted', 'not_acted', 'gone', 'unsure']) expect(await lost(registry, 'choria_provision#restart', finding), finding).toBe(0);
+    for (const finding of ['acted', 'not_acted', 'gone', 'unsure'])
+      expect(await lost(registry, 'choria_provision#restart', finding), finding).toBe(0);
     await until('every attempt finished', () => attemptsEnded(p), 40_000);
     expect(await outcome(registry, 'provisioned')).toBe(4);
     expect(await outcome(registry, 'failed')).toBe(0);
@@ -272,13 +301,20 @@ describe('lost replies of node-changing actions', () => {
     expect(await outcome(registry, 'provisioned')).toBe(40);
     expect(await outcome(registry, 'shutdown')).toBe(20);
     expect(await outcome(registry, 'failed')).toBe(0);
-    const byEvents = (await lost(registry, 'choria_provision#restart', 'acted')) + (await lost(registry, 'choria_provision#shutdown', 'acted'));
+    const byEvents =
+      (await lost(registry, 'choria_provision#restart', 'acted')) +
+      (await lost(registry, 'choria_provision#shutdown', 'acted'));
     expect(byEvents).toBe(6);
     expect(p.status().hostCounts).toEqual({ held: 60 });
   }, 60_000);
 
   it('the broker restarted between five nodes accepting restart and their replies: all provisioned, none failed', async () => {
-    const { p, fleet, registry, caught } = await runThroughBrokerLoss('restart', 5, { count: 80, latencyMs: 5, latencyJitterMs: 20, seed: 3 });
+    const { p, fleet, registry, caught } = await runThroughBrokerLoss('restart', 5, {
+      count: 80,
+      latencyMs: 5,
+      latencyJitterMs: 20,
+      seed: 3,
+    });
     expect(caught).toHaveLength(5);
     const r = fleet.report();
     expectNoMistakes(r);
@@ -295,14 +331,21 @@ describe('lost replies of node-changing actions', () => {
   }, 90_000);
 
   it('configure replies lost with the broker (no events): the restart decides, no node is configured twice', async () => {
-    const { fleet, registry, caught } = await runThroughBrokerLoss('configure', 3, { count: 40, latencyMs: 5, seed: 4 });
+    const { fleet, registry, caught } = await runThroughBrokerLoss('configure', 3, {
+      count: 40,
+      latencyMs: 5,
+      seed: 4,
+    });
     expect(caught).toHaveLength(3);
     const r = fleet.report();
     expectNoMistakes(r);
     // their configures were applied, so the restarts sent as the check were accepted: no refusal
-    for (const identity of caught) expect(r.nodes.find((n) => n.identity === identity)?.violationCount, identity).toBe(0);
+    for (const identity of caught)
+      expect(r.nodes.find((n) => n.identity === identity)?.violationCount, identity).toBe(0);
     expect(r.totals.maxConfiguredPerCycle).toBe(1);
-    expect(r.nodes.every((n) => n.state === 'provisioned' && n.configuredCount === 1 && n.restartCount === 1)).toBe(true);
+    expect(r.nodes.every((n) => n.state === 'provisioned' && n.configuredCount === 1 && n.restartCount === 1)).toBe(
+      true,
+    );
     expect(await lost(registry, 'choria_provision#configure', 'unsure')).toBeGreaterThanOrEqual(3);
     expect(await outcome(registry, 'failed')).toBe(0);
     expect(await outcome(registry, 'provisioned')).toBe(40);
@@ -342,7 +385,10 @@ describe('lost replies of node-changing actions', () => {
     // discovery and `jwt` just as a node that never got the request would; only its version
     // tells. Found back already, it is provisioned without waiting for the next discovery.
     const replyHook: ReplyHook = (info) => (info.action === 'release_update' ? 'drop' : 'send');
-    const { fleet, registry } = await upgradeFourNodes({ eventFormat: 'none', replyHook, seed: 12 }, { rediscover: false });
+    const { fleet, registry } = await upgradeFourNodes(
+      { eventFormat: 'none', replyHook, seed: 12 },
+      { rediscover: false },
+    );
     const report = fleet.report();
     // the one refusal per node is the agent-busy check's `jwt` (these nodes have no provisioning
     // JWT): a refusal is an answer, so the agent was idle and only the version could tell
@@ -378,7 +424,10 @@ describe('lost replies of node-changing actions', () => {
     expect(await outcome(registry, 'provisioned')).toBe(5);
     for (const n of fleet.report().nodes) expect(n.stats.dropped).toBe(3);
     const messages = p.status().hosts.map((x) => x.lastError ?? '');
-    expect(messages.every((m) => m === ''), messages.join('\n')).toBe(true);
+    expect(
+      messages.every((m) => m === ''),
+      messages.join('\n'),
+    ).toBe(true);
   }, 60_000);
 
   it('configure requests and replies lost with the broker, nodes with and without a configuration file: every node provisioned, none configured twice, each refused restart sent once', async () => {
@@ -394,14 +443,24 @@ describe('lost replies of node-changing actions', () => {
       if (info.action !== 'configure' || (restarting !== undefined && held.length >= HELD_REPLIES)) return 'send';
       held.push(info.identity);
       restarting ??= (async () => {
-        await until('the lost configure requests arrived', () => held.length >= HELD_REPLIES && dropping.every((n) => n.stats.dropped >= 1), 20_000);
+        await until(
+          'the lost configure requests arrived',
+          () => held.length >= HELD_REPLIES && dropping.every((n) => n.stats.dropped >= 1),
+          20_000,
+        );
         await s.restart();
       })();
       await restarting;
       return 'drop';
     };
     // even nodes boot with a provisioning-mode file, odd ones with none (a package install)
-    const fleet = await h.fleet(s.url, { count: 40, latencyMs: 5, seed: 9, replyHook: hook, configFile: (i) => (i % 2 === 0 ? 'provisioning' : 'missing') });
+    const fleet = await h.fleet(s.url, {
+      count: 40,
+      latencyMs: 5,
+      seed: 9,
+      replyHook: hook,
+      configFile: (i) => (i % 2 === 0 ? 'provisioning' : 'missing'),
+    });
     await fleet.waitForBooted(10_000);
     const victims = fleet.nodes.slice(0, LOST_REQUESTS);
     for (const node of victims) node.dropNextDirected('choria_provision', 'configure');
@@ -418,24 +477,38 @@ describe('lost replies of node-changing actions', () => {
     await until('every attempt finished', () => attemptsEnded(p), 20_000);
     const r = fleet.report();
     expectNoMistakes(r);
-    expect(r.nodes.every((n) => n.state === 'provisioned' && n.configuredCount === 1 && n.restartCount === 1)).toBe(true);
+    expect(r.nodes.every((n) => n.state === 'provisioned' && n.configuredCount === 1 && n.restartCount === 1)).toBe(
+      true,
+    );
     // a node whose configure never arrived refused the check restart once, with either text, and
     // was then configured; no refused restart was sent to it a second time
     const refusals: string[] = [];
     for (const node of victims) {
       const n = r.nodes.find((x) => x.identity === node.identity);
       const refused = (n?.violations ?? []).filter((v) => v.kind === 'restart-refused');
-      expect(refused.length, `${node.identity}: ${JSON.stringify(n?.violations)} ${JSON.stringify(n?.rpcCounts)}`).toBeLessThanOrEqual(1);
+      expect(
+        refused.length,
+        `${node.identity}: ${JSON.stringify(n?.violations)} ${JSON.stringify(n?.rpcCounts)}`,
+      ).toBeLessThanOrEqual(1);
       expect(n?.rpcCounts['choria_provision#restart'], node.identity).toBe(refused.length + 1);
       refusals.push(...refused.map((v) => v.detail));
     }
     // both of go-choria's refusals were met and understood
-    expect(refusals.some((t) => /no such file or directory/.test(t)), refusals.join('\n')).toBe(true);
-    expect(refusals.some((t) => /enables provisioning/.test(t)), refusals.join('\n')).toBe(true);
+    expect(
+      refusals.some((t) => /no such file or directory/.test(t)),
+      refusals.join('\n'),
+    ).toBe(true);
+    expect(
+      refusals.some((t) => /enables provisioning/.test(t)),
+      refusals.join('\n'),
+    ).toBe(true);
     // every refusal anywhere is the single check after a configure whose fate was unsure (also
     // configures published while the broker was down), and no node refused twice
-    expect(r.totals.violationsByKind['restart-refused'] ?? 0).toBeLessThanOrEqual(await lost(registry, 'choria_provision#configure', 'unsure'));
-    for (const n of r.nodes) expect(n.violations.filter((v) => v.kind === 'restart-refused').length, n.identity).toBeLessThanOrEqual(1);
+    expect(r.totals.violationsByKind['restart-refused'] ?? 0).toBeLessThanOrEqual(
+      await lost(registry, 'choria_provision#configure', 'unsure'),
+    );
+    for (const n of r.nodes)
+      expect(n.violations.filter((v) => v.kind === 'restart-refused').length, n.identity).toBeLessThanOrEqual(1);
     expect(await outcome(registry, 'failed')).toBe(0);
     expect(await outcome(registry, 'provisioned')).toBe(40);
     expect(p.status().hosts.every((x) => x.lastError === undefined || x.lastError === '')).toBe(true);

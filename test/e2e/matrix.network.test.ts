@@ -14,7 +14,16 @@ import { connect, type NatsConnection } from 'nats';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HelperRequest } from '../../packages/core/src/host/helper/types.js';
-import { FleetHarness, chainSigningToken, childProcesses, driveUntilProvisioned, expectExactlyOnce, metricValue, plainConfiguration, signEdDsaJwt } from '@choria-provisioner/test-support/fleet';
+import {
+  FleetHarness,
+  chainSigningToken,
+  childProcesses,
+  driveUntilProvisioned,
+  expectExactlyOnce,
+  metricValue,
+  plainConfiguration,
+  signEdDsaJwt,
+} from '@choria-provisioner/test-support/fleet';
 import { until } from '@choria-provisioner/test-support/wait';
 import { createTestPki, issueCertificate, natsTlsBlock } from '@choria-provisioner/test-support/tls';
 import { readVector, repoRoot, vectorPath } from '@choria-provisioner/test-support/vectors';
@@ -23,7 +32,8 @@ import { provisioningLogin } from '@choria-provisioner/test-support/nats-server'
 const h = new FleetHarness();
 afterEach(() => h.cleanup());
 
-const outcome = (r: Registry, o: string): Promise<number> => metricValue(r, 'choria_provisioner_outcomes', { outcome: o });
+const outcome = (r: Registry, o: string): Promise<number> =>
+  metricValue(r, 'choria_provisioner_outcomes', { outcome: o });
 
 /** The first directed request the provisioner sends, as published on the broker. */
 async function tapFirstRequest(nc: NatsConnection): Promise<{ version: string; secure: Record<string, unknown> }> {
@@ -31,7 +41,10 @@ async function tapFirstRequest(nc: NatsConnection): Promise<{ version: string; s
   h.onCleanup(async () => sub.unsubscribe());
   for await (const m of sub) {
     const transport = JSON.parse(new TextDecoder().decode(m.data)) as { protocol: string; data: string };
-    return { version: transport.protocol, secure: JSON.parse(Buffer.from(transport.data, 'base64').toString('utf8')) as Record<string, unknown> };
+    return {
+      version: transport.protocol,
+      secure: JSON.parse(Buffer.from(transport.data, 'base64').toString('utf8')) as Record<string, unknown>,
+    };
   }
   throw new Error('the tap subscription ended without a request');
 }
@@ -74,7 +87,9 @@ describe('end-to-end matrix', () => {
     const simTls = { caFile: pki.caFile, certFile: sim.certFile, keyFile: sim.keyFile };
 
     // the broker really demands a client certificate
-    await expect(connect({ servers: s.url, tls: { caFile: pki.caFile }, reconnect: false, timeout: 5000 })).rejects.toThrow();
+    await expect(
+      connect({ servers: s.url, tls: { caFile: pki.caFile }, reconnect: false, timeout: 5000 }),
+    ).rejects.toThrow();
 
     const fleet = await h.fleet(s.url, { count: 30, tls: simTls });
     await fleet.waitForBooted(10_000);
@@ -103,7 +118,9 @@ describe('end-to-end matrix', () => {
     expect(version).toBe('choria:transport:1');
     expect(secure['pubcert']).toBe(readFileSync(prov.certFile, 'utf8'));
     const message = String(secure['message']);
-    expect(JSON.parse(message)).toMatchObject({ envelope: { callerid: 'choria=provisioner.example.net', collective: 'provisioning' } });
+    expect(JSON.parse(message)).toMatchObject({
+      envelope: { callerid: 'choria=provisioner.example.net', collective: 'provisioning' },
+    });
     const signature = Buffer.from(String(secure['signature']), 'base64');
     expect(verify('sha256', Buffer.from(message), new X509Certificate(prov.certPem).publicKey, signature)).toBe(true);
     expect(await metricValue(registry, 'choria_provisioner_provisioned')).toBe(30);
@@ -130,7 +147,8 @@ describe('end-to-end matrix', () => {
     await fleet.waitForAllProvisioned(20_000);
     expectExactlyOnce(fleet);
     expect(claims).toHaveLength(30);
-    for (const c of claims) expect(c).toMatchObject({ cht: 's3cret', purpose: 'choria_provisioning', extensions: { customer: 'acme' } });
+    for (const c of claims)
+      expect(c).toMatchObject({ cht: 's3cret', purpose: 'choria_provisioning', extensions: { customer: 'acme' } });
     expect(fleet.report().totals.rpcCounts['choria_provision#jwt']).toBe(30);
   });
 
@@ -151,13 +169,20 @@ describe('end-to-end matrix', () => {
       ['verify'],
     );
     const s = await h.broker();
-    const fleet = await h.fleet(s.url, { count: 24, jwt: { signer: 'rsa', keyPem: readVector('tokens', 'rsa-signer-key.pem') } });
+    const fleet = await h.fleet(s.url, {
+      count: 24,
+      jwt: { signer: 'rsa', keyPem: readVector('tokens', 'rsa-signer-key.pem') },
+    });
     await fleet.waitForBooted(10_000);
     const csrs = new Map<string, string>();
     const p = h.provisioner(s.url, `workers: 6\njwt_verify_cert: ${pub}\nfeatures:\n  jwt: true\n  pki: true\n`, {
       helper: async (req) => {
         csrs.set(req.identity, req.csr?.csr ?? '');
-        const cert = await issueCertificate(pki.ca, { commonName: req.identity, usage: 'client', publicKey: deliveredPublic });
+        const cert = await issueCertificate(pki.ca, {
+          commonName: req.identity,
+          usage: 'client',
+          publicKey: deliveredPublic,
+        });
         return {
           configuration: { ...plainConfiguration(req), 'plugin.security.provider': 'file' },
           certificate: cert.certPem,
@@ -193,7 +218,11 @@ describe('end-to-end matrix', () => {
       const yaml = `workers: 8\njwt_verify_cert: ${orgPublicHex}\njwt_signing_key: ${provSeedPath}\n${chained ? `jwt_signing_token: ${tokenFile}\n` : ''}features:\n  ed25519: true\n`;
       const p = h.provisioner(s.url, yaml, {
         helper: (req) => ({
-          configuration: { ...plainConfiguration(req), 'plugin.security.provider': 'choria', collectives: 'choria,acme' },
+          configuration: {
+            ...plainConfiguration(req),
+            'plugin.security.provider': 'choria',
+            collectives: 'choria,acme',
+          },
           server_claims: { permissions: { streams: true } },
         }),
       });
@@ -201,7 +230,12 @@ describe('end-to-end matrix', () => {
       await fleet.waitForAllProvisioned(20_000);
       expectExactlyOnce(fleet);
       for (const n of fleet.report().nodes) {
-        expect(n.serverJwtClaims, n.identity).toMatchObject({ identity: n.identity, purpose: 'choria_server', collectives: ['choria', 'acme'], permissions: { streams: true } });
+        expect(n.serverJwtClaims, n.identity).toMatchObject({
+          identity: n.identity,
+          purpose: 'choria_server',
+          collectives: ['choria', 'acme'],
+          permissions: { streams: true },
+        });
         if (chained) expect(String(n.serverJwtClaims?.['iss'])).toMatch(/^C-/);
         else expect(n.serverJwtClaims?.['iss']).toBe('Choria Provisioner');
       }
@@ -214,13 +248,17 @@ describe('end-to-end matrix', () => {
     await fleet.waitForBooted(10_000);
     const registry = new Registry();
     const versionsSeen: string[] = [];
-    const p = h.provisioner(s.url, 'workers: 6\nupgrades_repository: https://repo.example.net/choria\nfeatures:\n  upgrades: true\n', {
-      registry,
-      helper: (req) => {
-        versionsSeen.push(String((JSON.parse(req.inventory) as { version?: unknown }).version));
-        return { upgrade: '0.30.0', configuration: plainConfiguration(req) };
+    const p = h.provisioner(
+      s.url,
+      'workers: 6\nupgrades_repository: https://repo.example.net/choria\nfeatures:\n  upgrades: true\n',
+      {
+        registry,
+        helper: (req) => {
+          versionsSeen.push(String((JSON.parse(req.inventory) as { version?: unknown }).version));
+          return { upgrade: '0.30.0', configuration: plainConfiguration(req) };
+        },
       },
-    });
+    );
     await p.start();
     // no discovery after the start-up one: the node's startup event on the new version brings it back
     await fleet.waitForAllProvisioned(20_000);
@@ -243,10 +281,21 @@ describe('end-to-end matrix', () => {
     const dir = h.tempDir();
     const clientKey = generateKeyPairSync('ed25519').privateKey;
     const seedHex = clientKey.export({ format: 'der', type: 'pkcs8' }).subarray(-32).toString('hex');
-    const clientPublicHex = createPublicKey(clientKey).export({ format: 'der', type: 'spki' }).subarray(-32).toString('hex');
+    const clientPublicHex = createPublicKey(clientKey)
+      .export({ format: 'der', type: 'spki' })
+      .subarray(-32)
+      .toString('hex');
     const now = Math.floor(Date.now() / 1000);
     const clientJwt = signEdDsaJwt(
-      { callerid: 'choria=provisioner.example.net', purpose: 'choria_client_id', public_key: clientPublicHex, iss: `I-${orgPublicHex}`, iat: now, nbf: now, exp: now + 3600 },
+      {
+        callerid: 'choria=provisioner.example.net',
+        purpose: 'choria_client_id',
+        public_key: clientPublicHex,
+        iss: `I-${orgPublicHex}`,
+        iat: now,
+        nbf: now,
+        exp: now + 3600,
+      },
       orgSeedHex,
     );
     writeFileSync(join(dir, 'client.jwt'), `${clientJwt}\n`);
@@ -327,14 +376,18 @@ describe('end-to-end matrix', () => {
     const rejected = (identity: string): boolean => Number(/node-(\d+)\./.exec(identity)?.[1]) % 4 === 0;
     const p = h.provisioner(s.url, 'workers: 8\n', {
       registry,
-      helper: (req) => (rejected(req.identity) ? { shutdown: true, msg: 'not in the CMDB' } : { configuration: plainConfiguration(req) }),
+      helper: (req) =>
+        rejected(req.identity)
+          ? { shutdown: true, msg: 'not in the CMDB' }
+          : { configuration: plainConfiguration(req) },
     });
     await p.start();
     await fleet.waitForAllProvisioned(20_000);
     expectExactlyOnce(fleet, { except: (n) => rejected(n.identity) });
     const down = fleet.report().nodes.filter((n) => rejected(n.identity));
     expect(down).toHaveLength(8);
-    for (const n of down) expect(n, n.identity).toMatchObject({ state: 'shutdown', shutdownCount: 1, configuredCount: 0, restartCount: 0 });
+    for (const n of down)
+      expect(n, n.identity).toMatchObject({ state: 'shutdown', shutdownCount: 1, configuredCount: 0, restartCount: 0 });
     expect(await metricValue(registry, 'choria_provisioner_helper_shutdown_requests')).toBe(8);
     expect(await outcome(registry, 'shutdown')).toBe(8);
     expect(await outcome(registry, 'provisioned')).toBe(24);
@@ -361,7 +414,10 @@ describe('end-to-end matrix', () => {
     await fleet.waitForBooted(10_000);
     const script = join(repoRoot, 'examples', 'helpers', 'plain-helper.mjs');
     const registry = new Registry();
-    const p = h.provisioner(s.url, `workers: 4\nhelper: ${script}\nhelper_timeout: 20s\n`, { registry, helper: undefined });
+    const p = h.provisioner(s.url, `workers: 4\nhelper: ${script}\nhelper_timeout: 20s\n`, {
+      registry,
+      helper: undefined,
+    });
     await p.start();
     await fleet.waitForAllProvisioned(25_000);
     expectExactlyOnce(fleet);
@@ -383,11 +439,16 @@ describe('end-to-end matrix', () => {
     const fleet = await h.fleet(s.url, { count: 30 });
     await fleet.waitForBooted(10_000);
     const script = join(repoRoot, 'examples', 'helpers', 'pool-helper.mjs');
-    const p = h.provisioner(s.url, `workers: 6\nhelper: ${script}\nhelper_mode: pool\nhelper_pool_size: 2\nhelper_timeout: 20s\n`, { helper: undefined });
+    const p = h.provisioner(
+      s.url,
+      `workers: 6\nhelper: ${script}\nhelper_mode: pool\nhelper_pool_size: 2\nhelper_timeout: 20s\n`,
+      { helper: undefined },
+    );
     await p.start();
     await fleet.waitForAllProvisioned(25_000);
     expectExactlyOnce(fleet);
-    for (const n of fleet.report().nodes) expect(n.configuration, n.identity).toMatchObject({ identity: n.identity, loglevel: 'info' });
+    for (const n of fleet.report().nodes)
+      expect(n.configuration, n.identity).toMatchObject({ identity: n.identity, loglevel: 'info' });
     const pool = childProcesses('pool-helper.mjs');
     expect(pool.length).toBeGreaterThanOrEqual(1);
     expect(pool.length).toBeLessThanOrEqual(2);

@@ -7,7 +7,13 @@ import { SimulatedFleet, type FleetOptions } from '../../packages/simulator/src/
 import { Provisioner } from '../../packages/core/src/provisioner/provisioner.js';
 import type { ProvisionerOptions } from '../../packages/core/src/provisioner/options.js';
 import type { HelperFunction } from '../../packages/core/src/host/helper/types.js';
-import { addElectionBucket, freePort, provisioningLogin, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import {
+  addElectionBucket,
+  freePort,
+  provisioningLogin,
+  startNatsServer,
+  type RunningNatsServer,
+} from '@choria-provisioner/test-support/nats-server';
 import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 import { sleep, until } from '@choria-provisioner/test-support/wait';
 import { expectExactlyOnce, expectProvisionedOnce } from '@choria-provisioner/test-support/fleet';
@@ -25,7 +31,15 @@ async function broker(jetstream = false): Promise<RunningNatsServer> {
 }
 
 async function startFleet(url: string, opts: Partial<FleetOptions>): Promise<SimulatedFleet> {
-  const f = await SimulatedFleet.start({ servers: [url], count: 10, token: 's3cret', timeScale: 0.01, control: false, eventFormat: 'none', ...opts });
+  const f = await SimulatedFleet.start({
+    servers: [url],
+    count: 10,
+    token: 's3cret',
+    timeScale: 0.01,
+    control: false,
+    eventFormat: 'none',
+    ...opts,
+  });
   cleanups.push(() => f.stop());
   return f;
 }
@@ -34,7 +48,12 @@ const helper: HelperFunction = (req) => ({
   configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' },
 });
 
-function provisioner(url: string, yaml: string, opts: Partial<ProvisionerOptions> = {}, identity = 'provisioner.example.net'): Provisioner {
+function provisioner(
+  url: string,
+  yaml: string,
+  opts: Partial<ProvisionerOptions> = {},
+  identity = 'provisioner.example.net',
+): Provisioner {
   const config = testConfig(yaml);
   const p = new Provisioner({ config, choria: testSettings(url, config, identity), helper, ...opts });
   cleanups.push(() => p.stop());
@@ -79,10 +98,18 @@ describe('Provisioner end to end', () => {
     const p = provisioner(s.url, '', { registry });
     await p.start();
     const nc = await connect({ servers: s.url, ...provisioningLogin(s) });
-    for (let i = 0; i < 50; i++) nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(i % 2 ? 'not json' : '{"protocol":"bogus"}'));
+    for (let i = 0; i < 50; i++)
+      nc.publish(
+        'choria.lifecycle.event.startup.provision_mode_server',
+        new TextEncoder().encode(i % 2 ? 'not json' : '{"protocol":"bogus"}'),
+      );
     await nc.flush();
     await nc.close();
-    await until('event errors counted', async () => (await registry.metrics()).includes('choria_provisioner_event_errors{site="test"} 50'), 5000);
+    await until(
+      'event errors counted',
+      async () => (await registry.metrics()).includes('choria_provisioner_event_errors{site="test"} 50'),
+      5000,
+    );
     expect(p.status().hosts).toEqual([]);
   });
 
@@ -101,19 +128,31 @@ describe('Provisioner end to end', () => {
     await until('some nodes provisioned', () => fleet.countByState().provisioned >= 20, 30_000);
     expect(standby.paused).toBe(true);
     // the standby works on nothing; what it shows is the leader's work, from the shared history
-    await until("the leader's records at the standby", () => (standby.status().hostCounts['provisioned'] ?? 0) >= 20, 10_000);
+    await until(
+      "the leader's records at the standby",
+      () => (standby.status().hostCounts['provisioned'] ?? 0) >= 20,
+      10_000,
+    );
     // ... and the nodes it is configuring right now: configure and restart are recorded before they are sent
-    expect(Object.keys(standby.status().hostCounts).filter((state) => state !== 'provisioned' && state !== 'provisioning')).toEqual([]);
+    expect(
+      Object.keys(standby.status().hostCounts).filter((state) => state !== 'provisioned' && state !== 'provisioning'),
+    ).toEqual([]);
     expect(standby.status().hosts.every((h) => h.instance === leader.choria.identity)).toBe(true);
     await leader.stop(); // like a crash: the election key is not released
     await until('the standby to lead', () => standby.isLeader === true, 20_000);
-    await until('the whole fleet', () => fleet.countByState().provisioned === 120, 60_000, { tick: () => standby.discover(), stepMs: 100 });
+    await until('the whole fleet', () => fleet.countByState().provisioned === 120, 60_000, {
+      tick: () => standby.discover(),
+      stepMs: 100,
+    });
     expectProvisionedOnce(fleet);
   }, 120_000);
 
   it('runs two sites in one process on two brokers with one metrics registry', async () => {
     const [s1, s2] = [await broker(), await broker()];
-    const [f1, f2] = [await startFleet(s1.url, { count: 40, name: 'one' }), await startFleet(s2.url, { count: 30, name: 'two' })];
+    const [f1, f2] = [
+      await startFleet(s1.url, { count: 40, name: 'one' }),
+      await startFleet(s2.url, { count: 30, name: 'two' }),
+    ];
     await Promise.all([f1.waitForBooted(10_000), f2.waitForBooted(10_000)]);
     const registry = new Registry();
     const p1 = provisioner(s1.url, 'site: lon\n', { registry });
@@ -151,9 +190,12 @@ describe('Provisioner end to end', () => {
     await p.start();
     await until('some progress', () => fleet.countByState().provisioned >= 10, 30_000);
     await s.restart();
-    await until('every node provisioned', () => fleet.countByState().provisioned === 150, 90_000, { tick: async () => {
-      if (p.status().queue === 0 && p.status().busyWorkers === 0) await p.discover();
-    }, stepMs: 100 });
+    await until('every node provisioned', () => fleet.countByState().provisioned === 150, 90_000, {
+      tick: async () => {
+        if (p.status().queue === 0 && p.status().busyWorkers === 0) await p.discover();
+      },
+      stepMs: 100,
+    });
     expectProvisionedOnce(fleet);
   }, 120_000);
 
@@ -164,10 +206,17 @@ describe('Provisioner end to end', () => {
     const registry = new Registry();
     const p = provisioner(s.url, 'workers: 1\n', { registry, queueCapacity: 5 });
     await p.start();
-    await until('queue-full counted', async () => /choria_provisioner_queue_full\{site="test"\} [1-9]/.test(await registry.metrics()), 10_000);
-    await until('every node provisioned', () => fleet.countByState().provisioned === 30, 60_000, { tick: async () => {
-      if (p.status().queue === 0) await p.discover();
-    }, stepMs: 100 });
+    await until(
+      'queue-full counted',
+      async () => /choria_provisioner_queue_full\{site="test"\} [1-9]/.test(await registry.metrics()),
+      10_000,
+    );
+    await until('every node provisioned', () => fleet.countByState().provisioned === 30, 60_000, {
+      tick: async () => {
+        if (p.status().queue === 0) await p.discover();
+      },
+      stepMs: 100,
+    });
     expectExactlyOnce(fleet);
   }, 90_000);
 });

@@ -27,7 +27,10 @@ afterEach(async () => {
 
 function run(config: string): { child: ChildProcess; exited: Promise<number | null>; output: () => string } {
   let out = '';
-  const child = spawn(process.execPath, [CLI, 'run', '--config', config], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'run', '--config', config], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
@@ -43,12 +46,21 @@ async function rollingRestart(timeScale: number, workers: number): Promise<void>
   {
     const NODES = 300;
     const s = await h.broker({ jetstream: true });
-    const fleet = await h.fleet(s.url, { count: NODES, token: 's3cret', latencyMs: 2, timeScale, eventFormat: 'cloudevents' });
+    const fleet = await h.fleet(s.url, {
+      count: NODES,
+      token: 's3cret',
+      latencyMs: 2,
+      timeScale,
+      eventFormat: 'cloudevents',
+    });
     await fleet.waitForBooted(15_000);
     const dir = mkdtempSync(join(tmpdir(), 'cpts-rolling-'));
     dirs.push(dir);
     const choria = join(dir, 'choria.cfg');
-    writeFileSync(choria, `identity = prov-rolling.example.net\nplugin.choria.middleware_hosts = ${s.url}\nplugin.security.provider = file\n`);
+    writeFileSync(
+      choria,
+      `identity = prov-rolling.example.net\nplugin.choria.middleware_hosts = ${s.url}\nplugin.security.provider = file\n`,
+    );
     const log = join(dir, 'run.log');
     const config = join(dir, 'site.yaml');
     writeFileSync(
@@ -89,7 +101,11 @@ async function rollingRestart(timeScale: number, workers: number): Promise<void>
     first.child.kill('SIGTERM');
     expect(await first.exited, first.output()).toBe(0);
     const second = run(config);
-    await until(`all ${NODES} provisioned after the restart`, () => fleet.countByState().provisioned === NODES, 120_000).catch(explain);
+    await until(
+      `all ${NODES} provisioned after the restart`,
+      () => fleet.countByState().provisioned === NODES,
+      120_000,
+    ).catch(explain);
     second.child.kill('SIGTERM');
     expect(await second.exited, second.output()).toBe(0);
 
@@ -99,7 +115,9 @@ async function rollingRestart(timeScale: number, workers: number): Promise<void>
     expect(r.nodes.every((n) => n.configuredCount === 1 && n.restartCount === 1)).toBe(true);
     const text = readFileSync(log, 'utf8');
     // both processes kept the history in the Choria Streams of the choria account, as on a real broker
-    expect(text.match(/Keeping the node history in the bucket CHORIA_PROVISIONER_HISTORY of the choria account/g)).toHaveLength(2);
+    expect(
+      text.match(/Keeping the node history in the bucket CHORIA_PROVISIONER_HISTORY of the choria account/g),
+    ).toHaveLength(2);
     // the stop cut attempts short, and said so without calling them failures
     expect(text).toMatch(/not a failure\): .*cancelled: the provisioner is stopping/);
     expect(text).not.toMatch(/Quarantined /);
@@ -118,7 +136,7 @@ describe('SIGTERM and an immediate restart of the provisioner', () => {
   // process reads in the shared history that they were just restarted and leaves them alone for
   // the restart window, so no request reaches a node in its splay or one that left provisioning
   // mode (the simulator's after-restart and configure-after-restart), and none is configured twice.
-  it('with go-choria\'s own restart splay: not one request to a node restarting or restarted by the stopped process', async () => {
+  it("with go-choria's own restart splay: not one request to a node restarting or restarted by the stopped process", async () => {
     await rollingRestart(1, 20);
   }, 240_000);
 });

@@ -11,12 +11,19 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger, monitorRoutes, startMonitorServer, type MonitorServer, type Provisioner } from '../../packages/core/src/index.js';
+import {
+  createLogger,
+  monitorRoutes,
+  startMonitorServer,
+  type MonitorServer,
+  type Provisioner,
+} from '../../packages/core/src/index.js';
 import { FleetHarness } from '@choria-provisioner/test-support/fleet';
 import { until } from '@choria-provisioner/test-support/wait';
 
 const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
-const jwt = (sub: string, signature: string): string => `${b64({ alg: 'EdDSA', typ: 'JWT' })}.${b64({ sub, purpose: 'choria_server' })}.${signature}`;
+const jwt = (sub: string, signature: string): string =>
+  `${b64({ alg: 'EdDSA', typ: 'JWT' })}.${b64({ sub, purpose: 'choria_server' })}.${signature}`;
 const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 const NKEY_SEED = `SU${Array.from({ length: 56 }, (_, i) => BASE32[(i * 7 + 3) % 32]).join('')}`;
 
@@ -194,44 +201,88 @@ describe('a corpus of secret-bearing helper outputs', () => {
     h.onCleanup(async () => void logger.close());
     const specs = [
       // the site lists its nodes only to its token; the corpus is read with the token too
-      { site: 'proc', token: TOKEN, yaml: `helper: ${processHelper}\nhelper_timeout: 2s\nmonitor_api_token: ${TOKEN}\n` },
+      {
+        site: 'proc',
+        token: TOKEN,
+        yaml: `helper: ${processHelper}\nhelper_timeout: 2s\nmonitor_api_token: ${TOKEN}\n`,
+      },
       // no token: anyone reads the node list
-      { site: 'pool', token: '', yaml: `helper: ${process.execPath} ${poolHelper}\nhelper_mode: pool\nhelper_pool_size: 2\nhelper_timeout: 2s\n` },
+      {
+        site: 'pool',
+        token: '',
+        yaml: `helper: ${process.execPath} ${poolHelper}\nhelper_mode: pool\nhelper_pool_size: 2\nhelper_timeout: 2s\n`,
+      },
     ];
     for (const spec of specs) {
       const s = await h.broker();
-      const fleet = await h.fleet(s.url, { count: CORPUS.length, name: spec.site, facts: { mysql_root_password: S.factPassword, os: 'linux' } });
+      const fleet = await h.fleet(s.url, {
+        count: CORPUS.length,
+        name: spec.site,
+        facts: { mysql_root_password: S.factPassword, os: 'linux' },
+      });
       await fleet.waitForBooted(20_000);
-      const p = h.provisioner(s.url, `site: ${spec.site}\nworkers: 4\n${spec.yaml}`, { registry: new Registry(), helper: undefined, logger });
+      const p = h.provisioner(s.url, `site: ${spec.site}\nworkers: 4\n${spec.yaml}`, {
+        registry: new Registry(),
+        helper: undefined,
+        logger,
+      });
       sites.push({ site: spec.site, p, token: spec.token });
     }
     const registry = new Registry();
-    monitor = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, ...monitorRoutes(sites.map((x) => x.p)) });
+    monitor = await startMonitorServer({
+      port: 0,
+      host: '127.0.0.1',
+      registry,
+      ...monitorRoutes(sites.map((x) => x.p)),
+    });
     h.onCleanup(() => monitor.close());
     for (const { p } of sites) await p.start();
     const done = (p: Provisioner): boolean => {
       const st = p.status({ limit: 100 });
-      return st.hosts.length === CORPUS.length && st.hosts.every((x) => x.attempts >= 1 && !['queued', 'provisioning'].includes(x.state));
+      return (
+        st.hosts.length === CORPUS.length &&
+        st.hosts.every((x) => x.attempts >= 1 && !['queued', 'provisioning'].includes(x.state))
+      );
     };
-    const states = (): string => sites.map(({ site, p }) => `${site}: ${p.status({ limit: 100 }).hosts.map((x) => `${x.identity} ${x.state} ${x.attempts}`).join(', ')}`).join('; ');
+    const states = (): string =>
+      sites
+        .map(
+          ({ site, p }) =>
+            `${site}: ${p
+              .status({ limit: 100 })
+              .hosts.map((x) => `${x.identity} ${x.state} ${x.attempts}`)
+              .join(', ')}`,
+        )
+        .join('; ');
     // the start's discovery offers every node once; a failed one waits for the next (minutes away)
     await until('every corpus node tried once on both sites', () => sites.every(({ p }) => done(p)), 60_000, {
       tick: () => (process.env['CORPUS_DEBUG'] !== undefined ? console.log(states()) : undefined),
       stepMs: 200,
     });
     // the log file is written asynchronously: wait for the last attempts' lines
-    await until('the log lines of every attempt', () => CORPUS.every((_, i) => (readFileSync(logFile, 'utf8').match(new RegExp(`node-${i + 1}\\.example\\.net`, 'g')) ?? []).length >= 2), 10_000);
+    await until(
+      'the log lines of every attempt',
+      () =>
+        CORPUS.every(
+          (_, i) =>
+            (readFileSync(logFile, 'utf8').match(new RegExp(`node-${i + 1}\\.example\\.net`, 'g')) ?? []).length >= 2,
+        ),
+      10_000,
+    );
   }, 120_000);
 
   afterAll(() => h.cleanup(), 60_000);
 
   const get = async (path: string, token?: string): Promise<string> => {
-    const res = await fetch(`${monitor.url}${path}`, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+    const res = await fetch(`${monitor.url}${path}`, {
+      headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+    });
     return `${path} (${res.status}):\n${await res.text()}`;
   };
 
   /** Every secret and marker found in `text`, by name. */
-  const found = (text: string, what: Record<string, string>): string[] => Object.entries(what).flatMap(([name, value]) => (text.includes(value) ? [name] : []));
+  const found = (text: string, what: Record<string, string>): string[] =>
+    Object.entries(what).flatMap(([name, value]) => (text.includes(value) ? [name] : []));
 
   it('leaves no secret and no helper output on any endpoint of the monitor port', async () => {
     const bodies = [
@@ -249,19 +300,38 @@ describe('a corpus of secret-bearing helper outputs', () => {
       await get('/nodes?site=proc&sort=identity&order=asc&offset=0&limit=100', TOKEN),
     ].join('\n');
     expect(found(bodies, S)).toEqual([]);
-    expect(found(bodies, { MARKER_OUT, MARKER_ERR, broken: 'BROKEN', pem: 'BEGIN EC PRIVATE KEY', deferMessage: 'waiting for the CA' })).toEqual([]);
+    expect(
+      found(bodies, {
+        MARKER_OUT,
+        MARKER_ERR,
+        broken: 'BROKEN',
+        pem: 'BEGIN EC PRIVATE KEY',
+        deferMessage: 'waiting for the CA',
+      }),
+    ).toEqual([]);
 
     // what the monitor port says instead, in the provisioner's words
-    const nodes = JSON.parse((await get('/nodes?site=proc&limit=500', TOKEN)).replace(/^.*\n/, '')) as { nodes: { identity: string; state: string; lastError?: string }[] };
+    const nodes = JSON.parse((await get('/nodes?site=proc&limit=500', TOKEN)).replace(/^.*\n/, '')) as {
+      nodes: { identity: string; state: string; lastError?: string }[];
+    };
     const byId = new Map(nodes.nodes.map((n) => [n.identity, n]));
     const lastError = (n: number): string => byId.get(`node-${n}.example.net`)?.lastError ?? '';
-    expect(lastError(1)).toMatch(/: stdout is not valid JSON: \d+ bytes that are not JSON: `,` or `}` expected at position \d+; it printed \d+ bytes on stdout and \d+ bytes on stderr \(the text is in the log at debug level\)$/);
-    expect(lastError(2)).toMatch(/: exited with status 1 \(its reply is discarded[^)]*\); it printed \d+ bytes on stdout and \d+ bytes on stderr/);
-    expect(lastError(3)).toContain('configuration["plugin.choria.network.system.password"] must be a string, got an array');
+    expect(lastError(1)).toMatch(
+      /: stdout is not valid JSON: \d+ bytes that are not JSON: `,` or `}` expected at position \d+; it printed \d+ bytes on stdout and \d+ bytes on stderr \(the text is in the log at debug level\)$/,
+    );
+    expect(lastError(2)).toMatch(
+      /: exited with status 1 \(its reply is discarded[^)]*\); it printed \d+ bytes on stdout and \d+ bytes on stderr/,
+    );
+    expect(lastError(3)).toContain(
+      'configuration["plugin.choria.network.system.password"] must be a string, got an array',
+    );
     expect(lastError(4)).toMatch(/action_policies key <a key of \d+ characters> does not end in "\.policy"/);
     expect(lastError(8)).toMatch(/timed out after 2000 ms/);
     // a defer's message is the helper's own text too: the port says only that it deferred
-    expect(byId.get('node-9.example.net')).toMatchObject({ state: 'deferred', lastError: "configuration defered by the helper; its message is in the provisioner's log" });
+    expect(byId.get('node-9.example.net')).toMatchObject({
+      state: 'deferred',
+      lastError: "configuration defered by the helper; its message is in the provisioner's log",
+    });
     expect(byId.get('node-10.example.net')?.state).toBe('held');
   });
 
@@ -270,18 +340,28 @@ describe('a corpus of secret-bearing helper outputs', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as { level: string; message: string });
-    const at = (levels: string[]): string => entries.filter((e) => levels.includes(e.level)).map((e) => `${e.level}: ${e.message}`).join('\n');
+    const at = (levels: string[]): string =>
+      entries
+        .filter((e) => levels.includes(e.level))
+        .map((e) => `${e.level}: ${e.message}`)
+        .join('\n');
     const aboveDebug = at(['info', 'warn', 'error']);
     expect(found(aboveDebug, S)).toEqual([]);
     expect(found(at(['debug']), S)).toEqual([]);
     // the helpers' stderr is logged (redacted) at info and warn; what they printed on stdout only at debug
     // (its line breaks shown as visible escapes: one log record, one line)
-    expect(aboveDebug).toMatch(/Helper stderr for node-1\.example\.net: marker-err-91ad: loading the CA key\\u000a\[redacted\]\\u000apassword=\[redacted\]/);
+    expect(aboveDebug).toMatch(
+      /Helper stderr for node-1\.example\.net: marker-err-91ad: loading the CA key\\u000a\[redacted\]\\u000apassword=\[redacted\]/,
+    );
     expect(aboveDebug).toContain(`Helper stderr for node-10.example.net: ${MARKER_ERR} password=[redacted]`);
     expect(aboveDebug).not.toContain(MARKER_OUT);
     // the defer's message, redacted, is the operator's at warn level
-    expect(aboveDebug).toContain('warn: Deferred node-9.example.net on request of the helper: waiting for the CA; token=[redacted] [redacted]');
+    expect(aboveDebug).toContain(
+      'warn: Deferred node-9.example.net on request of the helper: waiting for the CA; token=[redacted] [redacted]',
+    );
     const debug = at(['debug']);
-    expect(debug).toMatch(/How the attempt on node-1\.example\.net ended, in full: .*stdout: .*client_password\\":\\"\[redacted\]\\".*marker-out-6f2c.*BROKEN/);
+    expect(debug).toMatch(
+      /How the attempt on node-1\.example\.net ended, in full: .*stdout: .*client_password\\":\\"\[redacted\]\\".*marker-out-6f2c.*BROKEN/,
+    );
   });
 });

@@ -34,15 +34,25 @@ afterEach(() => {
 
 function start(args: string[]): Started {
   let out = '';
-  const child = spawn(process.execPath, ['--import', CRASH, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', CRASH, ...args], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   running.push(child);
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   return { child, output: () => out, exited };
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs: number, output: () => string): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined,
+  timeoutMs: number,
+  output: () => string,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = probe();
@@ -87,7 +97,8 @@ describe.each(STOPS)('stopped by %s', (stop) => {
     const code = await stopAndCheck(s, stop, tree);
     // interrupted before every node was provisioned: 1; uncaught error: 3
     expect(code, s.output()).toBe(stop === 'uncaught error' ? 3 : 1);
-    if (stop === 'uncaught error') expect(s.output()).toContain('choria-provisioner: unexpected error, stopping: Error: injected failure');
+    if (stop === 'uncaught error')
+      expect(s.output()).toContain('choria-provisioner: unexpected error, stopping: Error: injected failure');
     else expect(s.output()).toContain(`interrupted by ${stop}`);
   }, 60_000);
 
@@ -97,7 +108,14 @@ describe.each(STOPS)('stopped by %s', (stop) => {
     let dir: string;
     beforeAll(async () => {
       broker = await startNatsServer({ jetstream: false });
-      fleet = await SimulatedFleet.start({ servers: [broker.url], count: 4, token: 's3cret', control: false, eventFormat: 'none', name: 'signals' });
+      fleet = await SimulatedFleet.start({
+        servers: [broker.url],
+        count: 4,
+        token: 's3cret',
+        control: false,
+        eventFormat: 'none',
+        name: 'signals',
+      });
       dir = mkdtempSync(join(tmpdir(), 'cpts-signals-'));
     });
     afterAll(async () => {
@@ -108,7 +126,10 @@ describe.each(STOPS)('stopped by %s', (stop) => {
 
     it('run with pool helpers that never answer: the helpers are gone', async () => {
       const choria = join(dir, 'choria.cfg');
-      writeFileSync(choria, `identity = prov-signals.example.net\nplugin.choria.middleware_hosts = ${broker.url}\nplugin.security.provider = file\n`);
+      writeFileSync(
+        choria,
+        `identity = prov-signals.example.net\nplugin.choria.middleware_hosts = ${broker.url}\nplugin.security.provider = file\n`,
+      );
       const config = join(dir, `run-${stop.replace(' ', '-')}.yaml`);
       writeFileSync(
         config,
@@ -141,7 +162,19 @@ describe.each(STOPS)('stopped by %s', (stop) => {
     }, 60_000);
 
     it('simulator: exits with its summary (it starts no children)', async () => {
-      const s = start([SIMULATOR, '--server', broker.url, '--count', '5', '--name', `sig${STOPS.indexOf(stop)}`, '--jwt-signer', 'none', '--event-format', 'none']);
+      const s = start([
+        SIMULATOR,
+        '--server',
+        broker.url,
+        '--count',
+        '5',
+        '--name',
+        `sig${STOPS.indexOf(stop)}`,
+        '--jwt-signer',
+        'none',
+        '--event-format',
+        'none',
+      ]);
       await waitFor('the ready line', () => (s.output().includes('"ready":true') ? true : undefined), 30_000, s.output);
       const tree = descendants(s.child.pid ?? -1);
       const code = await stopAndCheck(s, stop, tree);

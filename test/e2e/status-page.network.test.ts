@@ -8,12 +8,19 @@ import { existsSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { monitorRoutes, startMonitorServer, type MonitorServer, type Provisioner } from '../../packages/core/src/index.js';
+import {
+  monitorRoutes,
+  startMonitorServer,
+  type MonitorServer,
+  type Provisioner,
+} from '../../packages/core/src/index.js';
 import { FleetHarness, discoverWhenIdle } from '@choria-provisioner/test-support/fleet';
 import type { SimulatedFleet } from '@choria-provisioner/simulator';
 import { until } from '@choria-provisioner/test-support/wait';
 
-const CHROMIUM = process.env['CHROMIUM_BIN'] ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => existsSync(p));
+const CHROMIUM =
+  process.env['CHROMIUM_BIN'] ??
+  ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => existsSync(p));
 const NODES = 10_000;
 /** the one node the helper defers, with a message in markup that the monitor port must not show (it is the helper's text) */
 const FAILING = 'node-7.example.net';
@@ -24,7 +31,9 @@ interface SiteCounts {
 }
 
 if (CHROMIUM === undefined) {
-  console.warn('status page browser test SKIPPED: no Chromium at /usr/bin/chromium (install the Debian package chromium, as .ci/run does, or set CHROMIUM_BIN)');
+  console.warn(
+    'status page browser test SKIPPED: no Chromium at /usr/bin/chromium (install the Debian package chromium, as .ci/run does, or set CHROMIUM_BIN)',
+  );
 }
 
 describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', () => {
@@ -36,13 +45,20 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
   let page: Page;
 
   const status = async (): Promise<{ hostCounts: SiteCounts; queue: number }> => {
-    const body = (await (await fetch(`${monitor.url}/status?limit=0`)).json()) as { sites: { hostCounts: SiteCounts; queue: number }[] };
+    const body = (await (await fetch(`${monitor.url}/status?limit=0`)).json()) as {
+      sites: { hostCounts: SiteCounts; queue: number }[];
+    };
     return body.sites[0] as { hostCounts: SiteCounts; queue: number };
   };
   /** the counts the page shows, by state */
   const pageCounts = (): Promise<SiteCounts> =>
     page.$$eval('[data-site="test"] [data-count]', (buttons) =>
-      Object.fromEntries(buttons.map((b) => [b.getAttribute('data-count') ?? '', Number((b.querySelector('b')?.textContent ?? '').replace(/,/g, ''))])),
+      Object.fromEntries(
+        buttons.map((b) => [
+          b.getAttribute('data-count') ?? '',
+          Number((b.querySelector('b')?.textContent ?? '').replace(/,/g, '')),
+        ]),
+      ),
     );
   /**
    * page.click that survives the page's redraw: the rows are replaced every 2 s, and an element
@@ -85,7 +101,11 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     });
     monitor = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, ...monitorRoutes([p]) });
     h.onCleanup(() => monitor.close());
-    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
     h.onCleanup(() => browser.close());
     page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 900 });
@@ -102,22 +122,31 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
 
   /** types the API token into the page (as an operator does: the field, then leaving it) */
   const enterToken = async (token: string): Promise<void> => {
-    await page.evaluate("{ const t = document.getElementById('token'); t.value = ''; t.dispatchEvent(new Event('change')); }");
+    await page.evaluate(
+      "{ const t = document.getElementById('token'); t.value = ''; t.dispatchEvent(new Event('change')); }",
+    );
     if (token !== '') {
       await page.type('#token', token);
       await page.$eval('#token', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
     }
   };
-  const locked = (): Promise<string> => page.$eval('#node-rows', (e) => e.querySelector('[data-field="locked"]')?.textContent ?? '');
+  const locked = (): Promise<string> =>
+    page.$eval('#node-rows', (e) => e.querySelector('[data-field="locked"]')?.textContent ?? '');
 
   it('lists the nodes of a site with monitor_api_token only once its token is entered', async () => {
     await until('the first poll', async () => (await polls()) >= 1, 10_000);
-    await until('the table to ask for the token', async () => (await locked()).includes('enter it above'), 5_000, { stepMs: 100 });
+    await until('the table to ask for the token', async () => (await locked()).includes('enter it above'), 5_000, {
+      stepMs: 100,
+    });
     expect(await rows()).toHaveLength(1);
     await enterToken('wrong-token');
-    await until('the wrong token refused', async () => (await locked()).includes('is not this site'), 5_000, { stepMs: 100 });
+    await until('the wrong token refused', async () => (await locked()).includes('is not this site'), 5_000, {
+      stepMs: 100,
+    });
     await enterToken('page-t0ken');
-    await until('the table', async () => (await locked()) === '' && (await range()).endsWith(' of 0'), 5_000, { stepMs: 100 });
+    await until('the table', async () => (await locked()) === '' && (await range()).endsWith(' of 0'), 5_000, {
+      stepMs: 100,
+    });
   });
 
   it('keeps polling while 10,000 nodes are provisioned, and then shows exactly what /status says', async () => {
@@ -142,10 +171,20 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     // the page went on polling (every 2 s) the whole time
     const during = (seen.at(-1) ?? 0) - (seen[0] ?? 0);
     expect(during).toBeGreaterThanOrEqual(Math.floor(seen.length / 4) - 1);
-    await until('the deferred node tried and the queue empty', async () => (await status()).queue === 0 && (await status()).hostCounts['deferred'] === 1, 30_000, { tick: () => discoverWhenIdle(p) });
+    await until(
+      'the deferred node tried and the queue empty',
+      async () => (await status()).queue === 0 && (await status()).hostCounts['deferred'] === 1,
+      30_000,
+      { tick: () => discoverWhenIdle(p) },
+    );
     const want = (await status()).hostCounts;
     const sorted = (c: SiteCounts): string => JSON.stringify(Object.entries(c).sort());
-    await until('the page to show the same counts as /status', async () => sorted(await pageCounts()) === sorted(want), 10_000, { stepMs: 250 });
+    await until(
+      'the page to show the same counts as /status',
+      async () => sorted(await pageCounts()) === sorted(want),
+      10_000,
+      { stepMs: 250 },
+    );
     expect(want).toEqual({ deferred: 1, held: NODES - 1 });
     expect(await page.$eval('[data-site="test"] [data-field="workers"]', (e) => e.textContent)).toMatch(/^\d+ \/ 64$/);
     expect(await page.$eval('[data-site="test"] [data-field="run-state"]', (e) => e.textContent)).toBe('running');
@@ -163,8 +202,12 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     expect(row?.error).toBe("configuration defered by the helper; its message is in the provisioner's log");
     expect(await page.content()).not.toContain('CMDB');
     // (a string: the test's TypeScript has no DOM types)
-    await page.evaluate("const s = document.getElementById('search'); s.value = ''; s.dispatchEvent(new Event('input', { bubbles: true }));");
-    await until('every node again', async () => (await range()) === `1–100 of ${NODES.toLocaleString('en')}`, 5_000, { stepMs: 100 });
+    await page.evaluate(
+      "const s = document.getElementById('search'); s.value = ''; s.dispatchEvent(new Event('input', { bubbles: true }));",
+    );
+    await until('every node again', async () => (await range()) === `1–100 of ${NODES.toLocaleString('en')}`, 5_000, {
+      stepMs: 100,
+    });
   });
 
   it('filters by state from the counts and the state menu', async () => {
@@ -172,29 +215,46 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     await until('only the deferred node', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
     expect((await rows()).map((r) => r.state)).toEqual(['deferred']);
     await page.select('#state', 'held');
-    await until('the held nodes', async () => (await range()) === `1–100 of ${(NODES - 1).toLocaleString('en')}`, 5_000, { stepMs: 100 });
+    await until(
+      'the held nodes',
+      async () => (await range()) === `1–100 of ${(NODES - 1).toLocaleString('en')}`,
+      5_000,
+      { stepMs: 100 },
+    );
     expect(new Set((await rows()).map((r) => r.state))).toEqual(new Set(['held']));
     await page.select('#state', '');
-    await until('every state', async () => (await range()) === `1–100 of ${NODES.toLocaleString('en')}`, 5_000, { stepMs: 100 });
+    await until('every state', async () => (await range()) === `1–100 of ${NODES.toLocaleString('en')}`, 5_000, {
+      stepMs: 100,
+    });
   });
 
   it('sorts by a column and pages through 10,000 nodes', async () => {
     const identities = fleet.identities().sort();
-    await until('ascending by identity', async () => (await rows())[0]?.identity === identities[0], 5_000, { stepMs: 100 });
+    await until('ascending by identity', async () => (await rows())[0]?.identity === identities[0], 5_000, {
+      stepMs: 100,
+    });
     await click('th[data-sort="identity"]');
-    await until('descending by identity', async () => (await rows())[0]?.identity === identities.at(-1), 5_000, { stepMs: 100 });
+    await until('descending by identity', async () => (await rows())[0]?.identity === identities.at(-1), 5_000, {
+      stepMs: 100,
+    });
     expect(await page.$eval('th[data-sort="identity"]', (e) => e.getAttribute('aria-sort'))).toBe('descending');
     await click('#next');
-    await until('the second page', async () => (await range()) === `101–200 of ${NODES.toLocaleString('en')}`, 5_000, { stepMs: 100 });
+    await until('the second page', async () => (await range()) === `101–200 of ${NODES.toLocaleString('en')}`, 5_000, {
+      stepMs: 100,
+    });
     expect((await rows())[0]?.identity).toBe(identities.at(-101));
     await click('th[data-sort="state"]');
-    await until('the deferred node first (by state)', async () => (await rows())[0]?.identity === FAILING, 5_000, { stepMs: 100 });
+    await until('the deferred node first (by state)', async () => (await rows())[0]?.identity === FAILING, 5_000, {
+      stepMs: 100,
+    });
   });
 
   it('pauses, resumes and retries through the page with the API token, and refuses without it', async () => {
     const notice = (): Promise<string> => page.$eval('#notice', (e) => e.textContent ?? '');
     const node7 = async (): Promise<number> => {
-      const res = await fetch(`${monitor.url}/nodes?search=${FAILING}`, { headers: { authorization: 'Bearer page-t0ken' } });
+      const res = await fetch(`${monitor.url}/nodes?search=${FAILING}`, {
+        headers: { authorization: 'Bearer page-t0ken' },
+      });
       const body = (await res.json()) as { nodes: { attempts: number }[] };
       return body.nodes[0]?.attempts ?? -1;
     };
@@ -208,7 +268,9 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     await until('the refusal', async () => (await notice()).startsWith('enter the API token'), 5_000, { stepMs: 100 });
     await enterToken('wrong-token');
     await click('[data-site="test"] [data-action="pause"]');
-    await until('the wrong token refused', async () => (await notice()) === 'the token matches no site', 5_000, { stepMs: 100 });
+    await until('the wrong token refused', async () => (await notice()) === 'the token matches no site', 5_000, {
+      stepMs: 100,
+    });
     expect(p.paused).toBe(false);
     await enterToken('page-t0ken');
     await until('the deferred node again', async () => (await range()) === '1–1 of 1', 5_000, { stepMs: 100 });
@@ -216,13 +278,28 @@ describe.skipIf(CHROMIUM === undefined)('the status page in headless Chromium', 
     await until('the retry queued', async () => (await notice()) === `test: queued ${FAILING}`, 5_000, { stepMs: 100 });
     await until('node-7 tried again', async () => (await node7()) === before + 1, 15_000, { stepMs: 100 });
     await click('[data-site="test"] [data-action="pause"]');
-    await until('paused', async () => (await page.$eval('[data-site="test"] [data-field="run-state"]', (e) => e.textContent)) === 'paused', 5_000, { stepMs: 100 });
+    await until(
+      'paused',
+      async () => (await page.$eval('[data-site="test"] [data-field="run-state"]', (e) => e.textContent)) === 'paused',
+      5_000,
+      { stepMs: 100 },
+    );
     expect(p.paused).toBe(true);
     // a paused site queues nothing: the page says so
     await click('#node-rows [data-action="retry"]');
-    await until('the retry refused while paused', async () => (await notice()).includes('the site is paused and queues nothing'), 5_000, { stepMs: 100 });
+    await until(
+      'the retry refused while paused',
+      async () => (await notice()).includes('the site is paused and queues nothing'),
+      5_000,
+      { stepMs: 100 },
+    );
     await click('[data-site="test"] [data-action="resume"]');
-    await until('running again', async () => (await page.$eval('[data-site="test"] [data-field="run-state"]', (e) => e.textContent)) === 'running', 5_000, { stepMs: 100 });
+    await until(
+      'running again',
+      async () => (await page.$eval('[data-site="test"] [data-field="run-state"]', (e) => e.textContent)) === 'running',
+      5_000,
+      { stepMs: 100 },
+    );
     expect(p.paused).toBe(false);
     // typed into a password field and kept in the tab's session storage: never part of the page
     expect(await page.content()).not.toContain('page-t0ken');

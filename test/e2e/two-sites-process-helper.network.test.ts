@@ -57,20 +57,39 @@ describe('two sites with the process helper', () => {
       await Promise.all(setups.map(({ p }) => p.start()));
       // once the first helper answered, the others of the burst are running: stall past their limit
       const sum = async (metric: string): Promise<number> =>
-        (await Promise.all(setups.map(({ site, registry }) => metricValue(registry, metric, { site })))).reduce((a, n) => a + n, 0);
-      await until('the first helper run', async () => (await sum('choria_provisioner_helper_time_count')) > 0, 20_000, { stepMs: 5 });
+        (await Promise.all(setups.map(({ site, registry }) => metricValue(registry, metric, { site })))).reduce(
+          (a, n) => a + n,
+          0,
+        );
+      await until('the first helper run', async () => (await sum('choria_provisioner_helper_time_count')) > 0, 20_000, {
+        stepMs: 5,
+      });
       // as a provisioner busy with both sites' work: nothing is read from the spawners meanwhile
       await blockEventLoopFromCheckPhase(LIMIT_MS * 1.5);
       // a failed node waits for the next discovery (minutes away): stop at the first helper error
-      const finished = (): boolean => setups.every(({ fleet }) => fleet.countByState().provisioned === fleet.identities().length);
-      await until('every node provisioned or a helper error', async () => finished() || (await sum('choria_provisioner_helper_errors')) > 0, 30_000);
+      const finished = (): boolean =>
+        setups.every(({ fleet }) => fleet.countByState().provisioned === fleet.identities().length);
+      await until(
+        'every node provisioned or a helper error',
+        async () => finished() || (await sum('choria_provisioner_helper_errors')) > 0,
+        30_000,
+      );
       delay.disable();
       const context = `round ${round}, event-loop delay max ${Math.round(delay.max / 1e6)} ms`;
       for (const { site, fleet, registry, p } of setups) {
-        expect(await metricValue(registry, 'choria_provisioner_helper_errors', { site }), `${site}: helper errors, ${context}: ${lastErrors(p)}`).toBe(0);
-        expect(await metricValue(registry, 'choria_provisioner_outcomes', { site, outcome: 'failed' }), `${site}: failed nodes, ${context}`).toBe(0);
+        expect(
+          await metricValue(registry, 'choria_provisioner_helper_errors', { site }),
+          `${site}: helper errors, ${context}: ${lastErrors(p)}`,
+        ).toBe(0);
+        expect(
+          await metricValue(registry, 'choria_provisioner_outcomes', { site, outcome: 'failed' }),
+          `${site}: failed nodes, ${context}`,
+        ).toBe(0);
         expectExactlyOnce(fleet);
-        expect(await metricValue(registry, 'choria_provisioner_helper_time_count', { site }), `${site}: helper runs, ${context}`).toBe(fleet.identities().length);
+        expect(
+          await metricValue(registry, 'choria_provisioner_helper_time_count', { site }),
+          `${site}: helper runs, ${context}`,
+        ).toBe(fleet.identities().length);
       }
       await h.cleanup();
       // the helpers are the spawners' children: none may outlive the provisioners

@@ -4,7 +4,18 @@
 // usual; a process without one writes one as it exits.
 import { execFileSync } from 'node:child_process';
 import { isAscii } from 'node:buffer';
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -21,20 +32,32 @@ interface LoaderRun {
 }
 
 /** Imports the loader in a fresh Node.js process and runs `args`; what it printed, and whether a cache was taken. */
-function runLoader(loader: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env, nodeArgs: readonly string[] = []): LoaderRun {
+function runLoader(
+  loader: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  nodeArgs: readonly string[] = [],
+): LoaderRun {
   const script = `
     const m = await import(${JSON.stringify(pathToFileURL(loader).href)});
     let out = '';
     const code = await m.main(${JSON.stringify(args)}, { out: (t) => { out += t; }, err: (t) => { out += t; } });
     process.stdout.write(JSON.stringify({ cacheUsed: m.codeCacheUsed, cacheKey: m.cacheKey, code, out }));
   `;
-  const result = JSON.parse(execFileSync(process.execPath, [...nodeArgs, '--input-type=module', '-e', script], { encoding: 'utf8', env })) as LoaderRun & { code: number };
+  const result = JSON.parse(
+    execFileSync(process.execPath, [...nodeArgs, '--input-type=module', '-e', script], { encoding: 'utf8', env }),
+  ) as LoaderRun & { code: number };
   expect(result.code, result.out).toBe(0);
   return result;
 }
 
 /** The code caches in `dir`. */
-const cachesIn = (dir: string): string[] => (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.cache')).sort() : []);
+const cachesIn = (dir: string): string[] =>
+  existsSync(dir)
+    ? readdirSync(dir)
+        .filter((f) => f.endsWith('.cache'))
+        .sort()
+    : [];
 
 describe('the CLI bundle and its code cache', () => {
   let scratch: string;
@@ -145,7 +168,10 @@ describe('the CLI bundle and its code cache', () => {
   it('reads a bundle that is not ASCII only as UTF-8', () => {
     const { dir, loader, env } = freshCopy();
     // a bundle whose main prints a non-ASCII text first: read as Latin-1 it would print "Âµs"
-    appendFileSync(join(dir, 'cli.cjs'), '\nconst built = module.exports;\nmodule.exports = { ...built, main: (args, io, guard) => { io.out("µs\\n"); return built.main(args, io, guard); } };\n');
+    appendFileSync(
+      join(dir, 'cli.cjs'),
+      '\nconst built = module.exports;\nmodule.exports = { ...built, main: (args, io, guard) => { io.out("µs\\n"); return built.main(args, io, guard); } };\n',
+    );
     const { out } = runLoader(loader, ['validate', '--config', config], env);
     expect(out.split('\n')[0]).toBe('µs');
     expect(out).toContain('provisioner.yaml: OK');
@@ -172,8 +198,15 @@ describe('the CLI bundle starts process helpers', () => {
   beforeAll(() => {
     scratch = mkdtempSync(join(tmpdir(), 'cpts-bundle-spawner-'));
     const helper = join(scratch, 'parent.sh');
-    writeFileSync(helper, `#!/bin/sh\ncat >/dev/null\nprintf '{"configuration":{"plugin.choria.server.provision":"false","started_by":"%s"}}' "$(basename "$(readlink /proc/$PPID/exe)")"\n`, { mode: 0o755 });
-    writeFileSync(join(scratch, 'request.json'), JSON.stringify({ identity: 'n1.example.net', csr: null, ed25519_pubkey: null, inventory: '{}', jwt: null }));
+    writeFileSync(
+      helper,
+      `#!/bin/sh\ncat >/dev/null\nprintf '{"configuration":{"plugin.choria.server.provision":"false","started_by":"%s"}}' "$(basename "$(readlink /proc/$PPID/exe)")"\n`,
+      { mode: 0o755 },
+    );
+    writeFileSync(
+      join(scratch, 'request.json'),
+      JSON.stringify({ identity: 'n1.example.net', csr: null, ed25519_pubkey: null, inventory: '{}', jwt: null }),
+    );
   });
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -181,12 +214,29 @@ describe('the CLI bundle starts process helpers', () => {
     ['auto', /^python3/],
     ['node', /^node/],
   ])('helper_spawner %s', (setting, parent) => {
-    expect(existsSync(join(bundleDir, 'spawner-child.py')), 'packages/cli/dist/bundle/spawner-child.py is missing: run "npm run build" first').toBe(true);
+    expect(
+      existsSync(join(bundleDir, 'spawner-child.py')),
+      'packages/cli/dist/bundle/spawner-child.py is missing: run "npm run build" first',
+    ).toBe(true);
     const dir = join(scratch, setting);
     mkdirSync(dir);
     const config = writeCliConfig(dir, 'spawn');
-    writeFileSync(config, readFileSync(config, 'utf8').replace('helper: /bin/true', `helper: ${join(scratch, 'parent.sh')}\nhelper_spawner: ${setting}`));
-    const { out } = runLoader(join(bundleDir, 'cli.js'), ['helper', 'test', '--config', config, '--request', join(scratch, 'request.json'), '--json']);
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8').replace(
+        'helper: /bin/true',
+        `helper: ${join(scratch, 'parent.sh')}\nhelper_spawner: ${setting}`,
+      ),
+    );
+    const { out } = runLoader(join(bundleDir, 'cli.js'), [
+      'helper',
+      'test',
+      '--config',
+      config,
+      '--request',
+      join(scratch, 'request.json'),
+      '--json',
+    ]);
     const startedBy = /"started_by": ?"([^"]*)"/.exec(out)?.[1];
     expect(startedBy, out).toMatch(parent);
   });

@@ -34,14 +34,19 @@ function parseSeries(v: unknown, where: string): SeriesSpec {
   if (typeof v !== 'object' || v === null) fail(`${where} is not an object`);
   const o = v as Record<string, unknown>;
   const { name, type, labels } = o;
-  if (typeof name !== 'string' || !/^choria_provisioner_[a-z_]+$/.test(name)) fail(`${where}.name ${JSON.stringify(name)} is not a provisioner metric`);
-  if (type !== 'counter' && type !== 'gauge' && type !== 'summary') fail(`${where}.type ${JSON.stringify(type)} is not counter, gauge or summary`);
-  if (!Array.isArray(labels) || !labels.every((l): l is string => typeof l === 'string')) fail(`${where}.labels is not a list of strings`);
+  if (typeof name !== 'string' || !/^choria_provisioner_[a-z_]+$/.test(name))
+    fail(`${where}.name ${JSON.stringify(name)} is not a provisioner metric`);
+  if (type !== 'counter' && type !== 'gauge' && type !== 'summary')
+    fail(`${where}.type ${JSON.stringify(type)} is not counter, gauge or summary`);
+  if (!Array.isArray(labels) || !labels.every((l): l is string => typeof l === 'string'))
+    fail(`${where}.labels is not a list of strings`);
   return { name, type, labels };
 }
 
 function readDashboardPanels(): PanelSpec[] {
-  const doc: unknown = JSON.parse(readFileSync(new URL('../../examples/grafana/dashboard-metrics.json', import.meta.url), 'utf8'));
+  const doc: unknown = JSON.parse(
+    readFileSync(new URL('../../examples/grafana/dashboard-metrics.json', import.meta.url), 'utf8'),
+  );
   const panels = typeof doc === 'object' && doc !== null ? (doc as Record<string, unknown>)['panels'] : undefined;
   if (!Array.isArray(panels)) fail('has no panels list');
   return panels.map((p: unknown, i): PanelSpec => {
@@ -49,7 +54,11 @@ function readDashboardPanels(): PanelSpec[] {
     const o = p as Record<string, unknown>;
     if (typeof o['row'] !== 'string' || typeof o['title'] !== 'string') fail(`panels[${i}] needs a row and a title`);
     if (!Array.isArray(o['series']) || o['series'].length === 0) fail(`panels[${i}].series is not a non-empty list`);
-    return { row: o['row'], title: o['title'], series: o['series'].map((s: unknown, j) => parseSeries(s, `panels[${i}].series[${j}]`)) };
+    return {
+      row: o['row'],
+      title: o['title'],
+      series: o['series'].map((s: unknown, j) => parseSeries(s, `panels[${i}].series[${j}]`)),
+    };
   });
 }
 
@@ -70,7 +79,8 @@ function parseExposition(text: string): { types: Map<string, string>; samples: S
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (m === null) throw new Error(`unparsable /metrics line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1] as string] = l[2] as string;
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      labels[l[1] as string] = l[2] as string;
     samples.push({ name: m[1] as string, labels, value: Number(m[3]) });
   }
   return { types, samples };
@@ -84,7 +94,9 @@ function missingSeries(panels: PanelSpec[], text: string, site: string): string[
   const missing: string[] = [];
   for (const p of panels) {
     for (const s of p.series) {
-      const found = samples.some((x) => x.name === s.name && x.labels['site'] === site && s.labels.every((l) => x.labels[l] !== undefined));
+      const found = samples.some(
+        (x) => x.name === s.name && x.labels['site'] === site && s.labels.every((l) => x.labels[l] !== undefined),
+      );
       if (!found) missing.push(`${p.title}: ${s.name}{${s.labels.join(',')}}`);
     }
   }
@@ -96,12 +108,20 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 });
 
-async function provisionerWithMonitor(url: string, helper: HelperFunction): Promise<{ provisioner: Provisioner; monitor: MonitorServer }> {
+async function provisionerWithMonitor(
+  url: string,
+  helper: HelperFunction,
+): Promise<{ provisioner: Provisioner; monitor: MonitorServer }> {
   const registry = new Registry();
   const config = testConfig('site: dash\nworkers: 2\n');
   const provisioner = new Provisioner({ config, choria: testSettings(url, config), registry, helper });
   cleanups.push(() => provisioner.stop());
-  const monitor = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, status: () => provisioner.status() });
+  const monitor = await startMonitorServer({
+    port: 0,
+    host: '127.0.0.1',
+    registry,
+    status: () => provisioner.status(),
+  });
   cleanups.push(() => monitor.close());
   await provisioner.start();
   return { provisioner, monitor };
@@ -160,7 +180,13 @@ describe('the upstream dashboard against /metrics', () => {
     for (const s of panels.flatMap((p) => p.series)) expect(types.get(family(s)), family(s)).toBe(s.type);
     // Series that only exist once something was observed (as in the Go client): the RPC ones are
     // labelled per RPC and the helper summary has no zero observation.
-    const needObservation = ['choria_provisioner_rpc_time_sum', 'choria_provisioner_rpc_time_count', 'choria_provisioner_rpc_errors', 'choria_provisioner_helper_time_sum', 'choria_provisioner_helper_time_count'];
+    const needObservation = [
+      'choria_provisioner_rpc_time_sum',
+      'choria_provisioner_rpc_time_count',
+      'choria_provisioner_rpc_errors',
+      'choria_provisioner_helper_time_sum',
+      'choria_provisioner_helper_time_count',
+    ];
     const initial = panels.map((p) => ({ ...p, series: p.series.filter((s) => !needObservation.includes(s.name)) }));
     expect(missingSeries(initial, text, 'dash')).toEqual([]);
     expect(text).toMatch(/^choria_provisioner_discover_cycles\{site="dash"\} [1-9]/m);
@@ -170,12 +196,22 @@ describe('the upstream dashboard against /metrics', () => {
   it('after provisioning a small fleet (one node failing its restart) every series of every panel is served with the site label', async () => {
     const server = await startNatsServer({ jetstream: false });
     cleanups.push(() => server.stop());
-    const fleet = await SimulatedFleet.start({ servers: [server.url], count: 4, token: 's3cret', timeScale: 0.01, control: false, eventFormat: 'none' });
+    const fleet = await SimulatedFleet.start({
+      servers: [server.url],
+      count: 4,
+      token: 's3cret',
+      timeScale: 0.01,
+      control: false,
+      eventFormat: 'none',
+    });
     cleanups.push(() => fleet.stop());
     await fleet.waitForBooted(10_000);
     // node-4 is told to stay in provisioning mode, so the node refuses the restart: an RPC error.
     const helper: HelperFunction = (req) => ({
-      configuration: { identity: req.identity, 'plugin.choria.server.provision': req.identity === 'node-4.example.net' ? 'true' : 'false' },
+      configuration: {
+        identity: req.identity,
+        'plugin.choria.server.provision': req.identity === 'node-4.example.net' ? 'true' : 'false',
+      },
     });
     const { monitor } = await provisionerWithMonitor(server.url, helper);
 
@@ -218,7 +254,9 @@ interface Dashboard {
   panels: DashPanel[];
 }
 
-const dashboard = JSON.parse(readFileSync(new URL('../../examples/grafana/choria-provisioner.json', import.meta.url), 'utf8')) as Dashboard;
+const dashboard = JSON.parse(
+  readFileSync(new URL('../../examples/grafana/choria-provisioner.json', import.meta.url), 'utf8'),
+) as Dashboard;
 const queryPanels = dashboard.panels.filter((p) => p.type !== 'row');
 
 /** A series a query needs: the metric as /metrics names it, and the labels it must carry. */
@@ -253,7 +291,11 @@ describe('examples/grafana/choria-provisioner.json', () => {
     expect(dashboard.__inputs).toEqual([expect.objectContaining({ type: 'datasource', pluginId: 'prometheus' })]);
     const vars = Object.fromEntries(dashboard.templating.list.map((v) => [v.name, v]));
     expect(vars['datasource']).toMatchObject({ type: 'datasource', query: 'prometheus' });
-    expect(vars['site']).toMatchObject({ type: 'query', datasource: { uid: '${datasource}' }, query: { query: 'label_values(choria_provisioner_discover_cycles, site)' } });
+    expect(vars['site']).toMatchObject({
+      type: 'query',
+      datasource: { uid: '${datasource}' },
+      query: { query: 'label_values(choria_provisioner_discover_cycles, site)' },
+    });
     // every panel and query uses the variable, so importing asks for one data source only
     for (const p of queryPanels) {
       expect(p.datasource?.uid, p.title).toBe('${datasource}');
@@ -270,9 +312,34 @@ describe('examples/grafana/choria-provisioner.json', () => {
   it('has the upstream panels plus outcomes, queue, waiting nodes, helper latency, lost replies, leadership, event-loop lag and instances', () => {
     const titles = queryPanels.map((p) => p.title);
     for (const upstream of panels) expect(titles).toContain(upstream.title);
-    expect(titles).toEqual(expect.arrayContaining(['Outcomes / Hour', 'Queue', 'Nodes Waiting', 'Helper Latency', 'Lost Replies', 'Leader', 'Event Loop Lag', 'Owned Nodes per Instance', 'Coordination Mode and Members', 'Quarantined and Gone Nodes']));
+    expect(titles).toEqual(
+      expect.arrayContaining([
+        'Outcomes / Hour',
+        'Queue',
+        'Nodes Waiting',
+        'Helper Latency',
+        'Lost Replies',
+        'Leader',
+        'Event Loop Lag',
+        'Owned Nodes per Instance',
+        'Coordination Mode and Members',
+        'Quarantined and Gone Nodes',
+      ]),
+    );
     const metrics = new Set(neededSeries(queryPanels).map((n) => n.metric));
-    for (const m of ['choria_provisioner_outcomes', 'choria_provisioner_queue_full', 'choria_provisioner_waiting_nodes', 'choria_provisioner_helper_duration_seconds_bucket', 'choria_election_leader', 'nodejs_eventloop_lag_p99_seconds', 'choria_provisioner_owned_nodes', 'choria_provisioner_coordination_mode', 'choria_provisioner_coordination_members', 'choria_provisioner_quarantined_nodes']) expect(metrics).toContain(m);
+    for (const m of [
+      'choria_provisioner_outcomes',
+      'choria_provisioner_queue_full',
+      'choria_provisioner_waiting_nodes',
+      'choria_provisioner_helper_duration_seconds_bucket',
+      'choria_election_leader',
+      'nodejs_eventloop_lag_p99_seconds',
+      'choria_provisioner_owned_nodes',
+      'choria_provisioner_coordination_mode',
+      'choria_provisioner_coordination_members',
+      'choria_provisioner_quarantined_nodes',
+    ])
+      expect(metrics).toContain(m);
   });
 
   it('queries only series that /metrics of a running provisioner serves, with the labels the queries use', async () => {
@@ -282,15 +349,24 @@ describe('examples/grafana/choria-provisioner.json', () => {
     // one node loses its restart reply (lost_replies), another refuses its restart (rpc_errors):
     // a refusal is no successful action, so its reply is never the lost one; lifecycle events on,
     // so the lost reply is settled by the restart event
-    const fleet = await h.fleet(server.url, { count: 4, eventFormat: 'choria', lostReplies: { nodes: 1, actions: ['restart'] } });
+    const fleet = await h.fleet(server.url, {
+      count: 4,
+      eventFormat: 'choria',
+      lostReplies: { nodes: 1, actions: ['restart'] },
+    });
     await fleet.waitForBooted(10_000);
-    const nodes = fleet.identities().map((id) => ({ id, loses: (fleet.node(id)?.settings.lostReplyActions.size ?? 0) > 0 }));
+    const nodes = fleet
+      .identities()
+      .map((id) => ({ id, loses: (fleet.node(id)?.settings.lostReplyActions.size ?? 0) > 0 }));
     expect(nodes.filter((n) => n.loses)).toHaveLength(1);
     const refusing = nodes.find((n) => !n.loses)?.id;
     const registry = new Registry();
     collectDefaultMetrics({ register: registry });
     const helper: HelperFunction = (req) => ({
-      configuration: { identity: req.identity, 'plugin.choria.server.provision': req.identity === refusing ? 'true' : 'false' },
+      configuration: {
+        identity: req.identity,
+        'plugin.choria.server.provision': req.identity === refusing ? 'true' : 'false',
+      },
     });
     // a queue of one: a discovery of four nodes overflows it (queue_full)
     const provisioner = h.provisioner(server.url, 'site: dash\nworkers: 2\nleader_election: true\n', {
@@ -301,7 +377,12 @@ describe('examples/grafana/choria-provisioner.json', () => {
       rpcTimeoutMs: 2000,
       lostReply: { actionDelayScale: 0.01, marginMs: 1000 },
     });
-    const monitor = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, status: () => provisioner.status() });
+    const monitor = await startMonitorServer({
+      port: 0,
+      host: '127.0.0.1',
+      registry,
+      status: () => provisioner.status(),
+    });
     cleanups.push(() => monitor.close());
     await provisioner.start();
     const nc = await connect({ servers: server.url, ...provisioningLogin(server) });
@@ -312,17 +393,33 @@ describe('examples/grafana/choria-provisioner.json', () => {
     const missing = (text: string): string[] => {
       const { samples } = parseExposition(text);
       return needed
-        .filter((n) => !samples.some((s) => s.name === n.metric && (n.metric.startsWith('choria_provisioner_') ? s.labels['site'] === 'dash' : true) && n.labels.every((l) => s.labels[l] !== undefined)))
+        .filter(
+          (n) =>
+            !samples.some(
+              (s) =>
+                s.name === n.metric &&
+                (n.metric.startsWith('choria_provisioner_') ? s.labels['site'] === 'dash' : true) &&
+                n.labels.every((l) => s.labels[l] !== undefined),
+            ),
+        )
         .map((n) => `${n.panel}: ${n.metric}{${n.labels.join(',')}}`);
     };
     let text = await scrape(monitor);
     // the assertion below names what is still missing when the wait runs out
-    await until('every series of the dashboard', async () => {
-      if (provisioner.isLeader && provisioner.status({ limit: 0 }).busyWorkers === 0) await provisioner.discover();
-      text = await scrape(monitor);
-      return missing(text).length === 0;
-    }, 50_000, { stepMs: 300 }).catch(() => undefined);
-    expect(missing(text), `leader: ${String(provisioner.isLeader)}, ${JSON.stringify(provisioner.status({ limit: 0 }))}`).toEqual([]);
+    await until(
+      'every series of the dashboard',
+      async () => {
+        if (provisioner.isLeader && provisioner.status({ limit: 0 }).busyWorkers === 0) await provisioner.discover();
+        text = await scrape(monitor);
+        return missing(text).length === 0;
+      },
+      50_000,
+      { stepMs: 300 },
+    ).catch(() => undefined);
+    expect(
+      missing(text),
+      `leader: ${String(provisioner.isLeader)}, ${JSON.stringify(provisioner.status({ limit: 0 }))}`,
+    ).toEqual([]);
     expect(needed.length).toBeGreaterThan(25);
   }, 90_000);
 });

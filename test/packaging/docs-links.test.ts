@@ -42,7 +42,13 @@ describe('documentation links', () => {
 
   it('finds the documents', () => {
     expect(files.map((f) => relative(root, f))).toEqual(
-      expect.arrayContaining(['README.md', 'docs/install.md', 'docs/ha.md', 'docs/metrics.md', 'examples/systemd/README.md']),
+      expect.arrayContaining([
+        'README.md',
+        'docs/install.md',
+        'docs/ha.md',
+        'docs/metrics.md',
+        'examples/systemd/README.md',
+      ]),
     );
   });
 

@@ -49,12 +49,19 @@ function ownNames(code: string): Set<string> {
     for (const part of (m[1] ?? '').split(',')) own.add(part.split(':').pop()?.trim() ?? '');
   }
   for (const m of code.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}/g)) {
-    for (const part of (m[1] ?? '').split(',')) own.add(part.replace(/\/\*.*?\*\//g, '').replace(/^\s*type\s+/, '').trim());
+    for (const part of (m[1] ?? '').split(','))
+      own.add(
+        part
+          .replace(/\/\*.*?\*\//g, '')
+          .replace(/^\s*type\s+/, '')
+          .trim(),
+      );
   }
   return own;
 }
 
-const uses = (code: string, name: string): boolean => new RegExp(`(?<![\\w$.'])${name.replace('$', '\\$')}\\b`).test(code);
+const uses = (code: string, name: string): boolean =>
+  new RegExp(`(?<![\\w$.'])${name.replace('$', '\\$')}\\b`).test(code);
 
 /** The fragment as a module: what it takes from outside declared, the public names it uses imported. */
 function asModule(code: string): string {
@@ -95,12 +102,15 @@ function diagnostics(): string[] {
   host.fileExists = (file) => byName.has(file) || ts.sys.fileExists(file);
   host.getSourceFile = (file, language, onError, create) => {
     const text = byName.get(file);
-    return text !== undefined ? ts.createSourceFile(file, text, language, true) : getSourceFile(file, language, onError, create);
+    return text !== undefined
+      ? ts.createSourceFile(file, text, language, true)
+      : getSourceFile(file, language, onError, create);
   };
   const program = ts.createProgram([...byName.keys()], options, host);
   return ts.getPreEmitDiagnostics(program).map((d) => {
     const fragment = fragments.find((f) => f.name === d.file?.fileName);
-    const where = fragment === undefined ? (d.file?.fileName ?? '') : `docs/embedding.md example at line ${fragment.line}`;
+    const where =
+      fragment === undefined ? (d.file?.fileName ?? '') : `docs/embedding.md example at line ${fragment.line}`;
     return `${where}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
   });
 }
@@ -115,7 +125,11 @@ describe('docs/embedding.md examples', () => {
   });
 
   it('would fail on a name the package does not export', { timeout: 60_000 }, () => {
-    const broken = { name: join(root, 'docs', 'embedding-example-broken.mts'), line: 0, text: asModule("import { ksuid } from '@choria-provisioner/core';\nksuid();") };
+    const broken = {
+      name: join(root, 'docs', 'embedding-example-broken.mts'),
+      line: 0,
+      text: asModule("import { ksuid } from '@choria-provisioner/core';\nksuid();"),
+    };
     fragments.push(broken);
     try {
       expect(diagnostics().join('\n')).toContain("has no exported member 'ksuid'");

@@ -69,7 +69,9 @@ describe('examples/embedding/two-sites.ts', () => {
     expect(metrics).toMatch(/^process_cpu_user_seconds_total \d/m);
     expect(await running.registry.metrics()).toContain('choria_provisioner_provisioned{site="nyc"} 10');
 
-    const status = (await (await fetch(`${running.monitor?.url ?? ''}/status`)).json()) as { sites: { site: string; hostCounts: Record<string, number> }[] };
+    const status = (await (await fetch(`${running.monitor?.url ?? ''}/status`)).json()) as {
+      sites: { site: string; hostCounts: Record<string, number> }[];
+    };
     expect(status.sites.map((s) => [s.site, s.hostCounts['held']])).toEqual([
       ['lon', 10],
       ['nyc', 10],
@@ -81,6 +83,8 @@ describe('examples/embedding/two-sites.ts', () => {
 
   it('refuses two sites with the same name before connecting anywhere', async () => {
     const site = { site: 'same', broker: 'nats://127.0.0.1:1', token: 'x' };
-    await expect(runTwoSites({ sites: [site, site], logger: silentLogger() })).rejects.toThrow('both sites are called "same"');
+    await expect(runTwoSites({ sites: [site, site], logger: silentLogger() })).rejects.toThrow(
+      'both sites are called "same"',
+    );
   });
 });

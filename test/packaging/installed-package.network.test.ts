@@ -36,7 +36,11 @@ interface Ran {
 async function npx(args: string[], opts: { cwd?: string; timeoutMs?: number } = {}): Promise<Ran> {
   if (!install.ok) throw new Error('not installed');
   try {
-    const r = await run('npx', ['--offline', '--no-install', ...args], { cwd: opts.cwd ?? install.appDir, timeout: opts.timeoutMs ?? 60_000, maxBuffer: 32 * 1024 * 1024 });
+    const r = await run('npx', ['--offline', '--no-install', ...args], {
+      cwd: opts.cwd ?? install.appDir,
+      timeout: opts.timeoutMs ?? 60_000,
+      maxBuffer: 32 * 1024 * 1024,
+    });
     return { code: 0, out: `${r.stdout}${r.stderr}` };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
@@ -47,7 +51,11 @@ async function npx(args: string[], opts: { cwd?: string; timeoutMs?: number } = 
 describe('the installed packages', () => {
   it('install from the tarballs alone', (ctx) => {
     if (!install.ok) return ctx.skip(install.reason);
-    expect(install.tarballs).toEqual(['choria-provisioner-0.1.0.tgz', 'choria-provisioner-core-0.1.0.tgz', 'choria-provisioner-simulator-0.1.0.tgz']);
+    expect(install.tarballs).toEqual([
+      'choria-provisioner-0.1.0.tgz',
+      'choria-provisioner-core-0.1.0.tgz',
+      'choria-provisioner-simulator-0.1.0.tgz',
+    ]);
   });
 
   it('npx choria-provisioner --help lists every command; npx choria-simulator --help answers', async (ctx) => {
@@ -64,7 +72,9 @@ describe('the installed packages', () => {
     if (!install.ok) return ctx.skip(install.reason);
     // examples/local/ names its helper and Choria config relative to the repository root
     const bin = join(install.appDir, 'node_modules', 'choria-provisioner', 'dist', 'bin.js');
-    const r = await run(process.execPath, [bin, 'validate', '--config', 'examples/local/provisioner.yaml'], { cwd: repoRoot });
+    const r = await run(process.execPath, [bin, 'validate', '--config', 'examples/local/provisioner.yaml'], {
+      cwd: repoRoot,
+    });
     expect(r.stdout).toContain('examples/local/provisioner.yaml: OK');
   });
 
@@ -91,8 +101,14 @@ describe('the installed packages', () => {
     mkdirSync(configDir, { recursive: true });
     const port = await freePort();
     const helper = join(appDir, 'node_modules', 'choria-provisioner', 'helpers', 'pool-helper.mjs');
-    writeFileSync(join(configDir, 'choria-provisioner.yaml'), `site: image\ntoken: s3cret\nchoria_insecure: true\nworkers: 2\ninterval: 1m\nhelper: ${process.execPath} ${helper}\nhelper_mode: pool\nmonitor_port: ${port}\n`);
-    writeFileSync(join(configDir, 'client.cfg'), `identity = provisioner.image\nplugin.choria.middleware_hosts = ${broker.url}\nplugin.security.provider = file\n`);
+    writeFileSync(
+      join(configDir, 'choria-provisioner.yaml'),
+      `site: image\ntoken: s3cret\nchoria_insecure: true\nworkers: 2\ninterval: 1m\nhelper: ${process.execPath} ${helper}\nhelper_mode: pool\nmonitor_port: ${port}\n`,
+    );
+    writeFileSync(
+      join(configDir, 'client.cfg'),
+      `identity = provisioner.image\nplugin.choria.middleware_hosts = ${broker.url}\nplugin.security.provider = file\n`,
+    );
     // the image's paths, moved to the installation and the config dir; the monitor port likewise
     const moved = (word: string): string => word.split(installRoot).join(appDir).split(configRoot).join(configDir);
     const args = [...command, ...docker.execForm('CMD')].map(moved);
@@ -105,14 +121,19 @@ describe('the installed packages', () => {
     try {
       const probe = health.map((word) => word.replace(`127.0.0.1:${imagePort}`, `127.0.0.1:${port}`));
       expect(probe[2]).toContain(`127.0.0.1:${port}/`);
-      await until(`the health check to pass (${output.slice(-300)})`, async () => {
-        try {
-          await run(process.execPath, probe.slice(1), { timeout: 5000 });
-          return true;
-        } catch {
-          return false;
-        }
-      }, 30_000, { stepMs: 250 });
+      await until(
+        `the health check to pass (${output.slice(-300)})`,
+        async () => {
+          try {
+            await run(process.execPath, probe.slice(1), { timeout: 5000 });
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        30_000,
+        { stepMs: 250 },
+      );
       child.kill('SIGTERM');
       expect(await exited, output).toBe(0);
     } finally {

@@ -13,7 +13,10 @@ function sources(dir: string): string[] {
     .map((e) => join(e.parentPath, e.name));
 }
 
-const shipped = [...['core', 'simulator', 'cli'].flatMap((p) => sources(join(repoRoot, 'packages', p, 'src'))), ...sources(join(repoRoot, 'examples', 'helpers'))];
+const shipped = [
+  ...['core', 'simulator', 'cli'].flatMap((p) => sources(join(repoRoot, 'packages', p, 'src'))),
+  ...sources(join(repoRoot, 'examples', 'helpers')),
+];
 
 /** The argument text of each call of a key generator in `text`, also through promisify(...)(...). */
 function generatorCalls(text: string): string[] {
@@ -49,7 +52,9 @@ describe('generated keys', () => {
   });
 
   it('never turn WebCrypto keys into KeyObjects', () => {
-    const from = shipped.filter((f) => /KeyObject\.from\(/.test(readFileSync(f, 'utf8'))).map((f) => relative(repoRoot, f));
+    const from = shipped
+      .filter((f) => /KeyObject\.from\(/.test(readFileSync(f, 'utf8')))
+      .map((f) => relative(repoRoot, f));
     expect(from).toEqual([]);
   });
 });

@@ -15,8 +15,16 @@ const run = promisify(execFile);
 
 const PACKAGES = [
   { name: '@choria-provisioner/core', dir: 'packages/core', entries: ['dist/index.js', 'dist/index.d.ts'] },
-  { name: 'choria-provisioner', dir: 'packages/cli', entries: ['dist/bin.js', 'helpers/pool-helper.mjs', 'helpers/ed25519-helper.mjs', 'helpers/x509-ca-helper.mjs'] },
-  { name: '@choria-provisioner/simulator', dir: 'packages/simulator', entries: ['dist/index.js', 'dist/index.d.ts', 'dist/bin.js'] },
+  {
+    name: 'choria-provisioner',
+    dir: 'packages/cli',
+    entries: ['dist/bin.js', 'helpers/pool-helper.mjs', 'helpers/ed25519-helper.mjs', 'helpers/x509-ca-helper.mjs'],
+  },
+  {
+    name: '@choria-provisioner/simulator',
+    dir: 'packages/simulator',
+    entries: ['dist/index.js', 'dist/index.d.ts', 'dist/bin.js'],
+  },
 ] as const;
 
 interface PackResult {
@@ -25,7 +33,8 @@ interface PackResult {
 
 function parsePackJson(stdout: string, name: string): PackResult {
   const parsed: unknown = JSON.parse(stdout);
-  if (!Array.isArray(parsed) || parsed.length !== 1) throw new Error(`npm pack --json for ${name} did not print one package: ${stdout.slice(0, 200)}`);
+  if (!Array.isArray(parsed) || parsed.length !== 1)
+    throw new Error(`npm pack --json for ${name} did not print one package: ${stdout.slice(0, 200)}`);
   const first: unknown = parsed[0];
   const files = typeof first === 'object' && first !== null ? (first as Record<string, unknown>)['files'] : undefined;
   if (!Array.isArray(files)) throw new Error(`npm pack --json for ${name} has no files list`);
@@ -40,7 +49,10 @@ function parsePackJson(stdout: string, name: string): PackResult {
 
 async function pack(name: string): Promise<string[]> {
   // --ignore-scripts: a dry run must not trigger prepack/prepare builds.
-  const { stdout } = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts', '--workspace', name], { cwd: root, maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts', '--workspace', name], {
+    cwd: root,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   return parsePackJson(stdout, name).files.sort();
 }
 
@@ -79,23 +91,41 @@ function filesUnder(dir: string): string[] {
 
 // the CLI also ships the example helpers its demo runs (helpers/, copied from examples/ by the build)
 const ALLOWED = (p: string): boolean =>
-  p === 'package.json' || /^(README|LICENSE|LICENCE|NOTICE)(\.[a-z]+)?$/i.test(p) || p.startsWith('dist/') || /^helpers\/[a-z0-9-]+\.mjs$/.test(p);
+  p === 'package.json' ||
+  /^(README|LICENSE|LICENCE|NOTICE)(\.[a-z]+)?$/i.test(p) ||
+  p.startsWith('dist/') ||
+  /^helpers\/[a-z0-9-]+\.mjs$/.test(p);
 // (a V8 code cache fits only the Node.js that made it: the CLI makes its own where it runs)
-const FORBIDDEN = [/(^|\/)src\//, /(^|\/)test\//, /\.test\.[cm]?[jt]s$/, /\.tsbuildinfo$/, /\.map$/, /(^|\/)tsconfig[^/]*\.json$/, /\.ts$/, /\.cache$/];
+const FORBIDDEN = [
+  /(^|\/)src\//,
+  /(^|\/)test\//,
+  /\.test\.[cm]?[jt]s$/,
+  /\.tsbuildinfo$/,
+  /\.map$/,
+  /(^|\/)tsconfig[^/]*\.json$/,
+  /\.ts$/,
+  /\.cache$/,
+];
 const DECLARATION = /\.d\.ts$/;
 
 // `{import('./x.js').T}` is a type in a JSDoc comment (the CLI's bundle keeps its dependencies'
 // comments), not an import: hence the dynamic import may not follow a `{`
 function importSpecifiers(js: string): string[] {
   const out: string[] = [];
-  for (const m of js.matchAll(/(?:^|[;\s])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|(?:^|[;\s])import\s*['"]([^'"]+)['"]|(?<!\{)import\(\s*['"]([^'"]+)['"]\s*\)/gm)) {
+  for (const m of js.matchAll(
+    /(?:^|[;\s])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|(?:^|[;\s])import\s*['"]([^'"]+)['"]|(?<!\{)import\(\s*['"]([^'"]+)['"]\s*\)/gm,
+  )) {
     const spec = m[1] ?? m[2] ?? m[3];
     if (spec !== undefined) out.push(spec);
   }
   return out;
 }
 
-const packageNameOf = (spec: string): string => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/');
+const packageNameOf = (spec: string): string =>
+  spec
+    .split('/')
+    .slice(0, spec.startsWith('@') ? 2 : 1)
+    .join('/');
 
 describe.each(PACKAGES)('npm pack of $name', ({ name, dir, entries }) => {
   it('contains only package.json, README/LICENSE and dist/ (no sources, tests, build state or source maps) and every entry point', async () => {
@@ -104,11 +134,16 @@ describe.each(PACKAGES)('npm pack of $name', ({ name, dir, entries }) => {
     const files = await packedFiles(name);
 
     expect(files.filter((p) => !ALLOWED(p))).toEqual([]);
-    for (const re of FORBIDDEN) expect(files.filter((p) => re.test(p) && !DECLARATION.test(p)), String(re)).toEqual([]);
+    for (const re of FORBIDDEN)
+      expect(
+        files.filter((p) => re.test(p) && !DECLARATION.test(p)),
+        String(re),
+      ).toEqual([]);
     expect(files).toContain('package.json');
 
     const manifest = readManifest(dir);
-    for (const entry of [...entries, ...entryPoints(manifest)]) expect(files, `entry point ${entry} of ${name}`).toContain(entry);
+    for (const entry of [...entries, ...entryPoints(manifest)])
+      expect(files, `entry point ${entry} of ${name}`).toContain(entry);
 
     // Nothing built is left out: every emitted .js/.d.ts (and any data file) of dist/ ships; not
     // the CLI bundle's V8 code caches, which fit only the Node.js that made them and are made

@@ -48,7 +48,9 @@ interface CliRun {
 /** Runs the built CLI with `args`, configuration paths moved from /etc/choria-provisioner into an empty scratch dir. */
 async function runCliWith(args: readonly string[]): Promise<CliRun> {
   expect(existsSync(cliBin), 'packages/cli/dist/bin.js is missing: run "npm run build" first').toBe(true);
-  const moved = args.map((a) => a.split(UPSTREAM_CONFIG_DIR).join(scratch).replace('/run/choria-provisioner/', `${scratch}/`));
+  const moved = args.map((a) =>
+    a.split(UPSTREAM_CONFIG_DIR).join(scratch).replace('/run/choria-provisioner/', `${scratch}/`),
+  );
   return await new Promise((resolve) => {
     execFile(process.execPath, [cliBin, ...moved], { timeout: 15_000 }, (err, _stdout, stderr) => {
       const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1;
@@ -78,8 +80,11 @@ describe('examples/systemd/choria-provisioner.service', () => {
 
   it('has no hardening option that breaks Node.js or helpers that use the network', () => {
     // Node's JIT needs writable and executable memory; helpers talk to CAs and CMDBs.
-    for (const key of ['MemoryDenyWriteExecute', 'PrivateNetwork', 'IPAddressDeny']) expect(service.has(key), key).toBe(false);
-    expect(one('RestrictAddressFamilies')?.split(/\s+/)).toEqual(expect.arrayContaining(['AF_INET', 'AF_INET6', 'AF_UNIX']));
+    for (const key of ['MemoryDenyWriteExecute', 'PrivateNetwork', 'IPAddressDeny'])
+      expect(service.has(key), key).toBe(false);
+    expect(one('RestrictAddressFamilies')?.split(/\s+/)).toEqual(
+      expect.arrayContaining(['AF_INET', 'AF_INET6', 'AF_UNIX']),
+    );
     expect(one('NoNewPrivileges')).toBe('yes');
   });
 
@@ -87,7 +92,9 @@ describe('examples/systemd/choria-provisioner.service', () => {
     const exec = splitCommand(one('ExecStart') ?? '');
     expect(exec.slice(0, 3)).toEqual(['/usr/bin/node', '/opt/choria-provisioner/packages/cli/dist/bin.js', 'run']);
     const args = exec.slice(2);
-    expect(args).toEqual(expect.arrayContaining(['--choria-config', UPSTREAM_ARGS.choriaConfig, `--config=${UPSTREAM_ARGS.config}`]));
+    expect(args).toEqual(
+      expect.arrayContaining(['--choria-config', UPSTREAM_ARGS.choriaConfig, `--config=${UPSTREAM_ARGS.config}`]),
+    );
     const result = await runCliWith(args);
     expect(result.code, result.stderr).toBe(1);
     expect(result.stderr).toContain(`could not load ${scratch}/choria-provisioner.yaml`);
@@ -104,12 +111,18 @@ describe('examples/docker/Dockerfile', () => {
     expect(all('FROM')).toEqual(['node:20-slim AS install', 'node:20-slim']);
     for (const run of all('RUN').filter((r) => r.includes('apt-get'))) {
       // update and install in one layer, no recommends, the lists removed (hadolint DL3009, DL3015)
-      expect(run).toMatch(/apt-get update && apt-get install -y --no-install-recommends .* && rm -rf \/var\/lib\/apt\/lists\/\*/);
+      expect(run).toMatch(
+        /apt-get update && apt-get install -y --no-install-recommends .* && rm -rf \/var\/lib\/apt\/lists\/\*/,
+      );
     }
   });
 
   it('installs the release tarballs with npm ci --omit=dev, building nothing from sources', () => {
-    expect(all('RUN').filter((r) => r.startsWith('npm ')).map((r) => r.split(' && ')[0])).toEqual(['npm ci --omit=dev --no-audit --no-fund']);
+    expect(
+      all('RUN')
+        .filter((r) => r.startsWith('npm '))
+        .map((r) => r.split(' && ')[0]),
+    ).toEqual(['npm ci --omit=dev --no-audit --no-fund']);
     expect(docker.instructions.join('\n')).not.toMatch(/npm run build|npm install|tsc|packages\//);
   });
 
@@ -143,12 +156,19 @@ describe('examples/docker/Dockerfile', () => {
 
   it('has the installed CLI as entrypoint and the upstream image default arguments, which the CLI accepts', async () => {
     const entrypoint = docker.execForm('ENTRYPOINT');
-    const cliManifest = JSON.parse(readFileSync(join(root, 'packages/cli/package.json'), 'utf8')) as { name: string; bin: Record<string, string> };
+    const cliManifest = JSON.parse(readFileSync(join(root, 'packages/cli/package.json'), 'utf8')) as {
+      name: string;
+      bin: Record<string, string>;
+    };
     // where npm ci in the install stage's WORKDIR puts the CLI's bin
     const installed = `${all('WORKDIR')[0] ?? ''}/node_modules/${cliManifest.name}/${(cliManifest.bin['choria-provisioner'] ?? '').replace(/^\.\//, '')}`;
     expect(entrypoint).toEqual(['/usr/bin/tini', '--', 'node', installed]);
     const cmd = docker.execForm('CMD');
-    expect(cmd).toEqual(['run', `--config=${UPSTREAM_ARGS.config}`, `--choria-config=${UPSTREAM_ARGS.dockerChoriaConfig}`]);
+    expect(cmd).toEqual([
+      'run',
+      `--config=${UPSTREAM_ARGS.config}`,
+      `--choria-config=${UPSTREAM_ARGS.dockerChoriaConfig}`,
+    ]);
     const result = await runCliWith(cmd);
     expect(result.code, result.stderr).toBe(1);
     expect(result.stderr).toContain(`could not load ${scratch}/choria-provisioner.yaml`);

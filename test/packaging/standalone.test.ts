@@ -17,7 +17,14 @@ function repositoryFiles(): string[] {
 }
 
 // A citation of a document that is not in the repository, or a path beside the checkout.
-const OUTSIDE = [/§/, /\bproduct\.md\b/, /(?<!docs\/)\bsecurity\.md\b/, /\bshared\/(?:spec|vectors)\b/, /\.\.\/shared\b/, /\bCHORIA_VECTORS_DIR\b/];
+const OUTSIDE = [
+  /§/,
+  /\bproduct\.md\b/,
+  /(?<!docs\/)\bsecurity\.md\b/,
+  /\bshared\/(?:spec|vectors)\b/,
+  /\.\.\/shared\b/,
+  /\bCHORIA_VECTORS_DIR\b/,
+];
 // this file names the patterns it looks for
 const SELF = 'test/packaging/standalone.test.ts';
 
@@ -34,9 +41,17 @@ interface Finished {
 function runAsync(command: string, args: string[], cwd: string, timeoutMs: number): Promise<Finished> {
   const env = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' };
   return new Promise((resolve) => {
-    execFile(command, args, { cwd, env, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      resolve({ status: err === null ? 0 : typeof err.code === 'number' ? err.code : null, output: `${stdout}\n${stderr}` });
-    });
+    execFile(
+      command,
+      args,
+      { cwd, env, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        resolve({
+          status: err === null ? 0 : typeof err.code === 'number' ? err.code : null,
+          output: `${stdout}\n${stderr}`,
+        });
+      },
+    );
   });
 }
 
@@ -63,12 +78,27 @@ describe('the repository stands alone', () => {
     const copy = join(dir, 'repo');
     try {
       // everything but the dependencies and git's own files; the dependencies are linked, not copied
-      execFileSync('sh', ['-c', `mkdir -p "${copy}" && tar -C "${repoRoot}" --exclude=./node_modules --exclude=./.git -cf - . | tar -C "${copy}" -xf -`]);
+      execFileSync('sh', [
+        '-c',
+        `mkdir -p "${copy}" && tar -C "${repoRoot}" --exclude=./node_modules --exclude=./.git -cf - . | tar -C "${copy}" -xf -`,
+      ]);
       symlinkSync(join(repoRoot, 'node_modules'), join(copy, 'node_modules'));
       // every unit test file but this one, named (this file would copy and run again, for ever)
-      const unitFiles = repositoryFiles().filter((f) => f.endsWith('.test.ts') && !f.endsWith('.network.test.ts') && f !== SELF && !f.startsWith('test/interop/') && !f.startsWith('test/soak/'));
+      const unitFiles = repositoryFiles().filter(
+        (f) =>
+          f.endsWith('.test.ts') &&
+          !f.endsWith('.network.test.ts') &&
+          f !== SELF &&
+          !f.startsWith('test/interop/') &&
+          !f.startsWith('test/soak/'),
+      );
       const vitest = join(repoRoot, 'node_modules', 'vitest', 'vitest.mjs');
-      const { status, output } = await runAsync(process.execPath, [vitest, 'run', '--project', 'unit', ...unitFiles], copy, 540_000);
+      const { status, output } = await runAsync(
+        process.execPath,
+        [vitest, 'run', '--project', 'unit', ...unitFiles],
+        copy,
+        540_000,
+      );
       expect(status, output.slice(-4000)).toBe(0);
       expect(output).toMatch(/Tests\s+\d+ passed/);
       expect(output).toMatch(new RegExp(`Test Files\\s+${unitFiles.length} passed`));

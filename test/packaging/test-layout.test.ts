@@ -24,13 +24,22 @@ const files = [...testFiles(join(repoRoot, 'packages')), ...testFiles(join(repoR
 }));
 
 // a broker of its own (the harness, a simulated fleet) or a command that starts one
-const NEEDS_BROKER = new RegExp(['startNatsServer\\(', 'new FleetHarness\\(', 'SimulatedFleet\\.start\\(', 'runDemo\\(', "'demo', '--(?:mode|nodes)"].join('|'));
+const NEEDS_BROKER = new RegExp(
+  [
+    'startNatsServer\\(',
+    'new FleetHarness\\(',
+    'SimulatedFleet\\.start\\(',
+    'runDemo\\(',
+    "'demo', '--(?:mode|nodes)",
+  ].join('|'),
+);
 const PACKAGES = ['core', 'simulator', 'cli'] as const;
 
 /** The packages a test uses: imports by name or by path, and the simulated-fleet support (core and simulator). */
 function packagesUsed(text: string): Set<string> {
   const used = new Set<string>();
-  for (const p of PACKAGES) if (new RegExp(`@choria-provisioner/${p}\\b|packages/${p}/|'packages', '${p}'`).test(text)) used.add(p);
+  for (const p of PACKAGES)
+    if (new RegExp(`@choria-provisioner/${p}\\b|packages/${p}/|'packages', '${p}'`).test(text)) used.add(p);
   if (text.includes('@choria-provisioner/test-support/fleet')) for (const p of ['core', 'simulator']) used.add(p);
   return used;
 }
@@ -41,8 +50,12 @@ describe('test layout', () => {
   });
 
   it('names exactly the tests that need a broker *.network.test.ts', () => {
-    const unnamed = files.filter((f) => NEEDS_BROKER.test(f.text) && !f.path.endsWith('.network.test.ts')).map((f) => f.path);
-    const misnamed = files.filter((f) => !NEEDS_BROKER.test(f.text) && f.path.endsWith('.network.test.ts')).map((f) => f.path);
+    const unnamed = files
+      .filter((f) => NEEDS_BROKER.test(f.text) && !f.path.endsWith('.network.test.ts'))
+      .map((f) => f.path);
+    const misnamed = files
+      .filter((f) => !NEEDS_BROKER.test(f.text) && f.path.endsWith('.network.test.ts'))
+      .map((f) => f.path);
     expect(unnamed).toEqual([]);
     expect(misnamed).toEqual([]);
     expect(files.filter((f) => f.path.endsWith('.network.test.ts')).length).toBeGreaterThan(15);

@@ -15,7 +15,18 @@
 // but the time it saves. Only a file owned by this user or by the bundle's owner, writable by no
 // one else, is read. NODE_DISABLE_COMPILE_CACHE=1 (Node's own switch) turns it off.
 import { isAscii } from 'node:buffer';
-import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -129,7 +140,8 @@ export function writeCodeCache() {
     }
     try {
       for (const name of readdirSync(dir)) {
-        if (name.startsWith('cli.cjs.') && name.endsWith(`.${cacheKey}.cache`) && name !== cacheName) rmSync(join(dir, name), { force: true });
+        if (name.startsWith('cli.cjs.') && name.endsWith(`.${cacheKey}.cache`) && name !== cacheName)
+          rmSync(join(dir, name), { force: true });
       }
     } catch {
       // the old ones stay

@@ -57,7 +57,10 @@ await build({
 // dependency's, a `…` in ours). Each UTF-16 unit of those becomes its \u escape: in a comment only
 // text, and in code it would spell the same character.
 const bundleFile = join(outdir, 'cli.cjs');
-const asciiOnly = readFileSync(bundleFile, 'utf8').replace(/[\u0080-\uffff]/g, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
+const asciiOnly = readFileSync(bundleFile, 'utf8').replace(
+  /[\u0080-\uffff]/g,
+  (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`,
+);
 writeFileSync(bundleFile, asciiOnly);
 // The two programs started by file name, beside the bundle, as ES modules of their own.
 await build({
@@ -68,15 +71,26 @@ await build({
   },
   outdir,
   format: 'esm',
-  banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);",
+  },
 });
 // the helper spawner's Python companion, found beside the module that starts it
-copyFileSync(fileURLToPath(new URL('../core/dist/host/helper/spawner-child.py', cli)), join(outdir, 'spawner-child.py'));
+copyFileSync(
+  fileURLToPath(new URL('../core/dist/host/helper/spawner-child.py', cli)),
+  join(outdir, 'spawner-child.py'),
+);
 // dist/bundle/cli.js, what dist/bin.js imports: the loader in place of tsc's re-export, told the
 // bundle's content hash (its code caches are named by it)
 const loader = join(outdir, 'cli.js');
 const bundleId = createHash('sha256').update(readFileSync(bundleFile)).digest('hex').slice(0, 16);
-writeFileSync(loader, readFileSync(fileURLToPath(new URL('scripts/bundle-loader.js', cli)), 'utf8').replace("'__BUNDLE_ID__'", `'${bundleId}'`));
+writeFileSync(
+  loader,
+  readFileSync(fileURLToPath(new URL('scripts/bundle-loader.js', cli)), 'utf8').replace(
+    "'__BUNDLE_ID__'",
+    `'${bundleId}'`,
+  ),
+);
 
 // The code cache of the Node.js that builds, so that the first start from this build has one too:
 // the loader writes it beside the bundle as this run exits, after compiling what every start-up
@@ -93,10 +107,16 @@ try {
   `;
   const env = { ...process.env };
   delete env.NODE_DISABLE_COMPILE_CACHE;
-  execFileSync(process.execPath, ['--input-type=module', '-e', warmUp], { stdio: ['ignore', 'ignore', 'inherit'], env });
+  execFileSync(process.execPath, ['--input-type=module', '-e', warmUp], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env,
+  });
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }
 const caches = readdirSync(outdir).filter((f) => f.endsWith('.cache'));
-if (caches.length === 0) process.stderr.write(`bundle: no code cache was written into ${outdir} (is it writable?); the CLI makes one where it runs\n`);
+if (caches.length === 0)
+  process.stderr.write(
+    `bundle: no code cache was written into ${outdir} (is it writable?); the CLI makes one where it runs\n`,
+  );
 process.stdout.write(`bundled the CLI into ${outdir} in ${Date.now() - started} ms\n`);

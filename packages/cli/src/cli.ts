@@ -14,16 +14,31 @@ import { DEFAULT_WATCHDOG_S } from '@choria-provisioner/simulator/watchdog';
 class UsageError extends Error {}
 
 /** Where a control command goes and with which token, from the options it shares. */
-function controlTarget(args: { url: string; site?: string | undefined; 'token-file'?: string | undefined }): { url: string; site?: string; tokenFile?: string } {
-  return { url: args.url, ...(args.site !== undefined ? { site: args.site } : {}), ...(args['token-file'] !== undefined ? { tokenFile: args['token-file'] } : {}) };
+function controlTarget(args: { url: string; site?: string | undefined; 'token-file'?: string | undefined }): {
+  url: string;
+  site?: string;
+  tokenFile?: string;
+} {
+  return {
+    url: args.url,
+    ...(args.site !== undefined ? { site: args.site } : {}),
+    ...(args['token-file'] !== undefined ? { tokenFile: args['token-file'] } : {}),
+  };
 }
 
 /** The options every control command shares. */
 function controlOptions<T>(y: Argv<T>) {
   return y
-    .option('url', { type: 'string', default: 'http://127.0.0.1:8080', describe: 'Base URL of the monitor endpoint (monitor_port)' })
+    .option('url', {
+      type: 'string',
+      default: 'http://127.0.0.1:8080',
+      describe: 'Base URL of the monitor endpoint (monitor_port)',
+    })
     .option('site', { type: 'string', describe: 'Only this site (default: every site the token belongs to)' })
-    .option('token-file', { type: 'string', describe: `File holding the site's monitor_api_token (default: the ${TOKEN_ENV} environment variable)` });
+    .option('token-file', {
+      type: 'string',
+      describe: `File holding the site's monitor_api_token (default: the ${TOKEN_ENV} environment variable)`,
+    });
 }
 
 /**
@@ -49,11 +64,29 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
       'Run the provisioner: one instance (site) per --config file, all in this process',
       (y) =>
         y
-          .option('config', { type: 'string', array: true, demandOption: true, describe: 'Provisioner YAML file; repeat for several sites' })
-          .option('choria-config', { type: 'string', describe: 'Choria client config (default: the usual Choria client lookup); a config file\'s choria_config key wins' })
+          .option('config', {
+            type: 'string',
+            array: true,
+            demandOption: true,
+            describe: 'Provisioner YAML file; repeat for several sites',
+          })
+          .option('choria-config', {
+            type: 'string',
+            describe:
+              "Choria client config (default: the usual Choria client lookup); a config file's choria_config key wins",
+          })
           .option('pid', { type: 'string', describe: 'Write the process id to this file; removed on clean exit' })
-          .option('monitor-address', { type: 'string', default: '0.0.0.0', describe: 'Address the metrics/status endpoint listens on' })
-          .option('dry-run', { type: 'boolean', default: false, describe: 'Discover, fetch, check and run the helper for every node, but send nothing that changes a node (configure, restart, shutdown, release_update)' }),
+          .option('monitor-address', {
+            type: 'string',
+            default: '0.0.0.0',
+            describe: 'Address the metrics/status endpoint listens on',
+          })
+          .option('dry-run', {
+            type: 'boolean',
+            default: false,
+            describe:
+              'Discover, fetch, check and run the helper for every node, but send nothing that changes a node (configure, restart, shutdown, release_update)',
+          }),
       async (args) => {
         code = await runCommand(
           {
@@ -74,7 +107,12 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
       'Load and check configuration files, the helper and key material, print what was found',
       (y) =>
         y
-          .option('config', { type: 'string', array: true, demandOption: true, describe: 'Provisioner YAML file(s) to check' })
+          .option('config', {
+            type: 'string',
+            array: true,
+            demandOption: true,
+            describe: 'Provisioner YAML file(s) to check',
+          })
           .option('choria-config', { type: 'string', describe: 'Choria client config to check' }),
       async (args) => {
         code = await validateCommand({ configs: args.config, choriaConfig: args['choria-config'] }, io);
@@ -85,9 +123,16 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
       'Show the status of a running provisioner (its /status endpoint)',
       (y) =>
         y
-          .option('url', { type: 'string', default: 'http://127.0.0.1:8080', describe: 'Base URL of the monitor endpoint (monitor_port)' })
+          .option('url', {
+            type: 'string',
+            default: 'http://127.0.0.1:8080',
+            describe: 'Base URL of the monitor endpoint (monitor_port)',
+          })
           .option('json', { type: 'boolean', default: false, describe: 'Print the raw JSON' })
-          .option('token-file', { type: 'string', describe: `File holding the site's monitor_api_token, to list the nodes of a site that sets one (default: the ${TOKEN_ENV} environment variable)` }),
+          .option('token-file', {
+            type: 'string',
+            describe: `File holding the site's monitor_api_token, to list the nodes of a site that sets one (default: the ${TOKEN_ENV} environment variable)`,
+          }),
       async (args) => {
         code = await statusCommand({ url: args.url, json: args.json, tokenFile: args['token-file'] }, io);
       },
@@ -101,13 +146,23 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
             t
               .option('config', { type: 'string', demandOption: true, describe: 'Provisioner YAML file' })
               .option('choria-config', { type: 'string', describe: 'Choria client config (as for run)' })
-              .option('identity', { type: 'string', describe: 'Build the request live from this node (every fetch and check, nothing sent that changes it)' })
+              .option('identity', {
+                type: 'string',
+                describe: 'Build the request live from this node (every fetch and check, nothing sent that changes it)',
+              })
               .option('request', { type: 'string', describe: 'Use a saved request file instead of asking a node' })
               .option('save', { type: 'string', describe: 'Write the request to this file for --request replays' })
               .option('json', { type: 'boolean', default: false, describe: 'Print the report as JSON' }),
           async (args) => {
             code = await helperTestCommand(
-              { config: args.config, choriaConfig: args['choria-config'], identity: args.identity, request: args.request, save: args.save, json: args.json },
+              {
+                config: args.config,
+                choriaConfig: args['choria-config'],
+                identity: args.identity,
+                request: args.request,
+                save: args.save,
+                json: args.json,
+              },
               io,
             );
           },
@@ -119,7 +174,10 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
       'Pause or resume a running provisioner through its monitor port (needs monitor_api_token)',
       (y) => controlOptions(y),
       async (args) => {
-        code = await controlCommand({ ...controlTarget(args), action: args._[0] === 'resume' ? 'resume' : 'pause' }, io);
+        code = await controlCommand(
+          { ...controlTarget(args), action: args._[0] === 'resume' ? 'resume' : 'pause' },
+          io,
+        );
       },
     )
     .command(
@@ -127,7 +185,14 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
       'Release a quarantined node, or retry a node now, in a running provisioner (needs monitor_api_token)',
       (y) => controlOptions(y).positional('identity', { type: 'string', demandOption: true, describe: 'The node' }),
       async (args) => {
-        code = await controlCommand({ ...controlTarget(args), action: args._[0] === 'retry' ? 'retry' : 'release', identity: String(args.identity) }, io);
+        code = await controlCommand(
+          {
+            ...controlTarget(args),
+            action: args._[0] === 'retry' ? 'retry' : 'release',
+            identity: String(args.identity),
+          },
+          io,
+        );
       },
     )
     .command(
@@ -135,13 +200,25 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
       'Start a local nats-server, a simulated fleet and a provisioner, and provision the fleet',
       (y) =>
         y
-          .option('mode', { choices: ['ed25519', 'pki', 'jwt', 'plain'] as const, default: 'ed25519' as const, describe: 'Provisioning flow' })
+          .option('mode', {
+            choices: ['ed25519', 'pki', 'jwt', 'plain'] as const,
+            default: 'ed25519' as const,
+            describe: 'Provisioning flow',
+          })
           .option('nodes', { type: 'number', default: 500, describe: 'Simulated servers' })
           .option('workers', { type: 'number', describe: 'Provisioner workers (default: CPU count x 4)' })
-          .option('watchdog', { type: 'number', default: DEFAULT_WATCHDOG_S, describe: 'Stop with a message when the event loop stands still this many seconds (0: off)' }),
+          .option('watchdog', {
+            type: 'number',
+            default: DEFAULT_WATCHDOG_S,
+            describe: 'Stop with a message when the event loop stands still this many seconds (0: off)',
+          }),
       async (args) => {
         const { demoCommand } = await import('./commands/demo.js');
-        code = await demoCommand({ mode: args.mode, nodes: args.nodes, workers: args.workers, debug: args.debug, watchdogS: args.watchdog }, io, guard !== undefined ? { guard } : {});
+        code = await demoCommand(
+          { mode: args.mode, nodes: args.nodes, workers: args.workers, debug: args.debug, watchdogS: args.watchdog },
+          io,
+          guard !== undefined ? { guard } : {},
+        );
       },
     )
     .strict()

@@ -22,7 +22,10 @@ beforeEach(() => {
   writeFileSync(helper, '#!/bin/sh\necho "{}"\n');
   chmodSync(helper, 0o755);
   choriaCfg = join(dir, 'choria.cfg');
-  writeFileSync(choriaCfg, 'identity = prov.example.net\nplugin.choria.middleware_hosts = nats://127.0.0.1:4222\nplugin.security.provider = file\n');
+  writeFileSync(
+    choriaCfg,
+    'identity = prov.example.net\nplugin.choria.middleware_hosts = nats://127.0.0.1:4222\nplugin.security.provider = file\n',
+  );
 });
 
 afterEach(() => {
@@ -36,7 +39,8 @@ describe('choria-provisioner --help / --version', () => {
     const io = capture();
     expect(await main(['--help'], io)).toBe(0);
     const text = logs.join('\n');
-    for (const c of ['run', 'validate', 'status', 'demo', '--config', '--choria-config', '--pid', '--debug']) expect(text).toContain(c);
+    for (const c of ['run', 'validate', 'status', 'demo', '--config', '--choria-config', '--pid', '--debug'])
+      expect(text).toContain(c);
   });
 
   it('prints the version', async () => {
@@ -67,7 +71,9 @@ describe('choria-provisioner validate', () => {
     expect(io.stdout).toContain('interval:           300s');
     expect(io.stdout).toContain('brokers:            nats://127.0.0.1:4222');
     expect(io.stdout).toContain('protocol v1');
-    expect(io.stdout).toContain('node history:       bucket CHORIA_PROVISIONER_HISTORY (168 h, memory when unreachable)');
+    expect(io.stdout).toContain(
+      'node history:       bucket CHORIA_PROVISIONER_HISTORY (168 h, memory when unreachable)',
+    );
     const mem = writeConfig('m.yaml', good('history_store: memory\n').replace('HELPER', helper));
     const io2 = capture();
     expect(await main(['validate', '--config', mem, '--choria-config', choriaCfg], io2)).toBe(0);
@@ -87,12 +93,19 @@ describe('choria-provisioner validate', () => {
     ['wrong type', 'workers: "4"\nhelper: HELPER\n', 'workers'],
     ['too-small interval', 'interval: 30s\nhelper: HELPER\n', 'interval "30s" is below the minimum of 1m'],
     ['forbidden component characters', 'lifecycle_component: a.b\nhelper: HELPER\n', 'lifecycle_component'],
-    ['pki+ed25519', 'helper: HELPER\njwt_verify_cert: x\njwt_signing_key: y\nfeatures:\n  pki: true\n  ed25519: true\n', 'can only enable one of pki or ed25519 features'],
+    [
+      'pki+ed25519',
+      'helper: HELPER\njwt_verify_cert: x\njwt_signing_key: y\nfeatures:\n  pki: true\n  ed25519: true\n',
+      'can only enable one of pki or ed25519 features',
+    ],
     ['removed leader_election_name', 'helper: HELPER\nleader_election_name: prov\n', 'leader_election_name'],
   ];
   for (const [name, text, expected] of cases) {
     it(`exits 1 and names the problem: ${name}`, async () => {
-      const f = name === 'missing file' ? join(dir, 'does-not-exist.yaml') : writeConfig('p.yaml', text.replace('HELPER', helper));
+      const f =
+        name === 'missing file'
+          ? join(dir, 'does-not-exist.yaml')
+          : writeConfig('p.yaml', text.replace('HELPER', helper));
       const io = capture();
       expect(await main(['validate', '--config', f, '--choria-config', choriaCfg], io)).toBe(1);
       expect(io.stderr).toContain('INVALID');
@@ -131,7 +144,7 @@ describe('choria-provisioner run', () => {
     expect(io.stderr).toContain('both use site "same"');
   });
 
-  it('is parsed as the default command when named (no help text rendered), but run --help is run\'s help', async () => {
+  it("is parsed as the default command when named (no help text rendered), but run --help is run's help", async () => {
     expect(asDefaultCommand(['run', '--config', 'a.yaml'])).toEqual(['--config', 'a.yaml']);
     expect(asDefaultCommand(['validate', '--config', 'a.yaml'])).toEqual(['validate', '--config', 'a.yaml']);
     expect(asDefaultCommand(['--config', 'run'])).toEqual(['--config', 'run']);
@@ -153,7 +166,16 @@ describe('choria-provisioner run', () => {
 
 describe('choria-provisioner status', () => {
   it('says when a site lists its nodes only to its token, and counts them', () => {
-    const site = { site: 'lon', paused: false, queue: 0, busyWorkers: 0, workers: 4, hosts: [], hostCounts: { failed: 2, held: 3 }, hostsNeedToken: true };
+    const site = {
+      site: 'lon',
+      paused: false,
+      queue: 0,
+      busyWorkers: 0,
+      workers: 4,
+      hosts: [],
+      hostCounts: { failed: 2, held: 3 },
+      hostsNeedToken: true,
+    };
     expect(formatStatus({ sites: [site] })).toBe(
       'site lon: running, queue 0, busy workers 0/4, hosts 5\nnodes not listed: the site lists them only with its monitor_api_token (--token-file FILE or CHORIA_PROVISIONER_API_TOKEN)\n',
     );

@@ -71,18 +71,27 @@ describe('progress formatting', () => {
 
   it('the terminal line names every counter, fits the terminal and keeps its length as numbers grow', () => {
     const line = formatProgressLine(snap(), 120);
-    expect(line).toBe('[###############...............] 250/500  found 480  queued  12  provisioning  32  done 250  failed   3   50.0/s  0:05');
+    expect(line).toBe(
+      '[###############...............] 250/500  found 480  queued  12  provisioning  32  done 250  failed   3   50.0/s  0:05',
+    );
     expect(line.length).toBeLessThanOrEqual(119);
-    const early = formatProgressLine(snap({ found: 1, queued: 0, provisioning: 1, done: 0, failed: 0, elapsedMs: 1_000 }), 120);
+    const early = formatProgressLine(
+      snap({ found: 1, queued: 0, provisioning: 1, done: 0, failed: 0, elapsedMs: 1_000 }),
+      120,
+    );
     expect(early.length).toBe(line.length);
     // 80 columns: single spaces, no room for a bar, but every counter and the elapsed time stay
-    expect(formatProgressLine(snap(), 80)).toBe('250/500 found 480 queued  12 provisioning  32 done 250 failed   3  50.0/s 0:05');
+    expect(formatProgressLine(snap(), 80)).toBe(
+      '250/500 found 480 queued  12 provisioning  32 done 250 failed   3  50.0/s 0:05',
+    );
     expect(formatProgressLine(snap(), 40)).toHaveLength(39);
     expect(formatProgressLine(snap(), 0)).toContain('250/500'); // a pty reporting 0 columns
   });
 
   it('the plain line has the percentage and the counters', () => {
-    expect(formatProgressPlain(snap())).toBe('progress: 250/500 provisioned (50%)  found 480  queued 12  provisioning 32  done 250  failed 3  50.0/s  0:05');
+    expect(formatProgressPlain(snap())).toBe(
+      'progress: 250/500 provisioned (50%)  found 480  queued 12  provisioning 32  done 250  failed 3  50.0/s  0:05',
+    );
   });
 
   it('the reporter redraws a terminal line ~10 times a second and ends it on stop; plain lines every 2 s', () => {
@@ -90,7 +99,11 @@ describe('progress formatting', () => {
     try {
       const writes: string[] = [];
       let done = 0;
-      const tty = new ProgressReporter({ sample: () => snap({ done: done++ }), terminal: { write: (t) => void writes.push(t), columns: 120 }, line: () => undefined });
+      const tty = new ProgressReporter({
+        sample: () => snap({ done: done++ }),
+        terminal: { write: (t) => void writes.push(t), columns: 120 },
+        line: () => undefined,
+      });
       tty.start();
       vi.advanceTimersByTime(1_000);
       tty.stop();
@@ -163,12 +176,23 @@ describe('summary', () => {
 });
 
 describe('nats-server lookup and helper command words', () => {
-  const only = (...paths: string[]) => (p: string) => paths.includes(p);
+  const only =
+    (...paths: string[]) =>
+    (p: string) =>
+      paths.includes(p);
 
   it('prefers NATS_SERVER_BIN, then PATH, then /usr/sbin', () => {
-    expect(findNatsServer({ NATS_SERVER_BIN: '/opt/nats', PATH: '/bin' }, only('/opt/nats', '/bin/nats-server'))).toEqual({ found: true, bin: '/opt/nats' });
-    expect(findNatsServer({ PATH: '/a:/bin' }, only('/bin/nats-server', '/usr/sbin/nats-server'))).toEqual({ found: true, bin: '/bin/nats-server' });
-    expect(findNatsServer({ PATH: '/bin' }, only('/usr/sbin/nats-server'))).toEqual({ found: true, bin: '/usr/sbin/nats-server' });
+    expect(
+      findNatsServer({ NATS_SERVER_BIN: '/opt/nats', PATH: '/bin' }, only('/opt/nats', '/bin/nats-server')),
+    ).toEqual({ found: true, bin: '/opt/nats' });
+    expect(findNatsServer({ PATH: '/a:/bin' }, only('/bin/nats-server', '/usr/sbin/nats-server'))).toEqual({
+      found: true,
+      bin: '/bin/nats-server',
+    });
+    expect(findNatsServer({ PATH: '/bin' }, only('/usr/sbin/nats-server'))).toEqual({
+      found: true,
+      bin: '/usr/sbin/nats-server',
+    });
   });
 
   it('reports a NATS_SERVER_BIN that is not executable instead of falling back', () => {
@@ -189,15 +213,34 @@ describe('nats-server lookup and helper command words', () => {
 describe('example helpers: stdin mode unchanged, --lines for pools', () => {
   const helpersDir = fileURLToPath(new URL('../../../examples/helpers/', import.meta.url));
   const request = (identity: string): string =>
-    JSON.stringify({ identity, csr: null, ed25519_pubkey: { public_key: 'ab'.repeat(32), directory: '/etc/choria', signature: 'cd' }, inventory: '{}', jwt: null });
+    JSON.stringify({
+      identity,
+      csr: null,
+      ed25519_pubkey: { public_key: 'ab'.repeat(32), directory: '/etc/choria', signature: 'cd' },
+      inventory: '{}',
+      jwt: null,
+    });
 
-  async function run(script: string, args: string[], input: string): Promise<{ code: number | null; lines: unknown[] }> {
-    const child = spawn(process.execPath, [join(helpersDir, script), ...args], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, CA_DIR: join(tmpdir(), 'cpts-demo-unused-ca') } });
+  async function run(
+    script: string,
+    args: string[],
+    input: string,
+  ): Promise<{ code: number | null; lines: unknown[] }> {
+    const child = spawn(process.execPath, [join(helpersDir, script), ...args], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+      env: { ...process.env, CA_DIR: join(tmpdir(), 'cpts-demo-unused-ca') },
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stdin.end(input);
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    return { code, lines: out.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as unknown) };
+    return {
+      code,
+      lines: out
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as unknown),
+    };
   }
 
   for (const script of ['ed25519-helper.mjs', 'x509-ca-helper.mjs']) {
@@ -205,9 +248,15 @@ describe('example helpers: stdin mode unchanged, --lines for pools', () => {
       const once = await run(script, [], request('n1.example.net'));
       expect(once.code).toBe(0);
       expect(once.lines).toHaveLength(1);
-      expect(once.lines[0]).toMatchObject({ configuration: { identity: 'n1.example.net', 'plugin.choria.server.provision': 'false' } });
+      expect(once.lines[0]).toMatchObject({
+        configuration: { identity: 'n1.example.net', 'plugin.choria.server.provision': 'false' },
+      });
 
-      const pool = await run(script, ['--lines'], `${request('n1.example.net')}\n\nnot json\n${request('n2.example.net')}\n`);
+      const pool = await run(
+        script,
+        ['--lines'],
+        `${request('n1.example.net')}\n\nnot json\n${request('n2.example.net')}\n`,
+      );
       expect(pool.code).toBe(0);
       expect(pool.lines).toHaveLength(3);
       expect(pool.lines[0]).toMatchObject({ configuration: { identity: 'n1.example.net' } });
@@ -232,15 +281,35 @@ describe('key material', () => {
     const keys = await makeDemoKeys('ed25519', tmp());
     const orgHex = keys.fleet.serverJwtVerification?.issuerPublicHex ?? '';
     expect(orgHex).toMatch(/^[0-9a-f]{64}$/);
-    const org = createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(orgHex, 'hex')]), format: 'der', type: 'spki' });
+    const org = createPublicKey({
+      key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(orgHex, 'hex')]),
+      format: 'der',
+      type: 'spki',
+    });
     const seed = Buffer.from(keys.fleet.jwt?.seedHex ?? '', 'hex');
-    const orgKey = createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]), format: 'der', type: 'pkcs8' });
+    const orgKey = createPrivateKey({
+      key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]),
+      format: 'der',
+      type: 'pkcs8',
+    });
     const token = chainToken(orgKey, orgHex, 'ab'.repeat(32), 1_700_000_000);
     const [h, c, sig] = token.split('.') as [string, string, string];
     expect(verify(null, Buffer.from(`${h}.${c}`), org, Buffer.from(sig, 'base64url'))).toBe(true);
     const claims = JSON.parse(Buffer.from(c, 'base64url').toString()) as Record<string, unknown>;
-    expect(claims).toMatchObject({ purpose: 'choria_client_id', iss: `I-${orgHex}`, public_key: 'ab'.repeat(32), iat: 1_700_000_000 });
-    expect(verify(null, Buffer.from(`${String(claims['jti'])}.${'ab'.repeat(32)}`), org, Buffer.from(String(claims['tcs']), 'hex'))).toBe(true);
+    expect(claims).toMatchObject({
+      purpose: 'choria_client_id',
+      iss: `I-${orgHex}`,
+      public_key: 'ab'.repeat(32),
+      iat: 1_700_000_000,
+    });
+    expect(
+      verify(
+        null,
+        Buffer.from(`${String(claims['jti'])}.${'ab'.repeat(32)}`),
+        org,
+        Buffer.from(String(claims['tcs']), 'hex'),
+      ),
+    ).toBe(true);
   });
 
   it('every mode gives a provisioner YAML the config layer accepts, with the right features and helper', async () => {
@@ -271,7 +340,10 @@ describe('choria-provisioner demo end to end (in-process, real nats-server)', ()
     }
   }
 
-  async function demo(mode: 'plain' | 'ed25519' | 'pki' | 'jwt', nodes: number): Promise<{ code: number; io: ReturnType<typeof capture> }> {
+  async function demo(
+    mode: 'plain' | 'ed25519' | 'pki' | 'jwt',
+    nodes: number,
+  ): Promise<{ code: number; io: ReturnType<typeof capture> }> {
     const io = capture();
     const signals = process.listenerCount('SIGINT');
     const code = await runDemo({ mode, nodes, workers: 8, debug: false }, io);
@@ -304,7 +376,9 @@ describe('choria-provisioner demo end to end (in-process, real nats-server)', ()
 
   it('a missing nats-server gives exit 3 and the install hint', async () => {
     const io = capture();
-    const code = await demoCommand({ mode: 'plain', nodes: 5, workers: undefined, debug: false }, io, { env: { NATS_SERVER_BIN: '/nonexistent/nats-server', PATH: '' } });
+    const code = await demoCommand({ mode: 'plain', nodes: 5, workers: undefined, debug: false }, io, {
+      env: { NATS_SERVER_BIN: '/nonexistent/nats-server', PATH: '' },
+    });
     expect(code).toBe(3);
     expect(io.stderr).toContain('NATS_SERVER_BIN=/nonexistent/nats-server is not an executable file');
     expect(io.stderr).toContain(NATS_INSTALL_HINT);

@@ -22,7 +22,7 @@ describe('helper test', () => {
         "process.stdin.on('data', (c) => (input += c));",
         "process.stdin.on('end', () => {",
         "  process.stderr.write('got: ' + JSON.parse(input).inventory + '\\nsecond line\\n');",
-        "  process.stdout.write(JSON.stringify({ configuration: { identity: JSON.parse(input).identity } }));",
+        '  process.stdout.write(JSON.stringify({ configuration: { identity: JSON.parse(input).identity } }));',
         '});',
       ].join('\n'),
     );
@@ -30,15 +30,29 @@ describe('helper test', () => {
     const config = join(dir, 'provisioner.yaml');
     writeFileSync(config, `helper: ${helper}\ntoken: s3cret\n`);
     const request = join(dir, 'request.json');
-    writeFileSync(request, JSON.stringify({ identity: 'n1.example.net', csr: '', inventory: JSON.stringify({ facts: { motd: HOSTILE } }), ed25519_pubkey: '' }));
+    writeFileSync(
+      request,
+      JSON.stringify({
+        identity: 'n1.example.net',
+        csr: '',
+        inventory: JSON.stringify({ facts: { motd: HOSTILE } }),
+        ed25519_pubkey: '',
+      }),
+    );
     const io = capture();
-    const code = await helperTestCommand({ config, choriaConfig: undefined, identity: undefined, request, save: undefined, json: false }, io);
+    const code = await helperTestCommand(
+      { config, choriaConfig: undefined, identity: undefined, request, save: undefined, json: false },
+      io,
+    );
     expect(io.stdout).not.toMatch(RAW);
     expect(io.stdout).toContain('\\u001b[2J');
     expect(io.stdout).toMatch(/got: .*\\u001b\[2J.*\nsecond line/);
     expect(code).toBe(0);
     const json = capture();
-    await helperTestCommand({ config, choriaConfig: undefined, identity: undefined, request, save: undefined, json: true }, json);
+    await helperTestCommand(
+      { config, choriaConfig: undefined, identity: undefined, request, save: undefined, json: true },
+      json,
+    );
     expect(json.stdout).not.toMatch(RAW);
   });
 });

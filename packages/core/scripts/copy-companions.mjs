@@ -10,4 +10,6 @@ for (const rel of COMPANIONS) {
   mkdirSync(new URL('.', to), { recursive: true });
   copyFileSync(new URL(`../src/${rel}`, import.meta.url), to);
 }
-process.stdout.write(`copied ${COMPANIONS.length} companion program(s) to ${fileURLToPath(new URL('../dist/', import.meta.url))}\n`);
+process.stdout.write(
+  `copied ${COMPANIONS.length} companion program(s) to ${fileURLToPath(new URL('../dist/', import.meta.url))}\n`,
+);

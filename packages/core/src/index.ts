@@ -8,9 +8,23 @@ export { ProvisionerError } from './internal.js';
 // Configuration: one site = the provisioner YAML + its Choria client configuration
 export { loadSite, loadSiteChoria, parseSite, type LoadSiteOptions, type Site, type SiteText } from './internal.js';
 export { loadProvisionerConfig, parseProvisionerConfig, type LoadOptions } from './internal.js';
-export { applyProvisionerOverrides, checkChoriaSettings, loadChoriaConfig, parseChoriaConfig, type ChoriaLoadOptions } from './internal.js';
+export {
+  applyProvisionerOverrides,
+  checkChoriaSettings,
+  loadChoriaConfig,
+  parseChoriaConfig,
+  type ChoriaLoadOptions,
+} from './internal.js';
 export { ConfigError, type ConfigProblem } from './internal.js';
-export type { ChoriaSettings, CoordinationMode, FeatureFlags, HistoryStoreKind, LogLevel, ProvisionerConfig, SecurityProvider } from './internal.js';
+export type {
+  ChoriaSettings,
+  CoordinationMode,
+  FeatureFlags,
+  HistoryStoreKind,
+  LogLevel,
+  ProvisionerConfig,
+  SecurityProvider,
+} from './internal.js';
 export { DurationError, formatDuration, parseDuration } from './internal.js';
 
 // Logging, and how text from outside is shown
@@ -18,7 +32,16 @@ export { createLogger, silentLogger, type Logger, type LoggerOptions } from './i
 export { visibleStrings } from './internal.js';
 
 // The scheduler of one site
-export { Provisioner, type RetryAnswer, type CoordinationStatus, type HostStatus, type NodePage, type ProvisionerOptions, type ProvisionerStatus, type SiteReadiness } from './internal.js';
+export {
+  Provisioner,
+  type RetryAnswer,
+  type CoordinationStatus,
+  type HostStatus,
+  type NodePage,
+  type ProvisionerOptions,
+  type ProvisionerStatus,
+  type SiteReadiness,
+} from './internal.js';
 export type { HistoryStatus } from './internal.js';
 export type { MembershipState, MembershipView, MemberView } from './internal.js';
 export { controlProvisioners, type ControlAction, type ControlAnswer, type ControlRequest } from './internal.js';
@@ -31,7 +54,18 @@ export { Host, createHostRunner, type HostRunnerSettings } from './internal.js';
 export { testHelper, parseSavedRequest, type HelperTestInput, type HelperTestReport } from './internal.js';
 export { LockedElsewhereError, StepFailedError } from './internal.js';
 export { NODE_FEATURE_RELEASES, NodeReleaseError, type NodeFeature } from './internal.js';
-export { OUTCOMES, outcomeMeaning, type OutcomeMeaning, type HostJob, type HostMetrics, type HostResult, type HostRunner, type LostReplyFinding, type Outcome, type RpcName } from './internal.js';
+export {
+  OUTCOMES,
+  outcomeMeaning,
+  type OutcomeMeaning,
+  type HostJob,
+  type HostMetrics,
+  type HostResult,
+  type HostRunner,
+  type LostReplyFinding,
+  type Outcome,
+  type RpcName,
+} from './internal.js';
 export { PauseFlag, CancelledError, type CancelReason } from './internal.js';
 
 // The site helper
@@ -54,7 +88,14 @@ export {
 export { checkHelperCommand } from './internal.js';
 
 // The Choria client
-export { ChoriaClient, type ChoriaClientOptions, type ConnectClientOptions, type DiscoverOptions, type RpcOptions, type RpcReply } from './internal.js';
+export {
+  ChoriaClient,
+  type ChoriaClientOptions,
+  type ConnectClientOptions,
+  type DiscoverOptions,
+  type RpcOptions,
+  type RpcReply,
+} from './internal.js';
 export {
   ChoriaError,
   ClientClosedError,
@@ -76,4 +117,13 @@ export { loadSigningKey, loadVerificationKey, type SigningKey, type Verification
 
 // Metrics and the monitor endpoint (/, /metrics, /status, /nodes)
 export { ProvisionerMetrics, UPSTREAM_METRIC_NAMES } from './internal.js';
-export { startMonitorServer, NODE_SORT_KEYS, type HealthReport, type MonitorServer, type MonitorServerOptions, type NodeQuery, type NodeSortKey, type StatusQuery } from './internal.js';
+export {
+  startMonitorServer,
+  NODE_SORT_KEYS,
+  type HealthReport,
+  type MonitorServer,
+  type MonitorServerOptions,
+  type NodeQuery,
+  type NodeSortKey,
+  type StatusQuery,
+} from './internal.js';

@@ -66,7 +66,14 @@ export { Provisioner, type RetryAnswer } from './provisioner/provisioner.js';
 export type { HostRunnerContext, ProvisionerOptions } from './provisioner/options.js';
 export type { CoordinationStatus, ProvisionerStatus, SiteReadiness } from './provisioner/site-status.js';
 export type { HostStatus, NodePage } from './provisioner/node-listing.js';
-export { NODE_SORT_KEYS, type ControlAction, type ControlRequest, type NodeQuery, type NodeSortKey, type StatusQuery } from './provisioner/queries.js';
+export {
+  NODE_SORT_KEYS,
+  type ControlAction,
+  type ControlRequest,
+  type NodeQuery,
+  type NodeSortKey,
+  type StatusQuery,
+} from './provisioner/queries.js';
 export type { ThroughputSeries } from './provisioner/throughput.js';
 export type { MembershipState, MembershipView, MemberView } from './provisioner/coordination/index.js';
 export type { EffectiveCoordination } from './metrics/metrics.js';
@@ -75,7 +82,14 @@ export type { LostReplyTimings } from './host/lost-reply.js';
 export { LifecycleWitness } from './host/lifecycle-witness.js';
 export { OUTCOMES, OUTCOME_RULES, outcomeMeaning, type OutcomeMeaning, type OutcomeRule } from './host/types.js';
 export { LeaderElection, type LeaderElectionOptions } from './provisioner/election/index.js';
-export { NodeHistory, HistoryBucket, encodeRecord, decodeRecord, type HistoryStatus, type NodeRecord } from './provisioner/history/index.js';
+export {
+  NodeHistory,
+  HistoryBucket,
+  encodeRecord,
+  decodeRecord,
+  type HistoryStatus,
+  type NodeRecord,
+} from './provisioner/history/index.js';
 
 // the monitor port: the HTTP API, its routes and control requests, the status page
 export * from './monitor/index.js';

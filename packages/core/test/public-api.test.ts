@@ -12,7 +12,12 @@ function exportedNames(source: string): string[] {
   const names: string[] = [];
   for (const m of source.matchAll(/export\s+(?:type\s+)?\{([^}]*)\}/g)) {
     for (const part of (m[1] ?? '').split(',')) {
-      const name = part.trim().replace(/^type\s+/, '').split(/\s+as\s+/).pop()?.trim();
+      const name = part
+        .trim()
+        .replace(/^type\s+/, '')
+        .split(/\s+as\s+/)
+        .pop()
+        ?.trim();
       if (name !== undefined && name !== '') names.push(name);
     }
   }
@@ -22,7 +27,9 @@ function exportedNames(source: string): string[] {
 function documentedNames(): string[] {
   const doc = readFileSync(join(repoRoot, 'docs', 'embedding.md'), 'utf8');
   const section = doc.slice(doc.indexOf('## The public API'), doc.indexOf('## Running the example'));
-  return [...section.matchAll(/^\|[^|]+\|(.+)\|$/gm)].flatMap((row) => [...(row[1] ?? '').matchAll(/`([A-Za-z_][A-Za-z0-9_]*)`/g)].map((m) => m[1] ?? ''));
+  return [...section.matchAll(/^\|[^|]+\|(.+)\|$/gm)].flatMap((row) =>
+    [...(row[1] ?? '').matchAll(/`([A-Za-z_][A-Za-z0-9_]*)`/g)].map((m) => m[1] ?? ''),
+  );
 }
 
 describe('the public API of @choria-provisioner/core', () => {
@@ -42,9 +49,26 @@ describe('the public API of @choria-provisioner/core', () => {
     const runtime = Object.keys(api).sort();
     const named = new Set(exportedNames(indexSource));
     for (const name of runtime) expect(named.has(name), name).toBe(true);
-    for (const name of ['Provisioner', 'Host', 'loadSite', 'createHelperRunner', 'ChoriaClient', 'startMonitorServer', 'VERSION']) expect(runtime).toContain(name);
+    for (const name of [
+      'Provisioner',
+      'Host',
+      'loadSite',
+      'createHelperRunner',
+      'ChoriaClient',
+      'startMonitorServer',
+      'VERSION',
+    ])
+      expect(runtime).toContain(name);
     // internals stay internal
-    for (const name of ['envelopeCodec', 'LeaderElection', 'splitCommand', 'LifecycleWitness', 'ksuid', 'Registry', 'OUTCOME_RULES']) {
+    for (const name of [
+      'envelopeCodec',
+      'LeaderElection',
+      'splitCommand',
+      'LifecycleWitness',
+      'ksuid',
+      'Registry',
+      'OUTCOME_RULES',
+    ]) {
       expect(runtime).not.toContain(name);
     }
     // the test hooks of a host runner are not part of its public settings

@@ -14,9 +14,18 @@ function keyText(value: string): string {
   return readFileSync(value, 'utf8');
 }
 
-export function fleetOptionsFromArgs(a: SimulatorArgs): { options: FleetOptions; publicFile: string | undefined; keysDir: string | undefined } {
+export function fleetOptionsFromArgs(a: SimulatorArgs): {
+  options: FleetOptions;
+  publicFile: string | undefined;
+  keysDir: string | undefined;
+} {
   if (a.servers.length === 0) throw new Error('--server is required');
-  const signer = prepareSignerMaterial({ signer: a.jwtSigner, keyFile: a.jwtKeyFile, keysDir: a.keysDir, protocol: a.protocol });
+  const signer = prepareSignerMaterial({
+    signer: a.jwtSigner,
+    keyFile: a.jwtKeyFile,
+    keysDir: a.keysDir,
+    protocol: a.protocol,
+  });
   const options: FleetOptions = {
     servers: a.servers,
     name: a.name,
@@ -58,7 +67,8 @@ export function fleetOptionsFromArgs(a: SimulatorArgs): { options: FleetOptions;
   copy('seed', a.seed);
   if (a.facts !== undefined) {
     const facts: unknown = JSON.parse(readMaybeFile(a.facts));
-    if (typeof facts !== 'object' || facts === null || Array.isArray(facts)) throw new Error('--facts expects a JSON object');
+    if (typeof facts !== 'object' || facts === null || Array.isArray(facts))
+      throw new Error('--facts expects a JSON object');
     options.facts = facts as Record<string, unknown>;
   }
   if (a.issuerPublic !== undefined || a.serverJwtSignerPublic !== undefined) {

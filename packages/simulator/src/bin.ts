@@ -14,7 +14,8 @@ async function main(): Promise<number> {
     return 0;
   }
   const { options, publicFile, keysDir } = fleetOptionsFromArgs(args);
-  const watchdog = args.watchdogS > 0 ? startWatchdog({ name: 'choria-simulator', limitMs: args.watchdogS * 1000 }) : undefined;
+  const watchdog =
+    args.watchdogS > 0 ? startWatchdog({ name: 'choria-simulator', limitMs: args.watchdogS * 1000 }) : undefined;
   watchdog?.doing(`starting ${options.count} nodes`);
   const fleet = await SimulatedFleet.start(options);
   watchdog?.doing(`serving ${options.count} nodes as ${fleet.name}`);
@@ -27,7 +28,8 @@ async function main(): Promise<number> {
     process.stdout.write(`${JSON.stringify({ summary })}\n`);
   };
   // SIGHUP too: what closing the terminal it runs in sends
-  for (const sig of ['SIGHUP', 'SIGINT', 'SIGTERM'] as const) process.on(sig, () => void finish().then(() => process.exit(0)));
+  for (const sig of ['SIGHUP', 'SIGINT', 'SIGTERM'] as const)
+    process.on(sig, () => void finish().then(() => process.exit(0)));
   // the ready line last: whoever reads it may signal at once, and a signal before the handlers
   // above were in place would kill the process without its summary
   const ready: Record<string, unknown> = {

@@ -85,7 +85,8 @@ export function parseDurationMs(text: string): number {
 
 function num(flag: string, text: string): number {
   const n = Number(text);
-  if (text.trim() === '' || !Number.isFinite(n)) throw new Error(`${flag} expects a number, got ${JSON.stringify(text)}`);
+  if (text.trim() === '' || !Number.isFinite(n))
+    throw new Error(`${flag} expects a number, got ${JSON.stringify(text)}`);
   return n;
 }
 
@@ -96,14 +97,26 @@ function int(flag: string, text: string): number {
 }
 
 function oneOf<T extends string>(flag: string, text: string, allowed: readonly T[]): T {
-  if (!(allowed as readonly string[]).includes(text)) throw new Error(`${flag} must be one of ${allowed.join(', ')}, got ${JSON.stringify(text)}`);
+  if (!(allowed as readonly string[]).includes(text))
+    throw new Error(`${flag} must be one of ${allowed.join(', ')}, got ${JSON.stringify(text)}`);
   return text as T;
 }
 
 const BOOLEAN_FLAGS = new Set(['--jwt-update', '--jwt-chs', '--upgradable', '--verbose', '--help', '-h']);
 
 export function parseSimulatorArgs(argv: readonly string[]): SimulatorArgs {
-  const a: SimulatorArgs = { servers: [], name: 'sim', count: 10, protocol: 'v1', jwtUpdate: false, jwtChs: false, upgradable: false, watchdogS: DEFAULT_WATCHDOG_S, verbose: false, help: false };
+  const a: SimulatorArgs = {
+    servers: [],
+    name: 'sim',
+    count: 10,
+    protocol: 'v1',
+    jwtUpdate: false,
+    jwtChs: false,
+    upgradable: false,
+    watchdogS: DEFAULT_WATCHDOG_S,
+    verbose: false,
+    help: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const raw = argv[i] ?? '';
     const eq = raw.indexOf('=');
@@ -142,7 +155,12 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorArgs {
     };
     switch (flag) {
       case '--server':
-        a.servers.push(...value().split(',').map((s) => s.trim()).filter((s) => s !== ''));
+        a.servers.push(
+          ...value()
+            .split(',')
+            .map((s) => s.trim())
+            .filter((s) => s !== ''),
+        );
         break;
       case '--user':
         a.user = value();
@@ -191,7 +209,8 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorArgs {
         break;
       case '--jwt-extensions': {
         const v: unknown = JSON.parse(value());
-        if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('--jwt-extensions expects a JSON object');
+        if (typeof v !== 'object' || v === null || Array.isArray(v))
+          throw new Error('--jwt-extensions expects a JSON object');
         a.jwtExtensions = v as Record<string, unknown>;
         break;
       }

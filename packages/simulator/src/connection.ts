@@ -76,19 +76,31 @@ export class ConnectionGroup implements NodeLink {
     }
     const req = decoded.request;
     if (!this.ctx.fleetSpeaks(req.version)) {
-      this.fleetViolation('protocol-version', `${req.version} broadcast request ${req.requestId} on ${msg.subject}, but no simulated node speaks ${req.version}`);
+      this.fleetViolation(
+        'protocol-version',
+        `${req.version} broadcast request ${req.requestId} on ${msg.subject}, but no simulated node speaks ${req.version}`,
+      );
       return;
     }
     if (!collectiveAccepted(req, COLLECTIVES)) {
-      this.fleetViolation('collective', `broadcast request ${req.requestId} for collective ${JSON.stringify(req.collective)}`);
+      this.fleetViolation(
+        'collective',
+        `broadcast request ${req.requestId} for collective ${JSON.stringify(req.collective)}`,
+      );
       return;
     }
     if (!ttlAccepted(req, Date.now())) {
-      this.fleetViolation('ttl-expired', `broadcast request ${req.requestId} created at ${new Date(req.timeMs).toISOString()} with ttl ${req.ttl}s is outside its validity`);
+      this.fleetViolation(
+        'ttl-expired',
+        `broadcast request ${req.requestId} created at ${new Date(req.timeMs).toISOString()} with ttl ${req.ttl}s is outside its validity`,
+      );
       return;
     }
     if (req.agent === DISCOVERY_AGENT && !req.payload.includes('ping')) {
-      this.fleetViolation('discovery-payload', `discovery request ${req.requestId} payload does not contain ping after the server's base64 decode attempt`);
+      this.fleetViolation(
+        'discovery-payload',
+        `discovery request ${req.requestId} payload does not contain ping after the server's base64 decode attempt`,
+      );
       return;
     }
     for (const node of [...this.attached]) node.onBroadcast(req);

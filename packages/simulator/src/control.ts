@@ -47,7 +47,8 @@ export function parseReportRequest(data: Uint8Array): ReportRequest | string {
   }
   const ids = o['identities'];
   if (ids !== undefined) {
-    if (!Array.isArray(ids) || !ids.every((x): x is string => typeof x === 'string')) return 'identities must be an array of strings';
+    if (!Array.isArray(ids) || !ids.every((x): x is string => typeof x === 'string'))
+      return 'identities must be an array of strings';
     req.identities = ids;
   }
   return req;

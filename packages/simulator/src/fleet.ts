@@ -6,7 +6,13 @@ import { ed25519PrivateFromSeedHex, rsaPrivateFromPem } from './crypto/keys.js';
 import { signProvisioningJwt, type ProvisioningJwtSigner } from './crypto/provisioning-jwt.js';
 import { parseServerJwtVerification } from './crypto/server-jwt.js';
 import { SimulatedNode, type NodeLifecycleState, type NodeRuntime } from './node.js';
-import { identityFor, resolveFleetOptions, validIdentity, type FleetOptions, type ResolvedFleetOptions } from './options.js';
+import {
+  identityFor,
+  resolveFleetOptions,
+  validIdentity,
+  type FleetOptions,
+  type ResolvedFleetOptions,
+} from './options.js';
 import { Rng, deriveSeed, randomSeed } from './random.js';
 import { fleetTotals, nodeReport, NODE_STATES, type FleetReport, type FleetSummary } from './report.js';
 import { ViolationLog, type ViolationKind } from './violations.js';
@@ -28,7 +34,10 @@ export interface ReportOptions {
   identities?: string[];
 }
 
-async function provisioningJwts(o: ResolvedFleetOptions, nowMs: number): Promise<Partial<Record<ProtocolVersion, string>>> {
+async function provisioningJwts(
+  o: ResolvedFleetOptions,
+  nowMs: number,
+): Promise<Partial<Record<ProtocolVersion, string>>> {
   if (o.jwt.signer === 'none') return {};
   const signer: ProvisioningJwtSigner =
     o.jwt.signer === 'rsa'
@@ -108,7 +117,9 @@ export class SimulatedFleet {
       await fleet.stop();
       throw e;
     }
-    o.logger?.info(`simulated fleet ${o.name}: ${o.count} nodes on ${fleet.groups.length} connection(s) to ${o.servers.join(',')}`);
+    o.logger?.info(
+      `simulated fleet ${o.name}: ${o.count} nodes on ${fleet.groups.length} connection(s) to ${o.servers.join(',')}`,
+    );
     return fleet;
   }
 
@@ -116,7 +127,11 @@ export class SimulatedFleet {
     const o = this.options;
     const count = Math.max(1, Math.ceil(o.count / o.nodesPerConnection));
     const connOpts = (i: number): ConnectionOptions => {
-      const c: ConnectionOptions = { servers: o.servers, name: `choria-simulator:${o.name}:${i}`, maxReconnectAttempts: -1 };
+      const c: ConnectionOptions = {
+        servers: o.servers,
+        name: `choria-simulator:${o.name}:${i}`,
+        maxReconnectAttempts: -1,
+      };
       if (o.user !== undefined) c.user = o.user;
       if (o.password !== undefined) c.pass = o.password;
       if (o.tls !== undefined) c.tls = { ...o.tls };
@@ -124,7 +139,9 @@ export class SimulatedFleet {
     };
     const results = await Promise.allSettled(Array.from({ length: count }, (_v, i) => connect(connOpts(i))));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    const ok = results.filter((r): r is PromiseFulfilledResult<NatsConnection> => r.status === 'fulfilled').map((r) => r.value);
+    const ok = results
+      .filter((r): r is PromiseFulfilledResult<NatsConnection> => r.status === 'fulfilled')
+      .map((r) => r.value);
     if (failed !== undefined) {
       await Promise.all(ok.map((nc) => nc.close().catch(() => undefined)));
       const why = failed.reason instanceof Error ? failed.reason.message : String(failed.reason);
@@ -182,8 +199,10 @@ export class SimulatedFleet {
     const lostReplies = new Set(order.slice(order.length - o.lostReplyCount));
     for (let i = 0; i < o.count; i++) {
       const identity = identityFor(o.identityPattern, i);
-      if (!validIdentity(identity)) throw new Error(`invalid simulator option identityPattern: node ${i} would be ${JSON.stringify(identity)}`);
-      if (this.byIdentity.has(identity)) throw new Error(`invalid simulator option identityPattern: identity ${identity} repeats`);
+      if (!validIdentity(identity))
+        throw new Error(`invalid simulator option identityPattern: node ${i} would be ${JSON.stringify(identity)}`);
+      if (this.byIdentity.has(identity))
+        throw new Error(`invalid simulator option identityPattern: identity ${identity} repeats`);
       const protocol: ProtocolVersion = o.protocol === 'mixed' ? (i % 2 === 0 ? 'v1' : 'v2') : o.protocol;
       this.versions.add(protocol);
       const group = this.groups[Math.floor(i / o.nodesPerConnection)];
@@ -286,7 +305,11 @@ export class SimulatedFleet {
   }
 
   /** Polls `predicate` until it holds; rejects after timeoutMs. */
-  async waitFor(predicate: (fleet: SimulatedFleet) => boolean, timeoutMs: number, description = 'a fleet condition'): Promise<void> {
+  async waitFor(
+    predicate: (fleet: SimulatedFleet) => boolean,
+    timeoutMs: number,
+    description = 'a fleet condition',
+  ): Promise<void> {
     const until = Date.now() + timeoutMs;
     for (;;) {
       if (predicate(this)) return;
@@ -295,7 +318,9 @@ export class SimulatedFleet {
           .filter(([, c]) => c > 0)
           .map(([s, c]) => `${s} ${c}`)
           .join(', ');
-        throw new Error(`simulated fleet ${this.name}: timed out after ${timeoutMs} ms waiting for ${description} (nodes: ${states})`);
+        throw new Error(
+          `simulated fleet ${this.name}: timed out after ${timeoutMs} ms waiting for ${description} (nodes: ${states})`,
+        );
       }
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -308,7 +333,11 @@ export class SimulatedFleet {
 
   /** Every node settled as provisioned, except silent, vanished and shut down ones. */
   waitForAllProvisioned(timeoutMs: number): Promise<void> {
-    return this.waitFor((f) => f.allNodes.every((n) => SETTLED_STATES.has(n.lifecycle)), timeoutMs, 'every node to be provisioned');
+    return this.waitFor(
+      (f) => f.allNodes.every((n) => SETTLED_STATES.has(n.lifecycle)),
+      timeoutMs,
+      'every node to be provisioned',
+    );
   }
 
   /** At least `count` nodes are in `state`. */

@@ -1,7 +1,25 @@
 // Public API of @choria-provisioner/simulator.
 export { SimulatedFleet, type ReportOptions } from './fleet.js';
-export { SimulatedNode, AGENT_DEADLINES_MS, type NodeLifecycleState, type NodeSettings, type NodeStats } from './node.js';
-export { resolveFleetOptions, identityFor, type FleetOptions, type FleetJwtOptions, type FleetProtocol, type ConfigFileKind, type ConfigFileOption, type FactsOption, type VersionOption, type ReplyHook, type ReplyInfo } from './options.js';
+export {
+  SimulatedNode,
+  AGENT_DEADLINES_MS,
+  type NodeLifecycleState,
+  type NodeSettings,
+  type NodeStats,
+} from './node.js';
+export {
+  resolveFleetOptions,
+  identityFor,
+  type FleetOptions,
+  type FleetJwtOptions,
+  type FleetProtocol,
+  type ConfigFileKind,
+  type ConfigFileOption,
+  type FactsOption,
+  type VersionOption,
+  type ReplyHook,
+  type ReplyInfo,
+} from './options.js';
 export { type FleetReport, type FleetSummary, type FleetTotals, type NodeReport, NODE_STATES } from './report.js';
 export { VIOLATION_KINDS, type Violation, type ViolationKind } from './violations.js';
 export { attachControl, controlSubjects, parseReportRequest, type ReportRequest } from './control.js';

@@ -1,6 +1,11 @@
 // One emulated go-choria server in provisioning mode: its subscriptions, the request pipeline of
 // its request checks in go-choria's order, its agents and its process lives (restart, update, shutdown).
-import { ChoriaProvisionAgent, LOCKED_ACTIONS, PROVISION_AGENT, type ProvisionHost } from './agents/choria-provision.js';
+import {
+  ChoriaProvisionAgent,
+  LOCKED_ACTIONS,
+  PROVISION_AGENT,
+  type ProvisionHost,
+} from './agents/choria-provision.js';
 import { encodeRpcReply, errorReply, parseRpcRequest, StatusCode, type RpcReply } from './agents/mcorpc.js';
 import { type ExitKind, type ProvisionState } from './agents/provision-state.js';
 import { handleRpcutil, LOADED_AGENTS, RPCUTIL_AGENT } from './agents/rpcutil.js';
@@ -22,7 +27,8 @@ import type { FilterMatcher } from './wire/filter.js';
 import type { DecodedRequest, ProtocolVersion } from './wire/types.js';
 import type { ProtocolValidators } from './wire/validate.js';
 
-export type NodeLifecycleState = 'booting' | 'waiting' | 'provisioned' | 'upgrading' | 'shutdown' | 'vanished' | 'silent';
+export type NodeLifecycleState =
+  'booting' | 'waiting' | 'provisioned' | 'upgrading' | 'shutdown' | 'vanished' | 'silent';
 
 export const COLLECTIVES: readonly string[] = ['provisioning'];
 export const REPLY_SUBJECT_PREFIX = 'provisioning.reply.';
@@ -105,7 +111,15 @@ export class SimulatedNode implements ProvisionHost {
   readonly rng: Rng;
   readonly state: ProvisionState;
   readonly violations: ViolationLog;
-  readonly stats: NodeStats = { received: 0, repliesLost: 0, replies: 0, dropped: 0, filteredOut: 0, deadlineExceeded: 0, rpcCounts: new Map() };
+  readonly stats: NodeStats = {
+    received: 0,
+    repliesLost: 0,
+    replies: 0,
+    dropped: 0,
+    filteredOut: 0,
+    deadlineExceeded: 0,
+    rpcCounts: new Map(),
+  };
   lifecycle: NodeLifecycleState = 'booting';
   /** when the node entered provisioning mode in its current provisioning cycle */
   private waitingSinceMs: number | undefined;
@@ -216,7 +230,8 @@ export class SimulatedNode implements ProvisionHost {
   }
 
   private endWait(): void {
-    if (this.waitingSinceMs !== undefined) this.longestWaitMs = Math.max(this.longestWaitMs, this.nowMs() - this.waitingSinceMs);
+    if (this.waitingSinceMs !== undefined)
+      this.longestWaitMs = Math.max(this.longestWaitMs, this.nowMs() - this.waitingSinceMs);
     this.waitingSinceMs = undefined;
   }
 
@@ -278,7 +293,8 @@ export class SimulatedNode implements ProvisionHost {
           this.lifecycle = 'provisioned';
           this.endWait();
           this.publishEvent('startup');
-          if (this.runtime.reenterAfterMs > 0) this.later(this.runtime.reenterAfterMs * (0.5 + this.rng.next()), () => this.reenter());
+          if (this.runtime.reenterAfterMs > 0)
+            this.later(this.runtime.reenterAfterMs * (0.5 + this.rng.next()), () => this.reenter());
         });
         return;
       case 'update':
@@ -373,7 +389,10 @@ export class SimulatedNode implements ProvisionHost {
     const decoded = decodeRequest(data, this.runtime.validators);
     if (decoded.ok) this.remember(decoded.request.requestId);
     if (!decoded.ok) {
-      this.violation('schema', decoded.requestId === undefined ? decoded.detail : `request ${decoded.requestId}: ${decoded.detail}`);
+      this.violation(
+        'schema',
+        decoded.requestId === undefined ? decoded.detail : `request ${decoded.requestId}: ${decoded.detail}`,
+      );
       return;
     }
     const req = decoded.request;
@@ -381,7 +400,13 @@ export class SimulatedNode implements ProvisionHost {
       this.violation('protocol-version', `${req.version} request ${req.requestId} to a ${this.protocol} node`);
       return;
     }
-    if (!this.runtime.filter.matches(req.filter, { identity: this.identity, agents: LOADED_AGENTS, facts: this.settings.facts })) {
+    if (
+      !this.runtime.filter.matches(req.filter, {
+        identity: this.identity,
+        agents: LOADED_AGENTS,
+        facts: this.settings.facts,
+      })
+    ) {
       this.stats.filteredOut++;
       return;
     }
@@ -390,7 +415,10 @@ export class SimulatedNode implements ProvisionHost {
       return;
     }
     if (!ttlAccepted(req, this.nowMs())) {
-      this.violation('ttl-expired', `request ${req.requestId} created at ${new Date(req.timeMs).toISOString()} with ttl ${req.ttl}s is outside its validity`);
+      this.violation(
+        'ttl-expired',
+        `request ${req.requestId} created at ${new Date(req.timeMs).toISOString()} with ttl ${req.ttl}s is outside its validity`,
+      );
       return;
     }
     if (this.dropNext.size > 0 && this.loseScripted(req)) return;
@@ -407,7 +435,13 @@ export class SimulatedNode implements ProvisionHost {
     if (!this.listening) return;
     this.stats.received++;
     if (req.version !== this.protocol) return;
-    if (!this.runtime.filter.matches(req.filter, { identity: this.identity, agents: LOADED_AGENTS, facts: this.settings.facts })) {
+    if (
+      !this.runtime.filter.matches(req.filter, {
+        identity: this.identity,
+        agents: LOADED_AGENTS,
+        facts: this.settings.facts,
+      })
+    ) {
       this.stats.filteredOut++;
       return;
     }
@@ -438,9 +472,15 @@ export class SimulatedNode implements ProvisionHost {
     if (this.lifecycle === 'shutdown') {
       this.violation('after-shutdown', `${what} request ${req.requestId} sent to a node that shut down`);
     } else if (rpc?.ok === true && rpc.body.action === 'configure') {
-      this.violation('configured-twice', `configure request ${req.requestId} sent to a node that already completed configure and restart`);
+      this.violation(
+        'configured-twice',
+        `configure request ${req.requestId} sent to a node that already completed configure and restart`,
+      );
     } else {
-      this.violation('after-restart', `${what} request ${req.requestId} sent to a node that restarted out of provisioning mode`);
+      this.violation(
+        'after-restart',
+        `${what} request ${req.requestId} sent to a node that restarted out of provisioning mode`,
+      );
     }
   }
 
@@ -455,7 +495,10 @@ export class SimulatedNode implements ProvisionHost {
     const action = rpc?.ok === true ? rpc.body.action : '';
     if (req.agent === PROVISION_AGENT && action === 'configure') return;
     const what = action === '' ? req.agent : `${req.agent}#${action}`;
-    this.violation('after-restart', `${what} request ${req.requestId} sent after ${exiting === 'update' ? 'release_update' : 'restart'} was accepted`);
+    this.violation(
+      'after-restart',
+      `${what} request ${req.requestId} sent after ${exiting === 'update' ? 'release_update' : 'restart'} was accepted`,
+    );
   }
 
   private async dispatch(req: DecodedRequest, broadcast: boolean): Promise<void> {
@@ -466,7 +509,10 @@ export class SimulatedNode implements ProvisionHost {
         this.violation('reply-subject', `request ${req.requestId} has no reply subject`);
         replyAllowed = false;
       } else if (!req.replyTo.startsWith(REPLY_SUBJECT_PREFIX)) {
-        this.violation('reply-subject', `request ${req.requestId} asks for replies on ${req.replyTo}; provisioning servers may only publish to provisioning.reply.>`);
+        this.violation(
+          'reply-subject',
+          `request ${req.requestId} asks for replies on ${req.replyTo}; provisioning servers may only publish to provisioning.reply.>`,
+        );
         replyAllowed = false;
       }
     };
@@ -477,7 +523,11 @@ export class SimulatedNode implements ProvisionHost {
     if (req.agent === DISCOVERY_AGENT) {
       this.count(DISCOVERY_AGENT);
       if (!req.payload.includes('ping')) {
-        if (!broadcast) this.violation('discovery-payload', `discovery request ${req.requestId} payload does not contain ping after the server's base64 decode attempt`);
+        if (!broadcast)
+          this.violation(
+            'discovery-payload',
+            `discovery request ${req.requestId} payload does not contain ping after the server's base64 decode attempt`,
+          );
         return;
       }
       checkReplySubject();
@@ -498,8 +548,13 @@ export class SimulatedNode implements ProvisionHost {
         checkReplySubject();
         if (this.lifecycle === 'silent') return;
         if (req.agent === RPCUTIL_AGENT) {
-          reply = handleRpcutil(action, { version: this.state.version, upgradable: this.state.allowUpdate, facts: this.settings.facts }, this.nowMs());
-          if (reply.statuscode === StatusCode.UnknownAction) this.violation('unknown-action', `rpcutil#${action} is not implemented`);
+          reply = handleRpcutil(
+            action,
+            { version: this.state.version, upgradable: this.state.allowUpdate, facts: this.settings.facts },
+            this.nowMs(),
+          );
+          if (reply.statuscode === StatusCode.UnknownAction)
+            this.violation('unknown-action', `rpcutil#${action} is not implemented`);
         } else {
           locked = LOCKED_ACTIONS.has(action);
           reply = await this.agent.handle(req, action, rpc.body.data);
@@ -509,7 +564,10 @@ export class SimulatedNode implements ProvisionHost {
       if (reply === undefined) return;
       body = encodeRpcReply(reply);
     } else {
-      this.violation('unknown-action', `request ${req.requestId} for agent ${JSON.stringify(req.agent)}, which is not loaded`);
+      this.violation(
+        'unknown-action',
+        `request ${req.requestId} for agent ${JSON.stringify(req.agent)}, which is not loaded`,
+      );
       return;
     }
 
@@ -519,7 +577,8 @@ export class SimulatedNode implements ProvisionHost {
     }
     if (!replyAllowed || req.replyTo === undefined) return;
     if (succeededAction !== undefined && (await this.withholdReply(succeededAction))) return;
-    const latency = this.runtime.latencyMs + (this.runtime.latencyJitterMs > 0 ? this.rng.int(this.runtime.latencyJitterMs + 1) : 0);
+    const latency =
+      this.runtime.latencyMs + (this.runtime.latencyJitterMs > 0 ? this.rng.int(this.runtime.latencyJitterMs + 1) : 0);
     const deadline = AGENT_DEADLINES_MS[req.agent] ?? 10_000;
     if (this.nowMs() - started + latency >= deadline) {
       this.stats.deadlineExceeded++;

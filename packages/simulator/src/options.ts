@@ -204,31 +204,38 @@ export function resolveFleetOptions(o: FleetOptions): ResolvedFleetOptions {
   const name = o.name ?? 'sim';
   if (!SUBJECT_TOKEN.test(name)) bad('name', `${JSON.stringify(name)} must be a single NATS subject token`);
   const identityPattern = o.identityPattern ?? 'node-{i}.example.net';
-  if (o.count > 1 && !/\{i(0|:\d+)?\}/.test(identityPattern)) bad('identityPattern', 'must contain {i}, {i:N} or {i0} when count > 1');
+  if (o.count > 1 && !/\{i(0|:\d+)?\}/.test(identityPattern))
+    bad('identityPattern', 'must contain {i}, {i:N} or {i0} when count > 1');
   if (o.count > 0 && !validIdentity(identityFor(identityPattern, 0))) {
     bad('identityPattern', `${JSON.stringify(identityFor(identityPattern, 0))} is not usable as a NATS subject suffix`);
   }
   const nodesPerConnection = o.nodesPerConnection ?? 1000;
-  if (!Number.isInteger(nodesPerConnection) || nodesPerConnection < 1) bad('nodesPerConnection', `${nodesPerConnection} is not a positive integer`);
+  if (!Number.isInteger(nodesPerConnection) || nodesPerConnection < 1)
+    bad('nodesPerConnection', `${nodesPerConnection} is not a positive integer`);
   const protocol = o.protocol ?? 'v1';
   if (!['v1', 'v2', 'mixed'].includes(protocol)) bad('protocol', `${String(protocol)} is not v1, v2 or mixed`);
   const jwt = o.jwt ?? { signer: 'none' };
-  if (jwt.signer === 'rsa' && (jwt.keyPem === undefined || jwt.keyPem === '')) bad('jwt.keyPem', "required when jwt.signer is 'rsa'");
+  if (jwt.signer === 'rsa' && (jwt.keyPem === undefined || jwt.keyPem === ''))
+    bad('jwt.keyPem', "required when jwt.signer is 'rsa'");
   if (jwt.signer === 'ed25519' && (jwt.seedHex === undefined || !/^[0-9a-fA-F]{64}$/.test(jwt.seedHex.trim()))) {
     bad('jwt.seedHex', "must be 64 hex characters when jwt.signer is 'ed25519'");
   }
-  if (!['rsa', 'ed25519', 'none'].includes(jwt.signer)) bad('jwt.signer', `${String(jwt.signer)} is not rsa, ed25519 or none`);
+  if (!['rsa', 'ed25519', 'none'].includes(jwt.signer))
+    bad('jwt.signer', `${String(jwt.signer)} is not rsa, ed25519 or none`);
   const configFile = o.configFile ?? 'provisioning';
-  if (typeof configFile === 'string' && !['provisioning', 'missing'].includes(configFile)) bad('configFile', `${String(configFile)} is not provisioning or missing`);
+  if (typeof configFile === 'string' && !['provisioning', 'missing'].includes(configFile))
+    bad('configFile', `${String(configFile)} is not provisioning or missing`);
   const eventFormat = o.eventFormat ?? 'cloudevents';
-  if (!['cloudevents', 'choria', 'none'].includes(eventFormat)) bad('eventFormat', `${String(eventFormat)} is not cloudevents, choria or none`);
+  if (!['cloudevents', 'choria', 'none'].includes(eventFormat))
+    bad('eventFormat', `${String(eventFormat)} is not cloudevents, choria or none`);
   const silent = nonNegative('silentNodes', o.silentNodes, 0);
   const silentCount = Math.min(o.count, silent < 1 ? Math.round(silent * o.count) : Math.floor(silent));
   const vanishCount = Math.round(fraction('vanishRate', o.vanishRate) * o.count);
   const lost = nonNegative('lostReplies.nodes', o.lostReplies?.nodes, 0);
   const lostReplyCount = Math.min(o.count, lost < 1 ? Math.round(lost * o.count) : Math.floor(lost));
   const rsaBits = o.rsaBits ?? 2048;
-  if (!Number.isInteger(rsaBits) || rsaBits < 512 || rsaBits > 8192) bad('rsaBits', `${rsaBits} is not an integer between 512 and 8192`);
+  if (!Number.isInteger(rsaBits) || rsaBits < 512 || rsaBits > 8192)
+    bad('rsaBits', `${rsaBits} is not an integer between 512 and 8192`);
   const timeScale = nonNegative('timeScale', o.timeScale, 1);
   const lockMs = nonNegative('lockMs', o.lockMs, 120_000);
   if (o.seed !== undefined && !Number.isInteger(o.seed)) bad('seed', `${o.seed} is not an integer`);

@@ -3,7 +3,15 @@ import type { NodeLifecycleState, SimulatedNode } from './node.js';
 import type { Violation, ViolationKind, ViolationLog } from './violations.js';
 import type { ProtocolVersion } from './wire/types.js';
 
-export const NODE_STATES: readonly NodeLifecycleState[] = ['booting', 'waiting', 'provisioned', 'upgrading', 'shutdown', 'vanished', 'silent'];
+export const NODE_STATES: readonly NodeLifecycleState[] = [
+  'booting',
+  'waiting',
+  'provisioned',
+  'upgrading',
+  'shutdown',
+  'vanished',
+  'silent',
+];
 
 export interface NodeReport {
   identity: string;
@@ -33,7 +41,14 @@ export interface NodeReport {
   violations: Violation[];
   /** exact number of violations */
   violationCount: number;
-  stats: { received: number; replies: number; repliesLost: number; dropped: number; filteredOut: number; deadlineExceeded: number };
+  stats: {
+    received: number;
+    replies: number;
+    repliesLost: number;
+    dropped: number;
+    filteredOut: number;
+    deadlineExceeded: number;
+  };
 }
 
 export interface FleetTotals {

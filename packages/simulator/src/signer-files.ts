@@ -39,8 +39,14 @@ function publicText(kind: 'rsa' | 'ed25519', privateText: string): string {
   return createPublicKey(privateText).export({ format: 'pem', type: 'spki' }).toString();
 }
 
-function material(kind: 'rsa' | 'ed25519', privateText: string, extra: Omit<SignerMaterial, 'signer' | 'keyPem' | 'seedHex'>): SignerMaterial {
-  return kind === 'rsa' ? { signer: kind, keyPem: privateText, ...extra } : { signer: kind, seedHex: privateText.trim(), ...extra };
+function material(
+  kind: 'rsa' | 'ed25519',
+  privateText: string,
+  extra: Omit<SignerMaterial, 'signer' | 'keyPem' | 'seedHex'>,
+): SignerMaterial {
+  return kind === 'rsa'
+    ? { signer: kind, keyPem: privateText, ...extra }
+    : { signer: kind, seedHex: privateText.trim(), ...extra };
 }
 
 export function prepareSignerMaterial(req: SignerRequest): SignerMaterial {
@@ -48,7 +54,8 @@ export function prepareSignerMaterial(req: SignerRequest): SignerMaterial {
   if (req.keyFile !== undefined) {
     const text = readFileSync(req.keyFile, 'utf8');
     const kind = kindOf(text, req.keyFile);
-    if (req.signer !== undefined && req.signer !== kind) throw new Error(`--jwt-signer ${req.signer} does not match the ${kind} key in ${req.keyFile}`);
+    if (req.signer !== undefined && req.signer !== kind)
+      throw new Error(`--jwt-signer ${req.signer} does not match the ${kind} key in ${req.keyFile}`);
     return material(kind, text, { generated: false });
   }
   const kind = req.signer ?? (req.protocol === 'v2' ? 'ed25519' : 'rsa');

@@ -28,9 +28,15 @@ const DOING_BYTES = 512;
 
 /** The compiled worker: beside this module in dist/, or in dist/ when this runs from src/ (tests). */
 function workerFile(): string {
-  const candidates = [new URL('./watchdog-worker.js', import.meta.url), new URL('../dist/watchdog-worker.js', import.meta.url)].map((u) => fileURLToPath(u));
+  const candidates = [
+    new URL('./watchdog-worker.js', import.meta.url),
+    new URL('../dist/watchdog-worker.js', import.meta.url),
+  ].map((u) => fileURLToPath(u));
   const found = candidates.find((f) => existsSync(f));
-  if (found === undefined) throw new Error(`the watchdog worker is missing (looked for ${candidates.join(', ')}); build the simulator package`);
+  if (found === undefined)
+    throw new Error(
+      `the watchdog worker is missing (looked for ${candidates.join(', ')}); build the simulator package`,
+    );
   return found;
 }
 
@@ -45,7 +51,9 @@ export function startWatchdog(opts: WatchdogOptions): Watchdog {
     Atomics.store(shared.beat, 0, BigInt(Date.now()));
   };
   beat();
-  const worker = new Worker(workerFile(), { workerData: { shared, name: opts.name, limitMs: opts.limitMs, pid: process.pid } });
+  const worker = new Worker(workerFile(), {
+    workerData: { shared, name: opts.name, limitMs: opts.limitMs, pid: process.pid },
+  });
   worker.unref();
   const timer = setInterval(beat, opts.beatMs ?? Math.min(1000, Math.max(10, opts.limitMs / 10)));
   timer.unref();

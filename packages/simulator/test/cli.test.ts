@@ -21,7 +21,9 @@ afterEach(() => {
 describe('command line', () => {
   it('parses the documented example', () => {
     const a = parseSimulatorArgs(
-      '--server nats://127.0.0.1:4222 --count 500 --name sim --protocol v1 --token s3cret --jwt-signer rsa --boot-spread 3s --drop-rate 0.05 --latency 200ms --time-scale 1 --jwt-update'.split(' '),
+      '--server nats://127.0.0.1:4222 --count 500 --name sim --protocol v1 --token s3cret --jwt-signer rsa --boot-spread 3s --drop-rate 0.05 --latency 200ms --time-scale 1 --jwt-update'.split(
+        ' ',
+      ),
     );
     expect(a).toMatchObject({
       servers: ['nats://127.0.0.1:4222'],
@@ -36,7 +38,10 @@ describe('command line', () => {
       timeScale: 1,
       jwtUpdate: true,
     });
-    expect(parseSimulatorArgs(['--server=nats://a:1,nats://b:2', '--count=3']).servers).toEqual(['nats://a:1', 'nats://b:2']);
+    expect(parseSimulatorArgs(['--server=nats://a:1,nats://b:2', '--count=3']).servers).toEqual([
+      'nats://a:1',
+      'nats://b:2',
+    ]);
     expect(parseSimulatorArgs(['--update-time', '25s']).updateMs).toBe(25_000);
   });
 
@@ -61,7 +66,11 @@ describe('signer key material', () => {
   it('generates keys into a keys dir and reuses them', () => {
     const dir = tempDir();
     const first = prepareSignerMaterial({ signer: undefined, keyFile: undefined, keysDir: dir, protocol: 'v2' });
-    expect(first).toMatchObject({ signer: 'ed25519', generated: true, publicFile: join(dir, 'provisioning-signer.public') });
+    expect(first).toMatchObject({
+      signer: 'ed25519',
+      generated: true,
+      publicFile: join(dir, 'provisioning-signer.public'),
+    });
     expect(readFileSync(join(dir, 'provisioning-signer.seed'), 'utf8')).toMatch(/^[0-9a-f]{64}$/);
     expect(readFileSync(join(dir, 'provisioning-signer.public'), 'utf8')).toMatch(/^[0-9a-f]{64}$/);
     const again = prepareSignerMaterial({ signer: 'ed25519', keyFile: undefined, keysDir: dir, protocol: 'v2' });
@@ -74,24 +83,40 @@ describe('signer key material', () => {
 
   it('reads a given key file and refuses a mismatching signer', () => {
     const pem = vectorPath('crypto', 'jwt-signer.pem');
-    expect(prepareSignerMaterial({ signer: undefined, keyFile: pem, keysDir: undefined, protocol: 'v1' })).toMatchObject({ signer: 'rsa', generated: false });
-    expect(() => prepareSignerMaterial({ signer: 'ed25519', keyFile: pem, keysDir: undefined, protocol: 'v1' })).toThrow('does not match the rsa key');
+    expect(
+      prepareSignerMaterial({ signer: undefined, keyFile: pem, keysDir: undefined, protocol: 'v1' }),
+    ).toMatchObject({ signer: 'rsa', generated: false });
+    expect(() =>
+      prepareSignerMaterial({ signer: 'ed25519', keyFile: pem, keysDir: undefined, protocol: 'v1' }),
+    ).toThrow('does not match the rsa key');
     const bad = join(tempDir(), 'bad.key');
     writeFileSync(bad, 'nonsense');
-    expect(() => prepareSignerMaterial({ signer: undefined, keyFile: bad, keysDir: undefined, protocol: 'v1' })).toThrow('neither an RSA private key PEM');
-    expect(prepareSignerMaterial({ signer: 'none', keyFile: undefined, keysDir: undefined, protocol: 'v1' })).toEqual({ signer: 'none', generated: false });
+    expect(() =>
+      prepareSignerMaterial({ signer: undefined, keyFile: bad, keysDir: undefined, protocol: 'v1' }),
+    ).toThrow('neither an RSA private key PEM');
+    expect(prepareSignerMaterial({ signer: 'none', keyFile: undefined, keysDir: undefined, protocol: 'v1' })).toEqual({
+      signer: 'none',
+      generated: false,
+    });
   });
 
   it('builds fleet options from arguments', () => {
     const dir = tempDir();
     const a = parseSimulatorArgs([
-      '--server', 'nats://127.0.0.1:1',
-      '--count', '7',
-      '--keys-dir', dir,
-      '--facts', '{"dc":"lon"}',
-      '--issuer-public', vectorPath('tokens', 'ed25519-signer.public'),
-      '--server-jwt-signer-public', vectorPath('crypto', 'jwt-signer-public.pem'),
-      '--silent-nodes', '2',
+      '--server',
+      'nats://127.0.0.1:1',
+      '--count',
+      '7',
+      '--keys-dir',
+      dir,
+      '--facts',
+      '{"dc":"lon"}',
+      '--issuer-public',
+      vectorPath('tokens', 'ed25519-signer.public'),
+      '--server-jwt-signer-public',
+      vectorPath('crypto', 'jwt-signer-public.pem'),
+      '--silent-nodes',
+      '2',
     ]);
     const { options, publicFile } = fleetOptionsFromArgs(a);
     expect(publicFile !== undefined && existsSync(publicFile)).toBe(true);
@@ -111,10 +136,16 @@ describe('fleet options', () => {
 
   it('validates options with the option name in the error', () => {
     const base = { servers: ['nats://127.0.0.1:1'], count: 2 };
-    expect(() => resolveFleetOptions({ ...base, dropRate: 2 })).toThrow('invalid simulator option dropRate: 2 is not between 0 and 1');
+    expect(() => resolveFleetOptions({ ...base, dropRate: 2 })).toThrow(
+      'invalid simulator option dropRate: 2 is not between 0 and 1',
+    );
     expect(() => resolveFleetOptions({ ...base, identityPattern: 'fixed' })).toThrow('identityPattern');
-    expect(() => resolveFleetOptions({ ...base, identityPattern: 'bad node {i}' })).toThrow('not usable as a NATS subject');
-    expect(() => resolveFleetOptions({ ...base, jwt: { signer: 'rsa' } })).toThrow("jwt.keyPem: required when jwt.signer is 'rsa'");
+    expect(() => resolveFleetOptions({ ...base, identityPattern: 'bad node {i}' })).toThrow(
+      'not usable as a NATS subject',
+    );
+    expect(() => resolveFleetOptions({ ...base, jwt: { signer: 'rsa' } })).toThrow(
+      "jwt.keyPem: required when jwt.signer is 'rsa'",
+    );
     expect(resolveFleetOptions({ ...base, silentNodes: 0.5 }).silentCount).toBe(1);
     expect(resolveFleetOptions({ ...base, jwt: { signer: 'none', update: true } }).allowUpdate).toBe(true);
   });

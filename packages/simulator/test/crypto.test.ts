@@ -20,7 +20,10 @@ interface JwtKat {
 }
 
 describe('legacy PEM decryption (node side of configure)', () => {
-  const kat = readVectorJson<{ pem_kats: PemKat[]; wrong_password: { go_error: string } }>('crypto', 'ecdh-pem-kat.json');
+  const kat = readVectorJson<{ pem_kats: PemKat[]; wrong_password: { go_error: string } }>(
+    'crypto',
+    'ecdh-pem-kat.json',
+  );
 
   it.each(kat.pem_kats.map((k) => [k.name, k] as const))('decrypts %s', (_name, k) => {
     const r = decryptLegacyPemKey(k.pem, Buffer.from(k.shared_secret_hex, 'hex'));
@@ -71,36 +74,81 @@ describe('server JWT checks', () => {
 
   it('accepts the plain EdDSA token with the provisioner signing key', async () => {
     const keys = parseServerJwtVerification({ signerEd25519PublicHex: kat.keys.provisioner_signing_public_hex });
-    const r = await checkServerJwt({ token: token('A_ed25519_plain'), identity: 'ginkgo.example.net', nodePublicKeyHex: kat.keys.node_public_hex, keys, nowMs });
+    const r = await checkServerJwt({
+      token: token('A_ed25519_plain'),
+      identity: 'ginkgo.example.net',
+      nodePublicKeyHex: kat.keys.node_public_hex,
+      keys,
+      nowMs,
+    });
     expect(r.problems).toEqual([]);
     expect(r.claims?.['purpose']).toBe('choria_server');
   });
 
   it('accepts the RS256 token with the RSA public key', async () => {
     const keys = parseServerJwtVerification({ signerPublicPem: readVector('crypto', 'jwt-signer-public.pem') });
-    const r = await checkServerJwt({ token: token('B_rs256_permissions'), identity: 'ginkgo.example.net', nodePublicKeyHex: kat.keys.node_public_hex, keys, nowMs });
+    const r = await checkServerJwt({
+      token: token('B_rs256_permissions'),
+      identity: 'ginkgo.example.net',
+      nodePublicKeyHex: kat.keys.node_public_hex,
+      keys,
+      nowMs,
+    });
     expect(r.problems).toEqual([]);
   });
 
   it('verifies the whole chain of a chain-issued token with the org issuer key', async () => {
     const keys = parseServerJwtVerification({ issuerPublicHex: kat.keys.org_issuer_public_hex });
-    const good = await checkServerJwt({ token: token('C_ed25519_chained'), identity: 'ginkgo.example.net', nodePublicKeyHex: kat.keys.node_public_hex, keys, nowMs });
+    const good = await checkServerJwt({
+      token: token('C_ed25519_chained'),
+      identity: 'ginkgo.example.net',
+      nodePublicKeyHex: kat.keys.node_public_hex,
+      keys,
+      nowMs,
+    });
     expect(good.problems).toEqual([]);
     const otherOrg = parseServerJwtVerification({ issuerPublicHex: kat.keys.provisioner_signing_public_hex });
-    const bad = await checkServerJwt({ token: token('C_ed25519_chained'), identity: 'ginkgo.example.net', nodePublicKeyHex: kat.keys.node_public_hex, keys: otherOrg, nowMs });
+    const bad = await checkServerJwt({
+      token: token('C_ed25519_chained'),
+      identity: 'ginkgo.example.net',
+      nodePublicKeyHex: kat.keys.node_public_hex,
+      keys: otherOrg,
+      nowMs,
+    });
     expect(bad.problems).toContain('chain issuer was not signed by the organisation issuer');
-    const late = await checkServerJwt({ token: token('C_ed25519_chained'), identity: 'ginkgo.example.net', nodePublicKeyHex: kat.keys.node_public_hex, keys, nowMs: 1_710_000_001_000 });
+    const late = await checkServerJwt({
+      token: token('C_ed25519_chained'),
+      identity: 'ginkgo.example.net',
+      nodePublicKeyHex: kat.keys.node_public_hex,
+      keys,
+      nowMs: 1_710_000_001_000,
+    });
     expect(late.problems.join('\n')).toMatch(/expired/);
   });
 
   it('reports wrong identity, wrong key, wrong signer and missing gen25519', async () => {
-    const other = generateKeyPairSync('ed25519').publicKey.export({ format: 'der', type: 'spki' }).subarray(12).toString('hex');
+    const other = generateKeyPairSync('ed25519')
+      .publicKey.export({ format: 'der', type: 'spki' })
+      .subarray(12)
+      .toString('hex');
     const keys = parseServerJwtVerification({ signerEd25519PublicHex: other });
-    const r = await checkServerJwt({ token: token('A_ed25519_plain'), identity: 'node1.example.net', nodePublicKeyHex: undefined, keys, nowMs });
+    const r = await checkServerJwt({
+      token: token('A_ed25519_plain'),
+      identity: 'node1.example.net',
+      nodePublicKeyHex: undefined,
+      keys,
+      nowMs,
+    });
     expect(r.problems.some((p) => p.startsWith('identity is "ginkgo.example.net"'))).toBe(true);
     expect(r.problems.some((p) => p.includes('gen25519 was not called'))).toBe(true);
     expect(r.problems.some((p) => p.startsWith('signature does not verify'))).toBe(true);
-    const garbage = await checkServerJwt({ token: 'not-a-jwt', identity: 'x', nodePublicKeyHex: undefined, keys: undefined, nowMs });
+    const garbage = await checkServerJwt({
+      token: 'not-a-jwt',
+      identity: 'x',
+      nodePublicKeyHex: undefined,
+      keys: undefined,
+      nowMs,
+    });
     expect(garbage.claims).toBeUndefined();
     expect(garbage.problems[0]).toMatch(/^not a JWT/);
   });

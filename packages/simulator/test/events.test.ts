@@ -21,13 +21,20 @@ describe('lifecycle events', () => {
   });
 
   it('reproduces the upstream CloudEvents startup event', () => {
-    expect(buildLifecycleEvent(params, 'cloudevents')?.payload).toBe(readVector('lifecycle', 'examples', 'startup-cloudevent-format.json').trim());
+    expect(buildLifecycleEvent(params, 'cloudevents')?.payload).toBe(
+      readVector('lifecycle', 'examples', 'startup-cloudevent-format.json').trim(),
+    );
   });
 
   it('adds new_version to upgraded events, nothing to shutdown events, and publishes nothing for none', () => {
-    const up = JSON.parse(buildLifecycleEvent({ ...params, type: 'upgraded', newVersion: '2.0.0' }, 'choria')?.payload ?? '{}') as Record<string, unknown>;
+    const up = JSON.parse(
+      buildLifecycleEvent({ ...params, type: 'upgraded', newVersion: '2.0.0' }, 'choria')?.payload ?? '{}',
+    ) as Record<string, unknown>;
     expect(up).toMatchObject({ protocol: 'io.choria.lifecycle.v1.upgraded', version: '1.2.3', new_version: '2.0.0' });
-    const down = JSON.parse(buildLifecycleEvent({ ...params, type: 'shutdown' }, 'choria')?.payload ?? '{}') as Record<string, unknown>;
+    const down = JSON.parse(buildLifecycleEvent({ ...params, type: 'shutdown' }, 'choria')?.payload ?? '{}') as Record<
+      string,
+      unknown
+    >;
     expect(Object.keys(down)).toEqual(['protocol', 'id', 'identity', 'component', 'timestamp']);
     expect(buildLifecycleEvent(params, 'none')).toBeUndefined();
   });

@@ -10,7 +10,15 @@ import { readVector } from '@choria-provisioner/test-support/vectors';
 import { SimulatedFleet } from '../src/fleet.js';
 import { resolveFleetOptions } from '../src/options.js';
 import type { FleetReport } from '../src/report.js';
-import { collectEvents, eventData, makeServerJwt, rsaSignerPem, rsaSignerPublicPem, serverJwtSigner, type SeenEvent } from './support/fixtures.js';
+import {
+  collectEvents,
+  eventData,
+  makeServerJwt,
+  rsaSignerPem,
+  rsaSignerPublicPem,
+  serverJwtSigner,
+  type SeenEvent,
+} from './support/fixtures.js';
 import { encryptLegacyPem } from './support/legacy-pem.js';
 import { DISCOVERY_FIELD, MiniClient } from './support/mini-client.js';
 import { until } from '@choria-provisioner/test-support/wait';
@@ -64,17 +72,32 @@ const kinds = (identity: string): string[] => nodeReport(identity).violations.ma
 
 describe('v1 simulated fleet', () => {
   it('publishes a CloudEvents startup event per node on boot', async () => {
-    await until('startup events', () => events.filter((e) => e.subject === 'choria.lifecycle.event.startup.provision_mode_server').length >= 4, 5000);
+    await until(
+      'startup events',
+      () => events.filter((e) => e.subject === 'choria.lifecycle.event.startup.provision_mode_server').length >= 4,
+      5000,
+    );
     const startup = events.find((e) => e.subject === 'choria.lifecycle.event.startup.provision_mode_server');
-    expect(startup?.event).toMatchObject({ specversion: '1.0', source: 'io.choria.lifecycle', type: 'io.choria.lifecycle.v1.startup', datacontenttype: 'application/json' });
-    expect(eventData(startup as SeenEvent)).toMatchObject({ protocol: 'io.choria.lifecycle.v1.startup', component: 'provision_mode_server', version: '0.29.4' });
+    expect(startup?.event).toMatchObject({
+      specversion: '1.0',
+      source: 'io.choria.lifecycle',
+      type: 'io.choria.lifecycle.v1.startup',
+      datacontenttype: 'application/json',
+    });
+    expect(eventData(startup as SeenEvent)).toMatchObject({
+      protocol: 'io.choria.lifecycle.v1.startup',
+      component: 'provision_mode_server',
+      version: '0.29.4',
+    });
     expect(fleet.countByState().waiting).toBe(4);
   });
 
   it('answers discovery only when the payload decodes to ping', async () => {
     const replies = await client.discover('v1', DISCOVERY_FIELD.v1, 1500, 4);
     expect(replies.map((r) => r.sender).sort()).toEqual(ids);
-    expect(replies.every((r) => r.hashOk && r.body === 'pong' && r.agent === 'discovery' && r.transportSender === r.sender)).toBe(true);
+    expect(
+      replies.every((r) => r.hashOk && r.body === 'pong' && r.agent === 'discovery' && r.transportSender === r.sender),
+    ).toBe(true);
 
     const before = fleet.violationCount('discovery-payload');
     expect(await client.discover('v1', 'ping', 400)).toHaveLength(0);
@@ -108,7 +131,15 @@ describe('v1 simulated fleet', () => {
     expect(jwtText.endsWith('\n')).toBe(true);
     const verified = await jwtVerify(jwtText.trim(), createPublicKey(rsaSignerPublicPem()), { algorithms: ['RS256'] });
     expect(verified.protectedHeader).toEqual({ alg: 'RS256', typ: 'JWT' });
-    expect(verified.payload).toMatchObject({ cht: TOKEN, chs: false, purpose: 'choria_provisioning', sub: 'choria_provisioning', ou: 'choria', update: true, extensions: null });
+    expect(verified.payload).toMatchObject({
+      cht: TOKEN,
+      chs: false,
+      purpose: 'choria_provisioning',
+      sub: 'choria_provisioning',
+      ou: 'choria',
+      update: true,
+      extensions: null,
+    });
     expect(verified.payload['v2']).toBeUndefined();
     expect(verified.payload['chu']).toBe(server.url);
     const ecdhPublic = String(jwt.reply?.data['ecdh_public']);
@@ -120,7 +151,14 @@ describe('v1 simulated fleet', () => {
     expect(gen.reply?.statuscode).toBe(0);
     const pub = String(gen.reply?.data['public_key']);
     const spki = Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(pub, 'hex')]);
-    expect(verify(null, Buffer.from(nonce), createPublicKey({ key: spki, format: 'der', type: 'spki' }), Buffer.from(String(gen.reply?.data['signature']), 'hex'))).toBe(true);
+    expect(
+      verify(
+        null,
+        Buffer.from(nonce),
+        createPublicKey({ key: spki, format: 'der', type: 'spki' }),
+        Buffer.from(String(gen.reply?.data['signature']), 'hex'),
+      ),
+    ).toBe(true);
     expect(gen.reply?.data['directory']).toBe('/etc/choria');
 
     // gencsr
@@ -138,7 +176,11 @@ describe('v1 simulated fleet', () => {
     // configure with an encrypted private key and a server JWT
     const mine = generateKeyPairSync('x25519');
     const minePub = mine.publicKey.export({ format: 'der', type: 'spki' }).subarray(12).toString('hex');
-    const nodeKey = createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b656e032100', 'hex'), Buffer.from(ecdhPublic, 'hex')]), format: 'der', type: 'spki' });
+    const nodeKey = createPublicKey({
+      key: Buffer.concat([Buffer.from('302a300506032b656e032100', 'hex'), Buffer.from(ecdhPublic, 'hex')]),
+      format: 'der',
+      type: 'spki',
+    });
     const secret = diffieHellman({ privateKey: mine.privateKey, publicKey: nodeKey });
     const der = createPrivateKey(readVector('crypto', 'jwt-signer.pem')).export({ format: 'der', type: 'pkcs1' });
     const serverJwt = await makeServerJwt(n1, pub, serverJwtSigner().seedHex);
@@ -155,7 +197,10 @@ describe('v1 simulated fleet', () => {
       opa_policies: {},
       server_jwt: serverJwt,
     });
-    expect(configure.reply).toMatchObject({ statuscode: 0, data: { message: 'Wrote 3 lines to /etc/choria/server.conf' } });
+    expect(configure.reply).toMatchObject({
+      statuscode: 0,
+      data: { message: 'Wrote 3 lines to /etc/choria/server.conf' },
+    });
     let r = nodeReport(n1);
     expect(r.configuration).toEqual({ 'plugin.choria.server.provision': 'false', identity: n1 });
     expect(r.hasCertificate).toBe(true);
@@ -163,14 +208,27 @@ describe('v1 simulated fleet', () => {
     expect(r.serverJwtClaims).toMatchObject({ identity: n1, purpose: 'choria_server', public_key: pub });
     expect(r.policies).toEqual({ action: ['default.policy'], opa: [] });
     expect(r.violations).toEqual([]);
-    await until('provisioned event', () => events.some((e) => e.subject === 'choria.lifecycle.event.provisioned.provision_mode_server' && eventData(e)['identity'] === n1), 2000);
+    await until(
+      'provisioned event',
+      () =>
+        events.some(
+          (e) =>
+            e.subject === 'choria.lifecycle.event.provisioned.provision_mode_server' && eventData(e)['identity'] === n1,
+        ),
+      2000,
+    );
 
     // restart leaves provisioning mode
     const restart = await rpc(n1, 'restart', { splay: 1, token: TOKEN });
     expect(restart.reply).toMatchObject({ statuscode: 0, data: { message: 'Restarting Choria Server after 2s' } });
     await fleet.waitFor((f) => f.node(n1)?.lifecycle === 'provisioned', 3000, `${n1} provisioned`);
     // the node's events travel through the broker: wait for the last one before checking the order
-    await until('startup event of the restarted node', () => events.some((e) => e.subject === 'choria.lifecycle.event.startup.server' && eventData(e)['identity'] === n1), 2000);
+    await until(
+      'startup event of the restarted node',
+      () =>
+        events.some((e) => e.subject === 'choria.lifecycle.event.startup.server' && eventData(e)['identity'] === n1),
+      2000,
+    );
     const mineEvents = events.filter((e) => eventData(e)['identity'] === n1).map((e) => e.subject);
     const shutdownAt = mineEvents.indexOf('choria.lifecycle.event.shutdown.provision_mode_server');
     const startupAt = mineEvents.indexOf('choria.lifecycle.event.startup.server');
@@ -183,7 +241,13 @@ describe('v1 simulated fleet', () => {
     await until('configured-twice violation', () => kinds(n1).includes('configured-twice'), 1000);
     r = nodeReport(n1);
     expect(r).toMatchObject({ state: 'provisioned', configuredCount: 1, restartCount: 1 });
-    expect(r.rpcCounts).toMatchObject({ 'choria_provision#jwt': 1, 'choria_provision#gen25519': 1, 'choria_provision#gencsr': 1, 'choria_provision#configure': 1, 'choria_provision#restart': 1 });
+    expect(r.rpcCounts).toMatchObject({
+      'choria_provision#jwt': 1,
+      'choria_provision#gen25519': 1,
+      'choria_provision#gencsr': 1,
+      'choria_provision#configure': 1,
+      'choria_provision#restart': 1,
+    });
   });
 
   it('rejects and records what a real server rejects', async () => {
@@ -192,8 +256,13 @@ describe('v1 simulated fleet', () => {
 
     expect((await client.rpc(n2, 'v1', 'rpcutil', 'inventory', {}, { requestId: 'short' }, 300)).reply).toBeUndefined();
     expect((await client.rpc(n2, 'v1', 'rpcutil', 'inventory', {}, { ttl: 10 }, 300)).reply).toBeUndefined();
-    expect((await client.rpc(n2, 'v1', 'rpcutil', 'inventory', {}, { collective: 'mcollective' }, 300)).reply).toBeUndefined();
-    expect((await client.rpc(n2, 'v1', 'rpcutil', 'inventory', {}, { timeSec: Math.floor(Date.now() / 1000) - 600 }, 300)).reply).toBeUndefined();
+    expect(
+      (await client.rpc(n2, 'v1', 'rpcutil', 'inventory', {}, { collective: 'mcollective' }, 300)).reply,
+    ).toBeUndefined();
+    expect(
+      (await client.rpc(n2, 'v1', 'rpcutil', 'inventory', {}, { timeSec: Math.floor(Date.now() / 1000) - 600 }, 300))
+        .reply,
+    ).toBeUndefined();
     expect((await client.rpc(n2, 'v2', 'rpcutil', 'inventory', {}, {}, 300)).reply).toBeUndefined();
     expect((await client.rpc(n2, 'v1', 'rpcutil', 'inventory', {}, { replyTo: null }, 300)).reply).toBeUndefined();
 
@@ -205,15 +274,25 @@ describe('v1 simulated fleet', () => {
     const splay = await rpc(n2, 'restart', { splay: 1.5, token: TOKEN });
     expect(splay.reply).toMatchObject({
       statuscode: 4,
-      statusmsg: 'Could not parse request data for choria_provision#restart: json: cannot unmarshal number 1.5 into Go struct field RestartRequest.splay of type int',
+      statusmsg:
+        'Could not parse request data for choria_provision#restart: json: cannot unmarshal number 1.5 into Go struct field RestartRequest.splay of type int',
     });
     const early = await rpc(n2, 'restart', { splay: 1, token: TOKEN });
-    expect(early.reply).toMatchObject({ statuscode: 1, statusmsg: 'Configuration /etc/choria/server.conf enables provisioning, restart cannot continue' });
+    expect(early.reply).toMatchObject({
+      statuscode: 1,
+      statusmsg: 'Configuration /etc/choria/server.conf enables provisioning, restart cannot continue',
+    });
 
     const empty = await rpc(n2, 'configure', { token: TOKEN, config: '' });
-    expect(empty.reply).toMatchObject({ statuscode: 1, statusmsg: 'Did not receive any configuration to write, cannot write a empty configuration file' });
+    expect(empty.reply).toMatchObject({
+      statuscode: 1,
+      statusmsg: 'Did not receive any configuration to write, cannot write a empty configuration file',
+    });
     const numbers = await rpc(n2, 'configure', { token: TOKEN, config: '{"loglevel":1}' });
-    expect(numbers.reply).toMatchObject({ statuscode: 1, statusmsg: 'Could not decode configuration data: json: cannot unmarshal number into Go value of type string' });
+    expect(numbers.reply).toMatchObject({
+      statuscode: 1,
+      statusmsg: 'Could not decode configuration data: json: cannot unmarshal number into Go value of type string',
+    });
     const cert = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
     const plainKey = await rpc(n2, 'configure', {
       token: TOKEN,
@@ -224,13 +303,33 @@ describe('v1 simulated fleet', () => {
       key: readVector('crypto', 'jwt-signer.pem'),
       ecdh_public: 'c25fab933b16b2a4589e2c2d297669b818c82881f2f9bfd08cb8fd298924a41b',
     });
-    expect(plainKey.reply).toMatchObject({ statuscode: 1, statusmsg: 'TLS Setup Failed: could not decrypt private key: key is not encrypted' });
+    expect(plainKey.reply).toMatchObject({
+      statuscode: 1,
+      statusmsg: 'TLS Setup Failed: could not decrypt private key: key is not encrypted',
+    });
     const unknown = await rpc(n2, 'frobnicate', { token: TOKEN });
-    expect(unknown.reply).toMatchObject({ statuscode: 2, statusmsg: 'Unknown action frobnicate for agent choria_provision' });
+    expect(unknown.reply).toMatchObject({
+      statuscode: 2,
+      statusmsg: 'Unknown action frobnicate for agent choria_provision',
+    });
 
     await until('reply-subject violation', () => kinds(n2).includes('reply-subject'), 1000);
     const seen = new Set(kinds(n2));
-    for (const k of ['bad-token', 'schema', 'collective', 'ttl-expired', 'protocol-version', 'reply-subject', 'lock-held', 'bad-input', 'restart-refused', 'empty-config', 'config-not-strings', 'key-not-encrypted', 'unknown-action']) {
+    for (const k of [
+      'bad-token',
+      'schema',
+      'collective',
+      'ttl-expired',
+      'protocol-version',
+      'reply-subject',
+      'lock-held',
+      'bad-input',
+      'restart-refused',
+      'empty-config',
+      'config-not-strings',
+      'key-not-encrypted',
+      'unknown-action',
+    ]) {
       expect(seen, k).toContain(k);
     }
     expect(nodeReport(n2).violations.filter((v) => v.kind === 'schema')).toHaveLength(2);
@@ -238,10 +337,26 @@ describe('v1 simulated fleet', () => {
   });
 
   it('applies release_update: new version, upgraded and startup events, back in provisioning mode', async () => {
-    const up = await rpc(n3, 'release_update', { token: TOKEN, repository: 'https://repo.example.net/choria', version: '0.30.0' });
+    const up = await rpc(n3, 'release_update', {
+      token: TOKEN,
+      repository: 'https://repo.example.net/choria',
+      version: '0.30.0',
+    });
     expect(up.reply).toMatchObject({ statuscode: 0, data: { message: 'Restarting Choria Server after 2s' } });
-    await until('startup event with the new version', () => events.some((e) => e.subject === 'choria.lifecycle.event.startup.provision_mode_server' && eventData(e)['identity'] === n3 && eventData(e)['version'] === '0.30.0'), 3000);
-    const upgraded = events.find((e) => e.subject === 'choria.lifecycle.event.upgraded.provision_mode_server' && eventData(e)['identity'] === n3);
+    await until(
+      'startup event with the new version',
+      () =>
+        events.some(
+          (e) =>
+            e.subject === 'choria.lifecycle.event.startup.provision_mode_server' &&
+            eventData(e)['identity'] === n3 &&
+            eventData(e)['version'] === '0.30.0',
+        ),
+      3000,
+    );
+    const upgraded = events.find(
+      (e) => e.subject === 'choria.lifecycle.event.upgraded.provision_mode_server' && eventData(e)['identity'] === n3,
+    );
     expect(eventData(upgraded as SeenEvent)).toMatchObject({ version: '0.29.4', new_version: '0.30.0' });
     await fleet.waitFor((f) => f.node(n3)?.lifecycle === 'waiting', 2000, `${n3} waiting`);
     const inv = await client.rpc(n3, 'v1', 'rpcutil', 'inventory', {});
@@ -259,16 +374,26 @@ describe('v1 simulated fleet', () => {
   });
 
   it('reports over the control subject', async () => {
-    const summary = JSON.parse(Buffer.from((await nc.request('choria.simulator.v1test.report', '{"summary":true}', { timeout: 2000 })).data).toString()) as FleetReport;
+    const summary = JSON.parse(
+      Buffer.from(
+        (await nc.request('choria.simulator.v1test.report', '{"summary":true}', { timeout: 2000 })).data,
+      ).toString(),
+    ) as FleetReport;
     expect(summary.totals.nodes).toBe(4);
     expect(summary.totals.byState).toMatchObject({ provisioned: 1, shutdown: 1, waiting: 2 });
     expect(summary.totals.violationsByKind['lock-held']).toBe(1);
     expect(summary.totals.rpcCounts['rpcutil#inventory']).toBeGreaterThanOrEqual(2);
     expect((summary as Partial<FleetReport>).nodes).toBeUndefined();
-    const full = JSON.parse(Buffer.from((await nc.request('choria.simulator.v1test.report', '', { timeout: 2000 })).data).toString()) as FleetReport;
+    const full = JSON.parse(
+      Buffer.from((await nc.request('choria.simulator.v1test.report', '', { timeout: 2000 })).data).toString(),
+    ) as FleetReport;
     expect(full.nodes.map((n) => n.identity)).toEqual(ids);
     expect(full.nodes[0]).toMatchObject({ identity: n1, protocol: 'v1', state: 'provisioned' });
-    const page = JSON.parse(Buffer.from((await nc.request('choria.simulator.v1test.report', '{"offset":1,"limit":2}', { timeout: 2000 })).data).toString()) as FleetReport;
+    const page = JSON.parse(
+      Buffer.from(
+        (await nc.request('choria.simulator.v1test.report', '{"offset":1,"limit":2}', { timeout: 2000 })).data,
+      ).toString(),
+    ) as FleetReport;
     expect(page.nodes.map((n) => n.identity)).toEqual([n2, n3]);
   });
 });
@@ -290,13 +415,20 @@ describe('the configuration file a node boots with decides how go-choria refuses
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(f.report().totals.longestWaitingMs).toBeGreaterThan(0);
       const early = async (identity: string) => (await rpc(identity, 'restart', { splay: 1, token: TOKEN })).reply;
-      expect(await early('cf1.example.net')).toMatchObject({ statuscode: 1, statusmsg: 'Configuration /etc/choria/server.conf enables provisioning, restart cannot continue' });
+      expect(await early('cf1.example.net')).toMatchObject({
+        statuscode: 1,
+        statusmsg: 'Configuration /etc/choria/server.conf enables provisioning, restart cannot continue',
+      });
       expect(await early('cf2.example.net')).toMatchObject({
         statuscode: 1,
-        statusmsg: 'Configuration /etc/choria/server.conf could not be parsed, restart cannot continue: open /etc/choria/server.conf: no such file or directory',
+        statusmsg:
+          'Configuration /etc/choria/server.conf could not be parsed, restart cannot continue: open /etc/choria/server.conf: no such file or directory',
       });
       for (const identity of ['cf1.example.net', 'cf2.example.net']) {
-        expect((await rpc(identity, 'configure', { token: TOKEN, config: '{"plugin.choria.server.provision":"false"}' })).reply?.statuscode).toBe(0);
+        expect(
+          (await rpc(identity, 'configure', { token: TOKEN, config: '{"plugin.choria.server.provision":"false"}' }))
+            .reply?.statuscode,
+        ).toBe(0);
         expect((await early(identity))?.statuscode, identity).toBe(0);
       }
       expect(f.report().totals.violationsByKind['restart-refused']).toBe(2);
@@ -312,6 +444,8 @@ describe('the configuration file a node boots with decides how go-choria refuses
   });
 
   it('refuses an unknown configFile kind', () => {
-    expect(() => resolveFleetOptions({ servers: ['nats://127.0.0.1:1'], count: 1, configFile: 'absent' as 'missing' })).toThrow(/configFile: absent is not provisioning or missing/);
+    expect(() =>
+      resolveFleetOptions({ servers: ['nats://127.0.0.1:1'], count: 1, configFile: 'absent' as 'missing' }),
+    ).toThrow(/configFile: absent is not provisioning or missing/);
   });
 });

@@ -18,7 +18,9 @@ describe('node key generation', () => {
     // it is the public half: what the private key signs, the public key verifies
     const signature = sign(null, Buffer.from('nonce'), pair.privateKey);
     expect(verify(null, Buffer.from('nonce'), ed25519PublicFromHex(pair.publicHex), signature)).toBe(true);
-    expect(verify(null, Buffer.from('nonce'), ed25519PublicFromHex(generateOkpPair('ed25519').publicHex), signature)).toBe(false);
+    expect(
+      verify(null, Buffer.from('nonce'), ed25519PublicFromHex(generateOkpPair('ed25519').publicHex), signature),
+    ).toBe(false);
     expect(generateOkpPair('x25519').publicHex).toMatch(/^[0-9a-f]{64}$/);
   });
 

@@ -21,7 +21,13 @@ afterAll(async () => {
 describe('scale', () => {
   it('starts 2,000 nodes and every one answers discovery', async () => {
     const t0 = Date.now();
-    const fleet = await SimulatedFleet.start({ servers: [server.url], name: 'scale', count: 2000, seed: 11, eventFormat: 'none' });
+    const fleet = await SimulatedFleet.start({
+      servers: [server.url],
+      name: 'scale',
+      count: 2000,
+      seed: 11,
+      eventFormat: 'none',
+    });
     const startMs = Date.now() - t0;
     try {
       const req = buildRequest({ version: 'v1', agent: 'discovery', messageField: DISCOVERY_FIELD.v1 });

@@ -17,7 +17,9 @@ describe('watchdog', () => {
     expect(r.signal).toBe('SIGKILL');
     // well before the 30 s the test would wait: the watchdog, not the timeout, ended it
     expect(Date.now() - started).toBeLessThan(10_000);
-    expect(r.stderr).toMatch(/^stuck-fixture: watchdog: the event loop has not turned for \d+\.\d s \(limit 1\.5 s\), while waiting on a lock that never opens; stopping pid \d+ and its 1 child processes instead of hanging\./);
+    expect(r.stderr).toMatch(
+      /^stuck-fixture: watchdog: the event loop has not turned for \d+\.\d s \(limit 1\.5 s\), while waiting on a lock that never opens; stopping pid \d+ and its 1 child processes instead of hanging\./,
+    );
     const child = (JSON.parse(r.stdout.split('\n')[0] ?? '{}') as { child: number }).child;
     // SIGKILLed with its group; on a loaded machine it may take a moment to be reaped
     await until(`child ${child} gone`, () => !isAlive(child), 5_000);
@@ -37,6 +39,8 @@ describe('watchdog', () => {
   it('is on by default in the simulator command, --watchdog 0 turns it off', () => {
     expect(parseSimulatorArgs(['--server', 'nats://127.0.0.1:1']).watchdogS).toBe(30);
     expect(parseSimulatorArgs(['--server', 'nats://127.0.0.1:1', '--watchdog', '0']).watchdogS).toBe(0);
-    expect(() => parseSimulatorArgs(['--server', 'nats://127.0.0.1:1', '--watchdog', '-1'])).toThrow(/--watchdog must be 0/);
+    expect(() => parseSimulatorArgs(['--server', 'nats://127.0.0.1:1', '--watchdog', '-1'])).toThrow(
+      /--watchdog must be 0/,
+    );
   });
 });

@@ -68,15 +68,27 @@ describe('decodeRequest', () => {
   });
 
   it('rejects schema violations: request id length, ttl below 30, missing filter arrays', () => {
-    const wrongId = decodeRequest(bytes(buildRequest({ version: 'v1', agent: 'rpcutil', body: {}, requestId: 'abc' }).data), validators);
+    const wrongId = decodeRequest(
+      bytes(buildRequest({ version: 'v1', agent: 'rpcutil', body: {}, requestId: 'abc' }).data),
+      validators,
+    );
     expect(wrongId.ok).toBe(false);
     if (!wrongId.ok) expect(wrongId.detail).toMatch(/requestid/);
-    const lowTtl = decodeRequest(bytes(buildRequest({ version: 'v1', agent: 'rpcutil', body: {}, ttl: 29 }).data), validators);
+    const lowTtl = decodeRequest(
+      bytes(buildRequest({ version: 'v1', agent: 'rpcutil', body: {}, ttl: 29 }).data),
+      validators,
+    );
     expect(lowTtl.ok).toBe(false);
-    const noFilter = decodeRequest(bytes(buildRequest({ version: 'v1', agent: 'rpcutil', body: {}, filter: { agent: ['rpcutil'] } }).data), validators);
+    const noFilter = decodeRequest(
+      bytes(buildRequest({ version: 'v1', agent: 'rpcutil', body: {}, filter: { agent: ['rpcutil'] } }).data),
+      validators,
+    );
     expect(noFilter.ok).toBe(false);
     // v2 makes the filter optional and has no ttl minimum of 30
-    const v2 = decodeRequest(bytes(buildRequest({ version: 'v2', agent: 'rpcutil', body: {}, filter: null, ttl: 5 }).data), validators);
+    const v2 = decodeRequest(
+      bytes(buildRequest({ version: 'v2', agent: 'rpcutil', body: {}, filter: null, ttl: 5 }).data),
+      validators,
+    );
     expect(v2.ok).toBe(true);
   });
 
@@ -87,7 +99,10 @@ describe('decodeRequest', () => {
   });
 
   it('checks the ttl strictly on both sides', () => {
-    const r = decodeRequest(bytes(buildRequest({ version: 'v1', agent: 'rpcutil', body: {}, timeSec: 1_700_000_000, ttl: 60 }).data), validators);
+    const r = decodeRequest(
+      bytes(buildRequest({ version: 'v1', agent: 'rpcutil', body: {}, timeSec: 1_700_000_000, ttl: 60 }).data),
+      validators,
+    );
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     expect(ttlAccepted(r.request, 1_700_000_059_999)).toBe(true);
@@ -114,23 +129,39 @@ describe('encodeReply', () => {
 
   it('encodes v2 replies with base64 layers, nanosecond time and a matching hash', () => {
     const out = JSON.parse(
-      encodeReply({ version: 'v2', requestId: 'x1', identity: 'n1', agent: 'discovery', body: 'pong', brokerUrl: 'nats://b:4222', nowMs: 1_700_000_000_123 }).toString(),
+      encodeReply({
+        version: 'v2',
+        requestId: 'x1',
+        identity: 'n1',
+        agent: 'discovery',
+        body: 'pong',
+        brokerUrl: 'nats://b:4222',
+        nowMs: 1_700_000_000_123,
+      }).toString(),
     ) as { protocol: string; data: string; headers: Record<string, unknown> };
     expect(out.protocol).toBe('io.choria.protocol.v2.transport');
     expect(out.headers).toEqual({ sender: 'n1', trace: [['nats://b:4222', 'n1', 'nats://b:4222']] });
     const secure = JSON.parse(Buffer.from(out.data, 'base64').toString()) as { reply: string; hash: string };
     const replyText = Buffer.from(secure.reply, 'base64').toString();
-    expect(replyText).toBe('{"protocol":"io.choria.protocol.v2.reply","message":"cG9uZw==","request":"x1","sender":"n1","agent":"discovery","time":1700000000123000000}');
+    expect(replyText).toBe(
+      '{"protocol":"io.choria.protocol.v2.reply","message":"cG9uZw==","request":"x1","sender":"n1","agent":"discovery","time":1700000000123000000}',
+    );
     expect(secure.hash).toBe(createHash('sha256').update(replyText).digest('base64'));
   });
 });
 
 describe('Go JSON decoding', () => {
   const restart = { typeName: 'provision.RestartRequest', fields: { token: 'string', splay: 'int' } } as const;
-  const configure = { typeName: 'provision.ConfigureRequest', fields: { action_policies: 'map[string]string' } } as const;
+  const configure = {
+    typeName: 'provision.ConfigureRequest',
+    fields: { action_policies: 'map[string]string' },
+  } as const;
 
   it('requires integers literally, like Go', () => {
-    expect(decodeGoStruct(restart, parseGoJson('{"splay":1,"token":"t"}'))).toEqual({ ok: true, value: { splay: 1, token: 't' } });
+    expect(decodeGoStruct(restart, parseGoJson('{"splay":1,"token":"t"}'))).toEqual({
+      ok: true,
+      value: { splay: 1, token: 't' },
+    });
     for (const lit of ['1.5', '1.0', '1e2']) {
       expect(decodeGoStruct(restart, parseGoJson(`{"splay":${lit}}`))).toEqual({
         ok: false,
@@ -144,7 +175,10 @@ describe('Go JSON decoding', () => {
   });
 
   it('matches keys case-insensitively, ignores unknown keys and null', () => {
-    expect(decodeGoStruct(restart, parseGoJson('{"Token":"x","other":[1],"splay":null}'))).toEqual({ ok: true, value: { token: 'x' } });
+    expect(decodeGoStruct(restart, parseGoJson('{"Token":"x","other":[1],"splay":null}'))).toEqual({
+      ok: true,
+      value: { token: 'x' },
+    });
     expect(decodeGoStruct(restart, parseGoJson('[1]'))).toEqual({
       ok: false,
       error: 'json: cannot unmarshal array into Go value of type provision.RestartRequest',
@@ -156,10 +190,19 @@ describe('Go JSON decoding', () => {
       ok: false,
       error: 'json: cannot unmarshal number into Go struct field ConfigureRequest.action_policies of type string',
     });
-    expect(decodeGoStringMap('{"a":"1","b":2}')).toEqual({ ok: false, error: 'json: cannot unmarshal number into Go value of type string' });
+    expect(decodeGoStringMap('{"a":"1","b":2}')).toEqual({
+      ok: false,
+      error: 'json: cannot unmarshal number into Go value of type string',
+    });
     expect(decodeGoStringMap('{"a":"1"}')).toEqual({ ok: true, value: { a: '1' } });
-    expect(decodeGoStringMap('nope')).toEqual({ ok: false, error: "invalid character 'o' in literal null (expecting 'u')" });
-    expect(decodeGoStringMap('x')).toEqual({ ok: false, error: "invalid character 'x' looking for beginning of value" });
+    expect(decodeGoStringMap('nope')).toEqual({
+      ok: false,
+      error: "invalid character 'o' in literal null (expecting 'u')",
+    });
+    expect(decodeGoStringMap('x')).toEqual({
+      ok: false,
+      error: "invalid character 'x' looking for beginning of value",
+    });
   });
 
   it('escapes like Go', () => {
@@ -169,15 +212,20 @@ describe('Go JSON decoding', () => {
 
 describe('filters', () => {
   const m = new FilterMatcher();
-  const node = { identity: 'web1.example.net', agents: ['choria_provision', 'discovery', 'rpcutil'], facts: { country: 'mt', os: { family: 'linux' } } };
-  const f = (x: Partial<Record<'fact' | 'cf_class' | 'agent' | 'identity' | 'compound', unknown[]>>) => ({
-    fact: [],
-    cf_class: [],
-    agent: [],
-    identity: [],
-    compound: [],
-    ...x,
-  }) as Parameters<FilterMatcher['matches']>[0];
+  const node = {
+    identity: 'web1.example.net',
+    agents: ['choria_provision', 'discovery', 'rpcutil'],
+    facts: { country: 'mt', os: { family: 'linux' } },
+  };
+  const f = (x: Partial<Record<'fact' | 'cf_class' | 'agent' | 'identity' | 'compound', unknown[]>>) =>
+    ({
+      fact: [],
+      cf_class: [],
+      agent: [],
+      identity: [],
+      compound: [],
+      ...x,
+    }) as Parameters<FilterMatcher['matches']>[0];
 
   it('matches identities exactly or by /regex/ (OR) and agents (AND)', () => {
     expect(m.matches(f({}), node)).toBe(true);

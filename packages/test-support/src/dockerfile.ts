@@ -18,7 +18,8 @@ export function parseDockerfile(text: string): Dockerfile {
     .split('\n')
     .map((l) => l.trim().replace(/\s+/g, ' '))
     .filter((l) => l !== '');
-  const all = (op: string): string[] => instructions.filter((l) => l.startsWith(`${op} `)).map((l) => l.slice(op.length + 1).trim());
+  const all = (op: string): string[] =>
+    instructions.filter((l) => l.startsWith(`${op} `)).map((l) => l.slice(op.length + 1).trim());
   return {
     instructions,
     all,
@@ -27,7 +28,8 @@ export function parseDockerfile(text: string): Dockerfile {
       if (last === undefined) throw new Error(`no ${op} instruction`);
       const json = last.replace(/^(?:--[a-z-]+=\S+ )*(?:CMD )?/, '');
       const parsed: unknown = JSON.parse(json);
-      if (!Array.isArray(parsed) || !parsed.every((x): x is string => typeof x === 'string')) throw new Error(`${op} is not in exec form (a JSON list of strings)`);
+      if (!Array.isArray(parsed) || !parsed.every((x): x is string => typeof x === 'string'))
+        throw new Error(`${op} is not in exec form (a JSON list of strings)`);
       return parsed;
     },
   };

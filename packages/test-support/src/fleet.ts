@@ -20,7 +20,13 @@ import {
   type LostReplyTimings,
   type ProvisionerOptions,
 } from '@choria-provisioner/core/internal';
-import { addElectionBucket, CHORIA_BROKER_LOGINS, startNatsServer, type NatsServerOptions, type RunningNatsServer } from './nats-server.js';
+import {
+  addElectionBucket,
+  CHORIA_BROKER_LOGINS,
+  startNatsServer,
+  type NatsServerOptions,
+  type RunningNatsServer,
+} from './nats-server.js';
 import { testConfig, testSettings } from './settings.js';
 import { until } from './wait.js';
 
@@ -89,7 +95,9 @@ export class FleetHarness {
   async fleet(url: string, opts: Partial<FleetOptions>): Promise<SimulatedFleet> {
     const f = await SimulatedFleet.start({
       servers: [url],
-      ...(this.#choriaLayout.has(url) ? { user: CHORIA_BROKER_LOGINS.node.user, password: CHORIA_BROKER_LOGINS.node.password } : {}),
+      ...(this.#choriaLayout.has(url)
+        ? { user: CHORIA_BROKER_LOGINS.node.user, password: CHORIA_BROKER_LOGINS.node.password }
+        : {}),
       count: 20,
       token: 's3cret',
       timeScale: 0.01,
@@ -106,11 +114,19 @@ export class FleetHarness {
   provisioner(url: string, yaml: string, spec: ProvisionerSpec = {}): Provisioner {
     const { identity, choriaConfig, settings, rpcTimeoutMs, lostReply, ...opts } = spec;
     // on a Choria Broker layout the provisioner logs in as upstream's does: user `provisioner`
-    const login = this.#choriaLayout.has(url) && !/^broker_provisioning_password:/m.test(yaml) ? `broker_provisioning_password: ${CHORIA_BROKER_LOGINS.provisioner.password}\n` : '';
+    const login =
+      this.#choriaLayout.has(url) && !/^broker_provisioning_password:/m.test(yaml)
+        ? `broker_provisioning_password: ${CHORIA_BROKER_LOGINS.provisioner.password}\n`
+        : '';
     const config = testConfig(`${login}${yaml}`);
     const choria = settings ?? testSettings(url, config, identity ?? 'provisioner.example.net', choriaConfig ?? '');
     const shortTimeouts = (ctx: HostRunnerContext): HostRunner =>
-      createHostRunner({ ...ctx, config, ...(rpcTimeoutMs !== undefined ? { rpcTimeoutMs } : {}), ...(lostReply !== undefined ? { lostReply } : {}) });
+      createHostRunner({
+        ...ctx,
+        config,
+        ...(rpcTimeoutMs !== undefined ? { rpcTimeoutMs } : {}),
+        ...(lostReply !== undefined ? { lostReply } : {}),
+      });
     const p = new Provisioner({
       config,
       choria,
@@ -163,9 +179,16 @@ export function expectProvisionedOnce(fleet: SimulatedFleet, sel: NodeSelection 
   const { 'restart-refused': _checks, ...mistakes } = r.totals.violationsByKind;
   // the failure names the first few violations, node by node
   const details = r.nodes
-    .flatMap((n) => n.violations.filter((v) => v.kind !== 'restart-refused').map((v) => `${n.identity} ${v.at} ${v.kind}: ${v.detail}`))
+    .flatMap((n) =>
+      n.violations
+        .filter((v) => v.kind !== 'restart-refused')
+        .map((v) => `${n.identity} ${v.at} ${v.kind}: ${v.detail}`),
+    )
     .slice(0, 8);
-  expect(Object.values(mistakes).reduce((a, n) => a + n, 0), `${JSON.stringify(r.totals.violationsByKind)}\n${details.join('\n')}`).toBe(0);
+  expect(
+    Object.values(mistakes).reduce((a, n) => a + n, 0),
+    `${JSON.stringify(r.totals.violationsByKind)}\n${details.join('\n')}`,
+  ).toBe(0);
   const wrong = selected(fleet, sel)
     .filter((n) => n.restartCount !== 1 || n.configuredCount < 1 || n.state !== 'provisioned')
     .map((n) => `${n.identity}:${n.state}:${n.configuredCount}/${n.restartCount}`);
@@ -182,19 +205,37 @@ export async function discoverWhenIdle(p: Provisioner): Promise<void> {
 }
 
 /** Waits until `count` nodes are provisioned (default: all), discovering whenever the provisioner is idle. */
-export async function driveUntilProvisioned(p: Provisioner, fleet: SimulatedFleet, timeoutMs: number, count = fleet.identities().length): Promise<void> {
-  await until(`${count} nodes provisioned (now ${fleet.countByState().provisioned})`, () => fleet.countByState().provisioned >= count, timeoutMs, {
-    tick: () => discoverWhenIdle(p),
-    stepMs: 100,
-  });
+export async function driveUntilProvisioned(
+  p: Provisioner,
+  fleet: SimulatedFleet,
+  timeoutMs: number,
+  count = fleet.identities().length,
+): Promise<void> {
+  await until(
+    `${count} nodes provisioned (now ${fleet.countByState().provisioned})`,
+    () => fleet.countByState().provisioned >= count,
+    timeoutMs,
+    {
+      tick: () => discoverWhenIdle(p),
+      stepMs: 100,
+    },
+  );
 }
 
 /** The value of one metric series (0 when absent), e.g. metricValue(r, 'choria_provisioner_outcomes', {outcome: 'failed'}). */
-export async function metricValue(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number> {
+export async function metricValue(
+  registry: Registry,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
   // summaries and histograms list their _sum/_count series under the base metric
   const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name || name.startsWith(`${m.name}_`));
   const values: { value: number; labels: Record<string, unknown>; metricName?: string }[] = metric?.values ?? [];
-  const series = values.find((v) => (v.metricName ?? metric?.name) === name && Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want));
+  const series = values.find(
+    (v) =>
+      (v.metricName ?? metric?.name) === name &&
+      Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want),
+  );
   return series?.value ?? 0;
 }
 
@@ -207,7 +248,8 @@ export function childProcesses(needle: string): number[] {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       // fields after "(comm)": state, ppid, ...
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === process.pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(needle)) found.push(Number(entry));
+      if (ppid === process.pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(needle))
+        found.push(Number(entry));
     } catch {
       // the process ended while we looked
     }
@@ -220,7 +262,11 @@ export function childProcesses(needle: string): number[] {
 const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 
 export function ed25519FromSeedHex(seedHex: string): KeyObject {
-  return createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, Buffer.from(seedHex.trim(), 'hex')]), format: 'der', type: 'pkcs8' });
+  return createPrivateKey({
+    key: Buffer.concat([ED25519_PKCS8_PREFIX, Buffer.from(seedHex.trim(), 'hex')]),
+    format: 'der',
+    type: 'pkcs8',
+  });
 }
 
 const b64u = (b: Buffer | string): string => Buffer.from(b).toString('base64url');

@@ -23,7 +23,12 @@ export function testConfig(yaml: string, source = 'test.yaml'): ProvisionerConfi
 }
 
 /** Choria client settings for an insecure local broker, after the provisioner overrides. */
-export function testSettings(url: string, config: ProvisionerConfig, identity = 'provisioner.example.net', extra = ''): ChoriaSettings {
+export function testSettings(
+  url: string,
+  config: ProvisionerConfig,
+  identity = 'provisioner.example.net',
+  extra = '',
+): ChoriaSettings {
   const text = `identity = ${identity}\nplugin.choria.middleware_hosts = ${url}\nplugin.security.provider = file\n${extra}`;
   return applyProvisionerOverrides(parseChoriaConfig(text, 'test-choria.cfg'), config);
 }
@@ -34,9 +39,15 @@ export function testSettings(url: string, config: ProvisionerConfig, identity = 
  */
 export function writeCliConfig(dir: string, site: string): string {
   const choria = join(dir, 'choria.cfg');
-  writeFileSync(choria, 'identity = prov.example.net\nplugin.choria.middleware_hosts = nats://127.0.0.1:4222\nplugin.security.provider = file\n');
+  writeFileSync(
+    choria,
+    'identity = prov.example.net\nplugin.choria.middleware_hosts = nats://127.0.0.1:4222\nplugin.security.provider = file\n',
+  );
   const config = join(dir, 'provisioner.yaml');
-  writeFileSync(config, `site: ${site}\ntoken: s3cret\nhelper: /bin/true\nchoria_insecure: true\nchoria_config: ${choria}\n`);
+  writeFileSync(
+    config,
+    `site: ${site}\ntoken: s3cret\nhelper: /bin/true\nchoria_insecure: true\nchoria_config: ${choria}\n`,
+  );
   return config;
 }
 

@@ -31,7 +31,8 @@ export async function startTcpRelay(target: string): Promise<TcpRelay> {
   const url = new URL(target.includes('://') ? target : `nats://${target}`);
   const host = url.hostname;
   const targetPort = Number(url.port);
-  if (host !== '127.0.0.1' && host !== 'localhost' && host !== '[::1]') throw new Error(`the relay forwards to loopback only, not ${host}`);
+  if (host !== '127.0.0.1' && host !== 'localhost' && host !== '[::1]')
+    throw new Error(`the relay forwards to loopback only, not ${host}`);
   const pairs = new Set<Pair>();
   let latencyMs = 0;
   let accepted = 0;

@@ -13,7 +13,12 @@ const crypto = webcrypto;
 type CryptoKey = webcrypto.CryptoKey;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
 
-const RSA = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256', publicExponent: new Uint8Array([1, 0, 1]), modulusLength: 2048 } as const;
+const RSA = {
+  name: 'RSASSA-PKCS1-v1_5',
+  hash: 'SHA-256',
+  publicExponent: new Uint8Array([1, 0, 1]),
+  modulusLength: 2048,
+} as const;
 const DAY_MS = 86_400_000;
 
 export interface TestCa {
@@ -120,7 +125,10 @@ export interface TestPki {
 }
 
 /** A CA, a broker certificate for 127.0.0.1 and one client certificate per name, in `dir` (default: a new temp dir). */
-export async function createTestPki(clientNames: readonly string[], dir = mkdtempSync(join(tmpdir(), 'cpts-pki-'))): Promise<TestPki> {
+export async function createTestPki(
+  clientNames: readonly string[],
+  dir = mkdtempSync(join(tmpdir(), 'cpts-pki-')),
+): Promise<TestPki> {
   const ca = await createTestCa();
   const write = (name: string, issued: IssuedCert): PemFiles => {
     const certFile = join(dir, `${name}.pem`);

@@ -15,7 +15,12 @@ export interface UntilOptions {
  * Checks `cond` until it holds; throws `timed out after <ms> ms waiting for <what>` once
  * `timeoutMs` have passed. Returns the milliseconds waited.
  */
-export async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 5000, opts: UntilOptions = {}): Promise<number> {
+export async function until(
+  what: string,
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+  opts: UntilOptions = {},
+): Promise<number> {
   const started = Date.now();
   while (!(await cond())) {
     if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);

@@ -24,11 +24,16 @@ export function tokenOf(opts: { tokenFile?: string | undefined; env?: NodeJS.Pro
 }
 
 /** The token as tokenOf reads it; undefined (said on stderr) when the token file cannot be read. */
-export function readTokenOrSay(opts: { tokenFile?: string | undefined; env?: NodeJS.ProcessEnv | undefined }, io: CliIO): string | undefined {
+export function readTokenOrSay(
+  opts: { tokenFile?: string | undefined; env?: NodeJS.ProcessEnv | undefined },
+  io: CliIO,
+): string | undefined {
   try {
     return tokenOf(opts);
   } catch (err) {
-    io.err(`choria-provisioner: could not read the token file ${opts.tokenFile ?? ''}: ${err instanceof Error ? err.message : String(err)}`);
+    io.err(
+      `choria-provisioner: could not read the token file ${opts.tokenFile ?? ''}: ${err instanceof Error ? err.message : String(err)}`,
+    );
     return undefined;
   }
 }
@@ -36,17 +41,27 @@ export function readTokenOrSay(opts: { tokenFile?: string | undefined; env?: Nod
 export async function controlCommand(opts: ControlOptions, io: CliIO): Promise<number> {
   const token = readTokenOrSay(opts, io);
   if (token === undefined) return EXIT.usage;
-  const path = opts.action === 'pause' || opts.action === 'resume' ? `/${opts.action}` : `/nodes/${encodeURIComponent(opts.identity ?? '')}/${opts.action}`;
+  const path =
+    opts.action === 'pause' || opts.action === 'resume'
+      ? `/${opts.action}`
+      : `/nodes/${encodeURIComponent(opts.identity ?? '')}/${opts.action}`;
   const url = monitorUrl(opts.url, `${path}${opts.site !== undefined ? `?site=${encodeURIComponent(opts.site)}` : ''}`);
   let res: Response;
   try {
-    res = await fetch(url, { method: 'POST', headers: token === '' ? {} : { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) });
+    res = await fetch(url, {
+      method: 'POST',
+      headers: token === '' ? {} : { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(5000),
+    });
   } catch (err) {
     io.err(`choria-provisioner: could not reach ${url}: ${err instanceof Error ? err.message : String(err)}`);
     return EXIT.runtime;
   }
   // what the port says may quote a node's identity: shown with visible escapes
-  const body = visibleStrings(await res.json().catch(() => ({}))) as { error?: string; sites?: { site: string; result: string }[] };
+  const body = visibleStrings(await res.json().catch(() => ({}))) as {
+    error?: string;
+    sites?: { site: string; result: string }[];
+  };
   const said = (body.sites ?? []).map((s) => `site ${s.site === '' ? '(none)' : s.site}: ${s.result}`);
   if (!res.ok) {
     io.err(`choria-provisioner: ${opts.action} refused (${res.status}): ${body.error ?? res.statusText}`);

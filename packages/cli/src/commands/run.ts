@@ -19,14 +19,20 @@ import { waitForStopSignal, type ProcessGuard } from '../process-guard.js';
 /** The TLS files the sites on one monitor port name: all the same, or none. */
 function monitorTls(configs: readonly ProvisionerConfig[]): { cert: string; key: string } | undefined {
   const wanted = new Set(configs.map((c) => `${c.monitorTlsCert}\n${c.monitorTlsKey}`));
-  if (wanted.size > 1) throw new Error(`the sites on monitor port ${configs[0]?.monitorPort ?? ''} name different monitor_tls_cert / monitor_tls_key files (${configs.map((c) => c.source).join(', ')})`);
+  if (wanted.size > 1)
+    throw new Error(
+      `the sites on monitor port ${configs[0]?.monitorPort ?? ''} name different monitor_tls_cert / monitor_tls_key files (${configs.map((c) => c.source).join(', ')})`,
+    );
   const c = configs[0];
   if (c === undefined || c.monitorTlsCert === '') return undefined;
   const read = (file: string, key: string): string => {
     try {
       return readFileSync(file, 'utf8');
     } catch (err) {
-      throw new Error(`could not read ${key} ${file} (${c.source}): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new Error(
+        `could not read ${key} ${file} (${c.source}): ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
     }
   };
   return { cert: read(c.monitorTlsCert, 'monitor_tls_cert'), key: read(c.monitorTlsKey, 'monitor_tls_key') };
@@ -57,7 +63,10 @@ function loadSites(opts: RunOptions, io: CliIO): Site[] | undefined {
   let failed = false;
   for (const file of opts.configs) {
     try {
-      const { config, choria } = loadSite(file, { choriaConfig: opts.choriaConfig, onWarning: (w) => io.err(`warning: ${w}`) });
+      const { config, choria } = loadSite(file, {
+        choriaConfig: opts.choriaConfig,
+        onWarning: (w) => io.err(`warning: ${w}`),
+      });
       sites.push({ file, config, choria });
     } catch (err) {
       failed = true;
@@ -73,7 +82,9 @@ function loadSites(opts: RunOptions, io: CliIO): Site[] | undefined {
   for (const s of sites) {
     const prev = names.get(s.config.site);
     if (prev !== undefined) {
-      io.err(`choria-provisioner: ${s.file} and ${prev} both use site "${s.config.site}": every config needs its own site so metrics can tell them apart`);
+      io.err(
+        `choria-provisioner: ${s.file} and ${prev} both use site "${s.config.site}": every config needs its own site so metrics can tell them apart`,
+      );
       failed = true;
     }
     names.set(s.config.site, s.file);
@@ -93,7 +104,12 @@ export async function runCommand(opts: RunOptions, io: CliIO): Promise<number> {
         config: s.config,
         choria: s.choria,
         registry,
-        logger: createLogger({ logfile: s.config.logfile, loglevel: s.config.loglevel, debug: opts.debug, site: s.config.site }),
+        logger: createLogger({
+          logfile: s.config.logfile,
+          loglevel: s.config.loglevel,
+          debug: opts.debug,
+          site: s.config.site,
+        }),
         ...(opts.dryRun === true ? { dryRun: true } : {}),
       }),
   );
@@ -131,7 +147,10 @@ export async function runCommand(opts: RunOptions, io: CliIO): Promise<number> {
     // Each instance connects (and keeps retrying) on its own: one broker being down does not stop
     // the others, and a signal while an instance is still connecting stops everything at once.
     const started = Promise.all(provisioners.map((p) => p.start()));
-    const first = await Promise.race([started.then(() => 'started' as const), stopSignal.then(() => 'signal' as const)]);
+    const first = await Promise.race([
+      started.then(() => 'started' as const),
+      stopSignal.then(() => 'signal' as const),
+    ]);
     if (first === 'started') await stopSignal;
   } catch (err) {
     io.err(`choria-provisioner: ${err instanceof Error ? err.message : String(err)}`);

@@ -1,13 +1,21 @@
 // `choria-provisioner status`: fetches /status from a running provisioner and prints it as tables.
 // A site that sets monitor_api_token lists its nodes only to its token, which comes from
 // --token-file or the environment as for the control commands.
-import { visibleStrings, type CoordinationStatus, type MemberView, type ProvisionerStatus } from '@choria-provisioner/core';
+import {
+  visibleStrings,
+  type CoordinationStatus,
+  type MemberView,
+  type ProvisionerStatus,
+} from '@choria-provisioner/core';
 import { EXIT, type CliIO } from '../io.js';
 import { TOKEN_ENV, readTokenOrSay } from './control.js';
 import { monitorUrl } from './monitor-url.js';
 
 /** What this command reads of a site in /status: the core's own type, as the provisioner serves it. */
-type SiteStatus = Pick<ProvisionerStatus, 'site' | 'leader' | 'paused' | 'queue' | 'busyWorkers' | 'workers' | 'hosts'> &
+type SiteStatus = Pick<
+  ProvisionerStatus,
+  'site' | 'leader' | 'paused' | 'queue' | 'busyWorkers' | 'workers' | 'hosts'
+> &
   Partial<Pick<ProvisionerStatus, 'coordination' | 'history' | 'hostCounts' | 'hostsNeedToken'>>;
 
 function isSiteStatus(v: unknown): v is SiteStatus {
@@ -19,7 +27,14 @@ function isSiteStatus(v: unknown): v is SiteStatus {
 export function formatTable(rows: string[][]): string {
   const widths: number[] = [];
   for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => c.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 function roleOf(c: CoordinationStatus | undefined): string {
@@ -27,7 +42,9 @@ function roleOf(c: CoordinationStatus | undefined): string {
   if (c.effective === 'lock_only') return ', active/active lock-only (no membership)';
   if (c.effective !== 'active_active') return '';
   const m = c.membership;
-  return m === undefined ? ', active/active' : `, active/active member of "${m.group}" (${m.state}, ${m.members.length} members, ${c.foreignNodes ?? 0} nodes seen owned elsewhere)`;
+  return m === undefined
+    ? ', active/active'
+    : `, active/active member of "${m.group}" (${m.state}, ${m.members.length} members, ${c.foreignNodes ?? 0} nodes seen owned elsewhere)`;
 }
 
 function historyLine(h: ProvisionerStatus['history'] | undefined): string | undefined {
@@ -42,7 +59,8 @@ function historyLine(h: ProvisionerStatus['history'] | undefined): string | unde
 }
 
 export function formatStatus(body: unknown): string {
-  const sites = (typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['sites'] : undefined) ?? [];
+  const sites =
+    (typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['sites'] : undefined) ?? [];
   if (!Array.isArray(sites)) throw new Error('status reply has no "sites" list');
   const out: string[] = [];
   for (const s of sites) {
@@ -51,7 +69,10 @@ export function formatStatus(body: unknown): string {
       `site ${s.site === '' ? '(none)' : s.site}: ${s.paused ? 'paused' : 'running'}${s.leader === undefined ? '' : s.leader ? ', leader' : ', standby'}${roleOf(s.coordination)}, ` +
         `queue ${s.queue}, busy workers ${s.busyWorkers}/${s.workers}, hosts ${s.hostsNeedToken === true ? Object.values(s.hostCounts ?? {}).reduce((a, n) => a + n, 0) : s.hosts.length}`,
     );
-    if (s.hostsNeedToken === true) out.push(`nodes not listed: the site lists them only with its monitor_api_token (--token-file FILE or ${TOKEN_ENV})`);
+    if (s.hostsNeedToken === true)
+      out.push(
+        `nodes not listed: the site lists them only with its monitor_api_token (--token-file FILE or ${TOKEN_ENV})`,
+      );
     const history = historyLine(s.history);
     if (history !== undefined) out.push(history);
     const members = s.coordination?.membership?.members ?? [];
@@ -59,12 +80,28 @@ export function formatStatus(body: unknown): string {
       const rows = [['MEMBER', 'OWNED', 'QUEUED', 'FINISHED', 'LAST HEARD']];
       // two processes sharing one identity are told apart by their process id
       const shared = (m: MemberView): boolean => members.filter((x) => x.instance === m.instance).length > 1;
-      for (const m of members) rows.push([`${shared(m) ? m.member : m.instance}${m.self ? ' (this)' : ''}`, String(m.owned), String(m.queued), String(m.provisioned), m.self ? '-' : `${(m.lastSeenMs / 1000).toFixed(1)}s ago`]);
+      for (const m of members)
+        rows.push([
+          `${shared(m) ? m.member : m.instance}${m.self ? ' (this)' : ''}`,
+          String(m.owned),
+          String(m.queued),
+          String(m.provisioned),
+          m.self ? '-' : `${(m.lastSeenMs / 1000).toFixed(1)}s ago`,
+        ]);
       out.push(formatTable(rows));
     }
     if (s.hosts.length > 0) {
       const rows = [['IDENTITY', 'STATE', 'STEP', 'ATTEMPTS', 'BY', 'UPDATED', 'LAST ERROR']];
-      for (const h of s.hosts) rows.push([h.identity, h.state, h.step ?? '', String(h.attempts), h.instance ?? '', h.updatedAt ?? '', h.lastError ?? '']);
+      for (const h of s.hosts)
+        rows.push([
+          h.identity,
+          h.state,
+          h.step ?? '',
+          String(h.attempts),
+          h.instance ?? '',
+          h.updatedAt ?? '',
+          h.lastError ?? '',
+        ]);
       out.push(formatTable(rows));
     }
     out.push('');
@@ -85,11 +122,16 @@ export async function statusCommand(opts: StatusOptions, io: CliIO): Promise<num
   if (token === undefined) return EXIT.usage;
   let body: unknown;
   try {
-    const res = await fetch(url, { headers: token === '' ? {} : { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) });
+    const res = await fetch(url, {
+      headers: token === '' ? {} : { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(5000),
+    });
     if (!res.ok) {
       // the port says why (a Host it does not know, a bad query): shown with visible escapes
       const why = visibleStrings(await res.json().catch(() => ({}))) as { error?: unknown };
-      io.err(`choria-provisioner: ${url} answered ${res.status} ${res.statusText}${typeof why.error === 'string' ? `: ${why.error}` : ''}`);
+      io.err(
+        `choria-provisioner: ${url} answered ${res.status} ${res.statusText}${typeof why.error === 'string' ? `: ${why.error}` : ''}`,
+      );
       return EXIT.runtime;
     }
     // identities, errors and versions come from nodes: shown with visible escapes

@@ -93,7 +93,8 @@ export async function validateCommand(opts: ValidateOptions, io: CliIO): Promise
         `  security:           ${choria.securityProvider}, protocol ${selectProtocol(choria).version}, ${choria.protocolSecure ? 'signed' : 'insecure'} requests, TLS ${choria.tls ? 'on' : 'off'}`,
         `  broker user:        ${choria.natsUser ?? '(none)'}`,
       ];
-      if (choria.middlewareHosts.length === 0) problems.push('the Choria config names no broker (plugin.choria.middleware_hosts)');
+      if (choria.middlewareHosts.length === 0)
+        problems.push('the Choria config names no broker (plugin.choria.middleware_hosts)');
     } catch (err) {
       problems.push(errorText(err));
     }

@@ -5,7 +5,15 @@
 //   pki      an RSA key signing the provisioning JWTs (RS256) and a CA directory for the helper;
 //   jwt      the same RSA key, no CSRs;
 //   plain    no provisioning JWT at all.
-import { createPrivateKey, createPublicKey, generateKeyPair, randomBytes, randomUUID, sign, type KeyObject } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPair,
+  randomBytes,
+  randomUUID,
+  sign,
+  type KeyObject,
+} from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -51,7 +59,12 @@ const b64url = (data: string | Buffer): string => Buffer.from(data).toString('ba
  * A client token issued by the organisation for the provisioner's signing key:
  * `iss` names the issuer, `tcs` is the issuer's signature over `<jti>.<public key>`.
  */
-export function chainToken(org: KeyObject, orgPublicHex: string, signerPublicHex: string, nowS = Math.floor(Date.now() / 1000)): string {
+export function chainToken(
+  org: KeyObject,
+  orgPublicHex: string,
+  signerPublicHex: string,
+  nowS = Math.floor(Date.now() / 1000),
+): string {
   const jti = randomUUID();
   const tcs = sign(null, Buffer.from(`${jti}.${signerPublicHex}`), org).toString('hex');
   const claims = {
@@ -103,7 +116,10 @@ export async function makeDemoKeys(mode: DemoMode, dir: string): Promise<DemoKey
           '  jwt: true',
           '  ed25519: true',
         ].join('\n'),
-        fleet: { jwt: { signer: 'ed25519', seedHex: orgSeed.toString('hex') }, serverJwtVerification: { issuerPublicHex: org.publicHex } },
+        fleet: {
+          jwt: { signer: 'ed25519', seedHex: orgSeed.toString('hex') },
+          serverJwtVerification: { issuerPublicHex: org.publicHex },
+        },
         helperScript: 'ed25519-helper.mjs',
         helperArgs: ['--lines'],
         helperEnv: { ISSUER_PUBLIC: org.publicHex },
@@ -132,6 +148,12 @@ export async function makeDemoKeys(mode: DemoMode, dir: string): Promise<DemoKey
       };
     }
     case 'plain':
-      return { yaml: '', fleet: { jwt: { signer: 'none' } }, helperScript: 'pool-helper.mjs', helperArgs: [], helperEnv: {} };
+      return {
+        yaml: '',
+        fleet: { jwt: { signer: 'none' } },
+        helperScript: 'pool-helper.mjs',
+        helperArgs: [],
+        helperEnv: {},
+      };
   }
 }

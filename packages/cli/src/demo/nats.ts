@@ -12,7 +12,7 @@ const RESERVED_PORT = 4222;
 export const NATS_INSTALL_HINT = [
   'nats-server (2.9 or later) is needed for the demo but was not found.',
   'Install it with one of:',
-  '  bash scripts/ensure-nats-server        (from the repository root; installs Debian\'s package when run as root)',
+  "  bash scripts/ensure-nats-server        (from the repository root; installs Debian's package when run as root)",
   '  sudo apt-get install -y nats-server    (Debian/Ubuntu)',
   '  https://docs.nats.io/running-a-nats-service/introduction/installation',
   'or point NATS_SERVER_BIN at the binary.',
@@ -30,10 +30,15 @@ function isExecutable(path: string): boolean {
 }
 
 /** `$NATS_SERVER_BIN`, else `nats-server` on PATH, else /usr/sbin (Debian's place, often not on a user's PATH). */
-export function findNatsServer(env: NodeJS.ProcessEnv, executable: (path: string) => boolean = isExecutable): NatsServerLookup {
+export function findNatsServer(
+  env: NodeJS.ProcessEnv,
+  executable: (path: string) => boolean = isExecutable,
+): NatsServerLookup {
   const explicit = env['NATS_SERVER_BIN'];
   if (explicit !== undefined && explicit !== '') {
-    return executable(explicit) ? { found: true, bin: explicit } : { found: false, reason: `NATS_SERVER_BIN=${explicit} is not an executable file` };
+    return executable(explicit)
+      ? { found: true, bin: explicit }
+      : { found: false, reason: `NATS_SERVER_BIN=${explicit} is not an executable file` };
   }
   const dirs = (env['PATH'] ?? '').split(delimiter).filter((d) => d !== '');
   for (const dir of [...dirs, '/usr/sbin', '/usr/local/sbin']) {
@@ -82,7 +87,10 @@ export async function startDemoNats(bin: string, opts: { startTimeoutMs?: number
   const port = await freeLoopbackPort();
   const storeDir = mkdtempSync(join(tmpdir(), 'choria-demo-nats-'));
   const confFile = join(storeDir, 'nats-server.conf');
-  writeFileSync(confFile, [`listen: "127.0.0.1:${port}"`, `jetstream { store_dir: ${JSON.stringify(join(storeDir, 'js'))} }`, ''].join('\n'));
+  writeFileSync(
+    confFile,
+    [`listen: "127.0.0.1:${port}"`, `jetstream { store_dir: ${JSON.stringify(join(storeDir, 'js'))} }`, ''].join('\n'),
+  );
 
   // Own process group: a Ctrl-C in the terminal reaches the demo, which then stops the provisioner
   // and the fleet while their broker is still up, and the broker last.
@@ -94,7 +102,9 @@ export async function startDemoNats(bin: string, opts: { startTimeoutMs?: number
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const failed = new Promise<never>((_, reject) => {
     child.once('error', (err) => reject(new Error(`could not start ${bin}: ${err.message}`)));
-    child.once('exit', (code, signal) => reject(new Error(`${bin} exited with ${signal ?? `status ${String(code)}`} while starting: ${stderr.trim()}`)));
+    child.once('exit', (code, signal) =>
+      reject(new Error(`${bin} exited with ${signal ?? `status ${String(code)}`} while starting: ${stderr.trim()}`)),
+    );
   });
   failed.catch(() => undefined);
 
@@ -119,7 +129,8 @@ export async function startDemoNats(bin: string, opts: { startTimeoutMs?: number
     const until = Date.now() + timeoutMs;
     const listening = (async () => {
       while (!(await canConnect(port))) {
-        if (Date.now() > until) throw new Error(`${bin} did not listen on 127.0.0.1:${port} within ${timeoutMs} ms: ${stderr.trim()}`);
+        if (Date.now() > until)
+          throw new Error(`${bin} did not listen on 127.0.0.1:${port} within ${timeoutMs} ms: ${stderr.trim()}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     })();

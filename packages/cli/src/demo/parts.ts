@@ -7,7 +7,17 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
-import { loadSite, Provisioner, createHelperRunner, createLogger, startMonitorServer, monitorRoutes, type HelperRunner, type Logger, type Site } from '@choria-provisioner/core';
+import {
+  loadSite,
+  Provisioner,
+  createHelperRunner,
+  createLogger,
+  startMonitorServer,
+  monitorRoutes,
+  type HelperRunner,
+  type Logger,
+  type Site,
+} from '@choria-provisioner/core';
 import { SimulatedFleet } from '@choria-provisioner/simulator';
 import type { CliIO } from '../io.js';
 import type { Interruption } from './interruption.js';
@@ -79,8 +89,17 @@ export async function startDemoParts(d: DemoStart): Promise<DemoParts> {
   // The runner is built from the YAML's helper settings, as the Provisioner would, but with the
   // helper's environment (broker URL, issuer key, CA dir) and a timing hook for the summary.
   const helperMs: number[] = [];
-  const helperSpec = { command: config.helper, mode: config.helperMode, poolSize: config.helperPoolSize, poolDepth: config.helperPoolDepth, timeoutMs: config.helperTimeoutMs };
-  const helper = timedRunner(createHelperRunner({ ...helperSpec, env: { ...process.env, BROKER_URL: broker.url, ...keys.helperEnv } }), helperMs);
+  const helperSpec = {
+    command: config.helper,
+    mode: config.helperMode,
+    poolSize: config.helperPoolSize,
+    poolDepth: config.helperPoolDepth,
+    timeoutMs: config.helperTimeoutMs,
+  };
+  const helper = timedRunner(
+    createHelperRunner({ ...helperSpec, env: { ...process.env, BROKER_URL: broker.url, ...keys.helperEnv } }),
+    helperMs,
+  );
   const registry = new Registry();
   const provisioner = new Provisioner({ config, choria, registry, logger: d.logger, helper });
   const forgetHelpers = d.settings.guard?.onFatal(() => provisioner.killChildrenNow());
@@ -93,12 +112,16 @@ export async function startDemoParts(d: DemoStart): Promise<DemoParts> {
   stack.defer('the monitor endpoint', () => monitor.close());
   const metricsUrl = `${monitor.url}/metrics`;
   const statusUrl = `${monitor.url}/status`;
-  io.out(`  provisioner provisioner.demo, helper ${[keys.helperScript, ...keys.helperArgs].join(' ')} (pool of ${config.helperPoolSize})`);
+  io.out(
+    `  provisioner provisioner.demo, helper ${[keys.helperScript, ...keys.helperArgs].join(' ')} (pool of ${config.helperPoolSize})`,
+  );
   io.out(`  status page ${monitor.url}/  metrics ${metricsUrl}  status ${statusUrl}  (while the demo runs)`);
 
   await interruption.race(provisioner.start());
 
-  const fleetLogger = d.settings.debug ? createLogger({ debug: true, logfile: 'stderr', fields: { component: 'simulator' } }) : undefined;
+  const fleetLogger = d.settings.debug
+    ? createLogger({ debug: true, logfile: 'stderr', fields: { component: 'simulator' } })
+    : undefined;
   const fleet = await interruption.starting(
     SimulatedFleet.start({
       servers: [broker.url],
@@ -138,9 +161,20 @@ async function startBroker(d: DemoStart): Promise<DemoNatsServer> {
 /** Writes the site's provisioner YAML and Choria client configuration into `dir` and loads them as the command would. */
 function writeSite(d: DemoStart, broker: DemoNatsServer, keys: DemoKeys, dir: string): Site {
   const helperFile = join(HELPERS_DIR, keys.helperScript);
-  if (!existsSync(helperFile)) throw new Error(`the demo helper ${helperFile} is missing: this installation of choria-provisioner is incomplete (in a checkout, run "npm run build")`);
+  if (!existsSync(helperFile))
+    throw new Error(
+      `the demo helper ${helperFile} is missing: this installation of choria-provisioner is incomplete (in a checkout, run "npm run build")`,
+    );
   const choriaFile = join(dir, 'choria.cfg');
-  writeFileSync(choriaFile, [`identity = provisioner.demo`, `plugin.choria.middleware_hosts = ${broker.url}`, 'plugin.security.provider = file', ''].join('\n'));
+  writeFileSync(
+    choriaFile,
+    [
+      `identity = provisioner.demo`,
+      `plugin.choria.middleware_hosts = ${broker.url}`,
+      'plugin.security.provider = file',
+      '',
+    ].join('\n'),
+  );
   const yamlFile = join(dir, 'provisioner.yaml');
   writeFileSync(
     yamlFile,

@@ -44,7 +44,15 @@ export function progressBar(fraction: number, width: number): string {
 function counters(s: ProgressSnapshot, pad = 0, sep = '  '): string {
   const n = (v: number): string => String(v).padStart(pad);
   const rate = formatRate(ratePerSecond(s.done, s.elapsedMs)).padStart(pad > 0 ? 5 : 0);
-  return [`found ${n(s.found)}`, `queued ${n(s.queued)}`, `provisioning ${n(s.provisioning)}`, `done ${n(s.done)}`, `failed ${n(s.failed)}`, `${rate}/s`, formatElapsed(s.elapsedMs)].join(sep);
+  return [
+    `found ${n(s.found)}`,
+    `queued ${n(s.queued)}`,
+    `provisioning ${n(s.provisioning)}`,
+    `done ${n(s.done)}`,
+    `failed ${n(s.failed)}`,
+    `${rate}/s`,
+    formatElapsed(s.elapsedMs),
+  ].join(sep);
 }
 
 /**
@@ -98,7 +106,8 @@ export class ProgressReporter {
   start(): void {
     if (this.#timer !== undefined) return;
     const terminal = this.#opts.terminal;
-    const every = terminal !== undefined ? (this.#opts.terminalIntervalMs ?? 100) : (this.#opts.plainIntervalMs ?? 2000);
+    const every =
+      terminal !== undefined ? (this.#opts.terminalIntervalMs ?? 100) : (this.#opts.plainIntervalMs ?? 2000);
     this.#timer = setInterval(() => this.#draw(), every);
     this.#timer.unref();
     if (terminal !== undefined) this.#draw();

@@ -10,7 +10,9 @@ const ERRORS_SHOWN = 5;
 export function demoResult(parts: DemoParts, run: { mode: string; nodes: number }, end: WaitEnd): DemoResult {
   const { provisioner, fleet } = parts;
   const report = fleet.summary();
-  const errors = [...new Set(provisioner.status().hosts.flatMap((h) => (h.lastError !== undefined ? [h.lastError] : [])))].slice(0, ERRORS_SHOWN);
+  const errors = [
+    ...new Set(provisioner.status().hosts.flatMap((h) => (h.lastError !== undefined ? [h.lastError] : []))),
+  ].slice(0, ERRORS_SHOWN);
   return {
     mode: run.mode,
     nodes: run.nodes,

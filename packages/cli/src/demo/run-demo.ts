@@ -27,7 +27,8 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
 
   const stack = new DemoStack(io);
   const watchdogS = settings.watchdogS ?? DEFAULT_WATCHDOG_S;
-  const watchdog = watchdogS > 0 ? startWatchdog({ name: 'choria-provisioner demo', limitMs: watchdogS * 1000 }) : undefined;
+  const watchdog =
+    watchdogS > 0 ? startWatchdog({ name: 'choria-provisioner demo', limitMs: watchdogS * 1000 }) : undefined;
   if (watchdog !== undefined) stack.defer('the watchdog', () => watchdog.stop());
   watchdog?.doing(`starting the demo (${settings.mode}, ${settings.nodes} nodes)`);
   const interruption = new Interruption(stack, settings.handleSignals ?? true);
@@ -38,7 +39,15 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
     io.out(`choria-provisioner demo: mode ${settings.mode}, ${settings.nodes} simulated servers, ${workers} workers`);
     const parts = await startDemoParts({ settings, natsBin: nats.bin, workers, logger, io, stack, interruption });
     const deadlineMs = settings.deadlineMs ?? defaultDeadlineMs(settings.nodes);
-    const end = await waitForFleet(parts, { mode: settings.mode, nodes: settings.nodes, deadlineMs, interruption, watchdog, terminal: settings.terminal, io });
+    const end = await waitForFleet(parts, {
+      mode: settings.mode,
+      nodes: settings.nodes,
+      deadlineMs,
+      interruption,
+      watchdog,
+      terminal: settings.terminal,
+      io,
+    });
     watchdog?.doing('stopping the demo');
     const result = demoResult(parts, settings, end);
     await stack.stop();

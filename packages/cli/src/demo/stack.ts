@@ -22,7 +22,9 @@ export class DemoStack {
       try {
         await part.stop();
       } catch (err) {
-        this.#io.err(`choria-provisioner demo: could not stop ${part.what}: ${err instanceof Error ? err.message : String(err)}`);
+        this.#io.err(
+          `choria-provisioner demo: could not stop ${part.what}: ${err instanceof Error ? err.message : String(err)}`,
+        );
       }
     }
   }

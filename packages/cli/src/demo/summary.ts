@@ -62,7 +62,10 @@ export function verdict(r: DemoResult): { ok: boolean; reasons: string[] } {
     const others = Object.fromEntries(Object.entries(r.nodeStates).filter(([state]) => state !== 'provisioned'));
     reasons.push(`${r.nodes - r.provisioned} of ${r.nodes} nodes were not provisioned (${formatCounts(others)})`);
   }
-  if (r.violations > 0) reasons.push(`the simulated servers recorded ${r.violations} protocol violation(s): ${formatCounts(r.violationsByKind)}`);
+  if (r.violations > 0)
+    reasons.push(
+      `the simulated servers recorded ${r.violations} protocol violation(s): ${formatCounts(r.violationsByKind)}`,
+    );
   return { ok: reasons.length === 0, reasons };
 }
 
@@ -80,7 +83,12 @@ export function formatSummary(r: DemoResult): string {
     ['violations', r.violations === 0 ? '0' : `${r.violations}: ${formatCounts(r.violationsByKind)}`],
     ['elapsed', `${(r.elapsedMs / 1000).toFixed(1)} s`],
     ['nodes/minute', nodesPerMinute(r.provisioned, r.elapsedMs).toFixed(0)],
-    ['helper p50 / p99', p50 !== undefined && p99 !== undefined ? `${formatMs(p50)} / ${formatMs(p99)} (${r.helperMs.length} runs)` : 'n/a'],
+    [
+      'helper p50 / p99',
+      p50 !== undefined && p99 !== undefined
+        ? `${formatMs(p50)} / ${formatMs(p99)} (${r.helperMs.length} runs)`
+        : 'n/a',
+    ],
   ];
   if (r.metricsUrl !== undefined) rows.push(['metrics', `${r.metricsUrl} (stopped with the demo)`]);
   if (r.statusUrl !== undefined) rows.push(['status', `${r.statusUrl} (stopped with the demo)`]);

@@ -59,10 +59,20 @@ export async function waitForFleet(parts: DemoParts, w: DemoWait): Promise<WaitE
         doneAt = Date.now();
         return { doneAt, interruption: undefined };
       }
-      if (w.interruption.happened) return { doneAt, interruption: `${w.interruption.reason} before every node was provisioned` };
-      if (Date.now() - startedAt > w.deadlineMs) return { doneAt, interruption: `the deadline of ${(w.deadlineMs / 1000).toFixed(0)} s passed before every node was provisioned` };
+      if (w.interruption.happened)
+        return { doneAt, interruption: `${w.interruption.reason} before every node was provisioned` };
+      if (Date.now() - startedAt > w.deadlineMs)
+        return {
+          doneAt,
+          interruption: `the deadline of ${(w.deadlineMs / 1000).toFixed(0)} s passed before every node was provisioned`,
+        };
       const st = provisioner.status({ limit: 0 });
-      if (st.queue === 0 && st.busyWorkers === 0 && fleet.countByState().waiting > 0 && Date.now() - lastDiscovery > IDLE_DISCOVERY_MS) {
+      if (
+        st.queue === 0 &&
+        st.busyWorkers === 0 &&
+        fleet.countByState().waiting > 0 &&
+        Date.now() - lastDiscovery > IDLE_DISCOVERY_MS
+      ) {
         lastDiscovery = Date.now();
         void provisioner.discover();
       }

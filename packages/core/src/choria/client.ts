@@ -24,14 +24,29 @@ import {
   SecurityError,
   type RpcStatusDetails,
 } from './errors.js';
-import { encodeLifecycleEvent, newLifecycleEvent, parseLifecycleEvent, type LifecycleEvent, type LifecycleFormat, type LifecycleType, type ReceivedLifecycleEvent } from './lifecycle.js';
+import {
+  encodeLifecycleEvent,
+  newLifecycleEvent,
+  parseLifecycleEvent,
+  type LifecycleEvent,
+  type LifecycleFormat,
+  type LifecycleType,
+  type ReceivedLifecycleEvent,
+} from './lifecycle.js';
 import { IdentityRefusedError, RefusedIdentities, shownIdentity, type NodeIdentity } from './identity.js';
 import { BrokerLink } from './link.js';
 import { codecFor, DISCOVERY_PAYLOAD } from './protocol/codec.js';
 import { agentFilter, type Filter } from './protocol/filter.js';
 import { newKsuid, newV1RequestId, nowNanoseconds, RandomPool } from './protocol/ids.js';
 import { encodeRpcRequest, parseRpcReply, rpcStatusError, type RpcReplyBody } from './protocol/mcorpc.js';
-import { broadcastSubject, directedSubject, lifecycleSubject, PROVISIONING_COLLECTIVE, replySubjectPrefix, replyWildcard } from './protocol/subjects.js';
+import {
+  broadcastSubject,
+  directedSubject,
+  lifecycleSubject,
+  PROVISIONING_COLLECTIVE,
+  replySubjectPrefix,
+  replyWildcard,
+} from './protocol/subjects.js';
 import type { DecodedReply, DecodedTransport, ProtocolCodec, ProtocolVersion, TraceHop } from './protocol/types.js';
 import { V1_MIN_TTL } from './protocol/v1.js';
 import { createSigner, selectProtocol } from './security/select.js';
@@ -143,7 +158,6 @@ const LOST_REPLY_TEXT = 'the broker connection was lost while waiting for the re
  */
 const MAX_SUBJECT_BYTES = 1_024;
 
-
 export class ChoriaClient {
   readonly identity: string;
   readonly senderId: string;
@@ -179,7 +193,11 @@ export class ChoriaClient {
   static async connect(settings: ChoriaSettings, opts: ConnectClientOptions): Promise<ChoriaClient> {
     const selection = selectProtocol(settings);
     const version = opts.protocol ?? selection.version;
-    opts.logger.info(opts.protocol !== undefined ? `using Choria protocol ${version} (requested explicitly)` : `using Choria protocol ${version}: ${selection.reason}`);
+    opts.logger.info(
+      opts.protocol !== undefined
+        ? `using Choria protocol ${version} (requested explicitly)`
+        : `using Choria protocol ${version}: ${selection.reason}`,
+    );
     // load key material before connecting so configuration mistakes fail fast
     const signer = createSigner(settings, version);
     const nc = await connectChoria(settings, {
@@ -191,13 +209,21 @@ export class ChoriaClient {
     });
     const refusals = opts.refusals !== undefined ? { refusals: opts.refusals } : {};
     const fleet = opts.fleetReconnectMs !== undefined ? { fleetReconnectMs: opts.fleetReconnectMs } : {};
-    return new ChoriaClient(nc, settings, { logger: opts.logger, signer, protocol: version, ownsConnection: true, ...refusals, ...fleet });
+    return new ChoriaClient(nc, settings, {
+      logger: opts.logger,
+      signer,
+      protocol: version,
+      ownsConnection: true,
+      ...refusals,
+      ...fleet,
+    });
   }
 
   constructor(nc: NatsConnection, settings: ChoriaSettings, opts: ChoriaClientOptions) {
     const version = opts.protocol ?? opts.signer?.protocol ?? selectProtocol(settings).version;
     const signer = opts.signer ?? createSigner(settings, version);
-    if (signer.protocol !== version) throw new SecurityError(`a ${signer.protocol} ${signer.kind} signer cannot be used for protocol ${version}`);
+    if (signer.protocol !== version)
+      throw new SecurityError(`a ${signer.protocol} ${signer.kind} signer cannot be used for protocol ${version}`);
     if (settings.identity === '') throw new Error(`the Choria identity is empty in ${settings.source}`);
 
     this.nats = nc;
@@ -212,11 +238,17 @@ export class ChoriaClient {
     this.#ownsConnection = opts.ownsConnection ?? false;
     this.refusals = opts.refusals ?? new RefusedIdentities(opts.logger);
     const fleetReconnectMs = opts.fleetReconnectMs;
-    this.link = new BrokerLink({ closed: () => nc.isClosed(), ...(fleetReconnectMs !== undefined ? { fleetReconnectMs } : {}) });
+    this.link = new BrokerLink({
+      closed: () => nc.isClosed(),
+      ...(fleetReconnectMs !== undefined ? { fleetReconnectMs } : {}),
+    });
 
     const minTtl = version === 'v1' ? V1_MIN_TTL : 1;
     this.#ttl = Math.max(minTtl, Math.floor(settings.ttl));
-    if (this.#ttl !== settings.ttl) this.#logger.warn(`request ttl ${settings.ttl} from ${settings.source} raised to ${this.#ttl} s (protocol ${version} minimum)`);
+    if (this.#ttl !== settings.ttl)
+      this.#logger.warn(
+        `request ttl ${settings.ttl} from ${settings.source} raised to ${this.#ttl} s (protocol ${version} minimum)`,
+      );
 
     // One wildcard subscription for every reply, made before anything is published: replies are
     // routed by the last subject token (the request id), so no per-request SUB/UNSUB round trips.
@@ -226,7 +258,9 @@ export class ChoriaClient {
     this.#replySubscription = nc.subscribe(replyWildcard(this.callerId, this.#collective), {
       callback: (err, msg) => this.#dispatchReply(err, msg),
     });
-    void nc.closed().then(() => this.#failPending(new ClientClosedError('the NATS connection of the Choria client closed')));
+    void nc
+      .closed()
+      .then(() => this.#failPending(new ClientClosedError('the NATS connection of the Choria client closed')));
     void this.#watchReconnects();
   }
 
@@ -267,10 +301,17 @@ export class ChoriaClient {
     // listening to the end: a window no reply can bring before the overall limit
     const windowMs = opts.listenToEnd === true ? timeoutMs : (opts.windowMs ?? DEFAULT_DISCOVERY_WINDOW_MS);
     const signal = opts.signal;
-    if (signal?.aborted === true) throw new RpcAbortError(`discovery aborted: ${errorText(signal.reason)}`, signal.reason);
+    if (signal?.aborted === true)
+      throw new RpcAbortError(`discovery aborted: ${errorText(signal.reason)}`, signal.reason);
 
     const id = this.#newRequestId();
-    const { subject, bytes } = this.#encode(id, 'discovery', broadcastSubject('discovery', this.#collective), agentFilter(agent, opts.identityFilter ?? []), DISCOVERY_PAYLOAD);
+    const { subject, bytes } = this.#encode(
+      id,
+      'discovery',
+      broadcastSubject('discovery', this.#collective),
+      agentFilter(agent, opts.identityFilter ?? []),
+      DISCOVERY_PAYLOAD,
+    );
 
     return await new Promise<NodeIdentity[]>((resolve, reject) => {
       const found = new Set<NodeIdentity>();
@@ -297,7 +338,8 @@ export class ChoriaClient {
         cleanup();
         reject(err);
       };
-      const onAbort = (): void => fail(new RpcAbortError(`discovery aborted: ${errorText(signal?.reason)}`, signal?.reason));
+      const onAbort = (): void =>
+        fail(new RpcAbortError(`discovery aborted: ${errorText(signal?.reason)}`, signal?.reason));
       // one timer for the sliding window, moved only when a reply brings the deadline forward
       const armWindow = (deadline: number): void => {
         clearTimeout(windowTimer);
@@ -340,7 +382,13 @@ export class ChoriaClient {
    * One directed MCORPC request to `identity`. Resolves with the target's
    * reply when it has status 0; rejects with a typed error otherwise.
    */
-  async rpc(identity: string, agent: string, action: string, data: Record<string, unknown>, opts: RpcOptions = {}): Promise<RpcReply> {
+  async rpc(
+    identity: string,
+    agent: string,
+    action: string,
+    data: Record<string, unknown>,
+    opts: RpcOptions = {},
+  ): Promise<RpcReply> {
     this.#assertOpen();
     validateInputs(agent, action, data);
     let subject: string;
@@ -352,7 +400,8 @@ export class ChoriaClient {
     const what = `request ${agent}#${action} to ${identity}`;
     const timeoutMs = opts.timeoutMs ?? this.#settings.discoveryTimeout * 1000 + actionTimeoutMs(agent);
     const signal = opts.signal;
-    if (signal?.aborted === true) throw new RpcAbortError(`${what} aborted: ${errorText(signal.reason)}`, signal.reason);
+    if (signal?.aborted === true)
+      throw new RpcAbortError(`${what} aborted: ${errorText(signal.reason)}`, signal.reason);
 
     const id = this.#newRequestId();
     const encoded = this.#encode(id, agent, subject, agentFilter(agent), encodeRpcRequest(agent, action, data));
@@ -374,7 +423,8 @@ export class ChoriaClient {
         cleanup();
         reject(err);
       };
-      const onAbort = (): void => fail(new RpcAbortError(`${what} aborted: ${errorText(signal?.reason)}`, signal?.reason));
+      const onAbort = (): void =>
+        fail(new RpcAbortError(`${what} aborted: ${errorText(signal?.reason)}`, signal?.reason));
       // a reply that arrived in time while this loop was busy is read before the limit applies
       let timer = afterPendingIo(timeoutMs, () => {
         const others = responses > 0 ? `, received ${responses} responses from other identities` : '';
@@ -385,7 +435,9 @@ export class ChoriaClient {
       const onReconnect = (): void => {
         if (settled) return;
         timer.cancel();
-        timer = afterPendingIo(grace, () => fail(new RpcReplyLostError(`${LOST_REPLY_TEXT} (no late reply within ${formatMs(grace)})`)));
+        timer = afterPendingIo(grace, () =>
+          fail(new RpcReplyLostError(`${LOST_REPLY_TEXT} (no late reply within ${formatMs(grace)})`)),
+        );
       };
 
       signal?.addEventListener('abort', onAbort, { once: true });
@@ -424,18 +476,35 @@ export class ChoriaClient {
    */
   #timedOut(received: number): void {
     // a connection handed in belongs to its owner, who decides when it is replaced
-    if (!this.#silentPath.timedOut(received) || !this.link.state.up || this.#closed || !this.#ownsConnection || this.#probingPath) return;
+    if (
+      !this.#silentPath.timedOut(received) ||
+      !this.link.state.up ||
+      this.#closed ||
+      !this.#ownsConnection ||
+      this.#probingPath
+    )
+      return;
     // Nodes that vanished time out the same way: the broker is asked for a round trip (a PING),
     // and only a path that does not carry that either is replaced.
     this.#probingPath = true;
     const linkBefore = this.link.state.changes;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), PATH_PROBE_MS)));
-    void Promise.race([this.nats.flush().then(() => 'answered' as const, () => 'failed' as const), late])
+    void Promise.race([
+      this.nats.flush().then(
+        () => 'answered' as const,
+        () => 'failed' as const,
+      ),
+      late,
+    ])
       .then((answer) => {
         if (answer !== 'late' || this.#closed || this.link.state.changes !== linkBefore) return;
-        this.#logger.warn(`${SILENT_TIMEOUTS} requests in a row timed out while nothing at all came in on the broker connection, and the broker did not answer a ping within ${formatMs(PATH_PROBE_MS)}: its path went silent, replacing the connection`);
-        this.nats.reconnect().catch((err: unknown) => this.#logger.warn(`Could not replace the broker connection: ${errorText(err)}`));
+        this.#logger.warn(
+          `${SILENT_TIMEOUTS} requests in a row timed out while nothing at all came in on the broker connection, and the broker did not answer a ping within ${formatMs(PATH_PROBE_MS)}: its path went silent, replacing the connection`,
+        );
+        this.nats
+          .reconnect()
+          .catch((err: unknown) => this.#logger.warn(`Could not replace the broker connection: ${errorText(err)}`));
       })
       .finally(() => {
         clearTimeout(timer);
@@ -451,7 +520,12 @@ export class ChoriaClient {
 
   /** The provisioner's own startup event, Choria format. */
   publishStartupEvent(opts: { component: string; version: string }): LifecycleEvent {
-    const event = newLifecycleEvent({ type: 'startup', identity: this.identity, component: opts.component, version: opts.version });
+    const event = newLifecycleEvent({
+      type: 'startup',
+      identity: this.identity,
+      component: opts.component,
+      version: opts.version,
+    });
     this.publishLifecycleEvent(event, 'choria');
     return event;
   }
@@ -529,7 +603,13 @@ export class ChoriaClient {
     return [[url, this.identity, url]];
   }
 
-  #encode(id: string, agent: string, subject: string, filter: Filter, payload: string): { subject: string; bytes: Uint8Array } {
+  #encode(
+    id: string,
+    agent: string,
+    subject: string,
+    filter: Filter,
+    payload: string,
+  ): { subject: string; bytes: Uint8Array } {
     const trace = this.#traceHop();
     const encoded = this.#codec.encodeRequest(
       {
@@ -586,7 +666,8 @@ export class ChoriaClient {
     const requestId = msg.subject.slice(this.#replyPrefix.length);
     const pending = this.#pending.get(requestId);
     if (pending === undefined) {
-      if (this.#logger.isDebugEnabled()) this.#logger.debug(`ignoring reply on ${msg.subject}: no request is waiting for it`);
+      if (this.#logger.isDebugEnabled())
+        this.#logger.debug(`ignoring reply on ${msg.subject}: no request is waiting for it`);
       return;
     }
     pending.onMessage(msg);
@@ -603,7 +684,9 @@ export class ChoriaClient {
     }
     if (reply.requestId !== id) {
       const from = shownIdentity(reply.sender);
-      this.#logger.warn(`ignoring reply from ${from} to ${what}: it is for request ${shownIdentity(reply.requestId)}`, { requestId: id });
+      this.#logger.warn(`ignoring reply from ${from} to ${what}: it is for request ${shownIdentity(reply.requestId)}`, {
+        requestId: id,
+      });
       return undefined;
     }
     return reply;
@@ -619,7 +702,8 @@ export class ChoriaClient {
     try {
       transport = this.#codec.decodeTransport(msg.data);
     } catch (err) {
-      if (this.#logger.isDebugEnabled()) this.#logger.debug(`ignoring undecodable discovery reply: ${(err as Error).message}`);
+      if (this.#logger.isDebugEnabled())
+        this.#logger.debug(`ignoring undecodable discovery reply: ${(err as Error).message}`);
       return undefined;
     }
     let sender = transport.headers.sender ?? '';

@@ -1,7 +1,15 @@
 // Connects to the Choria broker with the nats package: servers, TLS, credentials, reconnect policy
 // and status logging.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connect, Events, type Authenticator, type ConnectionOptions, type NatsConnection, type Status, type TlsOptions } from 'nats';
+import {
+  connect,
+  Events,
+  type Authenticator,
+  type ConnectionOptions,
+  type NatsConnection,
+  type Status,
+  type TlsOptions,
+} from 'nats';
 import type { Logger } from 'winston';
 import type { ChoriaSettings } from '../config/types.js';
 import { ConnectError } from './errors.js';
@@ -72,7 +80,9 @@ export class OutageBackoff {
 export function natsServers(settings: ChoriaSettings): string[] {
   const servers = settings.middlewareHosts.map((h) => h.trim()).filter((h) => h !== '');
   if (servers.length === 0) {
-    throw new ConnectError(`no Choria broker configured: plugin.choria.middleware_hosts is empty in ${settings.source}`);
+    throw new ConnectError(
+      `no Choria broker configured: plugin.choria.middleware_hosts is empty in ${settings.source}`,
+    );
   }
   return servers.map((h) => (h.includes('://') ? h : `nats://${h}`));
 }
@@ -149,7 +159,10 @@ export function natsConnectionOptions(
 }
 
 function logStatus(logger: Logger, status: Status): void {
-  const data = typeof status.data === 'string' || typeof status.data === 'number' ? String(status.data) : JSON.stringify(status.data);
+  const data =
+    typeof status.data === 'string' || typeof status.data === 'number'
+      ? String(status.data)
+      : JSON.stringify(status.data);
   switch (status.type) {
     case Events.Disconnect:
       logger.warn(`disconnected from Choria broker ${data}`);
@@ -176,7 +189,9 @@ function logStatus(logger: Logger, status: Status): void {
 export async function connectChoria(settings: ChoriaSettings, opts: ConnectChoriaOptions): Promise<NatsConnection> {
   const { logger } = opts;
   const credentials =
-    settings.securityProvider === 'choria' ? loadChoriaCredentials(settings.tokenFile, settings.seedFile, settings.source) : undefined;
+    settings.securityProvider === 'choria'
+      ? loadChoriaCredentials(settings.tokenFile, settings.seedFile, settings.source)
+      : undefined;
   const backoff = new OutageBackoff();
   const options = natsConnectionOptions(settings, {
     ...(opts.name !== undefined ? { name: opts.name } : {}),
@@ -188,7 +203,8 @@ export async function connectChoria(settings: ChoriaSettings, opts: ConnectChori
 
   let nc: NatsConnection | undefined;
   for (let attempt = 0; nc === undefined; attempt++) {
-    if (opts.signal?.aborted === true) throw new ConnectError(`could not connect to ${urls}: aborted`, { cause: opts.signal.reason });
+    if (opts.signal?.aborted === true)
+      throw new ConnectError(`could not connect to ${urls}: aborted`, { cause: opts.signal.reason });
     try {
       nc = await connect(options);
     } catch (err) {

@@ -108,7 +108,8 @@ export class RpcStatusError extends RpcError {
   readonly reply: RpcStatusDetails;
 
   constructor(reply: RpcStatusDetails) {
-    const said = (statusmsg: string): string => `invalid response from ${reply.sender}: ${statusmsg} (${reply.statuscode})`;
+    const said = (statusmsg: string): string =>
+      `invalid response from ${reply.sender}: ${statusmsg} (${reply.statuscode})`;
     super(said(redactSecrets(reply.statusmsg)), { publicMessage: said(publicStatusMessage(reply.statusmsg)) });
     this.reply = reply;
   }

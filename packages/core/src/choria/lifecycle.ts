@@ -38,7 +38,11 @@ function isLifecycleType(value: string): value is LifecycleType {
   return (LIFECYCLE_TYPES as readonly string[]).includes(value);
 }
 
-function stringField(obj: JsonObject, key: string, opts: { nonEmpty?: boolean; optional?: boolean } = {}): string | undefined {
+function stringField(
+  obj: JsonObject,
+  key: string,
+  opts: { nonEmpty?: boolean; optional?: boolean } = {},
+): string | undefined {
   const value = obj[key];
   if (value === undefined || value === null) {
     if (opts.optional === true) return undefined;
@@ -53,7 +57,9 @@ function stringField(obj: JsonObject, key: string, opts: { nonEmpty?: boolean; o
 function typeFromProtocol(protocol: string): LifecycleType {
   const tokens = protocol.split('.');
   if (tokens.length !== 5 || !protocol.startsWith(`${PROTOCOL_PREFIX}.`)) {
-    throw new LifecycleEventError(`protocol ${JSON.stringify(protocol)} is not of the form ${PROTOCOL_PREFIX}.<version>.<type>`);
+    throw new LifecycleEventError(
+      `protocol ${JSON.stringify(protocol)} is not of the form ${PROTOCOL_PREFIX}.<version>.<type>`,
+    );
   }
   const type = tokens[4] ?? '';
   if (!isLifecycleType(type)) throw new LifecycleEventError(`unknown event type ${JSON.stringify(type)}`);
@@ -67,7 +73,8 @@ function parseChoriaFormat(obj: JsonObject, format: LifecycleFormat): ReceivedLi
   const protocol = stringField(obj, 'protocol', { nonEmpty: true }) as string;
   const type = typeFromProtocol(protocol);
   const timestamp = obj['timestamp'];
-  if (typeof timestamp !== 'number' || !Number.isInteger(timestamp)) throw new LifecycleEventError('"timestamp" must be an integer');
+  if (typeof timestamp !== 'number' || !Number.isInteger(timestamp))
+    throw new LifecycleEventError('"timestamp" must be an integer');
   const version = stringField(obj, 'version', { optional: true });
   const newVersion = stringField(obj, 'new_version', { optional: true });
   // the identity rule (identity.ts); IdentityRefusedError names the text it refused
@@ -113,7 +120,8 @@ export function parseLifecycleEvent(input: Uint8Array | string): ReceivedLifecyc
   const obj = parseObject(typeof input === 'string' ? input : bytesToText(input), 'event');
   const protocol = obj['protocol'];
   if (typeof protocol === 'string' && protocol.startsWith(PROTOCOL_PREFIX)) return parseChoriaFormat(obj, 'choria');
-  if (obj['specversion'] === '1.0' && obj['source'] === CLOUDEVENT_SOURCE) return parseChoriaFormat(cloudEventData(obj), 'cloudevents');
+  if (obj['specversion'] === '1.0' && obj['source'] === CLOUDEVENT_SOURCE)
+    return parseChoriaFormat(cloudEventData(obj), 'cloudevents');
   throw new LifecycleEventError('unsupported event format');
 }
 

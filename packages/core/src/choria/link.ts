@@ -22,7 +22,12 @@ export interface LinkState {
  * the link stayed up, and either it never dropped or it came back long enough ago for the servers
  * to be on it again.
  */
-export function linkSettled(before: LinkState, after: LinkState, fleetReconnectMs: number, at = performance.now()): boolean {
+export function linkSettled(
+  before: LinkState,
+  after: LinkState,
+  fleetReconnectMs: number,
+  at = performance.now(),
+): boolean {
   if (!before.up || !after.up || after.changes !== before.changes) return false;
   return after.changes === 0 || at - after.upSince >= fleetReconnectMs;
 }

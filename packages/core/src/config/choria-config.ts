@@ -64,7 +64,8 @@ export const PROVISIONER_NATS_USER = 'provisioner';
 
 /** Where Choria clients look for their configuration, in order (go-choria UserConfig()). */
 export function defaultChoriaConfigCandidates(homeDir: string | undefined): readonly string[] {
-  const home = homeDir === undefined || homeDir === '' ? [] : [join(homeDir, '.choriarc'), join(homeDir, '.mcollective')];
+  const home =
+    homeDir === undefined || homeDir === '' ? [] : [join(homeDir, '.choriarc'), join(homeDir, '.mcollective')];
   return [
     ...home,
     '/etc/choria/client.conf',
@@ -239,12 +240,15 @@ export function checkChoriaSettings(settings: ChoriaSettings): readonly string[]
       ['ca', settings.caFile],
     ];
     for (const [name, value] of files) {
-      if (value === undefined) out.push(`${label}: the file security provider needs a ${name} (plugin.security.file.${name})`);
+      if (value === undefined)
+        out.push(`${label}: the file security provider needs a ${name} (plugin.security.file.${name})`);
     }
   }
   if (settings.securityProvider === 'choria' && settings.protocolSecure) {
-    if (settings.tokenFile === undefined) out.push(`${label}: the choria security provider needs plugin.security.choria.token_file`);
-    if (settings.seedFile === undefined) out.push(`${label}: the choria security provider needs plugin.security.choria.seed_file`);
+    if (settings.tokenFile === undefined)
+      out.push(`${label}: the choria security provider needs plugin.security.choria.token_file`);
+    if (settings.seedFile === undefined)
+      out.push(`${label}: the choria security provider needs plugin.security.choria.seed_file`);
   }
   return out;
 }

@@ -1,5 +1,13 @@
 // Public API of the configuration layer.
-export type { ChoriaSettings, CoordinationMode, FeatureFlags, HistoryStoreKind, LogLevel, ProvisionerConfig, SecurityProvider } from './types.js';
+export type {
+  ChoriaSettings,
+  CoordinationMode,
+  FeatureFlags,
+  HistoryStoreKind,
+  LogLevel,
+  ProvisionerConfig,
+  SecurityProvider,
+} from './types.js';
 export { ConfigError, type ConfigProblem } from './errors.js';
 export {
   DEFAULT_CERT_DENY_LIST,

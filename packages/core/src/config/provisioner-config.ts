@@ -110,10 +110,17 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
   const features = checkFeatures(yaml, problems);
   const coordination = coordinationMode(yaml, problems);
   for (const name of yaml.monitor_allowed_hosts) {
-    if (!/^[A-Za-z0-9_.-]+$/.test(name)) problems.add(`monitor_allowed_hosts: ${JSON.stringify(name)} must be a host name without port (letters, digits, ".", "-", "_")`, 'monitor_allowed_hosts');
+    if (!/^[A-Za-z0-9_.-]+$/.test(name))
+      problems.add(
+        `monitor_allowed_hosts: ${JSON.stringify(name)} must be a host name without port (letters, digits, ".", "-", "_")`,
+        'monitor_allowed_hosts',
+      );
   }
   if ((yaml.monitor_tls_cert === '') !== (yaml.monitor_tls_key === '')) {
-    problems.add('monitor_tls_cert and monitor_tls_key go together: set both for HTTPS on the monitor port, or neither', yaml.monitor_tls_cert === '' ? 'monitor_tls_cert' : 'monitor_tls_key');
+    problems.add(
+      'monitor_tls_cert and monitor_tls_key go together: set both for HTTPS on the monitor port, or neither',
+      yaml.monitor_tls_cert === '' ? 'monitor_tls_cert' : 'monitor_tls_key',
+    );
   }
   checkRequiredCombinations(yaml, features, opts, problems, warn);
 
@@ -187,7 +194,10 @@ function coordinationMode(yaml: ValidatedYaml, problems: ProblemCollector): Coor
   const asked = yaml.coordination;
   if (asked === undefined) return yaml.leader_election ? 'leader_election' : 'none';
   if (yaml.leader_election && asked !== 'leader_election') {
-    problems.add(`coordination ${JSON.stringify(asked)} contradicts leader_election: true; remove leader_election or set coordination: leader_election`, 'coordination');
+    problems.add(
+      `coordination ${JSON.stringify(asked)} contradicts leader_election: true; remove leader_election or set coordination: leader_election`,
+      'coordination',
+    );
   }
   return asked;
 }
@@ -238,7 +248,18 @@ function readDurations(
   properties: Readonly<Record<string, PropertySchema>>,
   problems: ProblemCollector,
 ): Durations {
-  const read = (key: 'interval' | 'helper_timeout' | 'server_jwt_validity' | 'coordination_heartbeat' | 'coordination_lock_retry' | 'liveness_timeout' | 'retry_backoff' | 'retry_backoff_max' | 'history_ttl'): number => {
+  const read = (
+    key:
+      | 'interval'
+      | 'helper_timeout'
+      | 'server_jwt_validity'
+      | 'coordination_heartbeat'
+      | 'coordination_lock_retry'
+      | 'liveness_timeout'
+      | 'retry_backoff'
+      | 'retry_backoff_max'
+      | 'history_ttl',
+  ): number => {
     const prop = properties[key];
     const text = yaml[key];
     if (prop?.format !== DURATION_FORMAT || problems.has(key)) return parseDuration(String(prop?.default ?? ''));
@@ -267,7 +288,17 @@ function readDurations(
       );
     }
   }
-  return { interval, helperTimeout, serverJwtValidity, coordinationHeartbeat: read('coordination_heartbeat'), coordinationLockRetry: read('coordination_lock_retry'), livenessTimeout: read('liveness_timeout'), retryBackoff: read('retry_backoff'), retryBackoffMax: read('retry_backoff_max'), historyTtl: read('history_ttl') };
+  return {
+    interval,
+    helperTimeout,
+    serverJwtValidity,
+    coordinationHeartbeat: read('coordination_heartbeat'),
+    coordinationLockRetry: read('coordination_lock_retry'),
+    livenessTimeout: read('liveness_timeout'),
+    retryBackoff: read('retry_backoff'),
+    retryBackoffMax: read('retry_backoff_max'),
+    historyTtl: read('history_ttl'),
+  };
 }
 
 function checkFeatures(yaml: ValidatedYaml, problems: ProblemCollector): ProvisionerConfig['features'] {
@@ -297,17 +328,26 @@ function checkRequiredCombinations(
         'jwt_verify_cert',
       );
     } else {
-      problems.add("features.jwt requires jwt_verify_cert (the key that verifies the nodes' provisioning.jwt)", 'jwt_verify_cert');
+      problems.add(
+        "features.jwt requires jwt_verify_cert (the key that verifies the nodes' provisioning.jwt)",
+        'jwt_verify_cert',
+      );
     }
   }
   if (features.ed25519 && missing('jwt_signing_key')) {
     problems.add('features.ed25519 requires jwt_signing_key (the key that signs the server JWTs)', 'jwt_signing_key');
   }
   if (features.upgrades && !yaml.upgrades_optional && missing('upgrades_repository')) {
-    problems.add('features.upgrades requires upgrades_repository (or set upgrades_optional: true)', 'upgrades_repository');
+    problems.add(
+      'features.upgrades requires upgrades_repository (or set upgrades_optional: true)',
+      'upgrades_repository',
+    );
   }
   if (!missing('upgrades_repository') && !problems.has('upgrades_repository') && !isHttpUrl(yaml.upgrades_repository)) {
-    problems.add(`upgrades_repository ${JSON.stringify(yaml.upgrades_repository)} is not an http or https URL`, 'upgrades_repository');
+    problems.add(
+      `upgrades_repository ${JSON.stringify(yaml.upgrades_repository)} is not an http or https URL`,
+      'upgrades_repository',
+    );
   }
 
   if (missing('token')) {
@@ -334,6 +374,8 @@ function isHttpUrl(text: string): boolean {
  * password, the monitor port's API token): the redactor blanks them wherever a node or a helper
  * echoes them.
  */
-export function configSecrets(cfg: Pick<ProvisionerConfig, 'token' | 'brokerProvisioningPassword' | 'monitorApiToken'>): string[] {
+export function configSecrets(
+  cfg: Pick<ProvisionerConfig, 'token' | 'brokerProvisioningPassword' | 'monitorApiToken'>,
+): string[] {
   return [cfg.token, cfg.brokerProvisioningPassword, cfg.monitorApiToken].filter((v) => v !== '');
 }

@@ -21,7 +21,10 @@ export interface SchemaValidationResult {
  * The validator is built per call: configuration is loaded rarely and an ajv instance is mutable
  * state that must not be shared between provisioners in one process.
  */
-export function validateWithSchema(input: Readonly<Record<string, unknown>>, schema: ObjectSchema): SchemaValidationResult {
+export function validateWithSchema(
+  input: Readonly<Record<string, unknown>>,
+  schema: ObjectSchema,
+): SchemaValidationResult {
   const validate = createSchemaAjv().compile(schema);
 
   const data: Record<string, unknown> = structuredClone(input);
@@ -85,7 +88,10 @@ function segments(instancePath: string): string[] {
 }
 
 /** Walks the pointer as far as it names schema properties; returns the dotted key and list index. */
-function locate(instancePath: string, schema: ObjectSchema): { key: string; path: string[]; index?: string; prop?: PropertySchema } {
+function locate(
+  instancePath: string,
+  schema: ObjectSchema,
+): { key: string; path: string[]; index?: string; prop?: PropertySchema } {
   const path: string[] = [];
   let props: Readonly<Record<string, PropertySchema>> | undefined = schema.properties;
   let prop: PropertySchema | undefined;
@@ -101,7 +107,9 @@ function locate(instancePath: string, schema: ObjectSchema): { key: string; path
   }
   const index = segs[i];
   const key = path.join('.');
-  return index === undefined ? { key, path, ...(prop ? { prop } : {}) } : { key, path, index, ...(prop ? { prop } : {}) };
+  return index === undefined
+    ? { key, path, ...(prop ? { prop } : {}) }
+    : { key, path, index, ...(prop ? { prop } : {}) };
 }
 
 function removeOffendingValue(data: Record<string, unknown>, instancePath: string, schema: ObjectSchema): void {
@@ -123,7 +131,10 @@ function describeError(error: ErrorObject, schema: ObjectSchema): SchemaIssue {
   switch (error.keyword) {
     case 'type': {
       const expected = String(params['type']);
-      return { key, message: `${key} must be ${withArticle(expected)}, got ${secret ? withArticle(kindOf(value)) : describeValue(value)}${typeHint(expected, value)}` };
+      return {
+        key,
+        message: `${key} must be ${withArticle(expected)}, got ${secret ? withArticle(kindOf(value)) : describeValue(value)}${typeHint(expected, value)}`,
+      };
     }
     case 'enum':
       return { key, message: `${key} ${shown} is not one of ${(error.schema as readonly string[]).join(', ')}` };
@@ -181,7 +192,7 @@ function describeValue(value: unknown): string {
 }
 
 function show(value: unknown): string {
-  return typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value) ?? String(value);
+  return typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
 }
 
 /** A hint for the common YAML slip of quoting numbers/booleans or not quoting strings. */

@@ -189,14 +189,16 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     minimum: 0,
     maximum: 65535,
     default: 0,
-    description: 'When greater than 0, Prometheus metrics are served over HTTP on this port of every interface, path /metrics. 0 turns the endpoint off.',
+    description:
+      'When greater than 0, Prometheus metrics are served over HTTP on this port of every interface, path /metrics. 0 turns the endpoint off.',
   },
   broker_port: {
     type: 'integer',
     default: 0,
     deprecated: true,
     'x-ignored': 'broker_port is ignored: the embedded broker it configured was removed upstream in 0.11',
-    description: 'Accepted and ignored (left over from the embedded broker removed upstream in 0.11); a non-zero value gives a warning.',
+    description:
+      'Accepted and ignored (left over from the embedded broker removed upstream in 0.11); a non-zero value gives a warning.',
   },
   broker_provisioning_password: {
     type: 'string',
@@ -241,7 +243,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     default: '',
     deprecated: true,
     'x-ignored': 'rego_policy is ignored: the Open Policy Agent gate was removed upstream in December 2021',
-    description: 'Accepted and ignored (an Open Policy Agent gate removed upstream in December 2021); a non-empty value gives a warning.',
+    description:
+      'Accepted and ignored (an Open Policy Agent gate removed upstream in December 2021); a non-empty value gives a warning.',
   },
   leader_election: {
     type: 'boolean',
@@ -253,7 +256,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     type: 'string',
     default: 'provisioner',
     pattern: '^[-/=\\w]+(?:\\.[-/=\\w]+)*$',
-    'x-pattern-hint': 'must be a valid key-value key (letters, digits, - / = _ and single dots, no leading or trailing dot)',
+    'x-pattern-hint':
+      'must be a valid key-value key (letters, digits, - / = _ and single dots, no leading or trailing dot)',
     'x-extension': true,
     description:
       'Key in the election bucket the provisioners campaign for. Only provisioners using the same key compete, so separate installations sharing a broker can each elect a leader.',
@@ -270,7 +274,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     type: 'string',
     default: '',
     'x-extension': true,
-    description: 'PEM certificate (chain) file: with monitor_tls_key, the monitor port serves HTTPS. Sites sharing a port must name the same files.',
+    description:
+      'PEM certificate (chain) file: with monitor_tls_key, the monitor port serves HTTPS. Sites sharing a port must name the same files.',
   },
   monitor_tls_key: {
     type: 'string',
@@ -332,7 +337,7 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     default: 'kv',
     'x-extension': true,
     description:
-      "Where the per-node history (first seen, attempts, last outcome and error, back-off, quarantine) lives: kv keeps it in a JetStream key-value bucket shared by every instance of the site and kept across restarts, falling back to memory (with one warning) when the bucket cannot be reached; memory keeps it in this process only. See docs/operations.md#node-history.",
+      'Where the per-node history (first seen, attempts, last outcome and error, back-off, quarantine) lives: kv keeps it in a JetStream key-value bucket shared by every instance of the site and kept across restarts, falling back to memory (with one warning) when the bucket cannot be reached; memory keeps it in this process only. See docs/operations.md#node-history.',
   },
   history_bucket: {
     type: 'string',
@@ -340,7 +345,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     pattern: '^[-\\w]+$',
     'x-pattern-hint': 'must be a valid bucket name (letters, digits, - and _)',
     'x-extension': true,
-    description: 'The key-value bucket of the node history; created (file storage, one value per key) when it does not exist, used as it is when it does.',
+    description:
+      'The key-value bucket of the node history; created (file storage, one value per key) when it does not exist, used as it is when it does.',
   },
   history_ttl: {
     type: 'string',
@@ -349,7 +355,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-min-duration': '1m',
     'x-max-duration': '8760h',
     'x-extension': true,
-    description: "How long a node's history is kept after its last change (the bucket's max age when the provisioner creates it; the same limit in memory).",
+    description:
+      "How long a node's history is kept after its last change (the bucket's max age when the provisioner creates it; the same limit in memory).",
   },
   history_api_prefix: {
     type: 'string',
@@ -425,7 +432,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
   upgrades_repository: {
     type: 'string',
     default: '',
-    description: 'Base URL (http or https) of a go-updater style release repository used for in-place upgrades of the Choria binary.',
+    description:
+      'Base URL (http or https) of a go-updater style release repository used for in-place upgrades of the Choria binary.',
   },
   upgrades_optional: {
     type: 'boolean',

@@ -2,7 +2,12 @@
 // names, and the provisioner's overrides of the latter (collective, TLS, credentials). This is the
 // one recipe the CLI, the demo, the benchmarks and embedding code use, so the overrides cannot be
 // forgotten on one path.
-import { applyProvisionerOverrides, loadChoriaConfig, parseChoriaConfig, type ChoriaLoadOptions } from './choria-config.js';
+import {
+  applyProvisionerOverrides,
+  loadChoriaConfig,
+  parseChoriaConfig,
+  type ChoriaLoadOptions,
+} from './choria-config.js';
 import { loadProvisionerConfig, parseProvisionerConfig, type LoadOptions } from './provisioner-config.js';
 import type { ChoriaSettings, ProvisionerConfig } from './types.js';
 

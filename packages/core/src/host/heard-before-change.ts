@@ -24,7 +24,9 @@ export interface HeardBeforeChangeOptions {
 }
 
 /** How the wait ended: `settled` (nothing to wait for), `heard` (the node answered) or `unheard`. */
-export type HeardBeforeChange = { readonly how: 'settled' } | { readonly how: 'heard' | 'unheard'; readonly pings: number; readonly waitedMs: number };
+export type HeardBeforeChange =
+  | { readonly how: 'settled' }
+  | { readonly how: 'heard' | 'unheard'; readonly pings: number; readonly waitedMs: number };
 
 /**
  * Returns at once while the broker link has been steady for the fleet's reconnect time; otherwise
@@ -53,7 +55,13 @@ export async function heardBeforeChange(opts: HeardBeforeChangeOptions): Promise
     opts.mayAsk();
     pings++;
     try {
-      await client.rpc(opts.identity, 'rpcutil', 'ping', {}, { signal: opts.signal, timeoutMs: Math.max(1, Math.min(opts.pingTimeoutMs, left)) });
+      await client.rpc(
+        opts.identity,
+        'rpcutil',
+        'ping',
+        {},
+        { signal: opts.signal, timeoutMs: Math.max(1, Math.min(opts.pingTimeoutMs, left)) },
+      );
       return { how: 'heard', pings, waitedMs: waited() };
     } catch (err) {
       if (err instanceof RpcAbortError || opts.signal.aborted) throw err;

@@ -64,10 +64,13 @@ export function parseSavedRequest(text: string, source: string): HelperRequest {
   } catch (err) {
     throw new Error(`${source} is not a saved helper request: ${errorText(err)}`, { cause: err });
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${source} is not a saved helper request: not a JSON object`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new Error(`${source} is not a saved helper request: not a JSON object`);
   const o = value as Record<string, unknown>;
-  if (typeof o['identity'] !== 'string' || o['identity'] === '') throw new Error(`${source} is not a saved helper request: "identity" must be a non-empty string`);
-  if (typeof o['inventory'] !== 'string') throw new Error(`${source} is not a saved helper request: "inventory" must be the inventory JSON text`);
+  if (typeof o['identity'] !== 'string' || o['identity'] === '')
+    throw new Error(`${source} is not a saved helper request: "identity" must be a non-empty string`);
+  if (typeof o['inventory'] !== 'string')
+    throw new Error(`${source} is not a saved helper request: "inventory" must be the inventory JSON text`);
   return value as HelperRequest;
 }
 
@@ -124,11 +127,21 @@ export async function testHelper(input: HelperTestInput): Promise<HelperTestRepo
     }
     if (input.choria === undefined) throw new Error('a live helper test needs the Choria client settings');
     // a one-off command gives up on an unreachable broker instead of retrying for ever like run
-    const client = await ChoriaClient.connect(input.choria, { logger, name: 'choria-provisioner helper test', maxConnectAttempts: 3 });
+    const client = await ChoriaClient.connect(input.choria, {
+      logger,
+      name: 'choria-provisioner helper test',
+      maxConnectAttempts: 3,
+    });
     try {
       const host = new Host(
         { config: cfg, client, helper, metrics: NO_METRICS, pause: new PauseFlag(false), dryRun: true },
-        { identity: input.identity, discoveredAt: Date.now(), signal: new AbortController().signal, logger, onStep: () => undefined },
+        {
+          identity: input.identity,
+          discoveredAt: Date.now(),
+          signal: new AbortController().signal,
+          logger,
+          onStep: () => undefined,
+        },
       );
       const result = await host.provision();
       // the error in full (redacted), not the monitor port's wording: the output is printed apart

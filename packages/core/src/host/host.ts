@@ -12,13 +12,41 @@ import { PauseFlag } from '../util/pause.js';
 import { isCancelled, pausedError } from '../util/cancelled.js';
 import { rpmVersionCompare } from '../util/rpmvercmp.js';
 import { assertAcceptedByNode, replyWarnings } from './helper/reply-checks.js';
-import type { HelperCsr, HelperEd25519PubKey, HelperJwtClaims, HelperReply, HelperRequest, HelperRunner } from './helper/types.js';
-import { parseCsrReply, parseEd25519Reply, parseInventoryReply, parseJwtReply, type Ed25519Reply, type Inventory } from './node-replies.js';
+import type {
+  HelperCsr,
+  HelperEd25519PubKey,
+  HelperJwtClaims,
+  HelperReply,
+  HelperRequest,
+  HelperRunner,
+} from './helper/types.js';
+import {
+  parseCsrReply,
+  parseEd25519Reply,
+  parseInventoryReply,
+  parseJwtReply,
+  type Ed25519Reply,
+  type Inventory,
+} from './node-replies.js';
 import { NodeReleaseError, nodeHasFeature } from './node-release.js';
 import { LifecycleWitness } from './lifecycle-witness.js';
 import type { LostReplyTimings } from './lost-reply.js';
-import { RpcAbortError, RpcAbortedError, RpcStatusError, RpcTimeoutError, RpcUnknownActionError } from '../choria/errors.js';
-import { LockedElsewhereError, NodeGoneError, StepFailedError, abortError, rpcStep, type StepContext, type StepResult } from './rpc-step.js';
+import {
+  RpcAbortError,
+  RpcAbortedError,
+  RpcStatusError,
+  RpcTimeoutError,
+  RpcUnknownActionError,
+} from '../choria/errors.js';
+import {
+  LockedElsewhereError,
+  NodeGoneError,
+  StepFailedError,
+  abortError,
+  rpcStep,
+  type StepContext,
+  type StepResult,
+} from './rpc-step.js';
 import {
   claimsForHelper,
   encryptKeyForNode,
@@ -133,7 +161,10 @@ interface Facts {
 export function createHostRunner(deps: HostDeps): HostRunner {
   const keys = new VerificationKeyCache();
   const signing = new SigningKeyCache();
-  const own = deps.witness === undefined ? LifecycleWitness.listen(deps.client, { provisioningComponent: deps.config.lifecycleComponent }) : undefined;
+  const own =
+    deps.witness === undefined
+      ? LifecycleWitness.listen(deps.client, { provisioningComponent: deps.config.lifecycleComponent })
+      : undefined;
   const withWitness: HostDeps = own === undefined ? deps : { ...deps, witness: own };
   const run: HostRunner = (job) => new Host(withWitness, job, keys, signing).provision();
   run.close = () => own?.close();
@@ -176,7 +207,9 @@ export class VerificationKeyCache {
     const known =
       this.#key !== undefined &&
       this.#setting === setting &&
-      (content === undefined ? this.#content === undefined : this.#content !== undefined && content.equals(this.#content));
+      (content === undefined
+        ? this.#content === undefined
+        : this.#content !== undefined && content.equals(this.#content));
     if (known && this.#key !== undefined) {
       this.#readAt = now;
       return this.#key;
@@ -218,7 +251,12 @@ export class Host {
   readonly #mask = (text: string): string => maskKnownSecrets(text, this.#secrets);
 
   /** `keys` is shared by the hosts of one runner; a lone Host gets its own. */
-  constructor(deps: HostDeps, job: HostJob, keys: VerificationKeyCache = new VerificationKeyCache(), signing: SigningKeyCache = new SigningKeyCache()) {
+  constructor(
+    deps: HostDeps,
+    job: HostJob,
+    keys: VerificationKeyCache = new VerificationKeyCache(),
+    signing: SigningKeyCache = new SigningKeyCache(),
+  ) {
     this.#deps = deps;
     this.#keys = keys;
     this.#signing = signing;
@@ -240,7 +278,15 @@ export class Host {
       ...(deps.lostReply !== undefined ? { lostReply: deps.lostReply } : {}),
       ...(job.onWatching !== undefined ? { onWatching: () => job.onWatching?.() } : {}),
       ...(job.fence !== undefined ? { fence: job.fence } : {}),
-      ...(deps.config.livenessTimeoutMs > 0 ? { liveness: { timeoutMs: deps.config.livenessTimeoutMs, used: false, check: () => this.#answersPing(deps.config.livenessTimeoutMs) } } : {}),
+      ...(deps.config.livenessTimeoutMs > 0
+        ? {
+            liveness: {
+              timeoutMs: deps.config.livenessTimeoutMs,
+              used: false,
+              check: () => this.#answersPing(deps.config.livenessTimeoutMs),
+            },
+          }
+        : {}),
     };
   }
 
@@ -284,8 +330,10 @@ export class Host {
       const key = this.#encryptKey(reply);
       if (this.#wantsUpgrade(reply)) {
         const upgrade = await this.#upgrade(reply);
-        if (upgrade === 'back') return { outcome: 'upgraded', message: `updated to version ${reply.upgrade ?? ''}`, waitingAgain: true };
-        if (upgrade === 'updating') return { outcome: 'upgraded', message: `updating to version ${reply.upgrade ?? ''}` };
+        if (upgrade === 'back')
+          return { outcome: 'upgraded', message: `updated to version ${reply.upgrade ?? ''}`, waitingAgain: true };
+        if (upgrade === 'updating')
+          return { outcome: 'upgraded', message: `updating to version ${reply.upgrade ?? ''}` };
       }
       const input: ConfigureInput = { reply, configuration: this.#configurationOf(reply), serverJwt, key };
       return await this.#committed((ctx) => this.#configureAndRestart(ctx, input));
@@ -302,12 +350,18 @@ export class Host {
     const configured = await this.#configure(ctx, input);
     this.#configured = true;
     if (configured === 'unsure') {
-      if (await this.#restartConfigured(ctx)) return { outcome: 'provisioned', message: 'the configure reply was lost, but the restart showed it was applied' };
+      if (await this.#restartConfigured(ctx))
+        return {
+          outcome: 'provisioned',
+          message: 'the configure reply was lost, but the restart showed it was applied',
+        };
       await this.#configure(ctx, input);
       this.#configured = true;
     }
     const replied = await this.#restart(ctx);
-    return replied ? { outcome: 'provisioned' } : { outcome: 'provisioned', message: 'the restart reply was lost, but the node left provisioning mode' };
+    return replied
+      ? { outcome: 'provisioned' }
+      : { outcome: 'provisioned', message: 'the restart reply was lost, but the node left provisioning mode' };
   }
 
   /**
@@ -331,7 +385,9 @@ export class Host {
         unit.abort(job.reason);
         return;
       }
-      this.#log.info(`${this.identity}: finishing configure and restart (at most ${graceMs} ms, while this instance may still act) before stopping: ${errorText(job.reason)}`);
+      this.#log.info(
+        `${this.identity}: finishing configure and restart (at most ${graceMs} ms, while this instance may still act) before stopping: ${errorText(job.reason)}`,
+      );
       timer = setTimeout(() => unit.abort(job.reason), graceMs);
     };
     job.addEventListener('abort', onCancel, { once: true });
@@ -372,7 +428,8 @@ export class Host {
     const { message, detail } = failureTexts(err, this.#mask);
     const texts = { message, ...(detail !== undefined ? { detail } : {}) };
     // the helper's message is all a defer's full text adds, and it has a field of its own
-    if (err instanceof DeferredError) return { outcome: 'deferred', message, ...helperSaid(this.#mask(err.helperMessage)) };
+    if (err instanceof DeferredError)
+      return { outcome: 'deferred', message, ...helperSaid(this.#mask(err.helperMessage)) };
     if (err instanceof LockedElsewhereError) return { outcome: 'skipped_locked', ...texts, error: err };
     if (err instanceof NodeGoneError) return { outcome: 'gone', ...texts, error: err };
     const error = err instanceof Error ? err : new Error(String(err));
@@ -406,7 +463,14 @@ export class Host {
   async #fetchJwt(): Promise<void> {
     this.#step('jwt');
     const cfg = this.#deps.config;
-    const reply = replyOf(await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'jwt', data: { token: cfg.token }, parse: parseJwtReply }));
+    const reply = replyOf(
+      await rpcStep(this.#ctx, {
+        agent: 'choria_provision',
+        action: 'jwt',
+        data: { token: cfg.token },
+        parse: parseJwtReply,
+      }),
+    );
     try {
       const claims = this.#keys.verify(reply.jwt, cfg.jwtVerifyCert);
       this.#facts.jwtClaims = claimsForHelper(claims) as HelperJwtClaims;
@@ -421,15 +485,26 @@ export class Host {
     this.#step('gen25519');
     const needs = 'features.ed25519 (choria_provision#gen25519)';
     const version = this.#job.reportedVersion;
-    if (nodeHasFeature(version, 'gen25519') === false) throw new NodeReleaseError(this.identity, 'gen25519', `runs go-choria ${version ?? ''}`, needs);
+    if (nodeHasFeature(version, 'gen25519') === false)
+      throw new NodeReleaseError(this.identity, 'gen25519', `runs go-choria ${version ?? ''}`, needs);
     const nonce = newRequestId();
     const data = { nonce, token: this.#deps.config.token };
     let step: StepResult<Ed25519Reply>;
     try {
-      step = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'gen25519', data, parse: parseEd25519Reply });
+      step = await rpcStep(this.#ctx, {
+        agent: 'choria_provision',
+        action: 'gen25519',
+        data,
+        parse: parseEd25519Reply,
+      });
     } catch (err) {
       if (err instanceof StepFailedError && err.last instanceof RpcUnknownActionError) {
-        throw new NodeReleaseError(this.identity, 'gen25519', `answered "${publicStatusMessage(err.last.reply.statusmsg)}"`, needs);
+        throw new NodeReleaseError(
+          this.identity,
+          'gen25519',
+          `answered "${publicStatusMessage(err.last.reply.statusmsg)}"`,
+          needs,
+        );
       }
       throw err;
     }
@@ -444,14 +519,18 @@ export class Host {
 
   async #fetchInventory(): Promise<void> {
     this.#step('inventory');
-    this.#facts.inventory = replyOf(await rpcStep(this.#ctx, { agent: 'rpcutil', action: 'inventory', data: {}, parse: parseInventoryReply }));
+    this.#facts.inventory = replyOf(
+      await rpcStep(this.#ctx, { agent: 'rpcutil', action: 'inventory', data: {}, parse: parseInventoryReply }),
+    );
   }
 
   async #fetchCsr(): Promise<void> {
     this.#step('gencsr');
     const cfg = this.#deps.config;
     const data = { cn: this.identity, token: cfg.token };
-    const reply = replyOf(await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'gencsr', data, parse: parseCsrReply }));
+    const reply = replyOf(
+      await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'gencsr', data, parse: parseCsrReply }),
+    );
     if (reply.csr === '') throw new Error(`could not provision ${this.identity}: no CSR received`);
     try {
       validateCsr(reply.csr, this.identity, cfg.certDenyList);
@@ -479,7 +558,8 @@ export class Host {
       // what the helper returned that is secret: blanked wherever the node echoes it back
       this.#secrets.add(...secretValuesOf(result.reply.configuration), result.reply.key);
       // runners redact stderr; this blanks the secrets only this attempt knows of as well
-      if (result.stderr.trim() !== '') this.#log.info(`Helper stderr for ${this.identity}: ${this.#mask(redactSecrets(result.stderr.trimEnd()))}`);
+      if (result.stderr.trim() !== '')
+        this.#log.info(`Helper stderr for ${this.identity}: ${this.#mask(redactSecrets(result.stderr.trimEnd()))}`);
       for (const w of replyWarnings(result.reply)) this.#log.warn(`Helper reply for ${this.identity}: ${w}`);
       return result.reply;
     } catch (err) {
@@ -487,7 +567,8 @@ export class Host {
       if (this.#job.signal.aborted) throw abortError(this.#job.signal, 'helper');
       this.#deps.metrics.helperError();
       const stderr = (err as { stderr?: unknown }).stderr;
-      if (typeof stderr === 'string' && stderr.trim() !== '') this.#log.warn(`Helper stderr for ${this.identity}: ${this.#mask(redactSecrets(stderr.trimEnd()))}`);
+      if (typeof stderr === 'string' && stderr.trim() !== '')
+        this.#log.warn(`Helper stderr for ${this.identity}: ${this.#mask(redactSecrets(stderr.trimEnd()))}`);
       throw err;
     }
   }
@@ -496,7 +577,12 @@ export class Host {
     this.#step('shutdown');
     const said = this.#mask(redactSecrets(reply.msg ?? ''));
     this.#log.warn(`Shutting down ${this.identity} on request of the helper: ${said}`);
-    const done = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'shutdown', data: { token: this.#deps.config.token }, parse: ignoreReply });
+    const done = await rpcStep(this.#ctx, {
+      agent: 'choria_provision',
+      action: 'shutdown',
+      data: { token: this.#deps.config.token },
+      parse: ignoreReply,
+    });
     this.#deps.metrics.helperShutdownRequest();
     const lost = done.replied ? '' : '; the shutdown reply was lost, but the node left provisioning mode';
     return { outcome: 'shutdown', message: helperAskedText(HELPER_ASKED.shutdown, said) + lost, ...helperSaid(said) };
@@ -508,7 +594,8 @@ export class Host {
    * configuration values, keys and tokens may be secrets.
    */
   #wouldSend(reply: HelperReply): HostResult {
-    if (reply.shutdown === true) return { outcome: 'dry_run', message: 'dry run: would shut the node down (choria_provision#shutdown)' };
+    if (reply.shutdown === true)
+      return { outcome: 'dry_run', message: 'dry run: would shut the node down (choria_provision#shutdown)' };
     const cfg = this.#deps.config;
     const parts: string[] = [];
     if (cfg.features.ed25519) {
@@ -523,13 +610,17 @@ export class Host {
     if (policies > 0) parts.push(`${policies} policies`);
     const settings = `${Object.keys(configuration).length} settings (${Object.keys(configuration).sort().join(', ')})`;
     const upgrade = this.#wantsUpgrade(reply) ? `choria_provision#release_update to ${reply.upgrade ?? ''}, then ` : '';
-    return { outcome: 'dry_run', message: `dry run: would send ${upgrade}choria_provision#configure with ${[settings, ...parts].join(', ')}, then choria_provision#restart` };
+    return {
+      outcome: 'dry_run',
+      message: `dry run: would send ${upgrade}choria_provision#configure with ${[settings, ...parts].join(', ')}, then choria_provision#restart`,
+    };
   }
 
   /** The helper's configuration; an empty one fails fast instead of being sent five times for the node to refuse. */
   #configurationOf(reply: HelperReply): Readonly<Record<string, string>> {
     const configuration = reply.configuration ?? {};
-    if (Object.keys(configuration).length === 0) throw new Error(`could not configure ${this.identity}: the helper returned an empty configuration`);
+    if (Object.keys(configuration).length === 0)
+      throw new Error(`could not configure ${this.identity}: the helper returned an empty configuration`);
     return configuration;
   }
 
@@ -569,12 +660,20 @@ export class Host {
     this.#log.warn(`Will attempt version update from ${current} to ${target}`);
     try {
       const data = { repository: cfg.upgradesRepository, token: cfg.token, version: target };
-      const done = await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'release_update', data, parse: ignoreReply });
-      if (!done.replied) this.#log.info(`The release_update reply from ${this.identity} was lost, but the node acted on it`);
+      const done = await rpcStep(this.#ctx, {
+        agent: 'choria_provision',
+        action: 'release_update',
+        data,
+        parse: ignoreReply,
+      });
+      if (!done.replied)
+        this.#log.info(`The release_update reply from ${this.identity} was lost, but the node acted on it`);
       if (!done.replied && done.back) return 'back';
     } catch (err) {
       if (cfg.upgradesOptional && !(err instanceof LockedElsewhereError) && !this.#job.signal.aborted) {
-        this.#log.warn(`Version update of ${this.identity} failed, continuing because upgrades_optional is set: ${failureTexts(err, this.#mask).message}`);
+        this.#log.warn(
+          `Version update of ${this.identity} failed, continuing because upgrades_optional is set: ${failureTexts(err, this.#mask).message}`,
+        );
         return 'not_needed';
       }
       throw err;
@@ -607,7 +706,10 @@ export class Host {
   }
 
   /** 'unsure': the reply was lost with the broker and nothing shows whether it was applied. */
-  async #configure(ctx: StepContext, { reply, configuration, serverJwt, key }: ConfigureInput): Promise<'configured' | 'unsure'> {
+  async #configure(
+    ctx: StepContext,
+    { reply, configuration, serverJwt, key }: ConfigureInput,
+  ): Promise<'configured' | 'unsure'> {
     this.#step('configure');
     const data: Record<string, unknown> = {
       token: this.#deps.config.token,
@@ -627,7 +729,10 @@ export class Host {
     this.#configured = true;
     const done = await rpcStep(ctx, { agent: 'choria_provision', action: 'configure', data, parse: ignoreReply });
     if (done.replied) return 'configured';
-    if (done.finding === 'acted') this.#log.info(`The configure reply from ${this.identity} was lost, but its provisioned event shows it was configured`);
+    if (done.finding === 'acted')
+      this.#log.info(
+        `The configure reply from ${this.identity} was lost, but its provisioned event shows it was configured`,
+      );
     return done.finding === 'acted' ? 'configured' : 'unsure';
   }
 
@@ -647,7 +752,9 @@ export class Host {
     } catch (err) {
       if (err instanceof StepFailedError && err.last instanceof RpcAbortedError) {
         this.#configured = false;
-        this.#log.info(`${this.identity} refused the restart (${this.#mask(publicStatusMessage(err.last.reply.statusmsg))}): it does not have its configuration, configuring it`);
+        this.#log.info(
+          `${this.identity} refused the restart (${this.#mask(publicStatusMessage(err.last.reply.statusmsg))}): it does not have its configuration, configuring it`,
+        );
         return false;
       }
       throw err;

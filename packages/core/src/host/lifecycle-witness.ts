@@ -34,9 +34,11 @@ export class LifecycleWitness {
   /** A witness listening on `client`; its subscriptions end with the client. */
   static listen(client: ChoriaClient, opts: LifecycleWitnessOptions): LifecycleWitness {
     const w = new LifecycleWitness(opts);
-    const record = (ev: { type: LifecycleType; identity: string }): void => w.record(ev.identity, ev.type as WitnessedType);
+    const record = (ev: { type: LifecycleType; identity: string }): void =>
+      w.record(ev.identity, ev.type as WitnessedType);
     const quiet = { onInvalid: () => undefined };
-    for (const type of ['provisioned', 'shutdown', 'upgraded'] as const) w.#subscriptions.push(client.subscribeLifecycle(type, '*', record, quiet));
+    for (const type of ['provisioned', 'shutdown', 'upgraded'] as const)
+      w.#subscriptions.push(client.subscribeLifecycle(type, '*', record, quiet));
     // a startup in provisioning mode proves a release_update was carried out (the node re-executed)
     w.#subscriptions.push(client.subscribeLifecycle('startup', opts.provisioningComponent, record, quiet));
     return w;

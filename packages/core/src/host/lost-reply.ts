@@ -37,16 +37,40 @@ interface ActionRule {
 
 const RULES: Readonly<Record<ChangingAction, ActionRule>> = {
   // configure leaves the node in provisioning mode: only its `provisioned` event tells
-  configure: { evidence: ['provisioned'], actsWithinMs: 0, goneMeansActed: false, mayRunLong: false, versionTells: false },
+  configure: {
+    evidence: ['provisioned'],
+    actsWithinMs: 0,
+    goneMeansActed: false,
+    mayRunLong: false,
+    versionTells: false,
+  },
   // `shutdown` is published as soon as restart is accepted; splay 1 gives exactly 2 s
-  restart: { evidence: ['shutdown'], actsWithinMs: 2_000, goneMeansActed: true, mayRunLong: false, versionTells: false },
+  restart: {
+    evidence: ['shutdown'],
+    actsWithinMs: 2_000,
+    goneMeansActed: true,
+    mayRunLong: false,
+    versionTells: false,
+  },
   // a random delay in [0, 10) s, then `shutdown`
-  shutdown: { evidence: ['shutdown'], actsWithinMs: 10_000, goneMeansActed: true, mayRunLong: false, versionTells: false },
+  shutdown: {
+    evidence: ['shutdown'],
+    actsWithinMs: 10_000,
+    goneMeansActed: true,
+    mayRunLong: false,
+    versionTells: false,
+  },
   // The release is downloaded and unpacked first, for as long as that takes: past the agent's
   // 20 s deadline the server sends no reply at all, but still installs it. Then `upgraded`, and
   // a re-execution in provisioning mode after 2 s. A server back that quickly, with its events
   // lost (a broker outage across its restart), is told apart by the version it reports.
-  release_update: { evidence: ['upgraded', 'shutdown', 'startup'], actsWithinMs: 2_000, goneMeansActed: true, mayRunLong: true, versionTells: true },
+  release_update: {
+    evidence: ['upgraded', 'shutdown', 'startup'],
+    actsWithinMs: 2_000,
+    goneMeansActed: true,
+    mayRunLong: true,
+    versionTells: true,
+  },
 };
 
 export function isChangingAction(agent: string, action: string): action is ChangingAction {
@@ -189,7 +213,11 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
           continue;
         }
         // Already running the version it was asked for: it acted and came back, its events lost.
-        if (rule.versionTells && req.targetVersion !== undefined && (await runsVersion(req, req.targetVersion, probeTimeout))) {
+        if (
+          rule.versionTells &&
+          req.targetVersion !== undefined &&
+          (await runsVersion(req, req.targetVersion, probeTimeout))
+        ) {
           req.onBack?.();
           return 'acted';
         }
@@ -207,7 +235,13 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
  * One short question of the watch: the node's reply, or the error that took its place. A cancelled
  * watch or a closed client ends the watch (thrown); any other failure is an answer to sort.
  */
-async function ask(req: ConfirmRequest, agent: string, action: string, data: Record<string, unknown>, timeoutMs: number): Promise<RpcReply | Error> {
+async function ask(
+  req: ConfirmRequest,
+  agent: string,
+  action: string,
+  data: Record<string, unknown>,
+  timeoutMs: number,
+): Promise<RpcReply | Error> {
   try {
     return await req.client.rpc(req.identity, agent, action, data, { timeoutMs, signal: req.signal });
   } catch (err) {

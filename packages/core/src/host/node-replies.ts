@@ -57,6 +57,7 @@ export function parseInventoryReply(data: unknown): Inventory {
   const w = 'rpcutil#inventory';
   const o = obj(data, w);
   const up = o['upgradable'];
-  if (up !== undefined && up !== null && typeof up !== 'boolean') throw new NodeReplyError(`${w} reply field upgradable is a ${typeof up}, not a boolean`);
+  if (up !== undefined && up !== null && typeof up !== 'boolean')
+    throw new NodeReplyError(`${w} reply field upgradable is a ${typeof up}, not a boolean`);
   return { text: JSON.stringify(o), version: str(o, 'version', w), upgradable: up === true };
 }

@@ -4,13 +4,26 @@
 // re-sent before the node was observed (lost-reply.ts).
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
-import { ProvisioningLockError, RpcAbortError, RpcReplyLostError, RpcTimeoutError, noReplyCame, repeatingCannotHelp } from '../choria/errors.js';
+import {
+  ProvisioningLockError,
+  RpcAbortError,
+  RpcReplyLostError,
+  RpcTimeoutError,
+  noReplyCame,
+  repeatingCannotHelp,
+} from '../choria/errors.js';
 import type { HostMetrics, LostReplyFinding, RpcName } from './types.js';
 import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
 import type { PauseFlag } from '../util/pause.js';
 import { CancelledError, isCancelled, pausedError } from '../util/cancelled.js';
 import type { LifecycleWitness } from './lifecycle-witness.js';
-import { DEFAULT_RECONNECT_GRACE_MS, confirmAfterLostReply, isChangingAction, type ChangingAction, type LostReplyTimings } from './lost-reply.js';
+import {
+  DEFAULT_RECONNECT_GRACE_MS,
+  confirmAfterLostReply,
+  isChangingAction,
+  type ChangingAction,
+  type LostReplyTimings,
+} from './lost-reply.js';
 import { ProvisionerError, failureTexts, publicMessageOf } from '../util/errors.js';
 import { assertMayChange, type FencedSend, type NodeFence } from './fence.js';
 import { heardBeforeChange, type HeardBeforeChange } from './heard-before-change.js';
@@ -63,22 +76,37 @@ export interface LivenessProbe {
 
 /** The node answered neither the attempt's first request nor the liveness check that followed. */
 export class NodeGoneError extends ProvisionerError {
-  constructor(readonly identity: string, readonly step: RpcName, readonly waitedMs: number) {
-    super(`${identity} is gone: no reply to ${step} and to rpcutil#ping within ${waitedMs} ms; it comes back with the next discovery or startup event`);
+  constructor(
+    readonly identity: string,
+    readonly step: RpcName,
+    readonly waitedMs: number,
+  ) {
+    super(
+      `${identity} is gone: no reply to ${step} and to rpcutil#ping within ${waitedMs} ms; it comes back with the next discovery or startup event`,
+    );
   }
 }
 
 /** The node is being provisioned by another provisioner (its provisioning lock is held). */
 export class LockedElsewhereError extends ProvisionerError {
-  constructor(readonly identity: string, readonly step: RpcName) {
+  constructor(
+    readonly identity: string,
+    readonly step: RpcName,
+  ) {
     super(`${identity} is locked by another provisioner (${step}: Could not obtain provisioning lock)`);
   }
 }
 
 /** A step failed after all its tries. */
 export class StepFailedError extends ProvisionerError {
-  constructor(readonly step: RpcName, readonly tries: number, readonly last: Error, identity: string) {
-    const said = (reason: string): string => `could not perform ${step} on ${identity}: ${tries} ${tries === 1 ? 'try' : 'tries'}, last: ${reason}`;
+  constructor(
+    readonly step: RpcName,
+    readonly tries: number,
+    readonly last: Error,
+    identity: string,
+  ) {
+    const said = (reason: string): string =>
+      `could not perform ${step} on ${identity}: ${tries} ${tries === 1 ? 'try' : 'tries'}, last: ${reason}`;
     super(said(last.message), { cause: last, publicMessage: said(publicMessageOf(last)) });
   }
 }
@@ -133,11 +161,16 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
   const name = `${req.agent}#${req.action}` as RpcName;
   const tries = STEP_TRIES[name];
   const changing = isChangingAction(req.agent, req.action) ? req.action : undefined;
-  const recorded: FencedSend | undefined = req.agent === 'choria_provision' && (req.action === 'configure' || req.action === 'restart') ? req.action : undefined;
+  const recorded: FencedSend | undefined =
+    req.agent === 'choria_provision' && (req.action === 'configure' || req.action === 'restart')
+      ? req.action
+      : undefined;
   const rpcOptions = {
     signal: ctx.signal,
     ...(ctx.timeoutMs !== undefined ? { timeoutMs: ctx.timeoutMs } : {}),
-    ...(changing !== undefined ? { reconnectGraceMs: ctx.lostReply?.reconnectGraceMs ?? DEFAULT_RECONNECT_GRACE_MS } : {}),
+    ...(changing !== undefined
+      ? { reconnectGraceMs: ctx.lostReply?.reconnectGraceMs ?? DEFAULT_RECONNECT_GRACE_MS }
+      : {}),
   };
   // the attempt's first contact: a short first try, then the liveness check (LivenessProbe)
   const probe = ctx.liveness !== undefined && !ctx.liveness.used ? ctx.liveness : undefined;
@@ -165,7 +198,8 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
     const quick = readOnly && !probeThisTry && free < MAX_FREE_TRIES && !link.settled;
     try {
       const shortMs = probeThisTry ? probing.timeoutMs : quick ? UNSETTLED_TRY_MS : undefined;
-      const options = shortMs !== undefined ? { ...rpcOptions, timeoutMs: Math.min(shortMs, ctx.timeoutMs ?? Infinity) } : rpcOptions;
+      const options =
+        shortMs !== undefined ? { ...rpcOptions, timeoutMs: Math.min(shortMs, ctx.timeoutMs ?? Infinity) } : rpcOptions;
       const reply = await rpcWatchingAfterReconnect(ctx, changing !== undefined, async () => {
         await mayChangeNow(ctx, name, recorded);
         return await ctx.client.rpc(ctx.identity, req.agent, req.action, req.data, options);
@@ -179,10 +213,20 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
       if (err instanceof ProvisioningLockError) throw new LockedElsewhereError(ctx.identity, name);
       if (isAbort(err, ctx.signal)) throw abortError(ctx.signal, name);
       last = err instanceof Error ? err : new Error(String(err));
-      if (readOnly && free < MAX_FREE_TRIES && ((quick && err instanceof RpcTimeoutError) || err instanceof RpcReplyLostError)) {
+      if (
+        readOnly &&
+        free < MAX_FREE_TRIES &&
+        ((quick && err instanceof RpcTimeoutError) || err instanceof RpcReplyLostError)
+      ) {
         free++;
         attempt--;
-        logTry(ctx, 'info', (reason) => `${name} to ${ctx.identity} met a broker outage (${reason}); sending it again once the connection is back`, last);
+        logTry(
+          ctx,
+          'info',
+          (reason) =>
+            `${name} to ${ctx.identity} met a broker outage (${reason}); sending it again once the connection is back`,
+          last,
+        );
         await untilLinkUp(ctx, name);
         continue;
       }
@@ -192,16 +236,23 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
           if (ctx.signal.aborted) throw abortError(ctx.signal, name);
           // Silence across a broker outage, or while the servers may still be reconnecting after
           // one, says nothing about the node: it gets the full timeout instead of being dropped.
-          if (link.settledSince(linkBefore)) throw new NodeGoneError(ctx.identity, name, Math.round(performance.now() - started));
-          ctx.logger.info(`${ctx.identity} did not answer ${name} nor rpcutil#ping while the broker connection was down or just back; not taken as gone, trying again with the full timeout`);
+          if (link.settledSince(linkBefore))
+            throw new NodeGoneError(ctx.identity, name, Math.round(performance.now() - started));
+          ctx.logger.info(
+            `${ctx.identity} did not answer ${name} nor rpcutil#ping while the broker connection was down or just back; not taken as gone, trying again with the full timeout`,
+          );
           continue;
         }
         if (!link.settledSince(linkBefore)) {
-          ctx.logger.info(`${ctx.identity} did not answer ${name} within ${probing.timeoutMs} ms, and the broker connection was down or just back: trying again`);
+          ctx.logger.info(
+            `${ctx.identity} did not answer ${name} within ${probing.timeoutMs} ms, and the broker connection was down or just back: trying again`,
+          );
           continue;
         }
         // it answered: slow, not gone; the next tries get the full timeout at once
-        ctx.logger.info(`${ctx.identity} did not answer ${name} within ${probing.timeoutMs} ms but answered rpcutil#ping after ${Math.round(performance.now() - checkStarted)} ms; trying again with the full timeout`);
+        ctx.logger.info(
+          `${ctx.identity} did not answer ${name} within ${probing.timeoutMs} ms but answered rpcutil#ping after ${Math.round(performance.now() - checkStarted)} ms; trying again with the full timeout`,
+        );
         continue;
       }
       const answered = req.answer?.(last);
@@ -219,7 +270,12 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
         investigated = true; // the node was watched for longer than any back-off
       }
       if (attempt < tries) {
-        logTry(ctx, 'warn', (reason) => `Could not perform ${name} on ${ctx.identity} on try ${attempt} / ${tries}: ${reason}`, last);
+        logTry(
+          ctx,
+          'warn',
+          (reason) => `Could not perform ${name} on ${ctx.identity} on try ${attempt} / ${tries}: ${reason}`,
+          last,
+        );
         if (!investigated) {
           try {
             await sleep(ctx.backoff?.(attempt) ?? backoffDelay(FIVE_SEC, attempt), ctx.signal);
@@ -292,9 +348,13 @@ async function untilHeard(ctx: StepContext, name: RpcName): Promise<void> {
   }
   if (ctx.pause.paused) throw pausedError(name);
   if (heard.how === 'heard' && heard.pings > 1) {
-    ctx.logger.info(`${ctx.identity} answered rpcutil#ping after ${heard.waitedMs} ms (${heard.pings} pings) while the servers were reconnecting to the broker; sending ${name}`);
+    ctx.logger.info(
+      `${ctx.identity} answered rpcutil#ping after ${heard.waitedMs} ms (${heard.pings} pings) while the servers were reconnecting to the broker; sending ${name}`,
+    );
   } else if (heard.how === 'unheard') {
-    ctx.logger.info(`${ctx.identity} answered none of ${heard.pings} rpcutil#ping in ${heard.waitedMs} ms after the broker connection came back; sending ${name} anyway`);
+    ctx.logger.info(
+      `${ctx.identity} answered none of ${heard.pings} rpcutil#ping in ${heard.waitedMs} ms after the broker connection came back; sending ${name} anyway`,
+    );
   }
 }
 
@@ -321,7 +381,13 @@ async function investigate(
   const token = typeof sent['token'] === 'string' ? sent['token'] : undefined;
   // the version asked for (release_update): whether it tells is the action's rule (lost-reply.ts versionTells)
   const targetVersion = typeof sent['version'] === 'string' ? sent['version'] : undefined;
-  logTry(ctx, 'warn', (reason) => `The reply of ${name} from ${ctx.identity} was lost (${reason}); checking whether the node acted before sending anything more`, err);
+  logTry(
+    ctx,
+    'warn',
+    (reason) =>
+      `The reply of ${name} from ${ctx.identity} was lost (${reason}); checking whether the node acted before sending anything more`,
+    err,
+  );
   ctx.onWatching?.();
   let finding: LostReplyFinding;
   let back = false;
@@ -338,13 +404,21 @@ async function investigate(
       ...(token !== undefined ? { token } : {}),
       ...(targetVersion !== undefined ? { targetVersion } : {}),
       onBack: () => (back = true),
-      onBusy: () => ctx.logger.info(`${ctx.identity} still answers discovery but its provisioning agent is busy, still carrying out ${name}: watching it until it acts`),
+      onBusy: () =>
+        ctx.logger.info(
+          `${ctx.identity} still answers discovery but its provisioning agent is busy, still carrying out ${name}: watching it until it acts`,
+        ),
     });
   } catch (probeErr) {
     if (ctx.signal.aborted) throw abortError(ctx.signal, name);
     // Without an answer either way nothing is re-sent: the node comes back with the next
     // discovery if it is still in provisioning mode.
-    logTry(ctx, 'warn', (reason) => `Could not check ${ctx.identity} after the lost ${name} reply: ${reason}`, probeErr);
+    logTry(
+      ctx,
+      'warn',
+      (reason) => `Could not check ${ctx.identity} after the lost ${name} reply: ${reason}`,
+      probeErr,
+    );
     finding = 'gone';
   }
   ctx.metrics.lostReply(name, finding);
@@ -352,7 +426,8 @@ async function investigate(
     acted: back ? 'it carried the action out and is back in provisioning mode already' : 'it carried the action out',
     not_acted: 'it is still in provisioning mode and did not act, sending it again',
     gone: 'it no longer answers discovery, not sending it again',
-    unsure: 'it is still in provisioning mode, but its events may have been lost with the broker: the restart will tell',
+    unsure:
+      'it is still in provisioning mode, but its events may have been lost with the broker: the restart will tell',
   }[finding];
   ctx.logger.info(`After the lost ${name} reply from ${ctx.identity}: ${verdict}`);
   return { finding, back };

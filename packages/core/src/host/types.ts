@@ -16,7 +16,17 @@ export type RpcName =
   | 'choria_provision#release_update';
 
 /** Outcome of one provisioning attempt (upstream knows only success and error). */
-export type Outcome = 'provisioned' | 'deferred' | 'shutdown' | 'upgraded' | 'failed' | 'skipped_locked' | 'stale' | 'gone' | 'dry_run' | 'cancelled';
+export type Outcome =
+  | 'provisioned'
+  | 'deferred'
+  | 'shutdown'
+  | 'upgraded'
+  | 'failed'
+  | 'skipped_locked'
+  | 'stale'
+  | 'gone'
+  | 'dry_run'
+  | 'cancelled';
 
 /**
  * What an outcome says about the node:
@@ -111,7 +121,10 @@ export interface HostJob {
  * How the monitor port and the history word a defer and a shutdown the helper asked for (its own
  * `msg` is the helper's text, kept out of both): host.ts writes them, history/record.ts knows them.
  */
-export const HELPER_ASKED = { deferred: 'configuration defered by the helper', shutdown: 'shut down on request of the helper' } as const satisfies Partial<Record<Outcome, string>>;
+export const HELPER_ASKED = {
+  deferred: 'configuration defered by the helper',
+  shutdown: 'shut down on request of the helper',
+} as const satisfies Partial<Record<Outcome, string>>;
 
 export interface HostResult {
   readonly outcome: Outcome;

@@ -1,10 +1,26 @@
 // Every upstream metric with the same names, types and the `site` label, registered
 // once per prom-client registry and shared by every provisioner instance using that registry: the
 // instances differ only by their `site` label value, so one /metrics page serves several sites.
-import { Counter, Gauge, Histogram, Registry, Summary, type LabelValues, type MetricObjectWithValues, type MetricValueWithName } from 'prom-client';
+import {
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  Summary,
+  type LabelValues,
+  type MetricObjectWithValues,
+  type MetricValueWithName,
+} from 'prom-client';
 
 import type { IdentitySource } from '../choria/identity.js';
-import { OUTCOMES, OUTCOME_RULES, type HostMetrics, type LostReplyFinding, type Outcome, type RpcName } from '../host/types.js';
+import {
+  OUTCOMES,
+  OUTCOME_RULES,
+  type HostMetrics,
+  type LostReplyFinding,
+  type Outcome,
+  type RpcName,
+} from '../host/types.js';
 
 type Labels<T extends string> = T;
 
@@ -45,7 +61,12 @@ interface MetricSet {
 export const COORDINATION_MODES = ['none', 'leader_election', 'active_active', 'lock_only'] as const;
 export type EffectiveCoordination = (typeof COORDINATION_MODES)[number];
 
-function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Counter<L> {
+function counter<L extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+): Counter<L> {
   const existing = registry.getSingleMetric(name);
   if (existing !== undefined) return existing as Counter<L>;
   return new Counter<L>({ name, help, labelNames, registers: [registry] });
@@ -112,15 +133,28 @@ class SumCountSummary<L extends string> extends Summary<L> {
 }
 
 /** Helper run buckets, in seconds: from an in-process function to the default 10 s timeout. */
-export const HELPER_DURATION_BUCKETS: readonly number[] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+export const HELPER_DURATION_BUCKETS: readonly number[] = [
+  0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
 
-function histogram<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[], buckets: readonly number[]): Histogram<L> {
+function histogram<L extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+  buckets: readonly number[],
+): Histogram<L> {
   const existing = registry.getSingleMetric(name);
   if (existing !== undefined) return existing as Histogram<L>;
   return new Histogram<L>({ name, help, labelNames, buckets: [...buckets], registers: [registry] });
 }
 
-function summary<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Summary<L> {
+function summary<L extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+): Summary<L> {
   const existing = registry.getSingleMetric(name);
   if (existing !== undefined) return existing as Summary<L>;
   return new SumCountSummary<L>(name, help, labelNames, registry);
@@ -130,25 +164,75 @@ function register(registry: Registry): MetricSet {
   const s = ['site'] as const;
   return {
     discoverCycles: counter(registry, 'choria_provisioner_discover_cycles', 'How many discovery cycles were run', s),
-    discovered: counter(registry, 'choria_provisioner_discovered', 'How many nodes were added to the provisioning list by discovery', s),
-    eventDiscovered: counter(registry, 'choria_provisioner_event_discovered', 'How many nodes were added to the provisioning list by startup events', s),
+    discovered: counter(
+      registry,
+      'choria_provisioner_discovered',
+      'How many nodes were added to the provisioning list by discovery',
+      s,
+    ),
+    eventDiscovered: counter(
+      registry,
+      'choria_provisioner_event_discovered',
+      'How many nodes were added to the provisioning list by startup events',
+      s,
+    ),
     discoveryErrors: counter(registry, 'choria_provisioner_discovery_errors', 'How many discovery runs failed', s),
-    rpcTime: summary(registry, 'choria_provisioner_rpc_time', 'How long each RPC try took, in seconds', ['site', 'rpc'] as const),
-    rpcErrors: counter(registry, 'choria_provisioner_rpc_errors', 'How many RPC steps failed after all their tries', ['site', 'rpc'] as const),
+    rpcTime: summary(registry, 'choria_provisioner_rpc_time', 'How long each RPC try took, in seconds', [
+      'site',
+      'rpc',
+    ] as const),
+    rpcErrors: counter(registry, 'choria_provisioner_rpc_errors', 'How many RPC steps failed after all their tries', [
+      'site',
+      'rpc',
+    ] as const),
     helperTime: summary(registry, 'choria_provisioner_helper_time', 'How long the helper took, in seconds', s),
     // the upstream summary has no quantiles; a histogram gives the dashboard its latency quantiles
-    helperDuration: histogram(registry, 'choria_provisioner_helper_duration_seconds', 'How long the helper took, in seconds, in buckets', s, HELPER_DURATION_BUCKETS),
+    helperDuration: histogram(
+      registry,
+      'choria_provisioner_helper_duration_seconds',
+      'How long the helper took, in seconds, in buckets',
+      s,
+      HELPER_DURATION_BUCKETS,
+    ),
     helperErrors: counter(registry, 'choria_provisioner_helper_errors', 'How many times the helper failed', s),
-    helperShutdownRequests: counter(registry, 'choria_provisioner_helper_shutdown_requests', 'How many nodes were shut down on request of the helper', s),
-    provisionErrors: counter(registry, 'choria_provisioner_provision_errors', 'How many provisioning attempts failed, including defers and stale skips', s),
-    provisioned: counter(registry, 'choria_provisioner_provisioned', 'How many provisioning attempts ended successfully, including shutdowns and upgrades', s),
+    helperShutdownRequests: counter(
+      registry,
+      'choria_provisioner_helper_shutdown_requests',
+      'How many nodes were shut down on request of the helper',
+      s,
+    ),
+    provisionErrors: counter(
+      registry,
+      'choria_provisioner_provision_errors',
+      'How many provisioning attempts failed, including defers and stale skips',
+      s,
+    ),
+    provisioned: counter(
+      registry,
+      'choria_provisioner_provisioned',
+      'How many provisioning attempts ended successfully, including shutdowns and upgrades',
+      s,
+    ),
     busyWorkers: gauge(registry, 'choria_provisioner_busy_workers', 'How many workers are provisioning a node', s),
     waitingNodes: gauge(registry, 'choria_provisioner_waiting_nodes', 'How many nodes are on the provisioning list', s),
-    workQueueEntries: gauge(registry, 'choria_provisioner_work_queue_entries', 'How many entries wait in the work queue', s),
+    workQueueEntries: gauge(
+      registry,
+      'choria_provisioner_work_queue_entries',
+      'How many entries wait in the work queue',
+      s,
+    ),
     paused: gauge(registry, 'choria_provisioner_paused', '1 while the provisioner is paused (standby), else 0', s),
-    outcomes: counter(registry, 'choria_provisioner_outcomes', 'Provisioning attempts by outcome', ['site', 'outcome'] as const),
+    outcomes: counter(registry, 'choria_provisioner_outcomes', 'Provisioning attempts by outcome', [
+      'site',
+      'outcome',
+    ] as const),
     eventErrors: counter(registry, 'choria_provisioner_event_errors', 'Lifecycle events that could not be parsed', s),
-    refusedIdentities: counter(registry, 'choria_provisioner_refused_identities', 'Node identities that failed the identity rule where they entered, by where they came from', ['site', 'source'] as const),
+    refusedIdentities: counter(
+      registry,
+      'choria_provisioner_refused_identities',
+      'Node identities that failed the identity rule where they entered, by where they came from',
+      ['site', 'source'] as const,
+    ),
     queueFull: counter(registry, 'choria_provisioner_queue_full', 'Nodes dropped because the work queue was full', s),
     lostReplies: counter(
       registry,
@@ -156,16 +240,51 @@ function register(registry: Registry): MetricSet {
       'Lost replies of node-changing actions, by what watching the node then found (acted, not_acted, gone, unsure)',
       ['site', 'rpc', 'finding'] as const,
     ),
-    electionCampaigns: counter(registry, 'choria_election_campaigns', 'Leader election campaigns', ['election', 'identity', 'state'] as const),
-    electionLeader: gauge(registry, 'choria_election_leader', '1 while this instance leads the election', ['election', 'identity'] as const),
-    electionInterval: gauge(registry, 'choria_election_interval_seconds', 'Seconds until the next campaign', ['election', 'identity'] as const),
+    electionCampaigns: counter(registry, 'choria_election_campaigns', 'Leader election campaigns', [
+      'election',
+      'identity',
+      'state',
+    ] as const),
+    electionLeader: gauge(registry, 'choria_election_leader', '1 while this instance leads the election', [
+      'election',
+      'identity',
+    ] as const),
+    electionInterval: gauge(registry, 'choria_election_interval_seconds', 'Seconds until the next campaign', [
+      'election',
+      'identity',
+    ] as const),
     // `identity` is the instance's Choria identity, which tells several instances of one site
     // apart (not `instance`: Prometheus sets that label itself when it scrapes)
-    coordinationMode: gauge(registry, 'choria_provisioner_coordination_mode', '1 for the coordination mode this instance runs in (none, leader_election, active_active, lock_only), else 0', ['site', 'identity', 'mode'] as const),
-    coordinationMembers: gauge(registry, 'choria_provisioner_coordination_members', 'Live active/active members of the site this instance hears, itself included (1 in the other modes)', ['site', 'identity'] as const),
-    ownedNodes: gauge(registry, 'choria_provisioner_owned_nodes', 'Nodes on this instance\'s list (queued, being provisioned, held, waiting for a lock)', ['site', 'identity'] as const),
-    quarantined: gauge(registry, 'choria_provisioner_quarantined_nodes', 'Nodes not tried again until released or restarted (quarantine_after failed attempts in a row)', s),
-    foreignNodes: gauge(registry, 'choria_provisioner_foreign_nodes', 'Nodes this active/active instance has seen that another member owns (0 in the other modes)', ['site', 'identity'] as const),
+    coordinationMode: gauge(
+      registry,
+      'choria_provisioner_coordination_mode',
+      '1 for the coordination mode this instance runs in (none, leader_election, active_active, lock_only), else 0',
+      ['site', 'identity', 'mode'] as const,
+    ),
+    coordinationMembers: gauge(
+      registry,
+      'choria_provisioner_coordination_members',
+      'Live active/active members of the site this instance hears, itself included (1 in the other modes)',
+      ['site', 'identity'] as const,
+    ),
+    ownedNodes: gauge(
+      registry,
+      'choria_provisioner_owned_nodes',
+      "Nodes on this instance's list (queued, being provisioned, held, waiting for a lock)",
+      ['site', 'identity'] as const,
+    ),
+    quarantined: gauge(
+      registry,
+      'choria_provisioner_quarantined_nodes',
+      'Nodes not tried again until released or restarted (quarantine_after failed attempts in a row)',
+      s,
+    ),
+    foreignNodes: gauge(
+      registry,
+      'choria_provisioner_foreign_nodes',
+      'Nodes this active/active instance has seen that another member owns (0 in the other modes)',
+      ['site', 'identity'] as const,
+    ),
     handedOver: counter(
       registry,
       'choria_provisioner_handed_over_nodes',
@@ -188,7 +307,17 @@ export class ProvisionerMetrics implements HostMetrics {
     // Upstream initialises these to zero so dashboards show a line before the first node.
     const l = { site };
     const m = this.#m;
-    for (const counter of [m.discovered, m.provisioned, m.discoverCycles, m.eventDiscovered, m.discoveryErrors, m.helperErrors, m.helperShutdownRequests, m.provisionErrors]) counter.inc(l, 0);
+    for (const counter of [
+      m.discovered,
+      m.provisioned,
+      m.discoverCycles,
+      m.eventDiscovered,
+      m.discoveryErrors,
+      m.helperErrors,
+      m.helperShutdownRequests,
+      m.provisionErrors,
+    ])
+      counter.inc(l, 0);
     for (const gauge of [m.busyWorkers, m.waitingNodes, m.workQueueEntries, m.paused]) gauge.set(l, 0);
     for (const outcome of OUTCOMES) this.#m.outcomes.inc({ site, outcome }, 0);
   }
@@ -272,7 +401,8 @@ export class ProvisionerMetrics implements HostMetrics {
     this.#m.electionInterval.set({ election, identity }, seconds);
   }
   setCoordinationMode(identity: string, mode: EffectiveCoordination): void {
-    for (const m of COORDINATION_MODES) this.#m.coordinationMode.set({ site: this.site, identity, mode: m }, m === mode ? 1 : 0);
+    for (const m of COORDINATION_MODES)
+      this.#m.coordinationMode.set({ site: this.site, identity, mode: m }, m === mode ? 1 : 0);
   }
   setQuarantined(n: number): void {
     this.#m.quarantined.set({ site: this.site }, n);

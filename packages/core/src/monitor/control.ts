@@ -31,14 +31,17 @@ export function nodesVisible(p: Provisioner, token: string | undefined): boolean
 /** Carries out a control request against `provisioners`; the HTTP layer only maps the answer. */
 export function controlProvisioners(provisioners: readonly Provisioner[], req: ControlRequest): ControlAnswer {
   const protectedSites = provisioners.filter((p) => p.config.monitorApiToken !== '');
-  if (protectedSites.length === 0) return { status: 403, body: { error: 'control requests are disabled: no site sets monitor_api_token' } };
-  if (req.token === undefined || req.token === '') return { status: 401, body: { error: 'a bearer token is required (Authorization: Bearer <monitor_api_token>)' } };
+  if (protectedSites.length === 0)
+    return { status: 403, body: { error: 'control requests are disabled: no site sets monitor_api_token' } };
+  if (req.token === undefined || req.token === '')
+    return { status: 401, body: { error: 'a bearer token is required (Authorization: Bearer <monitor_api_token>)' } };
   const presented = req.token;
   let targets = protectedSites.filter((p) => sameToken(presented, p.config.monitorApiToken));
   if (targets.length === 0) return { status: 401, body: { error: 'the token matches no site' } };
   if (req.site !== undefined) {
     targets = targets.filter((p) => p.config.site === req.site);
-    if (targets.length === 0) return { status: 404, body: { error: `no site ${JSON.stringify(req.site)} for this token` } };
+    if (targets.length === 0)
+      return { status: 404, body: { error: `no site ${JSON.stringify(req.site)} for this token` } };
   }
   if ((req.action === 'release' || req.action === 'retry') && (req.identity === undefined || req.identity === '')) {
     return { status: 400, body: { error: `${req.action} needs a node: POST /nodes/<identity>/${req.action}` } };

@@ -8,7 +8,15 @@ import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
 import { errorText } from '../util/values.js';
-import { MAX_NODE_PAGE, NODE_SORT_KEYS, type ControlAction, type ControlRequest, type NodeQuery, type NodeSortKey, type StatusQuery } from '../provisioner/queries.js';
+import {
+  MAX_NODE_PAGE,
+  NODE_SORT_KEYS,
+  type ControlAction,
+  type ControlRequest,
+  type NodeQuery,
+  type NodeSortKey,
+  type StatusQuery,
+} from '../provisioner/queries.js';
 import { STATUS_PAGE_CSP, STATUS_PAGE_HTML } from './status-page/page.js';
 import { visibleText } from '../util/visible-text.js';
 import { hostCheck } from './host-check.js';
@@ -44,7 +52,8 @@ function intParam(params: URLSearchParams, name: string, fallback: number, min: 
   const text = params.get(name);
   if (text === null || text === '') return fallback;
   const n = Number(text);
-  if (!/^\d+$/.test(text) || n < min || n > max) throw new QueryError(`${name} ${JSON.stringify(text)} must be a whole number from ${min} to ${max}`);
+  if (!/^\d+$/.test(text) || n < min || n > max)
+    throw new QueryError(`${name} ${JSON.stringify(text)} must be a whole number from ${min} to ${max}`);
   return n;
 }
 
@@ -58,7 +67,8 @@ function textParam(params: URLSearchParams, name: string, maxLength: number): st
 /** Parses the /nodes query; throws QueryError naming the bad parameter. */
 export function parseNodeQuery(params: URLSearchParams): NodeQuery {
   const sort = params.get('sort') ?? 'identity';
-  if (!(NODE_SORT_KEYS as readonly string[]).includes(sort)) throw new QueryError(`sort ${JSON.stringify(sort)} must be one of ${NODE_SORT_KEYS.join(', ')}`);
+  if (!(NODE_SORT_KEYS as readonly string[]).includes(sort))
+    throw new QueryError(`sort ${JSON.stringify(sort)} must be one of ${NODE_SORT_KEYS.join(', ')}`);
   const order = params.get('order') ?? 'asc';
   if (order !== 'asc' && order !== 'desc') throw new QueryError(`order ${JSON.stringify(order)} must be asc or desc`);
   const site = params.get('site');
@@ -136,19 +146,27 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
     const token = bearerToken(req.headers.authorization);
     if ((req.method === 'POST' || SHOWS_NODES.has(path)) && !knownHost(req.headers.host)) {
       req.resume();
-      json(res, 403, { error: `this port answers ${path} only to a Host it is known by: an IP address, localhost, its bind address or a name in monitor_allowed_hosts` });
+      json(res, 403, {
+        error: `this port answers ${path} only to a Host it is known by: an IP address, localhost, its bind address or a name in monitor_allowed_hosts`,
+      });
       return;
     }
     if (req.method === 'POST') {
       const route = parseControlPath(path);
       if (route === undefined || opts.control === undefined) {
-        json(res, 404, { error: 'not found: POST /pause, /resume, /nodes/<identity>/release or /nodes/<identity>/retry' });
+        json(res, 404, {
+          error: 'not found: POST /pause, /resume, /nodes/<identity>/release or /nodes/<identity>/retry',
+        });
         return;
       }
       const site = url.searchParams.get('site');
       // the request body is not used; drain it so the connection can be reused
       req.resume();
-      const answer = opts.control({ ...route, ...(site !== null ? { site } : {}), ...(token !== undefined ? { token } : {}) });
+      const answer = opts.control({
+        ...route,
+        ...(site !== null ? { site } : {}),
+        ...(token !== undefined ? { token } : {}),
+      });
       json(res, answer.status, answer.body);
       return;
     }
@@ -195,7 +213,9 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
     if (path === '/status' && opts.status !== undefined) {
       let query: StatusQuery;
       try {
-        const limit = url.searchParams.has('limit') ? intParam(url.searchParams, 'limit', 1000, 0, 1_000_000) : undefined;
+        const limit = url.searchParams.has('limit')
+          ? intParam(url.searchParams, 'limit', 1000, 0, 1_000_000)
+          : undefined;
         query = { ...(limit !== undefined ? { limit } : {}), ...(token !== undefined ? { token } : {}) };
       } catch (err) {
         json(res, 400, { error: errorText(err) });
@@ -238,11 +258,16 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' });
-    res.end(`not found: try ${opts.nodes !== undefined ? '/ (the status page), ' : ''}/metrics, /status, ${opts.nodes !== undefined ? '/nodes, ' : ''}/healthz or /readyz\n`);
+    res.end(
+      `not found: try ${opts.nodes !== undefined ? '/ (the status page), ' : ''}/metrics, /status, ${opts.nodes !== undefined ? '/nodes, ' : ''}/healthz or /readyz\n`,
+    );
   };
   let server: Server;
   try {
-    server = opts.tls === undefined ? createServer(handler) : createTlsServer({ cert: opts.tls.cert, key: opts.tls.key }, handler);
+    server =
+      opts.tls === undefined
+        ? createServer(handler)
+        : createTlsServer({ cert: opts.tls.cert, key: opts.tls.key }, handler);
   } catch (err) {
     throw new Error(`could not set up TLS for monitoring on port ${opts.port}: ${errorText(err)}`, { cause: err });
   }

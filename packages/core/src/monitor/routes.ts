@@ -8,24 +8,38 @@ import type { Provisioner } from '../provisioner/provisioner.js';
 import { controlProvisioners, nodesVisible } from './control.js';
 import type { MonitorServerOptions } from './http.js';
 
-export type MonitorRoutes = Required<Pick<MonitorServerOptions, 'status' | 'nodes' | 'control' | 'ready' | 'allowedHosts'>>;
+export type MonitorRoutes = Required<
+  Pick<MonitorServerOptions, 'status' | 'nodes' | 'control' | 'ready' | 'allowedHosts'>
+>;
 
 /** The routes of `provisioners`, each a site (the first one is the status page's default). */
 export function monitorRoutes(provisioners: readonly Provisioner[]): MonitorRoutes {
   return {
     // a site with monitor_api_token counts its nodes for anyone, and lists them only to its token
     status: (query) => ({
-      sites: provisioners.map((p) => (nodesVisible(p, query.token) ? p.status(query) : { ...p.status({ limit: 0 }), hostsNeedToken: true as const })),
+      sites: provisioners.map((p) =>
+        nodesVisible(p, query.token) ? p.status(query) : { ...p.status({ limit: 0 }), hostsNeedToken: true as const },
+      ),
     }),
     nodes: (query: NodeQuery) => {
       const p = query.site === undefined ? provisioners[0] : provisioners.find((x) => x.config.site === query.site);
       if (p === undefined) {
         const known = provisioners.map((x) => JSON.stringify(x.config.site)).join(', ');
-        return { status: 404, body: { error: `no site ${JSON.stringify(query.site ?? '')} here; the sites are ${known === '' ? 'none' : known}` } };
+        return {
+          status: 404,
+          body: {
+            error: `no site ${JSON.stringify(query.site ?? '')} here; the sites are ${known === '' ? 'none' : known}`,
+          },
+        };
       }
       if (!nodesVisible(p, query.token)) {
         const site = p.config.site === '' ? 'this site' : `site ${JSON.stringify(p.config.site)}`;
-        return { status: 401, body: { error: `the nodes of ${site} are listed only with its monitor_api_token (Authorization: Bearer <monitor_api_token>)` } };
+        return {
+          status: 401,
+          body: {
+            error: `the nodes of ${site} are listed only with its monitor_api_token (Authorization: Bearer <monitor_api_token>)`,
+          },
+        };
       }
       return { status: 200, body: p.nodes(query) };
     },

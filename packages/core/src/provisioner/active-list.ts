@@ -99,7 +99,14 @@ export class ActiveList {
    * intent protects: a long queue no longer makes waiting nodes "stale" while they are being seen.
    * `pastAttempts`: the node's attempts so far (its history), which a new entry counts on from.
    */
-  offer(identity: NodeIdentity, source: DiscoverySource, now: number, refreshAfterMs: number, pastAttempts = 0, reportedVersion?: string): { result: OfferResult; entry: ActiveEntry } {
+  offer(
+    identity: NodeIdentity,
+    source: DiscoverySource,
+    now: number,
+    refreshAfterMs: number,
+    pastAttempts = 0,
+    reportedVersion?: string,
+  ): { result: OfferResult; entry: ActiveEntry } {
     const existing = this.#active.get(identity);
     if (existing !== undefined) {
       if (reportedVersion !== undefined) existing.reportedVersion = reportedVersion;
@@ -175,7 +182,8 @@ export class ActiveList {
     own.abort = undefined;
     own.updatedAt = now;
     if (OUTCOME_RULES[outcome].holdsNode) return this.#waitUntil(own, 'held', now + this.#opts.holdMs);
-    if (outcome === 'skipped_locked' && waitForLock) return this.#waitUntil(own, 'locked', now + this.#opts.lockRetryMs);
+    if (outcome === 'skipped_locked' && waitForLock)
+      return this.#waitUntil(own, 'locked', now + this.#opts.lockRetryMs);
     this.remove(own);
     return 'removed';
   }

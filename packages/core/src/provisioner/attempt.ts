@@ -44,7 +44,12 @@ export async function runAttempt(runner: HostRunner, a: Attempt): Promise<HostRe
     // a custom runner that throws once its attempt was cancelled: a cancellation, not a failure
     const outcome = abort.signal.aborted ? 'cancelled' : 'failed';
     const { message, detail } = failureTexts(err);
-    return { outcome, message, ...(detail !== undefined ? { detail } : {}), error: err instanceof Error ? err : new Error(String(err)) };
+    return {
+      outcome,
+      message,
+      ...(detail !== undefined ? { detail } : {}),
+      error: err instanceof Error ? err : new Error(String(err)),
+    };
   } finally {
     stop.removeEventListener('abort', onStop);
   }

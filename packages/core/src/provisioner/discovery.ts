@@ -23,7 +23,11 @@ export async function discoverNodes(
 ): Promise<NodeIdentity[]> {
   metrics.discoverCycle();
   try {
-    return await client.discover({ agent: 'choria_provision', signal, ...(onFound === undefined ? {} : { onFound, listenToEnd: true }) });
+    return await client.discover({
+      agent: 'choria_provision',
+      signal,
+      ...(onFound === undefined ? {} : { onFound, listenToEnd: true }),
+    });
   } catch (err) {
     if (signal.aborted) return [];
     metrics.discoveryError();

@@ -41,7 +41,12 @@ export interface JoinOptions {
   /** nothing queued and a worker free: this instance could take queued nodes from a busier member */
   readonly idle: () => boolean;
   /** adds a node another member handed over (Provisioner's path for it) */
-  readonly take: (identity: NodeIdentity, source: DiscoverySource, reportedVersion: string | undefined, how: TakenHow) => boolean;
+  readonly take: (
+    identity: NodeIdentity,
+    source: DiscoverySource,
+    reportedVersion: string | undefined,
+    how: TakenHow,
+  ) => boolean;
 }
 
 export class FleetShare {
@@ -101,7 +106,8 @@ export class FleetShare {
 
   /** A node another member owns leaves this instance's list (not in flight: the lock covers those). */
   handOver(entry: ActiveEntry): void {
-    if (this.#opts.list.remove(entry)) this.#opts.policy.noteForeign(entry.identity, entry.source, Date.now(), entry.reportedVersion);
+    if (this.#opts.list.remove(entry))
+      this.#opts.policy.noteForeign(entry.identity, entry.source, Date.now(), entry.reportedVersion);
     this.#opts.listChanged();
   }
 
@@ -127,7 +133,8 @@ export class FleetShare {
       if (policy.membership !== undefined) this.#reportBusy(policy.membership);
       const mine = policy.takeOwned();
       for (const n of mine) this.#opts.offer(n.identity, n.source, n.reportedVersion);
-      if (mine.length > 0) this.#opts.logger.info(`Took over ${mine.length} nodes after the active/active membership changed`);
+      if (mine.length > 0)
+        this.#opts.logger.info(`Took over ${mine.length} nodes after the active/active membership changed`);
     }
     this.#opts.membershipChanged();
   }

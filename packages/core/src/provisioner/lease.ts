@@ -59,12 +59,14 @@ export class SiteLease implements NodeFence {
     if (this.#opts.election !== undefined) {
       const end = this.#opts.election()?.leaseEndsAt() ?? 0;
       if (end === 0) return 'this instance is not the leader (leadership was lost or never won)';
-      if (now >= end) return `this instance's leadership lease ran out ${formatMs(now - end)} ago by its own clock (it was paused or could not refresh the election key)`;
+      if (now >= end)
+        return `this instance's leadership lease ran out ${formatMs(now - end)} ago by its own clock (it was paused or could not refresh the election key)`;
     }
     if (this.#opts.membership !== undefined) {
       const end = this.#opts.membership()?.leaseEndsAt() ?? 0;
       if (end === 0) return 'this active/active member has not heard its own heartbeat yet';
-      if (now >= end) return `this active/active member's lease ran out ${formatMs(now - end)} ago by its own clock (the others take its share over; it was paused or cut off)`;
+      if (now >= end)
+        return `this active/active member's lease ran out ${formatMs(now - end)} ago by its own clock (the others take its share over; it was paused or cut off)`;
     }
     return undefined;
   }
@@ -73,9 +75,14 @@ export class SiteLease implements NodeFence {
   async sending(identity: string, what: FencedSend): Promise<void> {
     try {
       const done = await this.#opts.history.sending(identity, what, this.#wallClock(), SENDING_RECORD_WAIT_MS);
-      if (done === 'late') this.#opts.logger.warn(`The node history did not take the ${what} record of ${identity} within ${formatMs(SENDING_RECORD_WAIT_MS)}: sending ${what} without it (and the next ones, until the history takes writes promptly again)`);
+      if (done === 'late')
+        this.#opts.logger.warn(
+          `The node history did not take the ${what} record of ${identity} within ${formatMs(SENDING_RECORD_WAIT_MS)}: sending ${what} without it (and the next ones, until the history takes writes promptly again)`,
+        );
     } catch (err) {
-      this.#opts.logger.warn(`Could not record the ${what} of ${identity} in the node history, sending it without: ${errorText(err)}`);
+      this.#opts.logger.warn(
+        `Could not record the ${what} of ${identity} in the node history, sending it without: ${errorText(err)}`,
+      );
     }
   }
 }

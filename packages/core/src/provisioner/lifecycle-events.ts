@@ -34,7 +34,10 @@ export function listenToNodeLifecycle(client: ChoriaClient, o: NodeLifecycleOpti
     if (ev.type === 'shutdown') return o.leftProvisioning(ev.identity);
     if (ev.type !== 'startup') return;
     // the node booted again: whatever made it fail may be gone, and what it was configured with before is no longer a given
-    const released = o.history.release(ev.identity, Date.now(), { rebooted: true, keepQuarantine: !o.config.quarantineReleaseOnStartup });
+    const released = o.history.release(ev.identity, Date.now(), {
+      rebooted: true,
+      keepQuarantine: !o.config.quarantineReleaseOnStartup,
+    });
     if (released) o.logger.info(`Releasing ${ev.identity} from quarantine: it started again`);
     if (!o.acceptsStartups()) {
       o.logger.debug(`Ignoring the startup event of ${ev.identity} while paused`);
@@ -43,7 +46,9 @@ export function listenToNodeLifecycle(client: ChoriaClient, o: NodeLifecycleOpti
     o.offer(ev.identity, 'event', ev.version === '' ? undefined : ev.version);
   };
   const onRefused = (err: IdentityRefusedError): void => o.refusals.refuse(err.text, err.why, 'event');
-  const subs = (['startup', 'shutdown'] as const).map((type) => client.subscribeLifecycle(type, o.config.lifecycleComponent, onEvent, { onInvalid, onRefused }));
+  const subs = (['startup', 'shutdown'] as const).map((type) =>
+    client.subscribeLifecycle(type, o.config.lifecycleComponent, onEvent, { onInvalid, onRefused }),
+  );
   return () => {
     for (const sub of subs) sub.unsubscribe();
   };

@@ -60,7 +60,12 @@ export function* knownNodes(list: ActiveList, history: NodeHistory): Generator<K
   }
   for (const r of history.records()) {
     if (seen.has(r.identity)) continue;
-    yield { identity: r.identity, state: r.quarantinedAt !== undefined ? 'quarantined' : (r.outcome ?? 'provisioning'), entry: undefined, record: r };
+    yield {
+      identity: r.identity,
+      state: r.quarantinedAt !== undefined ? 'quarantined' : (r.outcome ?? 'provisioning'),
+      entry: undefined,
+      record: r,
+    };
   }
 }
 
@@ -86,7 +91,9 @@ export function describeNodes(known: Iterable<KnownNode>, limit: number, now: nu
 }
 
 /** What a node's history adds to its status line. */
-function pastFields(r: NodeRecord): Pick<HostStatus, 'lastError' | 'lastAttemptMs' | 'firstSeen' | 'instance' | 'provisionedAt'> {
+function pastFields(
+  r: NodeRecord,
+): Pick<HostStatus, 'lastError' | 'lastAttemptMs' | 'firstSeen' | 'instance' | 'provisionedAt'> {
   return {
     ...(r.error !== undefined ? { lastError: r.error } : {}),
     lastAttemptMs: r.durationMs,
@@ -100,7 +107,9 @@ function pastFields(r: NodeRecord): Pick<HostStatus, 'lastError' | 'lastAttemptM
 function nextAttempt(n: KnownNode, now: number): number | undefined {
   if (n.entry !== undefined) return n.entry.state === 'locked' ? n.entry.heldUntil : undefined;
   const r = n.record;
-  return r !== undefined && r.quarantinedAt === undefined && r.notBefore !== undefined && r.notBefore > now ? r.notBefore : undefined;
+  return r !== undefined && r.quarantinedAt === undefined && r.notBefore !== undefined && r.notBefore > now
+    ? r.notBefore
+    : undefined;
 }
 
 type SortValue = string | number;
@@ -170,7 +179,12 @@ export function describeNode(n: KnownNode, now: number): HostStatus {
  * One page of this site's nodes, filtered by state and identity, sorted (ties by identity):
  * only the page is described, so paging through 100,000 nodes stays cheap.
  */
-export function pageOf(known: Iterable<KnownNode>, query: Omit<NodeQuery, 'site'>, site: string, now: number): NodePage {
+export function pageOf(
+  known: Iterable<KnownNode>,
+  query: Omit<NodeQuery, 'site'>,
+  site: string,
+  now: number,
+): NodePage {
   const search = query.search?.toLowerCase();
   const matching: KnownNode[] = [];
   for (const n of known) {
@@ -190,4 +204,3 @@ export function pageOf(known: Iterable<KnownNode>, query: Omit<NodeQuery, 'site'
     nodes: keyed.slice(query.offset, query.offset + query.limit).map(({ n }) => describeNode(n, now)),
   };
 }
-

@@ -63,5 +63,9 @@ export function helperFor(opts: ProvisionerOptions): HelperRunner {
 
 /** The runner of every attempt: the one given, one the given factory makes, or the Host pipeline. */
 export function hostRunnerFor(opts: ProvisionerOptions, ctx: HostRunnerContext): HostRunner {
-  return opts.hostRunner ?? opts.makeHostRunner?.(ctx) ?? createHostRunner({ config: opts.config, ...ctx, ...(opts.dryRun === true ? { dryRun: true } : {}) });
+  return (
+    opts.hostRunner ??
+    opts.makeHostRunner?.(ctx) ??
+    createHostRunner({ config: opts.config, ...ctx, ...(opts.dryRun === true ? { dryRun: true } : {}) })
+  );
 }

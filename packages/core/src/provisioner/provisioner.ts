@@ -31,7 +31,12 @@ import { runAttempt } from './attempt.js';
 import { discoverNodes } from './discovery.js';
 import { RediscoveryAfterLapse, RediscoveryAfterReconnect } from './rediscovery.js';
 import { startLeadership } from './leadership.js';
-import { announceStartup, choriaAccountConnection, connectSite, type SiteConnectionOptions } from './site-connection.js';
+import {
+  announceStartup,
+  choriaAccountConnection,
+  connectSite,
+  type SiteConnectionOptions,
+} from './site-connection.js';
 import { listenToNodeLifecycle } from './lifecycle-events.js';
 import { closeClient, stopParts } from './shutdown.js';
 import { SiteGauges } from './site-gauges.js';
@@ -116,8 +121,21 @@ export class Provisioner {
       membershipChanged: () => this.#gauges.coordination(),
       handedOver: (direction, n) => this.metrics.handedOver(opts.choria.identity, direction, n),
     });
-    this.#connection = { site: opts.config.site, choria: opts.choria, logger: this.logger, signal: this.#stop.signal, refusals: this.refusals };
-    const { history, sync } = siteHistory({ ...opts, logger: this.logger, readOnly: opts.dryRun === true, retryMs: opts.historyRetryMs, refusals: this.refusals, choriaAccount: () => choriaAccountConnection(this.#connection) });
+    this.#connection = {
+      site: opts.config.site,
+      choria: opts.choria,
+      logger: this.logger,
+      signal: this.#stop.signal,
+      refusals: this.refusals,
+    };
+    const { history, sync } = siteHistory({
+      ...opts,
+      logger: this.logger,
+      readOnly: opts.dryRun === true,
+      retryMs: opts.historyRetryMs,
+      refusals: this.refusals,
+      choriaAccount: () => choriaAccountConnection(this.#connection),
+    });
     this.#history = history;
     this.#historySync = sync;
     this.#lease = new SiteLease({
@@ -134,8 +152,22 @@ export class Provisioner {
         this.#policy.membership?.announceDone(identity);
       },
     });
-    const parts = { config: opts.config, identity: opts.choria.identity, version: this.version, dryRun: opts.dryRun === true, policy: this.#policy, list: this.#list, queue: this.#queue, history };
-    this.#gauges = new SiteGauges({ ...parts, metrics: this.metrics, mode: opts.config.coordination, busyWorkers: () => this.#busy });
+    const parts = {
+      config: opts.config,
+      identity: opts.choria.identity,
+      version: this.version,
+      dryRun: opts.dryRun === true,
+      policy: this.#policy,
+      list: this.#list,
+      queue: this.#queue,
+      history,
+    };
+    this.#gauges = new SiteGauges({
+      ...parts,
+      metrics: this.metrics,
+      mode: opts.config.coordination,
+      busyWorkers: () => this.#busy,
+    });
     this.#report = new SiteReport({ ...parts, historySync: sync, recorder: this.#recorder }, () => ({
       lifecycle: this.#state,
       connected: this.#client !== undefined && !this.#client.isClosed,
@@ -173,7 +205,9 @@ export class Provisioner {
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new Error(`provisioner for site "${this.config.site}" was already started`);
     this.#state = 'starting';
-    this.logger.info(`Starting choria-provisioner ${this.version} for site "${this.config.site}" with ${this.config.workers} workers${this.#opts.dryRun === true ? ' (dry run: nothing is sent that changes a node)' : ''}`);
+    this.logger.info(
+      `Starting choria-provisioner ${this.version} for site "${this.config.site}" with ${this.config.workers} workers${this.#opts.dryRun === true ? ' (dry run: nothing is sent that changes a node)' : ''}`,
+    );
     if (this.config.leaderElection) this.pause();
 
     const helper = helperFor(this.#opts);
@@ -188,7 +222,8 @@ export class Provisioner {
     }
     this.#client = client;
     // a client handed in refuses on its own: its refusals are counted as this site's too
-    if (client.refusals !== this.refusals) this.#unwatchRefusals = client.refusals.onRefused((source) => this.metrics.refusedIdentity(source));
+    if (client.refusals !== this.refusals)
+      this.#unwatchRefusals = client.refusals.onRefused((source) => this.metrics.refusedIdentity(source));
     this.#runner = hostRunnerFor(this.#opts, { client, metrics: this.metrics, pause: this.pauseFlag, helper });
 
     await announceStartup(client, this.version, this.logger);
@@ -206,7 +241,8 @@ export class Provisioner {
         identity: this.choria.identity,
         version: this.version,
         report: () => ({ owned: this.#list.size, provisioned: this.#recorder.finished, queued: this.#queue.length }),
-        idle: () => this.#state === 'running' && !this.paused && this.#queue.length === 0 && this.#busy < this.config.workers,
+        idle: () =>
+          this.#state === 'running' && !this.paused && this.#queue.length === 0 && this.#busy < this.config.workers,
         take: (identity, source, reportedVersion, how) => this.#add(identity, source, reportedVersion, how),
       });
     }
@@ -230,7 +266,8 @@ export class Provisioner {
     this.#unwatchLink = client.link.onRestored(() => this.#rediscovery.linkRestored(client.link.fleetReconnectMs));
     this.#timers.push(setInterval(() => this.#sweep(), 1_000));
     // active/active: an instance with nothing to do asks a busier member for queued nodes
-    if (this.config.coordination === 'active_active' && this.config.coordinationHandover) this.#timers.push(setInterval(() => this.#share.mayBeIdle(), this.config.coordinationHeartbeatMs));
+    if (this.config.coordination === 'active_active' && this.config.coordinationHandover)
+      this.#timers.push(setInterval(() => this.#share.mayBeIdle(), this.config.coordinationHeartbeatMs));
     this.#state = 'running';
     this.#gauges.load();
     // active/active: the first discovery once the membership has settled (its share known). Not
@@ -317,7 +354,13 @@ export class Provisioner {
       pending.push(identity);
       offering ??= setImmediate(offerBatch);
     };
-    const found = await discoverNodes(client, this.metrics, this.logger, this.#stop.signal, asFound ? onFound : undefined);
+    const found = await discoverNodes(
+      client,
+      this.metrics,
+      this.logger,
+      this.#stop.signal,
+      asFound ? onFound : undefined,
+    );
     // what is still waiting for its turn goes now
     clearImmediate(offering);
     for (const identity of pending.splice(0)) offer(identity);
@@ -337,7 +380,12 @@ export class Provisioner {
   }
 
   /** offer(), and the path of a node an active/active hand-over moved here (not a new sighting). */
-  #add(identity: NodeIdentity, source: DiscoverySource, reportedVersion: string | undefined, how: 'offer' | TakenHow): boolean {
+  #add(
+    identity: NodeIdentity,
+    source: DiscoverySource,
+    reportedVersion: string | undefined,
+    how: 'offer' | TakenHow,
+  ): boolean {
     if (this.#state !== 'running') return false;
     const now = Date.now();
     // a failing node waits out its back-off; a quarantined one waits for an operator or a reboot
@@ -348,7 +396,14 @@ export class Provisioner {
       this.#policy.noteForeign(identity, source, now, reportedVersion);
       return false;
     }
-    const { result, entry } = this.#list.offer(identity, source, now, this.config.intervalMs, this.#history.get(identity)?.attempts ?? 0, reportedVersion);
+    const { result, entry } = this.#list.offer(
+      identity,
+      source,
+      now,
+      this.config.intervalMs,
+      this.#history.get(identity)?.attempts ?? 0,
+      reportedVersion,
+    );
     if (result !== 'added' || !this.#enqueue(entry)) return false;
     if (how === 'granted') {
       this.logger.info(`Adding ${identity} to the provision list after another active/active member handed it over`);
@@ -357,7 +412,9 @@ export class Provisioner {
     } else {
       if (source === 'discovery') this.metrics.discovered();
       else if (source === 'event') this.metrics.eventDiscovered();
-      this.logger.info(`Adding ${identity} to the provision list after ${source === 'discovery' ? 'discovering it' : source === 'event' ? 'receiving an event' : 'an operator asked'}`);
+      this.logger.info(
+        `Adding ${identity} to the provision list after ${source === 'discovery' ? 'discovering it' : source === 'event' ? 'receiving an event' : 'an operator asked'}`,
+      );
     }
     this.#gauges.load();
     return true;
@@ -372,7 +429,9 @@ export class Provisioner {
       this.#list.remove(entry);
       if (err instanceof QueueFullError) {
         this.metrics.queueFull();
-        this.logger.warn(`Adding ${entry.identity} to the work queue failed with ${err.length} / ${err.capacity} entries`);
+        this.logger.warn(
+          `Adding ${entry.identity} to the work queue failed with ${err.length} / ${err.capacity} entries`,
+        );
       }
       this.#gauges.load();
       return false;
@@ -425,7 +484,16 @@ export class Provisioner {
       this.#gauges.load();
       freeWorker();
     };
-    const attempt = runAttempt(runner, { entry, configuredAt, logger, abort, stop: this.#stop.signal, onStep, onWatching, fence: this.#lease }).then((result) => {
+    const attempt = runAttempt(runner, {
+      entry,
+      configuredAt,
+      logger,
+      abort,
+      stop: this.#stop.signal,
+      onStep,
+      onWatching,
+      fence: this.#lease,
+    }).then((result) => {
       ended = true;
       if (!watching) this.#busy--;
       this.#finish(entry, result, logger, startedAt);
@@ -443,10 +511,15 @@ export class Provisioner {
   /** An attempt ended: record it, settle the entry's next state, tell how it went. */
   #finish(entry: ActiveEntry, result: HostResult, logger: Logger, startedAt: number): void {
     const now = Date.now();
-    this.#recorder.record({ identity: entry.identity, discoveredAt: entry.discoveredAt, startedAt, endedAt: now, result }, logger);
-    if (result.outcome === 'cancelled' && !this.#stopRequested && this.#lease.refusal() !== undefined) this.#lapseRecovery.letGo();
+    this.#recorder.record(
+      { identity: entry.identity, discoveredAt: entry.discoveredAt, startedAt, endedAt: now, result },
+      logger,
+    );
+    if (result.outcome === 'cancelled' && !this.#stopRequested && this.#lease.refusal() !== undefined)
+      this.#lapseRecovery.letGo();
     // another provisioner holds the lock of a node that is not ours (any more): the owner's
-    const toOwner = result.outcome === 'skipped_locked' && this.#list.isCurrent(entry) && !this.#policy.mayWork(entry.identity);
+    const toOwner =
+      result.outcome === 'skipped_locked' && this.#list.isCurrent(entry) && !this.#policy.mayWork(entry.identity);
     if (toOwner) this.#share.handOver(entry);
     const settled = toOwner ? undefined : this.#list.settle(entry, result.outcome, now, this.#policy.waitsOutLocks);
     logOutcome(logger, entry.identity, result, settled === 'locked' ? entry.heldUntil : undefined);
@@ -455,7 +528,9 @@ export class Provisioner {
     // (an upgrade, a reboot), not until the next discovery
     if (settled === 'removed' && this.#acceptsStartups()) {
       if (entry.startedDuringAttempt) {
-        logger.info(`${entry.identity} started again in provisioning mode while it was being provisioned: adding it again`);
+        logger.info(
+          `${entry.identity} started again in provisioning mode while it was being provisioned: adding it again`,
+        );
         this.offer(entry.identity, 'event', entry.reportedVersion);
       } else if (result.waitingAgain === true) {
         logger.info(`${entry.identity} is back in provisioning mode already: adding it again`);
@@ -485,7 +560,10 @@ export class Provisioner {
     const forgotten = this.#policy.forgetUnseenSince(now - 2 * this.config.intervalMs);
     this.#policy.expireHandovers(now);
     this.#history.expire(now);
-    if (this.#lapseRecovery.check()) this.logger.info('This instance may change nodes again after its right to act lapsed: discovering the nodes it let go');
+    if (this.#lapseRecovery.check())
+      this.logger.info(
+        'This instance may change nodes again after its right to act lapsed: discovering the nodes it let go',
+      );
     this.#gauges.counts();
     if (due.released + due.lockWaitsOver.length + forgotten > 0) this.#gauges.load();
   }

@@ -9,7 +9,15 @@ export interface StatusQuery {
   readonly token?: string;
 }
 
-export const NODE_SORT_KEYS = ['identity', 'state', 'step', 'attempts', 'lastError', 'nextAttemptAt', 'updatedAt'] as const;
+export const NODE_SORT_KEYS = [
+  'identity',
+  'state',
+  'step',
+  'attempts',
+  'lastError',
+  'nextAttemptAt',
+  'updatedAt',
+] as const;
 export type NodeSortKey = (typeof NODE_SORT_KEYS)[number];
 
 /** The most nodes one page describes. */

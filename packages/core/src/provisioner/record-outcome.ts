@@ -66,8 +66,12 @@ export class OutcomeRecorder {
       configured: result.configured === true,
       discoveredAt: attempt.discoveredAt,
     });
-    if (record.quarantinedAt === now) logger.warn(`Quarantined ${identity} after ${record.failures} failed attempts in a row: release it with the API or restart it`);
-    else if (meaning === 'failure' && record.notBefore !== undefined) logger.info(`Not trying ${identity} again before ${iso(record.notBefore)} (failure ${record.failures} in a row)`);
+    if (record.quarantinedAt === now)
+      logger.warn(
+        `Quarantined ${identity} after ${record.failures} failed attempts in a row: release it with the API or restart it`,
+      );
+    else if (meaning === 'failure' && record.notBefore !== undefined)
+      logger.info(`Not trying ${identity} again before ${iso(record.notBefore)} (failure ${record.failures} in a row)`);
     this.#throughput.note(meaning, now);
     if (meaning === 'success') {
       this.#finished++;
@@ -80,7 +84,12 @@ export class OutcomeRecorder {
  * The line that tells how an attempt ended, with its public message; the full text follows at
  * debug level. `lockWaitUntil`: when a node waiting for its lock is tried again.
  */
-export function logOutcome(logger: Logger, identity: string, result: HostResult, lockWaitUntil: number | undefined): void {
+export function logOutcome(
+  logger: Logger,
+  identity: string,
+  result: HostResult,
+  lockWaitUntil: number | undefined,
+): void {
   switch (result.outcome) {
     case 'provisioned':
       logger.info(`Provisioned ${identity}`);
@@ -90,7 +99,9 @@ export function logOutcome(logger: Logger, identity: string, result: HostResult,
       logger.info(`Shut down ${identity}: ${result.message ?? 'on request of the helper'}`);
       break;
     case 'deferred':
-      logger.warn(`Deferred ${identity} on request of the helper${result.helperMessage !== undefined ? `: ${result.helperMessage}` : ', which gave no message'}`);
+      logger.warn(
+        `Deferred ${identity} on request of the helper${result.helperMessage !== undefined ? `: ${result.helperMessage}` : ', which gave no message'}`,
+      );
       break;
     case 'upgraded':
       logger.info(`Upgraded ${identity}, it will be provisioned when it comes back`);
@@ -105,12 +116,16 @@ export function logOutcome(logger: Logger, identity: string, result: HostResult,
       logger.info(`Stopped provisioning ${identity} for now (not a failure): ${result.message ?? 'cancelled'}`);
       break;
     case 'skipped_locked':
-      if (lockWaitUntil !== undefined) logger.info(`Waiting for the provisioning lock of ${identity}: another provisioner holds it; trying again at ${iso(lockWaitUntil)}`);
+      if (lockWaitUntil !== undefined)
+        logger.info(
+          `Waiting for the provisioning lock of ${identity}: another provisioner holds it; trying again at ${iso(lockWaitUntil)}`,
+        );
       else logger.info(`Skipping ${identity}: another provisioner holds its provisioning lock`);
       break;
     default:
       logger.error(`Could not provision ${identity}: ${result.message ?? result.outcome}`);
   }
   // the message is the public one (what the monitor port shows); the full text, redacted, is for debugging
-  if (result.detail !== undefined && logger.isDebugEnabled()) logger.debug(`How the attempt on ${identity} ended, in full: ${result.detail}`);
+  if (result.detail !== undefined && logger.isDebugEnabled())
+    logger.debug(`How the attempt on ${identity} ended, in full: ${result.detail}`);
 }

@@ -40,9 +40,16 @@ export interface SiteParts extends StoppingSite {
 }
 
 /** Waits for one step at most `ms`; false (after a warning naming it) when it did not finish. */
-export async function boundedStep(s: StoppingSite, what: string, step: Promise<unknown> | undefined, ms = STOP_STEP_MS): Promise<boolean> {
+export async function boundedStep(
+  s: StoppingSite,
+  what: string,
+  step: Promise<unknown> | undefined,
+  ms = STOP_STEP_MS,
+): Promise<boolean> {
   if (step === undefined || (await settledWithin(step, ms))) return true;
-  s.logger.warn(`Stopping provisioner for site "${s.site}": ${what} did not finish within ${formatMs(ms)}, going on without it`);
+  s.logger.warn(
+    `Stopping provisioner for site "${s.site}": ${what} did not finish within ${formatMs(ms)}, going on without it`,
+  );
   return false;
 }
 
@@ -61,12 +68,18 @@ export async function stopParts(p: SiteParts): Promise<void> {
   // leave first: the others take over this instance's queued share at once
   await boundedStep(p, 'leaving the coordination group', p.membership?.stop());
   p.abortWork();
-  if (!(await settledWithin(Promise.allSettled(p.workers()), p.workersTimeoutMs))) p.logger.warn(`Workers did not finish within ${p.workersTimeoutMs} ms, closing anyway`);
+  if (!(await settledWithin(Promise.allSettled(p.workers()), p.workersTimeoutMs)))
+    p.logger.warn(`Workers did not finish within ${p.workersTimeoutMs} ms, closing anyway`);
   if (leading) await boundedStep(p, 'the leader election', p.election?.stop());
   // after the workers: an attempt finishing its restart may still look for the node's events
   p.runner?.close?.();
   // the last attempts' records, so the next process (or another instance) knows them
-  await boundedStep(p, 'writing the node history', p.historySync.stop(HISTORY_SETTLE_MS), HISTORY_SETTLE_MS + STOP_STEP_MS);
+  await boundedStep(
+    p,
+    'writing the node history',
+    p.historySync.stop(HISTORY_SETTLE_MS),
+    HISTORY_SETTLE_MS + STOP_STEP_MS,
+  );
   if (p.helper !== undefined && !(await boundedStep(p, 'closing the helper', p.helper.close()))) p.helper.killNow?.();
   if (p.client !== undefined) await closeClient(p, p.client);
 }

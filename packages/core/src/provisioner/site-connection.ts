@@ -22,7 +22,12 @@ export interface SiteConnectionOptions {
 /** The client retries an unreachable broker by itself (logging each try); undefined when `signal` stopped it. */
 export async function connectSite(opts: SiteConnectionOptions): Promise<ChoriaClient | undefined> {
   try {
-    return await ChoriaClient.connect(opts.choria, { logger: opts.logger, name: `choria-provisioner ${opts.site}`.trim(), signal: opts.signal, refusals: opts.refusals });
+    return await ChoriaClient.connect(opts.choria, {
+      logger: opts.logger,
+      name: `choria-provisioner ${opts.site}`.trim(),
+      signal: opts.signal,
+      refusals: opts.refusals,
+    });
   } catch (err) {
     if (opts.signal.aborted) return undefined;
     throw new Error(`could not start the provisioner for site "${opts.site}": ${errorText(err)}`, { cause: err });
@@ -38,7 +43,13 @@ export function choriaAccountConnection(opts: SiteConnectionOptions): HistoryCon
   const settings = { ...opts.choria, natsUser: undefined, natsPassword: undefined };
   return {
     kind: 'choria',
-    connect: () => connectChoria(settings, { logger: opts.logger, name: `choria-provisioner ${opts.site} history`.trim(), maxConnectAttempts: 3, signal: opts.signal }),
+    connect: () =>
+      connectChoria(settings, {
+        logger: opts.logger,
+        name: `choria-provisioner ${opts.site} history`.trim(),
+        maxConnectAttempts: 3,
+        signal: opts.signal,
+      }),
   };
 }
 

@@ -25,10 +25,17 @@ export interface SiteHistoryOptions {
 export function siteHistory(opts: SiteHistoryOptions): { history: NodeHistory; sync: HistorySync } {
   const { config, logger } = opts;
   const history = new NodeHistory({
-    policy: { backoffMs: config.retryBackoffMs, backoffMaxMs: config.retryBackoffMaxMs, quarantineAfter: config.quarantineAfter },
+    policy: {
+      backoffMs: config.retryBackoffMs,
+      backoffMaxMs: config.retryBackoffMaxMs,
+      quarantineAfter: config.quarantineAfter,
+    },
     instance: opts.choria.identity,
     ttlMs: config.historyTtlMs,
-    onWriteError: (err) => logger.warn(`Could not write the node history to bucket ${config.historyBucket}, keeping changes until it can: ${errorText(err)}`),
+    onWriteError: (err) =>
+      logger.warn(
+        `Could not write the node history to bucket ${config.historyBucket}, keeping changes until it can: ${errorText(err)}`,
+      ),
     onWritten: () => logger.info(`Writing the node history to bucket ${config.historyBucket} again`),
     onWriteRefused: (err) => logger.warn(`Not writing a record of the node history again: ${errorText(err)}`),
   });

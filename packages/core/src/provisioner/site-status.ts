@@ -108,11 +108,21 @@ export class SiteReport {
     const { config, policy } = this.#p;
     const m = this.#moment();
     const site = config.site;
-    if (m.lifecycle !== 'running') return { site, ready: false, reason: m.lifecycle === 'new' || m.lifecycle === 'starting' ? 'starting' : 'stopped' };
+    if (m.lifecycle !== 'running')
+      return {
+        site,
+        ready: false,
+        reason: m.lifecycle === 'new' || m.lifecycle === 'starting' ? 'starting' : 'stopped',
+      };
     if (!m.connected) return { site, ready: false, reason: 'not connected to the broker' };
-    if (config.leaderElection && m.leader !== true) return { site, ready: false, reason: 'standby: another instance leads the election' };
+    if (config.leaderElection && m.leader !== true)
+      return { site, ready: false, reason: 'standby: another instance leads the election' };
     if (!policy.ready) return { site, ready: false, reason: 'active/active membership still forming' };
-    return { site, ready: true, reason: policy.effective(config.coordination) === 'lock_only' ? 'ready (active/active lock-only)' : 'ready' };
+    return {
+      site,
+      ready: true,
+      reason: policy.effective(config.coordination) === 'lock_only' ? 'ready (active/active lock-only)' : 'ready',
+    };
   }
 
   /** The /status snapshot: every node counted, the first `limit` described. */

@@ -36,7 +36,11 @@ export class RecentThroughput {
     const newest = this.#advance(now);
     const n = this.#provisioned.length;
     const order = Array.from({ length: n }, (_, k) => (newest + 1 + k) % n);
-    return { slotMs: this.#slotMs, provisioned: order.map((i) => this.#provisioned[i] ?? 0), failed: order.map((i) => this.#failed[i] ?? 0) };
+    return {
+      slotMs: this.#slotMs,
+      provisioned: order.map((i) => this.#provisioned[i] ?? 0),
+      failed: order.map((i) => this.#failed[i] ?? 0),
+    };
   }
 
   /** Moves the ring on to `now`'s slot, zeroing the slots passed over; returns its index. */

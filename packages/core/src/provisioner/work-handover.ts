@@ -27,7 +27,10 @@ export const MIN_QUEUED_TO_ASK = 2;
 export const ASK_PER_WORKER = 4;
 
 /** What the hand-over needs of the membership. */
-export type HandoverMembership = Pick<Membership, 'state' | 'ready' | 'member' | 'members' | 'busiest' | 'ask' | 'grant'>;
+export type HandoverMembership = Pick<
+  Membership,
+  'state' | 'ready' | 'member' | 'members' | 'busiest' | 'ask' | 'grant'
+>;
 
 export interface WorkHandoverOptions {
   readonly membership: HandoverMembership;
@@ -40,7 +43,12 @@ export interface WorkHandoverOptions {
   /** nothing queued and a worker free, running and not paused: this instance could take work */
   readonly idle: () => boolean;
   /** adds a node handed over to this instance (or taken back) to its list and queue; false when it could not */
-  readonly take: (identity: NodeIdentity, source: DiscoverySource, reportedVersion: string | undefined, how: TakenHow) => boolean;
+  readonly take: (
+    identity: NodeIdentity,
+    source: DiscoverySource,
+    reportedVersion: string | undefined,
+    how: TakenHow,
+  ) => boolean;
   readonly listChanged: () => void;
   /** counts the nodes moved (the metric) */
   readonly moved: (direction: 'given' | 'taken', n: number) => void;
@@ -80,7 +88,11 @@ export class WorkHandover {
     if (membership.state !== 'formed' || !membership.members().includes(from) || from === membership.member) return;
     const queued = [...list.entries()].filter((e) => e.state === 'queued' && policy.mayHandOver(e.identity));
     const give = queued.slice(queued.length - Math.min(want, Math.floor(queued.length / 2)));
-    const nodes = give.map((e): GrantedNode => (e.reportedVersion !== undefined ? { identity: e.identity, reportedVersion: e.reportedVersion } : { identity: e.identity }));
+    const nodes = give.map((e): GrantedNode =>
+      e.reportedVersion !== undefined
+        ? { identity: e.identity, reportedVersion: e.reportedVersion }
+        : { identity: e.identity },
+    );
     // sent first, taken off the list after (in the same turn, so no worker starts one meanwhile):
     // a grant that cannot be sent leaves the queue as it was
     if (!membership.grant(from, nodes, (why) => this.#takeBack(from, give, why))) return;
@@ -93,7 +105,9 @@ export class WorkHandover {
     }
     this.#opts.moved('given', nodes.length);
     if (nodes.length > 0) {
-      this.#opts.logger.info(`Handed ${nodes.length} queued nodes over to active/active member ${from}, which asked for ${want}`);
+      this.#opts.logger.info(
+        `Handed ${nodes.length} queued nodes over to active/active member ${from}, which asked for ${want}`,
+      );
       this.#opts.listChanged();
     }
   }
@@ -102,9 +116,15 @@ export class WorkHandover {
   #takeBack(to: string, given: readonly ActiveEntry[], why: string): void {
     let back = 0;
     for (const e of given) {
-      if (this.#opts.policy.takeBack(e.identity, to) && this.#opts.take(e.identity, e.source, e.reportedVersion, 'taken-back')) back++;
+      if (
+        this.#opts.policy.takeBack(e.identity, to) &&
+        this.#opts.take(e.identity, e.source, e.reportedVersion, 'taken-back')
+      )
+        back++;
     }
-    this.#opts.logger.warn(`Took back ${back} of ${given.length} queued nodes handed over to active/active member ${to}: ${why}`);
+    this.#opts.logger.warn(
+      `Took back ${back} of ${given.length} queued nodes handed over to active/active member ${to}: ${why}`,
+    );
     if (back > 0) this.#opts.listChanged();
   }
 
@@ -119,7 +139,8 @@ export class WorkHandover {
       if (this.#opts.take(n.identity, 'discovery', n.reportedVersion, 'granted')) added++;
     }
     this.#opts.moved('taken', added);
-    if (nodes.length > 0) this.#opts.logger.info(`Took over ${added} of ${nodes.length} queued nodes from active/active member ${from}`);
+    if (nodes.length > 0)
+      this.#opts.logger.info(`Took over ${added} of ${nodes.length} queued nodes from active/active member ${from}`);
     // asked and given nothing: ask again (the same member or another) after the next heartbeats
     else this.#asking = { member: from, at: now };
   }

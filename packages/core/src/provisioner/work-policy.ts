@@ -68,7 +68,13 @@ export class WorkPolicy {
    */
   mayHandOver(identity: string): boolean {
     const membership = this.#membership;
-    return membership !== undefined && membership.state === 'formed' && !this.#granted.has(identity) && !this.#handed.has(identity) && membership.owns(identity);
+    return (
+      membership !== undefined &&
+      membership.state === 'formed' &&
+      !this.#granted.has(identity) &&
+      !this.#handed.has(identity) &&
+      membership.owns(identity)
+    );
   }
 
   /** Another member handed `identity` to this instance: ours now, no longer a foreign node. */

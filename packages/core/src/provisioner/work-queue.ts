@@ -3,7 +3,10 @@
 import { ProvisionerError } from '../util/errors.js';
 
 export class QueueFullError extends ProvisionerError {
-  constructor(readonly length: number, readonly capacity: number) {
+  constructor(
+    readonly length: number,
+    readonly capacity: number,
+  ) {
     super(`work queue is full with ${length} / ${capacity} entries`);
   }
 }
@@ -23,7 +26,8 @@ export class WorkQueue<T> {
   readonly #waiters: { resolve: (v: T) => void; reject: (e: Error) => void }[] = [];
 
   constructor(capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new Error(`work queue capacity must be a positive integer, got ${capacity}`);
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new Error(`work queue capacity must be a positive integer, got ${capacity}`);
     this.capacity = capacity;
     this.#items = new Array<T | undefined>(capacity);
   }

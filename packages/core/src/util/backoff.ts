@@ -18,8 +18,8 @@ export const TWENTY_SEC: BackoffPolicy = Object.freeze({
   name: 'TwentySec',
   millis: Object.freeze([
     500, 750, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500, 5000, 5500, 5750, 6000, 6500, 7000, 7500, 8000, 8500,
-    9000, 9500, 10000, 10500, 10750, 11000, 11500, 12000, 12500, 13000, 13500, 14000, 14500, 15000, 15500, 15750,
-    16000, 16500, 17000, 17500, 18000, 18500, 19000, 19500, 20000,
+    9000, 9500, 10000, 10500, 10750, 11000, 11500, 12000, 12500, 13000, 13500, 14000, 14500, 15000, 15500, 15750, 16000,
+    16500, 17000, 17500, 18000, 18500, 19000, 19500, 20000,
   ]),
 });
 
@@ -58,10 +58,13 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       clearTimeout(timer);
       reject(abortReason(signal));
     };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, Math.max(0, ms));
+    const timer = setTimeout(
+      () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      Math.max(0, ms),
+    );
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -23,12 +23,16 @@ export function ed25519KeyFromSeed(seed: Uint8Array): KeyObject {
 /** A public key from its 32 raw bytes. */
 export function ed25519PublicKeyFromRaw(raw: Uint8Array): KeyObject {
   if (raw.length !== RAW_BYTES) throw new ProvisionerError('invalid ed25519 public key size');
-  return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') }, format: 'jwk' });
+  return createPublicKey({
+    key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') },
+    format: 'jwk',
+  });
 }
 
 /** The raw public key of an Ed25519 key (private or public) as 64 lowercase hex characters. */
 export function ed25519PublicHex(key: KeyObject): string {
-  if (key.asymmetricKeyType !== 'ed25519') throw new ProvisionerError(`not an ed25519 key: ${key.asymmetricKeyType ?? key.type}`);
+  if (key.asymmetricKeyType !== 'ed25519')
+    throw new ProvisionerError(`not an ed25519 key: ${key.asymmetricKeyType ?? key.type}`);
   const publicKey = key.type === 'private' ? createPublicKey(key) : key;
   const spki = publicKey.export({ format: 'der', type: 'spki' });
   return spki.subarray(spki.length - RAW_BYTES).toString('hex');

@@ -5,7 +5,8 @@
 // the short `\b`/`\f` escapes and write other control characters as lower-case `\u00XX`. Objects
 // keep insertion order, so callers build them in Go's struct field order.
 
-export type GoJsonValue = null | boolean | number | string | readonly GoJsonValue[] | { readonly [key: string]: GoJsonValue };
+export type GoJsonValue =
+  null | boolean | number | string | readonly GoJsonValue[] | { readonly [key: string]: GoJsonValue };
 
 const GO_ESCAPES: Readonly<Record<string, string>> = {
   '<': '\\u003c',

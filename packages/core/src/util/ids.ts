@@ -43,7 +43,8 @@ export function ksuidTimestamp(id: string): number {
 
 /** The 20 raw bytes of a KSUID string; throws on anything that is not a 27-character base62 KSUID. */
 export function ksuidBytes(id: string): Buffer {
-  if (id.length !== KSUID_LENGTH) throw new Error(`invalid KSUID ${JSON.stringify(id)}: must be ${KSUID_LENGTH} characters`);
+  if (id.length !== KSUID_LENGTH)
+    throw new Error(`invalid KSUID ${JSON.stringify(id)}: must be ${KSUID_LENGTH} characters`);
   let value = 0n;
   for (const ch of id) {
     const digit = BASE62.indexOf(ch);

@@ -15,7 +15,8 @@ export interface JsonSyntaxProblem {
 
 const VALUE = 'a JSON value';
 
-type Expect = 'value' | 'value-or-close-array' | 'key-or-close-object' | 'key' | 'colon' | 'object-next' | 'array-next' | 'end';
+type Expect =
+  'value' | 'value-or-close-array' | 'key-or-close-object' | 'key' | 'colon' | 'object-next' | 'array-next' | 'end';
 
 const EXPECTED_TEXT: Readonly<Record<Exclude<Expect, 'end'>, string>> = {
   value: VALUE,
@@ -41,11 +42,13 @@ function scanString(text: string, i: number): number | { problem: string; at: nu
     if (c === 0x5c) {
       const e = text.charCodeAt(i + 1);
       if (e === 0x75) {
-        for (let k = 2; k < 6; k++) if (!isHex(text.charCodeAt(i + k))) return { problem: 'an invalid \\u escape in a string', at: i };
+        for (let k = 2; k < 6; k++)
+          if (!isHex(text.charCodeAt(i + k))) return { problem: 'an invalid \\u escape in a string', at: i };
         i += 6;
         continue;
       }
-      if (![0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74].includes(e)) return { problem: 'an invalid escape in a string', at: i };
+      if (![0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74].includes(e))
+        return { problem: 'an invalid escape in a string', at: i };
       i += 2;
       continue;
     }
@@ -84,9 +87,11 @@ export function jsonSyntaxProblem(text: string): JsonSyntaxProblem | undefined {
     position: Buffer.byteLength(text.slice(0, index), 'utf8'),
     atEnd: index >= text.length,
   });
-  const expected = (index: number): JsonSyntaxProblem => (expect === 'end' ? at('more text after the JSON value', index) : at(`${EXPECTED_TEXT[expect]} expected`, index));
+  const expected = (index: number): JsonSyntaxProblem =>
+    expect === 'end' ? at('more text after the JSON value', index) : at(`${EXPECTED_TEXT[expect]} expected`, index);
   /** after a complete value: what the enclosing structure expects next */
-  const afterValue = (): Expect => (stack.length === 0 ? 'end' : stack[stack.length - 1] === 'object' ? 'object-next' : 'array-next');
+  const afterValue = (): Expect =>
+    stack.length === 0 ? 'end' : stack[stack.length - 1] === 'object' ? 'object-next' : 'array-next';
 
   for (;;) {
     while (i < text.length && isSpace(text.charCodeAt(i))) i++;
@@ -195,7 +200,8 @@ export function whyNotJson(text: string): string {
  */
 export function parseForeignJson(text: string, fail: (why: string) => Error): unknown {
   const depth = nestingBeyond(text, MAX_FOREIGN_JSON_DEPTH);
-  if (depth !== undefined) throw fail(`it nests arrays and objects more than ${MAX_FOREIGN_JSON_DEPTH} deep (at position ${depth})`);
+  if (depth !== undefined)
+    throw fail(`it nests arrays and objects more than ${MAX_FOREIGN_JSON_DEPTH} deep (at position ${depth})`);
   try {
     return JSON.parse(text) as unknown;
   } catch {

@@ -28,7 +28,19 @@ export interface LoggerOptions {
 }
 
 // Field names whose values are secrets (provisioning token, JWT claims cht/chpwd, passwords, keys).
-const SECRET_FIELDS = new Set(['token', 'password', 'pass', 'cht', 'chpwd', 'jwt', 'seed', 'key', 'private_key', 'server_jwt', 'secret']);
+const SECRET_FIELDS = new Set([
+  'token',
+  'password',
+  'pass',
+  'cht',
+  'chpwd',
+  'jwt',
+  'seed',
+  'key',
+  'private_key',
+  'server_jwt',
+  'secret',
+]);
 
 /** winston only knows npm levels: Choria's `fatal` maps to `error`. */
 export function winstonLevel(level: LogLevel | undefined, debug = false): string {
@@ -48,7 +60,8 @@ function redactValue(value: unknown, depth: number): unknown {
   if (Array.isArray(value)) return value.map((v) => redactValue(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    out[k] = SECRET_FIELDS.has(k.toLowerCase()) && v !== '' && v !== undefined ? '[redacted]' : redactValue(v, depth + 1);
+    out[k] =
+      SECRET_FIELDS.has(k.toLowerCase()) && v !== '' && v !== undefined ? '[redacted]' : redactValue(v, depth + 1);
   }
   return out;
 }
@@ -81,18 +94,26 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   const target = opts.logfile;
   let transport: winston.transport;
   if (opts.stream !== undefined) {
-    transport = new winston.transports.Stream({ stream: opts.stream, format: winston.format.combine(winston.format.timestamp(), textLine) });
+    transport = new winston.transports.Stream({
+      stream: opts.stream,
+      format: winston.format.combine(winston.format.timestamp(), textLine),
+    });
   } else if (target === 'discard') {
     transport = new winston.transports.Console({ silent: true });
   } else if (target === undefined || target === '' || target === 'stdout' || target === '/dev/stdout') {
-    transport = new winston.transports.Console({ format: winston.format.combine(winston.format.timestamp(), textLine) });
+    transport = new winston.transports.Console({
+      format: winston.format.combine(winston.format.timestamp(), textLine),
+    });
   } else if (target === 'stderr' || target === '/dev/stderr') {
     transport = new winston.transports.Console({
       stderrLevels: ['error', 'warn', 'info', 'http', 'verbose', 'debug', 'silly'],
       format: winston.format.combine(winston.format.timestamp(), textLine),
     });
   } else {
-    transport = new winston.transports.File({ filename: target, format: winston.format.combine(winston.format.timestamp(), winston.format.json()) });
+    transport = new winston.transports.File({
+      filename: target,
+      format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
+    });
   }
   return winston.createLogger({ level, defaultMeta, format: redact(), transports: [transport] });
 }

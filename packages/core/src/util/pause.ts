@@ -40,4 +40,3 @@ export class PauseFlag {
     for (const l of this.#listeners) l(value);
   }
 }
-

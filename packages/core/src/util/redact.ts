@@ -52,7 +52,17 @@ const SECRET_WORDS: ReadonlySet<string> = new Set([
 ]);
 
 /** Parts of a key name that make it secret wherever they appear (`clientpassword`, `x-auth-token`). */
-const SECRET_PARTS: readonly string[] = ['password', 'passwd', 'passphrase', 'secret', 'token', 'credential', 'privatekey', 'apikey', 'jwt'];
+const SECRET_PARTS: readonly string[] = [
+  'password',
+  'passwd',
+  'passphrase',
+  'secret',
+  'token',
+  'credential',
+  'privatekey',
+  'apikey',
+  'jwt',
+];
 
 /** A name ending in one of these names where a secret is kept, not the secret (`seed_file`). */
 const LOCATION_WORDS: ReadonlySet<string> = new Set(['file', 'files', 'path', 'dir', 'directory']);
@@ -114,7 +124,8 @@ function maskShapes(text: string): string {
  * A key and its separator: a quoted key (with any depth of backslash escaping, the same before
  * both quotes) or a bare one, then `:`, `=`, `:=` or `=>`. The value is read by `valueEnd`.
  */
-const KEY_AND_SEPARATOR = /(\\*)(["'])([^"'\\\r\n]{1,200}?)\1\2[ \t]*(?:=>|:=|[:=])[ \t]*|(?<![\w.$-])([A-Za-z_$][\w.$-]{0,199})[ \t]*(?:=>|:=|=|:(?!\/\/))[ \t]*/g;
+const KEY_AND_SEPARATOR =
+  /(\\*)(["'])([^"'\\\r\n]{1,200}?)\1\2[ \t]*(?:=>|:=|[:=])[ \t]*|(?<![\w.$-])([A-Za-z_$][\w.$-]{0,199})[ \t]*(?:=>|:=|=|:(?!\/\/))[ \t]*/g;
 
 /** Authorization schemes: the credentials follow the scheme's name. */
 const AUTH_SCHEME = /^(?:Bearer|Basic|Token|Digest|Negotiate)[ \t]+/i;

@@ -32,7 +32,8 @@ import { choriaSettingsWith } from '@choria-provisioner/test-support/settings';
 import { until } from '@choria-provisioner/test-support/wait';
 import { startTcpRelay } from '@choria-provisioner/test-support/tcp-relay';
 
-const names = (n: number, prefix = 'node'): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(5, '0')}.example.net`);
+const names = (n: number, prefix = 'node'): string[] =>
+  Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(5, '0')}.example.net`);
 
 describe('ChoriaClient against nats-server (protocol v1)', () => {
   let server: RunningNatsServer;
@@ -43,7 +44,10 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
   beforeAll(async () => {
     server = await startNatsServer({ jetstream: false });
     nc = await connect({ servers: server.url });
-    client = new ChoriaClient(nc, choriaSettingsWith({ middlewareHosts: [server.url] }), { logger: log.logger, ownsConnection: true });
+    client = new ChoriaClient(nc, choriaSettingsWith({ middlewareHosts: [server.url] }), {
+      logger: log.logger,
+      ownsConnection: true,
+    });
   });
 
   afterAll(async () => {
@@ -80,16 +84,37 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
       callback: (_err, msg) => {
         const req = codec.decodeRequest(msg.data);
         for (const identity of identities) {
-          const reply = codec.encodeReply({ requestId: req.id, sender: identity, agent: 'discovery', timeNs: nowNanoseconds(), body: DISCOVERY_REPLY_BODY });
+          const reply = codec.encodeReply({
+            requestId: req.id,
+            sender: identity,
+            agent: 'discovery',
+            timeNs: nowNanoseconds(),
+            body: DISCOVERY_REPLY_BODY,
+          });
           pub.publish(req.headers.replyTo as string, reply.transportJson);
         }
         // a duplicate is de-duplicated; a reply whose hash fails still names its sender in the
         // transport header, which is what go-choria's discovery uses
-        const dup = codec.encodeReply({ requestId: req.id, sender: identities[0] as string, agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' });
+        const dup = codec.encodeReply({
+          requestId: req.id,
+          sender: identities[0] as string,
+          agent: 'discovery',
+          timeNs: nowNanoseconds(),
+          body: 'pong',
+        });
         pub.publish(req.headers.replyTo as string, dup.transportJson);
-        const tampered = codec.encodeReply({ requestId: req.id, sender: 'tampered.example.net', agent: 'discovery', timeNs: nowNanoseconds(), body: 'pong' });
+        const tampered = codec.encodeReply({
+          requestId: req.id,
+          sender: 'tampered.example.net',
+          agent: 'discovery',
+          timeNs: nowNanoseconds(),
+          body: 'pong',
+        });
         const secure = tampered.secureReplyJson.replace('pong', 'pang');
-        pub.publish(req.headers.replyTo as string, transportJson(v1Layers, secure, { sender: 'header-only.example.net' }));
+        pub.publish(
+          req.headers.replyTo as string,
+          transportJson(v1Layers, secure, { sender: 'header-only.example.net' }),
+        );
       },
     });
     await pub.flush();
@@ -103,9 +128,19 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
   });
 
   it('sends the Choria discovery request and ends 300 ms after the last reply', async () => {
-    const seen: { message: string; agent: string; filterAgent: readonly string[]; filterIdentity: readonly string[] }[] = [];
+    const seen: {
+      message: string;
+      agent: string;
+      filterAgent: readonly string[];
+      filterIdentity: readonly string[];
+    }[] = [];
     const raw = await discoveryResponder(server.url, (req, send) => {
-      seen.push({ message: req.payload.toString(), agent: req.agent, filterAgent: req.filter.agent, filterIdentity: req.filter.identity });
+      seen.push({
+        message: req.payload.toString(),
+        agent: req.agent,
+        filterAgent: req.filter.agent,
+        filterIdentity: req.filter.identity,
+      });
       setTimeout(() => send('only.example.net'), 100);
     });
     try {
@@ -113,7 +148,9 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
       const found = await client.discover({ initialWaitMs: 1500, timeoutMs: 5000, identityFilter: ['/^only/'] });
       const elapsed = Date.now() - started;
       expect(found).toEqual(['only.example.net']);
-      expect(seen).toEqual([{ message: 'cGluZw==', agent: 'discovery', filterAgent: ['choria_provision'], filterIdentity: ['/^only/'] }]);
+      expect(seen).toEqual([
+        { message: 'cGluZw==', agent: 'discovery', filterAgent: ['choria_provision'], filterIdentity: ['/^only/'] },
+      ]);
       // reply at ~100 ms + 300 ms window, well before the 1.5 s initial wait
       expect(elapsed).toBeGreaterThanOrEqual(390);
       expect(elapsed).toBeLessThan(1400);
@@ -131,7 +168,11 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
     try {
       const started = Date.now();
       const heard: { identity: string; afterMs: number }[] = [];
-      const found = await client.discover({ initialWaitMs: 1500, timeoutMs: 5000, onFound: (identity) => heard.push({ identity, afterMs: Date.now() - started }) });
+      const found = await client.discover({
+        initialWaitMs: 1500,
+        timeoutMs: 5000,
+        onFound: (identity) => heard.push({ identity, afterMs: Date.now() - started }),
+      });
       const elapsed = Date.now() - started;
       expect(found.sort()).toEqual(['early.example.net', 'late.example.net']);
       expect(heard.map((h) => h.identity)).toEqual(['early.example.net', 'late.example.net']);
@@ -193,16 +234,34 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
     beforeAll(async () => {
       responders = await startResponders({
         url: server.url,
-        identities: ['node1.example.net', 'locked.example.net', 'silent.example.net', 'twice.example.net', 'stall.example.net'],
+        identities: [
+          'node1.example.net',
+          'locked.example.net',
+          'silent.example.net',
+          'twice.example.net',
+          'stall.example.net',
+        ],
         connections: 2,
         extraSenders: { 'twice.example.net': ['impostor.example.net'] },
         onRpc: ({ identity, request }) => {
           if (identity === 'silent.example.net') return undefined;
           // this process stops reading for 1.5 s once the reply has gone out
           if (identity === 'stall.example.net') void blockEventLoopFromCheckPhase(1500);
-          if (identity === 'locked.example.net') return { action: request.action, statuscode: 1, statusmsg: 'Could not obtain provisioning lock', data: {} };
-          if (request.action === 'inventory') return { action: 'inventory', statuscode: 0, statusmsg: 'OK', data: { version: '0.29.4', upgradable: false } };
-          return { action: request.action, statuscode: 0, statusmsg: 'OK', data: { message: 'Restarting Choria Server after 2s', echo: request.data } };
+          if (identity === 'locked.example.net')
+            return { action: request.action, statuscode: 1, statusmsg: 'Could not obtain provisioning lock', data: {} };
+          if (request.action === 'inventory')
+            return {
+              action: 'inventory',
+              statuscode: 0,
+              statusmsg: 'OK',
+              data: { version: '0.29.4', upgradable: false },
+            };
+          return {
+            action: request.action,
+            statuscode: 0,
+            statusmsg: 'OK',
+            data: { message: 'Restarting Choria Server after 2s', echo: request.data },
+          };
         },
       });
     });
@@ -212,27 +271,44 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
 
     it('round-trips a request to one node', async () => {
       const reply = await client.rpc('node1.example.net', 'rpcutil', 'inventory', {});
-      expect(reply).toMatchObject({ sender: 'node1.example.net', action: 'inventory', statuscode: 0, statusmsg: 'OK', data: { version: '0.29.4', upgradable: false } });
+      expect(reply).toMatchObject({
+        sender: 'node1.example.net',
+        action: 'inventory',
+        statuscode: 0,
+        statusmsg: 'OK',
+        data: { version: '0.29.4', upgradable: false },
+      });
       expect(reply.requestId).toMatch(/^[0-9a-f]{32}$/);
       expect(reply.durationMs).toBeGreaterThanOrEqual(0);
 
       const restart = await client.rpc('node1.example.net', 'choria_provision', 'restart', { splay: 1, token: 't0k' });
       expect((restart.data as { echo: unknown }).echo).toEqual({ splay: 1, token: 't0k' });
       const last = responders.requests.at(-1);
-      expect(last).toMatchObject({ agent: 'choria_provision', collective: 'provisioning', ttl: 60, callerId: 'choria=provisioner.example.net' });
+      expect(last).toMatchObject({
+        agent: 'choria_provision',
+        collective: 'provisioning',
+        ttl: 60,
+        callerId: 'choria=provisioner.example.net',
+      });
       expect(last?.filter.agent).toEqual(['choria_provision']);
       expect(last?.headers.replyTo).toBe(`provisioning.reply.6079c8d10a2ceceb5904de01a22e9b41.${restart.requestId}`);
     });
 
     it('maps a non-zero status to its typed error', async () => {
-      const err = await client.rpc('locked.example.net', 'choria_provision', 'jwt', { token: '' }).catch((e: unknown) => e);
+      const err = await client
+        .rpc('locked.example.net', 'choria_provision', 'jwt', { token: '' })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ProvisioningLockError);
-      expect((err as Error).message).toBe('invalid response from locked.example.net: Could not obtain provisioning lock (1)');
+      expect((err as Error).message).toBe(
+        'invalid response from locked.example.net: Could not obtain provisioning lock (1)',
+      );
     });
 
     it('times out on an absent node within its timeout', async () => {
       const started = Date.now();
-      const err = await client.rpc('absent.example.net', 'rpcutil', 'inventory', {}, { timeoutMs: 300 }).catch((e: unknown) => e);
+      const err = await client
+        .rpc('absent.example.net', 'rpcutil', 'inventory', {}, { timeoutMs: 300 })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(RpcTimeoutError);
       expect((err as Error).message).toBe('request rpcutil#inventory to absent.example.net timed out after 300 ms');
       expect(Date.now() - started).toBeLessThan(1500);
@@ -263,23 +339,29 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
       const reason = new Error('provisioner stopping');
       setTimeout(() => controller.abort(reason), 100);
       const started = Date.now();
-      const err = await client.rpc('silent.example.net', 'rpcutil', 'inventory', {}, { signal: controller.signal }).catch((e: unknown) => e);
+      const err = await client
+        .rpc('silent.example.net', 'rpcutil', 'inventory', {}, { signal: controller.signal })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(RpcAbortError);
       expect((err as RpcAbortError).reason).toBe(reason);
-      expect((err as Error).message).toBe('request rpcutil#inventory to silent.example.net aborted: provisioner stopping');
+      expect((err as Error).message).toBe(
+        'request rpcutil#inventory to silent.example.net aborted: provisioner stopping',
+      );
       expect(Date.now() - started).toBeLessThan(2000);
 
       const before = responders.requests.length;
-      await expect(client.rpc('node1.example.net', 'rpcutil', 'inventory', {}, { signal: controller.signal })).rejects.toBeInstanceOf(RpcAbortError);
+      await expect(
+        client.rpc('node1.example.net', 'rpcutil', 'inventory', {}, { signal: controller.signal }),
+      ).rejects.toBeInstanceOf(RpcAbortError);
       await responders.flush();
       expect(responders.requests.length).toBe(before);
     });
 
     it('validates inputs before publishing anything', async () => {
       const before = responders.requests.length;
-      await expect(client.rpc('node1.example.net', 'choria_provision', 'restart', { splay: 1.5, token: '' })).rejects.toThrow(
-        new RpcInputError(['choria_provision#restart: input "splay" must be an integer, got 1.5']),
-      );
+      await expect(
+        client.rpc('node1.example.net', 'choria_provision', 'restart', { splay: 1.5, token: '' }),
+      ).rejects.toThrow(new RpcInputError(['choria_provision#restart: input "splay" must be an integer, got 1.5']));
       await expect(client.rpc('bad*identity', 'rpcutil', 'inventory', {})).rejects.toBeInstanceOf(RpcInputError);
       await responders.flush();
       expect(responders.requests.length).toBe(before);
@@ -289,7 +371,9 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
       const before = responders.requests.length;
       // nats-server's default max_payload is 1 MiB
       const config = JSON.stringify({ 'plugin.choria.server.provision': 'false', big: 'x'.repeat(2 * 1024 * 1024) });
-      const err = await client.rpc('node1.example.net', 'choria_provision', 'configure', { token: 't', config }).catch((e: unknown) => e);
+      const err = await client
+        .rpc('node1.example.net', 'choria_provision', 'configure', { token: 't', config })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(RpcUnsendableError);
       expect(repeatingCannotHelp(err)).toBe(true);
       expect((err as Error).message).toMatch(/could not be published to provisioning\.node\.node1\.example\.net/);
@@ -298,7 +382,9 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
     });
 
     it('handles many concurrent requests over the one reply subscription', async () => {
-      const replies = await Promise.all(Array.from({ length: 200 }, () => client.rpc('node1.example.net', 'rpcutil', 'inventory', {})));
+      const replies = await Promise.all(
+        Array.from({ length: 200 }, () => client.rpc('node1.example.net', 'rpcutil', 'inventory', {})),
+      );
       expect(new Set(replies.map((r) => r.requestId)).size).toBe(200);
       expect(replies.every((r) => r.sender === 'node1.example.net')).toBe(true);
     });
@@ -316,15 +402,26 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
 
     const pub = await connect({ servers: server.url });
     const subject = 'choria.lifecycle.event.startup.provision_mode_server';
-    const nodeEvent = newLifecycleEvent({ type: 'startup', identity: 'fresh.example.net', component: 'provision_mode_server', version: '0.29.4' });
+    const nodeEvent = newLifecycleEvent({
+      type: 'startup',
+      identity: 'fresh.example.net',
+      component: 'provision_mode_server',
+      version: '0.29.4',
+    });
     pub.publish(subject, encodeLifecycleEvent(nodeEvent, 'cloudevents'));
     pub.publish(subject, 'this is not json');
-    pub.publish(subject, encodeLifecycleEvent(nodeEvent, 'choria').replace('io.choria.lifecycle.v1.startup', 'choria:lifecycle:startup:1'));
+    pub.publish(
+      subject,
+      encodeLifecycleEvent(nodeEvent, 'choria').replace('io.choria.lifecycle.v1.startup', 'choria:lifecycle:startup:1'),
+    );
     pub.publish(subject, encodeLifecycleEvent({ ...nodeEvent, identity: 'second.example.net' }, 'choria'));
     await pub.flush();
     const published = client.publishStartupEvent({ component: 'provisioner', version: '0.1.0' });
 
-    await until('the events and the invalid ones', () => received.length === 2 && invalid.length === 2 && own.length === 1);
+    await until(
+      'the events and the invalid ones',
+      () => received.length === 2 && invalid.length === 2 && own.length === 1,
+    );
     expect(received.map((e) => [e.identity, e.format])).toEqual([
       ['fresh.example.net', 'cloudevents'],
       ['second.example.net', 'choria'],
@@ -332,7 +429,13 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
     expect(invalid[0]).toMatch(/invalid JSON/);
     expect(invalid[1]).toMatch(/unsupported event format/);
     expect(own[0]).toEqual(published);
-    expect(published).toMatchObject({ type: 'startup', identity: 'provisioner.example.net', component: 'provisioner', version: '0.1.0', format: 'choria' });
+    expect(published).toMatchObject({
+      type: 'startup',
+      identity: 'provisioner.example.net',
+      component: 'provisioner',
+      version: '0.1.0',
+      format: 'choria',
+    });
 
     sub.unsubscribe();
     ownSub.unsubscribe();
@@ -344,7 +447,10 @@ describe('ChoriaClient against nats-server (protocol v1)', () => {
   });
 
   it('fails outstanding requests when closed', async () => {
-    const other = new ChoriaClient(await connect({ servers: server.url }), choriaSettingsWith(), { logger: log.logger, ownsConnection: true });
+    const other = new ChoriaClient(await connect({ servers: server.url }), choriaSettingsWith(), {
+      logger: log.logger,
+      ownsConnection: true,
+    });
     const pending = other.rpc('nobody.example.net', 'rpcutil', 'inventory', {});
     await other.close();
     await expect(pending).rejects.toBeInstanceOf(ClientClosedError);
@@ -379,13 +485,27 @@ describe('ChoriaClient protocol v2 with an ed25519 signer', () => {
       expect(log.text()).toContain('using Choria protocol v2: security provider "choria"');
 
       expect((await client.discover({ initialWaitMs: 1000 })).sort()).toEqual(names(20));
-      const reply = await client.rpc(names(20)[3] as string, 'choria_provision', 'gen25519', { nonce: 'abc', token: '' });
+      const reply = await client.rpc(names(20)[3] as string, 'choria_provision', 'gen25519', {
+        nonce: 'abc',
+        token: '',
+      });
       expect(reply.requestId).toMatch(/^[0-9A-Za-z]{27}$/);
 
       const req = responders.requests.at(-1);
-      expect(req).toMatchObject({ version: 'v2', callerId: 'provisioner_signer', credential: token, id: reply.requestId });
-      const pub = createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(publicHex, 'hex')]), format: 'der', type: 'spki' });
-      expect(verify(null, Buffer.from(req?.requestJson ?? ''), pub, Buffer.from(req?.signature ?? '', 'base64'))).toBe(true);
+      expect(req).toMatchObject({
+        version: 'v2',
+        callerId: 'provisioner_signer',
+        credential: token,
+        id: reply.requestId,
+      });
+      const pub = createPublicKey({
+        key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(publicHex, 'hex')]),
+        format: 'der',
+        type: 'spki',
+      });
+      expect(verify(null, Buffer.from(req?.requestJson ?? ''), pub, Buffer.from(req?.signature ?? '', 'base64'))).toBe(
+        true,
+      );
       expect(Math.abs((req?.time ?? 0) / 1e9 - Date.now() / 1000)).toBeLessThan(10);
       expect(log.text()).not.toContain(token);
     } finally {
@@ -403,7 +523,10 @@ describe('ChoriaClient across a broker restart', () => {
     const responders = await startResponders({ url: server.url, identities: ['node1.example.net'] });
     const log = captureLogger('info');
     const statuses: string[] = [];
-    const client = await ChoriaClient.connect(choriaSettingsWith({ middlewareHosts: [server.url] }), { logger: log.logger, onStatus: (s) => statuses.push(s.type) });
+    const client = await ChoriaClient.connect(choriaSettingsWith({ middlewareHosts: [server.url] }), {
+      logger: log.logger,
+      onStatus: (s) => statuses.push(s.type),
+    });
     try {
       expect((await client.rpc('node1.example.net', 'rpcutil', 'inventory', {})).statuscode).toBe(0);
       await server.restart();
@@ -414,7 +537,7 @@ describe('ChoriaClient across a broker restart', () => {
       expect(reply.sender).toBe('node1.example.net');
       expect(log.text()).toMatch(/warn: disconnected from Choria broker/);
       expect(log.text()).toMatch(/info: reconnected to Choria broker/);
-      expect((await client.discover({ initialWaitMs: 500 }))).toEqual(['node1.example.net']);
+      expect(await client.discover({ initialWaitMs: 500 })).toEqual(['node1.example.net']);
     } finally {
       await client.close();
       await responders.close();
@@ -425,7 +548,10 @@ describe('ChoriaClient across a broker restart', () => {
   it('a request published while the broker is down fails as soon as the connection is back, not after its timeout', async () => {
     const first = await startNatsServer({ jetstream: false });
     const statuses: string[] = [];
-    const client = await ChoriaClient.connect(choriaSettingsWith({ middlewareHosts: [first.url] }), { logger: captureLogger('info').logger, onStatus: (s) => statuses.push(s.type) });
+    const client = await ChoriaClient.connect(choriaSettingsWith({ middlewareHosts: [first.url] }), {
+      logger: captureLogger('info').logger,
+      onStatus: (s) => statuses.push(s.type),
+    });
     let second: RunningNatsServer | undefined;
     try {
       await first.stop();
@@ -449,18 +575,24 @@ describe('ChoriaClient across a broker restart', () => {
     const server = await startNatsServer({ jetstream: false });
     const relay = await startTcpRelay(server.url);
     const log = captureLogger('info');
-    const client = await ChoriaClient.connect(choriaSettingsWith({ middlewareHosts: [relay.url] }), { logger: log.logger });
+    const client = await ChoriaClient.connect(choriaSettingsWith({ middlewareHosts: [relay.url] }), {
+      logger: log.logger,
+    });
     try {
       const before = relay.accepted;
       relay.goSilent();
       const started = Date.now();
       for (let i = 0; i < 3; i++) {
-        await expect(client.rpc(`ghost-${i}.example.net`, 'rpcutil', 'inventory', {}, { timeoutMs: 300 })).rejects.toBeInstanceOf(RpcTimeoutError);
+        await expect(
+          client.rpc(`ghost-${i}.example.net`, 'rpcutil', 'inventory', {}, { timeoutMs: 300 }),
+        ).rejects.toBeInstanceOf(RpcTimeoutError);
       }
       await until('a new connection through the relay', () => relay.accepted > before, 3_000);
       // three 300 ms timeouts and the reconnect: well before two unanswered pings (4-6 s)
       expect(Date.now() - started).toBeLessThan(3_000);
-      expect(log.text()).toMatch(/3 requests in a row timed out while nothing at all came in on the broker connection, and the broker did not answer a ping/);
+      expect(log.text()).toMatch(
+        /3 requests in a row timed out while nothing at all came in on the broker connection, and the broker did not answer a ping/,
+      );
     } finally {
       await client.close();
       await relay.close();
@@ -471,11 +603,15 @@ describe('ChoriaClient across a broker restart', () => {
     const server = await startNatsServer({ jetstream: false });
     const relay = await startTcpRelay(server.url);
     const log = captureLogger('info');
-    const client = await ChoriaClient.connect(choriaSettingsWith({ middlewareHosts: [relay.url] }), { logger: log.logger });
+    const client = await ChoriaClient.connect(choriaSettingsWith({ middlewareHosts: [relay.url] }), {
+      logger: log.logger,
+    });
     try {
       const before = relay.accepted;
       for (let i = 0; i < 3; i++) {
-        await expect(client.rpc(`vanished-${i}.example.net`, 'rpcutil', 'inventory', {}, { timeoutMs: 300 })).rejects.toBeInstanceOf(RpcTimeoutError);
+        await expect(
+          client.rpc(`vanished-${i}.example.net`, 'rpcutil', 'inventory', {}, { timeoutMs: 300 }),
+        ).rejects.toBeInstanceOf(RpcTimeoutError);
       }
       await new Promise((r) => setTimeout(r, 1_500));
       expect(relay.accepted).toBe(before);

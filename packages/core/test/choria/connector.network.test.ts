@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, startNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { readVector, vectorPath } from '@choria-provisioner/test-support/vectors';
-import { OutageBackoff, backoffDelayMs, choriaAuthenticator, connectChoria, natsConnectionOptions, natsServers } from '../../src/choria/connector.js';
+import {
+  OutageBackoff,
+  backoffDelayMs,
+  choriaAuthenticator,
+  connectChoria,
+  natsConnectionOptions,
+  natsServers,
+} from '../../src/choria/connector.js';
 import { ConnectError } from '../../src/choria/errors.js';
 import { loadChoriaCredentials } from '../../src/choria/security/choria-credentials.js';
 import { fakeJwt } from './support/jwt.js';
@@ -23,38 +30,70 @@ writeFileSync(tokenPath, `${token}\n`);
 describe('connection options', () => {
   it('needs at least one middleware host and says where it looked', () => {
     expect(() => natsServers(choriaSettingsWith({ middlewareHosts: [], source: '/etc/choria/client.conf' }))).toThrow(
-      new ConnectError('no Choria broker configured: plugin.choria.middleware_hosts is empty in /etc/choria/client.conf'),
+      new ConnectError(
+        'no Choria broker configured: plugin.choria.middleware_hosts is empty in /etc/choria/client.conf',
+      ),
     );
-    expect(natsServers(choriaSettingsWith({ middlewareHosts: ['broker:4222', 'tls://b2:4222'] }))).toEqual(['nats://broker:4222', 'tls://b2:4222']);
+    expect(natsServers(choriaSettingsWith({ middlewareHosts: ['broker:4222', 'tls://b2:4222'] }))).toEqual([
+      'nats://broker:4222',
+      'tls://b2:4222',
+    ]);
   });
 
   it('reconnects forever with a name, TLS files and user/password', () => {
     const opts = natsConnectionOptions(
-      choriaSettingsWith({ tls: true, certificateFile: '/c.pem', keyFile: '/k.pem', caFile: '/ca.pem', natsUser: 'provisioner', natsPassword: 'pw' }),
+      choriaSettingsWith({
+        tls: true,
+        certificateFile: '/c.pem',
+        keyFile: '/k.pem',
+        caFile: '/ca.pem',
+        natsUser: 'provisioner',
+        natsPassword: 'pw',
+      }),
       { name: 'prov' },
     );
-    expect(opts).toMatchObject({ name: 'prov', maxReconnectAttempts: -1, reconnect: true, user: 'provisioner', pass: 'pw' });
+    expect(opts).toMatchObject({
+      name: 'prov',
+      maxReconnectAttempts: -1,
+      reconnect: true,
+      user: 'provisioner',
+      pass: 'pw',
+    });
     expect(opts.tls).toEqual({ certFile: '/c.pem', keyFile: '/k.pem', caFile: '/ca.pem' });
     expect(natsConnectionOptions(choriaSettingsWith({ tls: false }), {}).tls).toBeUndefined();
   });
 
   it('uses JWT auth (auth_token, jwt, nonce signature) and the md5 inbox for the choria provider', () => {
     const credentials = loadChoriaCredentials(tokenPath, seedPath, '<test>');
-    const settings = choriaSettingsWith({ securityProvider: 'choria', tls: true, tokenFile: tokenPath, seedFile: seedPath, natsUser: 'provisioner', natsPassword: 'pw' });
+    const settings = choriaSettingsWith({
+      securityProvider: 'choria',
+      tls: true,
+      tokenFile: tokenPath,
+      seedFile: seedPath,
+      natsUser: 'provisioner',
+      natsPassword: 'pw',
+    });
     const opts = natsConnectionOptions(settings, { credentials });
     expect(opts.tls).toEqual({ rejectUnauthorized: false });
     expect(opts.inboxPrefix).toBe('provisioning.reply.22ec67b1822edddbee1f71725ee3827c');
     expect(opts.user).toBeUndefined();
     const auth = (opts.authenticator as unknown as (nonce?: string) => Record<string, string>)('abc123');
     expect(auth).toMatchObject({ auth_token: token, jwt: token, user: 'provisioner', pass: 'pw' });
-    const pub = createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(publicHex, 'hex')]), format: 'der', type: 'spki' });
+    const pub = createPublicKey({
+      key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(publicHex, 'hex')]),
+      format: 'der',
+      type: 'spki',
+    });
     expect(verify(null, Buffer.from('abc123'), pub, Buffer.from(auth['sig'] as string, 'base64url'))).toBe(true);
     expect(choriaAuthenticator(credentials)()).not.toHaveProperty('sig');
   });
 
   it('waits between reconnect attempts a quarter of the outage so far, from 250 ms to 1 s', () => {
     let now = 1_000_000;
-    const b = new OutageBackoff(() => now, () => 0.5);
+    const b = new OutageBackoff(
+      () => now,
+      () => 0.5,
+    );
     expect(b.delay()).toBe(250); // connected: the shortest
     b.disconnected();
     now += 2_000;
@@ -81,16 +120,26 @@ describe('connectChoria against nats-server', () => {
   it('fails with an error naming the URL after the allowed attempts, logging each retry', async () => {
     const port = await freePort();
     const log = captureLogger();
-    const err = await connectChoria(choriaSettingsWith({ middlewareHosts: [`127.0.0.1:${port}`] }), { logger: log.logger, maxConnectAttempts: 2 }).catch((e: unknown) => e);
+    const err = await connectChoria(choriaSettingsWith({ middlewareHosts: [`127.0.0.1:${port}`] }), {
+      logger: log.logger,
+      maxConnectAttempts: 2,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectError);
     expect((err as Error).message).toMatch(new RegExp(`^could not connect to nats://127\\.0\\.0\\.1:${port}: `));
-    expect(log.lines.filter((l) => l.startsWith(`warn: could not connect to nats://127.0.0.1:${port}: `) && l.endsWith(', retrying'))).toHaveLength(1);
+    expect(
+      log.lines.filter(
+        (l) => l.startsWith(`warn: could not connect to nats://127.0.0.1:${port}: `) && l.endsWith(', retrying'),
+      ),
+    ).toHaveLength(1);
   });
 
   it('keeps retrying while the broker is down at start', async () => {
     const port = await freePort();
     const log = captureLogger();
-    const connecting = connectChoria(choriaSettingsWith({ middlewareHosts: [`nats://127.0.0.1:${port}`] }), { logger: log.logger, name: 'late-start' });
+    const connecting = connectChoria(choriaSettingsWith({ middlewareHosts: [`nats://127.0.0.1:${port}`] }), {
+      logger: log.logger,
+      name: 'late-start',
+    });
     await new Promise((r) => setTimeout(r, 700));
     const server = await startNatsServer({ port, jetstream: false });
     try {
@@ -105,15 +154,24 @@ describe('connectChoria against nats-server', () => {
   });
 
   it('authenticates with user and password, and never logs the password', async () => {
-    const server = await startNatsServer({ jetstream: false, config: 'authorization { user: provisioner, password: "s3cr3t-pw" }' });
+    const server = await startNatsServer({
+      jetstream: false,
+      config: 'authorization { user: provisioner, password: "s3cr3t-pw" }',
+    });
     try {
       const log = captureLogger();
-      const nc = await connectChoria(choriaSettingsWith({ middlewareHosts: [server.url], natsUser: 'provisioner', natsPassword: 's3cr3t-pw' }), { logger: log.logger });
+      const nc = await connectChoria(
+        choriaSettingsWith({ middlewareHosts: [server.url], natsUser: 'provisioner', natsPassword: 's3cr3t-pw' }),
+        { logger: log.logger },
+      );
       await nc.close();
-      const bad = await connectChoria(choriaSettingsWith({ middlewareHosts: [server.url], natsUser: 'provisioner', natsPassword: 'wrong-pw' }), {
-        logger: log.logger,
-        maxConnectAttempts: 2,
-      }).catch((e: unknown) => e as Error);
+      const bad = await connectChoria(
+        choriaSettingsWith({ middlewareHosts: [server.url], natsUser: 'provisioner', natsPassword: 'wrong-pw' }),
+        {
+          logger: log.logger,
+          maxConnectAttempts: 2,
+        },
+      ).catch((e: unknown) => e as Error);
       expect(bad).toBeInstanceOf(ConnectError);
       expect((bad as Error).message).toMatch(/AUTHORIZATION_VIOLATION|Authorization Violation/i);
       expect(`${log.text()}\n${(bad as Error).message}`).not.toMatch(/s3cr3t-pw|wrong-pw/);
@@ -126,7 +184,12 @@ describe('connectChoria against nats-server', () => {
     const server = await startNatsServer({ jetstream: false, config: `authorization { token: "${token}" }` });
     try {
       const log = captureLogger();
-      const settings = choriaSettingsWith({ middlewareHosts: [server.url], securityProvider: 'choria', tokenFile: tokenPath, seedFile: seedPath });
+      const settings = choriaSettingsWith({
+        middlewareHosts: [server.url],
+        securityProvider: 'choria',
+        tokenFile: tokenPath,
+        seedFile: seedPath,
+      });
       const nc = await connectChoria(settings, { logger: log.logger });
       expect(nc.isClosed()).toBe(false);
       await nc.close();

@@ -14,9 +14,15 @@ describe('embedded DDLs', () => {
 
   it('refuse a DDL file of the wrong shape, naming it and the part', () => {
     const base = readVectorJson('ddl', 'client', 'rpcutilclient', 'ddl.json') as { actions: { input: object }[] };
-    expect(() => checkedAgentDdl([], 'x.json')).toThrow('the agent DDL x.json is not of the expected shape: no metadata object');
-    expect(() => checkedAgentDdl({ metadata: { name: 'a', timeout: '2' }, actions: [] }, 'x.json')).toThrow('metadata.timeout');
-    expect(() => checkedAgentDdl({ metadata: { name: 'a', timeout: 2 }, actions: {} }, 'x.json')).toThrow('actions is not a list');
+    expect(() => checkedAgentDdl([], 'x.json')).toThrow(
+      'the agent DDL x.json is not of the expected shape: no metadata object',
+    );
+    expect(() => checkedAgentDdl({ metadata: { name: 'a', timeout: '2' }, actions: [] }, 'x.json')).toThrow(
+      'metadata.timeout',
+    );
+    expect(() => checkedAgentDdl({ metadata: { name: 'a', timeout: 2 }, actions: {} }, 'x.json')).toThrow(
+      'actions is not a list',
+    );
     const badType = { ...base, actions: [{ action: 'ping', input: { n: { type: 'text' } }, output: {} }] };
     expect(() => checkedAgentDdl(badType, 'x.json')).toThrow('ping.input.n has the unknown type "text"');
     expect(checkedAgentDdl(base, 'x.json')).toBe(base);
@@ -45,7 +51,9 @@ describe('validateInputs', () => {
   it('accepts what the Go provisioner sends', () => {
     expect(() => validateInputs('rpcutil', 'inventory', {})).not.toThrow();
     expect(() => validateInputs('choria_provision', 'jwt', { token: '' })).not.toThrow();
-    expect(() => validateInputs('choria_provision', 'gen25519', { nonce: 'c3f1a6d0e2b94f6c8d7e5a4b3c2d1e0f', token: 's3cret' })).not.toThrow();
+    expect(() =>
+      validateInputs('choria_provision', 'gen25519', { nonce: 'c3f1a6d0e2b94f6c8d7e5a4b3c2d1e0f', token: 's3cret' }),
+    ).not.toThrow();
     expect(() => validateInputs('choria_provision', 'restart', { splay: 1, token: 't' })).not.toThrow();
     expect(() =>
       validateInputs('choria_provision', 'configure', {
@@ -65,9 +73,15 @@ describe('validateInputs', () => {
   });
 
   it('names agent, action and input for type errors', () => {
-    expect(message('choria_provision', 'restart', { splay: 1.5, token: '' })).toBe('choria_provision#restart: input "splay" must be an integer, got 1.5');
-    expect(message('choria_provision', 'restart', { splay: -1, token: '' })).toBe('choria_provision#restart: input "splay" must not be negative, got -1');
-    expect(message('choria_provision', 'jwt', { token: 5 })).toBe('choria_provision#jwt: input "token" must be a string, got 5');
+    expect(message('choria_provision', 'restart', { splay: 1.5, token: '' })).toBe(
+      'choria_provision#restart: input "splay" must be an integer, got 1.5',
+    );
+    expect(message('choria_provision', 'restart', { splay: -1, token: '' })).toBe(
+      'choria_provision#restart: input "splay" must not be negative, got -1',
+    );
+    expect(message('choria_provision', 'jwt', { token: 5 })).toBe(
+      'choria_provision#jwt: input "token" must be a string, got 5',
+    );
     expect(message('choria_provision', 'configure', { config: '{}', action_policies: [] })).toBe(
       'choria_provision#configure: input "action_policies" must be a hash (JSON object), got an array',
     );
@@ -80,13 +94,19 @@ describe('validateInputs', () => {
     expect(message('choria_provision', 'gen25519', { token: '', nounce: 'x' })).toBe(
       'choria_provision#gen25519: input "nonce" is required; choria_provision#gen25519: unknown input "nounce"',
     );
-    expect(inputProblems('choria_provision', 'configure', {})).toEqual(['choria_provision#configure: input "config" is required']);
-    expect(inputProblems('choria_provision', 'jwt', { token: '', toString: 'x' })).toEqual(['choria_provision#jwt: unknown input "toString"']);
+    expect(inputProblems('choria_provision', 'configure', {})).toEqual([
+      'choria_provision#configure: input "config" is required',
+    ]);
+    expect(inputProblems('choria_provision', 'jwt', { token: '', toString: 'x' })).toEqual([
+      'choria_provision#jwt: unknown input "toString"',
+    ]);
   });
 
   it('rejects unknown agents and actions', () => {
     expect(message('nope', 'x', {})).toBe('no DDL for agent "nope" (known: choria_provision, rpcutil)');
-    expect(message('rpcutil', 'explode', {})).toMatch(/^rpcutil#explode: unknown action \(rpcutil has agent_inventory, .*inventory/);
+    expect(message('rpcutil', 'explode', {})).toMatch(
+      /^rpcutil#explode: unknown action \(rpcutil has agent_inventory, .*inventory/,
+    );
   });
 
   it('never echoes string values, which may be tokens or keys', () => {

@@ -18,15 +18,25 @@ describe('filters', () => {
   });
 
   it('builds complete filters from parts and round-trips fact and compound filters', () => {
-    const f = buildFilter({ fact: [{ fact: 'country', operator: '==', value: 'mt' }], compound: [[{ expr: "with('apache')" }]] });
+    const f = buildFilter({
+      fact: [{ fact: 'country', operator: '==', value: 'mt' }],
+      compound: [[{ expr: "with('apache')" }]],
+    });
     expect(f.cf_class).toEqual([]);
     const parsed = parseFilter(JSON.parse(JSON.stringify(filterToJson(f))), 'test');
     expect(parsed).toEqual(f);
   });
 
   it('parsing rejects missing required categories and unknown operators', () => {
-    expect(() => parseFilter({ fact: [], cf_class: [], identity: [] }, 'req')).toThrow('req: filter "compound" must be an array');
-    expect(() => parseFilter({ fact: [{ fact: 'a', operator: '~~', value: 'b' }], cf_class: [], identity: [], compound: [] }, 'req')).toThrow(/operator "~~"/);
+    expect(() => parseFilter({ fact: [], cf_class: [], identity: [] }, 'req')).toThrow(
+      'req: filter "compound" must be an array',
+    );
+    expect(() =>
+      parseFilter(
+        { fact: [{ fact: 'a', operator: '~~', value: 'b' }], cf_class: [], identity: [], compound: [] },
+        'req',
+      ),
+    ).toThrow(/operator "~~"/);
     expect(() => parseFilter({ fact: [], cf_class: [1], identity: [], compound: [] }, 'req')).toThrow(/cf_class/);
   });
 });
@@ -42,15 +52,21 @@ describe('subjects', () => {
     expect(replySubject('choria=provisioner.example.net', 'a2f0ca717c694f2086cfa81b6c494648')).toBe(
       'provisioning.reply.6079c8d10a2ceceb5904de01a22e9b41.a2f0ca717c694f2086cfa81b6c494648',
     );
-    expect(replyWildcard('choria=provisioner.example.net')).toBe('provisioning.reply.6079c8d10a2ceceb5904de01a22e9b41.>');
+    expect(replyWildcard('choria=provisioner.example.net')).toBe(
+      'provisioning.reply.6079c8d10a2ceceb5904de01a22e9b41.>',
+    );
     expect(broadcastSubject('discovery')).toBe('provisioning.broadcast.agent.discovery');
     expect(directedSubject('node1.example.net')).toBe('provisioning.node.node1.example.net');
-    expect(lifecycleSubject('startup', 'provision_mode_server')).toBe('choria.lifecycle.event.startup.provision_mode_server');
+    expect(lifecycleSubject('startup', 'provision_mode_server')).toBe(
+      'choria.lifecycle.event.startup.provision_mode_server',
+    );
     expect(lifecycleSubject('*', '*')).toBe('choria.lifecycle.event.*.*');
   });
 
   it('refuses values that would break the subject', () => {
-    expect(() => directedSubject('node*')).toThrow(/no request is sent to the node identity "node\*": it holds U\+002A/);
+    expect(() => directedSubject('node*')).toThrow(
+      /no request is sent to the node identity "node\*": it holds U\+002A/,
+    );
     expect(() => directedSubject('')).toThrow(/it is empty/);
     expect(() => directedSubject('a..b')).toThrow(/empty label/);
     expect(() => replySubject('c', 'id.with.dots')).toThrow(/request id/);

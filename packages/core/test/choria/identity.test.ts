@@ -2,7 +2,15 @@
 // that is not.
 import { describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
-import { MAX_IDENTITY_LENGTH, RefusedIdentities, asNodeIdentity, nodeIdentity, shownIdentity, whyNotIdentity, IdentityRefusedError } from '../../src/choria/identity.js';
+import {
+  MAX_IDENTITY_LENGTH,
+  RefusedIdentities,
+  asNodeIdentity,
+  nodeIdentity,
+  shownIdentity,
+  whyNotIdentity,
+  IdentityRefusedError,
+} from '../../src/choria/identity.js';
 import { directedSubject } from '../../src/choria/protocol/subjects.js';
 import { ProvisionerMetrics } from '../../src/metrics/metrics.js';
 import { captureLogger } from './support/logger.js';
@@ -38,7 +46,15 @@ const HOSTILE = [
   'a"b',
 ];
 
-const GOOD = ['n1', 'node-1.example.net', 'WEB_01.Example.NET', 'a'.repeat(MAX_IDENTITY_LENGTH), `${'a'.repeat(63)}.${'b'.repeat(63)}`, '0', 'x-y_z'];
+const GOOD = [
+  'n1',
+  'node-1.example.net',
+  'WEB_01.Example.NET',
+  'a'.repeat(MAX_IDENTITY_LENGTH),
+  `${'a'.repeat(63)}.${'b'.repeat(63)}`,
+  '0',
+  'x-y_z',
+];
 
 describe('the identity rule', () => {
   it.each(GOOD)('accepts %j', (text) => {
@@ -59,7 +75,9 @@ describe('the identity rule', () => {
   it('says why in words that quote nothing of the text', () => {
     expect(whyNotIdentity('')).toBe('it is empty');
     expect(whyNotIdentity('x'.repeat(4100))).toBe('it is 4100 characters long, more than 253');
-    expect(whyNotIdentity('evil\u001b[2J')).toBe('it holds U+001B at position 4: only letters, digits, "-", "_" and dots between labels are allowed');
+    expect(whyNotIdentity('evil\u001b[2J')).toBe(
+      'it holds U+001B at position 4: only letters, digits, "-", "_" and dots between labels are allowed',
+    );
     expect(whyNotIdentity('a..b')).toMatch(/empty label at position 2/);
     expect(whyNotIdentity('a.')).toBe('it ends with a dot');
     for (const text of HOSTILE) expect(whyNotIdentity(text)).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);

@@ -12,7 +12,14 @@ import {
 import { DISCOVERY_PAYLOAD, serverSidePayload } from '../../src/choria/protocol/codec.js';
 import { encodeRpcRequest, parseRpcReply, parseRpcRequest, rpcStatusError } from '../../src/choria/protocol/mcorpc.js';
 
-const details = (statuscode: number, statusmsg: string) => ({ sender: 'node1', action: 'jwt', statuscode, statusmsg, data: {}, requestId: 'r1' });
+const details = (statuscode: number, statusmsg: string) => ({
+  sender: 'node1',
+  action: 'jwt',
+  statuscode,
+  statusmsg,
+  data: {},
+  requestId: 'r1',
+});
 
 describe('MCORPC status codes', () => {
   it.each([
@@ -50,7 +57,12 @@ describe('MCORPC bodies', () => {
   });
 
   it('validates replies at the edge', () => {
-    expect(parseRpcReply('{"action":"jwt","statuscode":0,"statusmsg":"OK"}')).toEqual({ action: 'jwt', statuscode: 0, statusmsg: 'OK', data: {} });
+    expect(parseRpcReply('{"action":"jwt","statuscode":0,"statusmsg":"OK"}')).toEqual({
+      action: 'jwt',
+      statuscode: 0,
+      statusmsg: 'OK',
+      data: {},
+    });
     expect(() => parseRpcReply('pong')).toThrow(ProtocolError);
     expect(() => parseRpcReply('{"action":"jwt","statuscode":"0","statusmsg":"OK"}')).toThrow(/statuscode/);
     expect(() => parseRpcReply('{"action":"jwt","statuscode":0.5,"statusmsg":"OK"}')).toThrow(/integer/);

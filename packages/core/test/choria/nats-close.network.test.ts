@@ -25,14 +25,20 @@ afterEach(() => {
 async function connected(): Promise<{ client: ChoriaClient; stop: () => Promise<void> }> {
   const server = await startNatsServer({ jetstream: false });
   const config = testConfig('');
-  const client = await ChoriaClient.connect(testSettings(server.url, config), { logger: silentLogger(), name: 'close-race', maxConnectAttempts: 1 });
+  const client = await ChoriaClient.connect(testSettings(server.url, config), {
+    logger: silentLogger(),
+    name: 'close-race',
+    maxConnectAttempts: 1,
+  });
   return { client, stop: () => server.stop() };
 }
 
 /** nats.js's socket under the client's connection (internal to nats.js: only to pick the moment). */
 function socketOf(client: ChoriaClient): Socket {
-  const socket = (client.nats as unknown as { protocol?: { transport?: { socket?: unknown } } }).protocol?.transport?.socket;
-  if (!(socket instanceof Socket)) throw new Error('the nats.js transport has no net.Socket here: the test needs updating for this nats.js version');
+  const socket = (client.nats as unknown as { protocol?: { transport?: { socket?: unknown } } }).protocol?.transport
+    ?.socket;
+  if (!(socket instanceof Socket))
+    throw new Error('the nats.js transport has no net.Socket here: the test needs updating for this nats.js version');
   return socket;
 }
 
@@ -72,7 +78,10 @@ describe('ChoriaClient.close() while the broker closes the connection', () => {
       });
       await stop();
       // a loaded machine may see the connection reset instead of ended: that round misses the moment
-      const hit = await Promise.race([closed.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 5_000))]);
+      const hit = await Promise.race([
+        closed.then(() => true),
+        new Promise<false>((r) => setTimeout(() => r(false), 5_000)),
+      ]);
       if (hit) hits++;
       else await client.close();
       await turn();

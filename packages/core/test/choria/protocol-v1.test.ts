@@ -13,8 +13,20 @@ import { assertValid } from './support/schemas.js';
 interface Layered {
   publish_subject: string;
   reply_subject: string;
-  request: { payload: string; request_json: string; secure_request_json: string; transport_json: string; signature_base64?: string };
-  reply?: { payload: string; reply_json: string; secure_reply_json: string; transport_json: string; secure_reply_hash: string };
+  request: {
+    payload: string;
+    request_json: string;
+    secure_request_json: string;
+    transport_json: string;
+    signature_base64?: string;
+  };
+  reply?: {
+    payload: string;
+    reply_json: string;
+    secure_reply_json: string;
+    transport_json: string;
+    secure_reply_hash: string;
+  };
 }
 
 const BROKER = 'nats://broker.example.net:4222';
@@ -64,7 +76,14 @@ describe('protocol v1 known answers', () => {
     expect(encoded.hash).toBe(reply.secure_reply_hash);
 
     const decoded = v1Codec.decodeReply(reply.transport_json);
-    expect(decoded).toMatchObject({ version: 'v1', requestId: 'a2f0ca717c694f2086cfa81b6c494648', sender: 'node1.example.net', agent: 'discovery', time: 1700000001, body: 'pong' });
+    expect(decoded).toMatchObject({
+      version: 'v1',
+      requestId: 'a2f0ca717c694f2086cfa81b6c494648',
+      sender: 'node1.example.net',
+      agent: 'discovery',
+      time: 1700000001,
+      body: 'pong',
+    });
     expect(decoded.headers.sender).toBe('node1.example.net');
   });
 
@@ -118,7 +137,11 @@ describe('protocol v1 known answers', () => {
   });
 
   it('reproduces the RSA-signed request byte for byte', () => {
-    const v = readVectorJson<Layered & { request: { pubcert: string } }>('protocol', 'derived', 'v1-signed-request-rip.mcollective.json');
+    const v = readVectorJson<Layered & { request: { pubcert: string } }>(
+      'protocol',
+      'derived',
+      'v1-signed-request-rip.mcollective.json',
+    );
     const signer = FileSigner.fromFiles(
       vectorPath('protocol', 'derived', 'keys', 'rip.mcollective-cert.pem'),
       vectorPath('protocol', 'derived', 'keys', 'rip.mcollective-key.pem'),
@@ -146,7 +169,9 @@ describe('protocol v1 known answers', () => {
     expect(encoded.secureRequestJson).toBe(v.request.secure_request_json);
     expect(encoded.transportJson).toBe(v.request.transport_json);
     const certKey = createPublicKey(v.request.pubcert);
-    expect(verify('sha256', Buffer.from(encoded.requestJson), certKey, Buffer.from(encoded.signature, 'base64'))).toBe(true);
+    expect(verify('sha256', Buffer.from(encoded.requestJson), certKey, Buffer.from(encoded.signature, 'base64'))).toBe(
+      true,
+    );
   });
 });
 
@@ -181,7 +206,20 @@ describe('protocol v1 layers validate against the go-choria schemas', () => {
   });
 
   it('the validators reject what servers reject (not vacuous)', () => {
-    const bad = JSON.parse(v1Layers.buildRequest({ id: '0123456789abcdef0123456789abcdef', sender: 's', callerId: 'choria=s', collective: 'provisioning', agent: 'a', ttl: 60, timeNs: 1_000_000_000n, filter: agentFilter('a'), payload: 'x', replyTo: '' })) as { envelope: Record<string, unknown> };
+    const bad = JSON.parse(
+      v1Layers.buildRequest({
+        id: '0123456789abcdef0123456789abcdef',
+        sender: 's',
+        callerId: 'choria=s',
+        collective: 'provisioning',
+        agent: 'a',
+        ttl: 60,
+        timeNs: 1_000_000_000n,
+        filter: agentFilter('a'),
+        payload: 'x',
+        replyTo: '',
+      }),
+    ) as { envelope: Record<string, unknown> };
     bad.envelope['ttl'] = 29;
     expect(() => assertValid('v1', 'request', JSON.stringify(bad))).toThrow(/minimum/);
     delete (bad.envelope['filter'] as Record<string, unknown>)['compound'];
@@ -233,14 +271,22 @@ describe('protocol v1 rules', () => {
     const v = readVectorJson<Layered>('protocol', 'derived', 'v1-discovery-insecure.json');
     const secure = JSON.parse(v.reply!.secure_reply_json) as Record<string, string>;
     secure['message'] = (secure['message'] as string).replace('node1', 'node2');
-    const transport = JSON.stringify({ protocol: 'choria:transport:1', data: Buffer.from(JSON.stringify(secure)).toString('base64'), headers: {} });
+    const transport = JSON.stringify({
+      protocol: 'choria:transport:1',
+      data: Buffer.from(JSON.stringify(secure)).toString('base64'),
+      headers: {},
+    });
     expect(() => v1Codec.decodeReply(transport)).toThrow(ProtocolError);
     expect(() => v1Codec.decodeReply(transport)).toThrow(/hash does not match/);
   });
 
   it('rejects other protocols, bad base64 and non-JSON with a reason', () => {
-    expect(() => v1Codec.decodeReply('{"protocol":"io.choria.protocol.v2.transport","data":"","headers":{}}')).toThrow(/protocol "io.choria.protocol.v2.transport" is not choria:transport:1/);
-    expect(() => v1Codec.decodeReply('{"protocol":"choria:transport:1","data":"@@@","headers":{}}')).toThrow(/not valid base64/);
+    expect(() => v1Codec.decodeReply('{"protocol":"io.choria.protocol.v2.transport","data":"","headers":{}}')).toThrow(
+      /protocol "io.choria.protocol.v2.transport" is not choria:transport:1/,
+    );
+    expect(() => v1Codec.decodeReply('{"protocol":"choria:transport:1","data":"@@@","headers":{}}')).toThrow(
+      /not valid base64/,
+    );
     expect(() => v1Codec.decodeReply('garbage')).toThrow(/not valid JSON/);
   });
 
@@ -248,7 +294,18 @@ describe('protocol v1 rules', () => {
     const v2 = new InsecureSigner('v2', 'caller');
     expect(() =>
       v1Codec.encodeRequest(
-        { id: '0123456789abcdef0123456789abcdef', sender: 's', callerId: 'c', collective: 'provisioning', agent: 'a', ttl: 60, timeNs: T0, filter: agentFilter('a'), payload: '{}', replyTo: 'r' },
+        {
+          id: '0123456789abcdef0123456789abcdef',
+          sender: 's',
+          callerId: 'c',
+          collective: 'provisioning',
+          agent: 'a',
+          ttl: 60,
+          timeNs: T0,
+          filter: agentFilter('a'),
+          payload: '{}',
+          replyTo: 'r',
+        },
         v2,
       ),
     ).toThrow(/v2 signer cannot sign v1/);

@@ -29,7 +29,11 @@ function writeTemp(name: string, content: string): string {
 }
 
 function ed25519Public(hex: string) {
-  return createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(hex, 'hex')]), format: 'der', type: 'spki' });
+  return createPublicKey({
+    key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(hex, 'hex')]),
+    format: 'der',
+    type: 'spki',
+  });
 }
 
 describe('InsecureSigner', () => {
@@ -61,13 +65,19 @@ describe('FileSigner', () => {
     const ed = writeTemp('ed.pem', pem);
     expect(() => FileSigner.fromFiles(certPath, ed, 'x')).toThrow(SecurityError);
     expect(() => FileSigner.fromFiles(certPath, ed, 'x')).toThrow(`private key ${ed} is not an RSA private key`);
-    expect(() => FileSigner.fromFiles(join(dir, 'missing.pem'), keyPath, 'x')).toThrow(`could not read certificate ${join(dir, 'missing.pem')}`);
+    expect(() => FileSigner.fromFiles(join(dir, 'missing.pem'), keyPath, 'x')).toThrow(
+      `could not read certificate ${join(dir, 'missing.pem')}`,
+    );
   });
 });
 
 describe('choria credentials', () => {
   it('reads a 64-hex seed file and derives the matching public key', () => {
-    const creds = loadChoriaCredentials(writeTemp('c.jwt', `${fakeJwt({ callerid: 'up=alice', public_key: publicHex })}\n`), seedPath, '<test>');
+    const creds = loadChoriaCredentials(
+      writeTemp('c.jwt', `${fakeJwt({ callerid: 'up=alice', public_key: publicHex })}\n`),
+      seedPath,
+      '<test>',
+    );
     expect(creds.publicKeyHex).toBe(publicHex);
     expect(creds.callerId).toBe('up=alice');
     expect(creds.token.endsWith('\n')).toBe(false);
@@ -76,7 +86,9 @@ describe('choria credentials', () => {
   it('rejects seed files that are not exactly 64 hex characters, without echoing them', () => {
     const seed = readVector('protocol', 'derived', 'keys', 'ed25519-signer.seed');
     const withNewline = writeTemp('nl.seed', `${seed}\n`);
-    expect(() => readSeedFile(withNewline)).toThrow(/invalid ed25519 seed file .*nl\.seed: encoding\/hex: invalid byte: U\+000A/);
+    expect(() => readSeedFile(withNewline)).toThrow(
+      /invalid ed25519 seed file .*nl\.seed: encoding\/hex: invalid byte: U\+000A/,
+    );
     try {
       readSeedFile(withNewline);
     } catch (err) {
@@ -86,18 +98,26 @@ describe('choria credentials', () => {
   });
 
   it('needs a callerid claim and a public key that matches the seed', () => {
-    expect(() => callerIdFromJwt(fakeJwt({ sub: 'x' }), 'token.jwt')).toThrow('client JWT token.jwt has no "callerid" claim');
+    expect(() => callerIdFromJwt(fakeJwt({ sub: 'x' }), 'token.jwt')).toThrow(
+      'client JWT token.jwt has no "callerid" claim',
+    );
     expect(() => callerIdFromJwt('not-a-jwt', 'token.jwt')).toThrow(/could not decode client JWT token.jwt/);
     const wrong = writeTemp('wrong.jwt', fakeJwt({ callerid: 'c', public_key: '00'.repeat(32) }));
-    expect(() => loadChoriaCredentials(wrong, seedPath, '<test>')).toThrow(/is for public key 0{64}, but the seed's public key is 3899a8bb/);
-    expect(() => loadChoriaCredentials(undefined, seedPath, 'client.conf')).toThrow('the choria security provider needs a client JWT file (plugin.security.choria.token_file) in client.conf');
+    expect(() => loadChoriaCredentials(wrong, seedPath, '<test>')).toThrow(
+      /is for public key 0{64}, but the seed's public key is 3899a8bb/,
+    );
+    expect(() => loadChoriaCredentials(undefined, seedPath, 'client.conf')).toThrow(
+      'the choria security provider needs a client JWT file (plugin.security.choria.token_file) in client.conf',
+    );
   });
 
   it('signs the NATS nonce as unpadded base64url', () => {
     const creds = loadChoriaCredentials(writeTemp('n.jwt', fakeJwt({ callerid: 'c' })), seedPath, '<test>');
     const sig = signNatsNonce(creds.privateKey, 'nonce-from-INFO');
     expect(sig).toMatch(/^[A-Za-z0-9_-]{86}$/);
-    expect(verify(null, Buffer.from('nonce-from-INFO'), ed25519Public(publicHex), Buffer.from(sig, 'base64url'))).toBe(true);
+    expect(verify(null, Buffer.from('nonce-from-INFO'), ed25519Public(publicHex), Buffer.from(sig, 'base64url'))).toBe(
+      true,
+    );
   });
 
   it('ChoriaSigner signs the request bytes with the seed and sends the JWT as caller', () => {
@@ -112,24 +132,64 @@ describe('choria credentials', () => {
 
 describe('selectProtocol and createSigner', () => {
   it('choria selects v2, every other provider v1', () => {
-    expect(selectProtocol(choriaSettingsWith({ securityProvider: 'choria', protocolSecure: true }))).toMatchObject({ version: 'v2', secure: true });
-    expect(selectProtocol(choriaSettingsWith({ securityProvider: 'file' }))).toMatchObject({ version: 'v1', secure: false });
-    expect(selectProtocol(choriaSettingsWith({ securityProvider: 'puppet', protocolSecure: true })).reason).toMatch(/"puppet" .* selects protocol v1$/);
-    expect(selectProtocol(choriaSettingsWith({ securityProvider: 'file', protocolSecure: false })).reason).toMatch(/insecure/);
+    expect(selectProtocol(choriaSettingsWith({ securityProvider: 'choria', protocolSecure: true }))).toMatchObject({
+      version: 'v2',
+      secure: true,
+    });
+    expect(selectProtocol(choriaSettingsWith({ securityProvider: 'file' }))).toMatchObject({
+      version: 'v1',
+      secure: false,
+    });
+    expect(selectProtocol(choriaSettingsWith({ securityProvider: 'puppet', protocolSecure: true })).reason).toMatch(
+      /"puppet" .* selects protocol v1$/,
+    );
+    expect(selectProtocol(choriaSettingsWith({ securityProvider: 'file', protocolSecure: false })).reason).toMatch(
+      /insecure/,
+    );
   });
 
   it('creates the signer each configuration needs', () => {
-    expect(createSigner(choriaSettingsWith({ protocolSecure: false }))).toMatchObject({ kind: 'insecure', protocol: 'v1', callerId: 'choria=provisioner.example.net' });
-    expect(createSigner(choriaSettingsWith({ protocolSecure: true, certificateFile: certPath, keyFile: keyPath, certname: 'rip.mcollective' }))).toMatchObject({
+    expect(createSigner(choriaSettingsWith({ protocolSecure: false }))).toMatchObject({
+      kind: 'insecure',
+      protocol: 'v1',
+      callerId: 'choria=provisioner.example.net',
+    });
+    expect(
+      createSigner(
+        choriaSettingsWith({
+          protocolSecure: true,
+          certificateFile: certPath,
+          keyFile: keyPath,
+          certname: 'rip.mcollective',
+        }),
+      ),
+    ).toMatchObject({
       kind: 'file',
       callerId: 'choria=rip.mcollective',
     });
-    expect(() => createSigner(choriaSettingsWith({ protocolSecure: true }))).toThrow(/needs a certificate and a private key file in <test>/);
+    expect(() => createSigner(choriaSettingsWith({ protocolSecure: true }))).toThrow(
+      /needs a certificate and a private key file in <test>/,
+    );
     const jwtFile = writeTemp('sel.jwt', fakeJwt({ callerid: 'provisioner_signer', public_key: publicHex }));
-    const v2 = choriaSettingsWith({ securityProvider: 'choria', protocolSecure: true, tokenFile: jwtFile, seedFile: seedPath });
+    const v2 = choriaSettingsWith({
+      securityProvider: 'choria',
+      protocolSecure: true,
+      tokenFile: jwtFile,
+      seedFile: seedPath,
+    });
     expect(createSigner(v2)).toMatchObject({ kind: 'choria', protocol: 'v2', callerId: 'provisioner_signer' });
-    expect(createSigner({ ...v2, protocolSecure: false })).toMatchObject({ kind: 'insecure', protocol: 'v2', callerId: 'provisioner_signer' });
-    expect(createSigner(choriaSettingsWith({ certname: '' }), 'v2')).toMatchObject({ kind: 'insecure', protocol: 'v2', callerId: 'choria=provisioner.example.net' });
-    expect(() => createSigner({ ...v2, seedFile: undefined })).toThrow(/needs plugin.security.choria.token_file and plugin.security.choria.seed_file/);
+    expect(createSigner({ ...v2, protocolSecure: false })).toMatchObject({
+      kind: 'insecure',
+      protocol: 'v2',
+      callerId: 'provisioner_signer',
+    });
+    expect(createSigner(choriaSettingsWith({ certname: '' }), 'v2')).toMatchObject({
+      kind: 'insecure',
+      protocol: 'v2',
+      callerId: 'choria=provisioner.example.net',
+    });
+    expect(() => createSigner({ ...v2, seedFile: undefined })).toThrow(
+      /needs plugin.security.choria.token_file and plugin.security.choria.seed_file/,
+    );
   });
 });

@@ -121,7 +121,11 @@ describe('settings read', () => {
       ].join('\n'),
     );
     expect(settings.identity).toBe('provisioner.mcollective');
-    expect(settings.middlewareHosts).toEqual(['nats://b1.example.net:4222', 'nats://b2.example.net:4222', 'tls://b3:4222']);
+    expect(settings.middlewareHosts).toEqual([
+      'nats://b1.example.net:4222',
+      'nats://b2.example.net:4222',
+      'tls://b3:4222',
+    ]);
     expect(settings.collectives).toEqual(['mcollective', 'other']);
     expect(settings.mainCollective).toBe('other');
     expect(settings.ttl).toBe(120);
@@ -170,7 +174,9 @@ describe('security providers', () => {
   });
 
   it('puppet: derives the paths from ssldir and certname', () => {
-    const settings = parse('identity = node1.example.net\nplugin.security.provider = puppet\nplugin.choria.ssldir = /srv/ssl\n');
+    const settings = parse(
+      'identity = node1.example.net\nplugin.security.provider = puppet\nplugin.choria.ssldir = /srv/ssl\n',
+    );
     expect(settings.certificateFile).toBe('/srv/ssl/certs/node1.example.net.pem');
     expect(settings.keyFile).toBe('/srv/ssl/private_keys/node1.example.net.pem');
     expect(settings.caFile).toBe('/srv/ssl/certs/ca.pem');
@@ -191,7 +197,9 @@ describe('security providers', () => {
 
   it('puppet: defaults the ssldir like Puppet for root and other users', () => {
     expect(parse('identity = n\n', { isRoot: true }).caFile).toBe('/etc/puppetlabs/puppet/ssl/certs/ca.pem');
-    expect(parse('identity = n\n', { isRoot: false }).caFile).toBe('/home/prov/.puppetlabs/etc/puppet/ssl/certs/ca.pem');
+    expect(parse('identity = n\n', { isRoot: false }).caFile).toBe(
+      '/home/prov/.puppetlabs/etc/puppet/ssl/certs/ca.pem',
+    );
   });
 
   it('choria: reads token and seed files and optional TLS files', () => {
@@ -296,7 +304,9 @@ describe('provisioner overrides', () => {
   });
 
   it('choria_insecure turns off TLS and protocol security and forces the file provider', () => {
-    const issuer = parse('plugin.security.provider = choria\nplugin.security.choria.token_file = /t\nplugin.security.choria.seed_file = /s\n');
+    const issuer = parse(
+      'plugin.security.provider = choria\nplugin.security.choria.token_file = /t\nplugin.security.choria.seed_file = /s\n',
+    );
     const out = applyProvisionerOverrides(issuer, provisioner('choria_insecure: true\n'));
     expect(out.tls).toBe(false);
     expect(out.protocolSecure).toBe(false);
@@ -328,9 +338,13 @@ describe('choria config file choice', () => {
 
 describe('checkChoriaSettings', () => {
   it('accepts complete x509 and issuer settings', () => {
-    const x509 = parse('plugin.choria.middleware_hosts = b:4222\nplugin.security.provider = file\nplugin.security.file.certificate = /c\nplugin.security.file.key = /k\nplugin.security.file.ca = /ca\n');
+    const x509 = parse(
+      'plugin.choria.middleware_hosts = b:4222\nplugin.security.provider = file\nplugin.security.file.certificate = /c\nplugin.security.file.key = /k\nplugin.security.file.ca = /ca\n',
+    );
     expect(checkChoriaSettings(x509)).toEqual([]);
-    const issuer = parse('plugin.choria.middleware_hosts = b:4222\nplugin.security.provider = choria\nplugin.security.choria.token_file = /t\nplugin.security.choria.seed_file = /s\n');
+    const issuer = parse(
+      'plugin.choria.middleware_hosts = b:4222\nplugin.security.provider = choria\nplugin.security.choria.token_file = /t\nplugin.security.choria.seed_file = /s\n',
+    );
     expect(checkChoriaSettings(issuer)).toEqual([]);
     expect(checkChoriaSettings(parse('plugin.choria.middleware_hosts = b:4222\n'))).toEqual([]);
   });
@@ -341,14 +355,19 @@ describe('checkChoriaSettings', () => {
       'choria.cfg: the file security provider needs a certificate (plugin.security.file.certificate)',
       'choria.cfg: the file security provider needs a key (plugin.security.file.key)',
     ]);
-    expect(checkChoriaSettings(parse('plugin.choria.middleware_hosts = b\nplugin.security.provider = choria\n'))).toEqual([
+    expect(
+      checkChoriaSettings(parse('plugin.choria.middleware_hosts = b\nplugin.security.provider = choria\n')),
+    ).toEqual([
       'choria.cfg: the choria security provider needs plugin.security.choria.token_file',
       'choria.cfg: the choria security provider needs plugin.security.choria.seed_file',
     ]);
   });
 
   it('needs no x509 files in insecure mode', () => {
-    const insecure = applyProvisionerOverrides(parse('plugin.choria.middleware_hosts = b\nplugin.security.provider = file\n'), provisioner('choria_insecure: true\n'));
+    const insecure = applyProvisionerOverrides(
+      parse('plugin.choria.middleware_hosts = b\nplugin.security.provider = file\n'),
+      provisioner('choria_insecure: true\n'),
+    );
     expect(checkChoriaSettings(insecure)).toEqual([]);
   });
 });

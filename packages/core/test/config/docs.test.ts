@@ -23,7 +23,10 @@ function tableRows(name: string, columns: number): Row[] {
   for (const section of sections) {
     for (const line of (section[1] ?? '').split('\n').map((l) => l.trim())) {
       if (!line.startsWith('|')) continue;
-      const cells = line.slice(1, -1).split('|').map((c) => c.trim());
+      const cells = line
+        .slice(1, -1)
+        .split('|')
+        .map((c) => c.trim());
       if (cells[0] === 'Key' || /^-+$/.test(cells[0] ?? '')) continue;
       expect(cells, `row must have ${columns} cells (no "|" inside cells): ${line}`).toHaveLength(columns);
       const key = /^`([^`]+)`$/.exec(cells[0] ?? '')?.[1];

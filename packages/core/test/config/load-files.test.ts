@@ -53,14 +53,20 @@ describe('loadProvisionerConfig', () => {
   it('reports problems in the file prefixed with its base name', () => {
     const file = join(dir, 'site-b.yaml');
     writeFileSync(file, 'helper: /bin/h\ntoken: t\ninterval: 30s\n');
-    expect(thrown(() => loadProvisionerConfig(file)).reasons).toEqual(['site-b.yaml: interval "30s" is below the minimum of 1m']);
+    expect(thrown(() => loadProvisionerConfig(file)).reasons).toEqual([
+      'site-b.yaml: interval "30s" is below the minimum of 1m',
+    ]);
   });
 
   it('passes options through', () => {
     const file = join(dir, 'embedded.yaml');
     writeFileSync(file, 'token: t\nbogus: 1\n');
     const warnings: string[] = [];
-    const config = loadProvisionerConfig(file, { requireHelper: false, cpuCount: 5, onWarning: (m) => warnings.push(m) });
+    const config = loadProvisionerConfig(file, {
+      requireHelper: false,
+      cpuCount: 5,
+      onWarning: (m) => warnings.push(m),
+    });
     expect(config.workers).toBe(5);
     expect(warnings).toEqual(['embedded.yaml: unknown key "bogus" ignored']);
   });
@@ -69,7 +75,10 @@ describe('loadProvisionerConfig', () => {
 describe('loadChoriaConfig from a file', () => {
   it('loads the given file', () => {
     const file = join(dir, 'choria.cfg');
-    writeFileSync(file, 'identity = prov.example.net\nplugin.security.provider = file\nplugin.choria.middleware_hosts = b1:4222\n');
+    writeFileSync(
+      file,
+      'identity = prov.example.net\nplugin.security.provider = file\nplugin.choria.middleware_hosts = b1:4222\n',
+    );
     const settings = loadChoriaConfig(file, { env: {} });
     expect(settings.source).toBe(file);
     expect(settings.identity).toBe('prov.example.net');

@@ -40,7 +40,10 @@ describe('defaults', () => {
   it('sizes the helper pool at one process per worker (a helper run in flight each), unless given', () => {
     expect(parse(`${BASE}workers: 2\n`).config.helperPoolSize).toBe(2);
     expect(parse(`${BASE}workers: 40\n`).config.helperPoolSize).toBe(40);
-    expect(parse(`${BASE}workers: 40\nhelper_pool_size: 8\nhelper_pool_depth: 16\n`).config).toMatchObject({ helperPoolSize: 8, helperPoolDepth: 16 });
+    expect(parse(`${BASE}workers: 40\nhelper_pool_size: 8\nhelper_pool_depth: 16\n`).config).toMatchObject({
+      helperPoolSize: 8,
+      helperPoolDepth: 16,
+    });
     expect(parse(`${BASE}helper_spawner: node\n`).config).toMatchObject({ helperSpawner: 'node' });
   });
 
@@ -101,17 +104,39 @@ describe('defaults', () => {
   });
 
   it('selects the coordination mode, keeping leader_election configs as they were', () => {
-    expect(parse(`${BASE}leader_election: true\n`).config).toMatchObject({ coordination: 'leader_election', leaderElection: true });
-    expect(parse(`${BASE}coordination: leader_election\n`).config).toMatchObject({ coordination: 'leader_election', leaderElection: true });
-    expect(parse(`${BASE}leader_election: true\ncoordination: leader_election\n`).config.coordination).toBe('leader_election');
-    const aa = parse(`${BASE}site: lon.1 east\ncoordination: active_active\ncoordination_heartbeat: 500ms\ncoordination_lock_retry: 3m\n`).config;
-    expect(aa).toMatchObject({ coordination: 'active_active', leaderElection: false, coordinationGroup: 'lon_1_east', coordinationHeartbeatMs: 500, coordinationLockRetryMs: 180_000 });
-    expect(parse(`${BASE}coordination: active_active\ncoordination_group: fleet-a\n`).config.coordinationGroup).toBe('fleet-a');
+    expect(parse(`${BASE}leader_election: true\n`).config).toMatchObject({
+      coordination: 'leader_election',
+      leaderElection: true,
+    });
+    expect(parse(`${BASE}coordination: leader_election\n`).config).toMatchObject({
+      coordination: 'leader_election',
+      leaderElection: true,
+    });
+    expect(parse(`${BASE}leader_election: true\ncoordination: leader_election\n`).config.coordination).toBe(
+      'leader_election',
+    );
+    const aa = parse(
+      `${BASE}site: lon.1 east\ncoordination: active_active\ncoordination_heartbeat: 500ms\ncoordination_lock_retry: 3m\n`,
+    ).config;
+    expect(aa).toMatchObject({
+      coordination: 'active_active',
+      leaderElection: false,
+      coordinationGroup: 'lon_1_east',
+      coordinationHeartbeatMs: 500,
+      coordinationLockRetryMs: 180_000,
+    });
+    expect(parse(`${BASE}coordination: active_active\ncoordination_group: fleet-a\n`).config.coordinationGroup).toBe(
+      'fleet-a',
+    );
   });
 
   it('wants monitor_tls_cert and monitor_tls_key together', () => {
-    expect(() => parse(`${BASE}monitor_tls_cert: /etc/p/monitor.pem\n`)).toThrow(/monitor_tls_cert and monitor_tls_key go together/);
-    expect(parse(`${BASE}monitor_tls_cert: /etc/p/monitor.pem\nmonitor_tls_key: /etc/p/monitor-key.pem\n`).config).toMatchObject({ monitorTlsCert: '/etc/p/monitor.pem', monitorTlsKey: '/etc/p/monitor-key.pem' });
+    expect(() => parse(`${BASE}monitor_tls_cert: /etc/p/monitor.pem\n`)).toThrow(
+      /monitor_tls_cert and monitor_tls_key go together/,
+    );
+    expect(
+      parse(`${BASE}monitor_tls_cert: /etc/p/monitor.pem\nmonitor_tls_key: /etc/p/monitor-key.pem\n`).config,
+    ).toMatchObject({ monitorTlsCert: '/etc/p/monitor.pem', monitorTlsKey: '/etc/p/monitor-key.pem' });
   });
 
   it('refuses a contradictory or malformed coordination setting, naming the key', () => {
@@ -120,12 +145,18 @@ describe('defaults', () => {
     );
     expect(() => parse(`${BASE}coordination: both\n`)).toThrow(/coordination/);
     expect(() => parse(`${BASE}coordination_group: a.b\n`)).toThrow(/coordination_group.*letters, digits, - and _/);
-    expect(() => parse(`${BASE}coordination_heartbeat: 10ms\n`)).toThrow(/coordination_heartbeat "10ms" is below the minimum of 100ms/);
+    expect(() => parse(`${BASE}coordination_heartbeat: 10ms\n`)).toThrow(
+      /coordination_heartbeat "10ms" is below the minimum of 100ms/,
+    );
     expect(() => parse(`${BASE}coordination_lock_retry: soon\n`)).toThrow(/coordination_lock_retry/);
   });
 
   it('reads the node history settings and refuses bad ones, naming the key', () => {
-    expect(parse(`${BASE}history_store: memory\nhistory_bucket: FLEET_HISTORY\nhistory_ttl: 720h\nhistory_api_prefix: js.site1\n`).config).toMatchObject({
+    expect(
+      parse(
+        `${BASE}history_store: memory\nhistory_bucket: FLEET_HISTORY\nhistory_ttl: 720h\nhistory_api_prefix: js.site1\n`,
+      ).config,
+    ).toMatchObject({
       historyStore: 'memory',
       historyBucket: 'FLEET_HISTORY',
       historyTtlMs: 720 * 3_600_000,
@@ -166,7 +197,9 @@ describe('defaults', () => {
   });
 
   it('uses the defaults for empty lifecycle_component, server_jwt_validity, logfile and choria_config', () => {
-    const { config } = parse(`${BASE}lifecycle_component: ''\nserver_jwt_validity: ''\nlogfile: ''\nchoria_config: ''\n`);
+    const { config } = parse(
+      `${BASE}lifecycle_component: ''\nserver_jwt_validity: ''\nlogfile: ''\nchoria_config: ''\n`,
+    );
     expect(config.lifecycleComponent).toBe('provision_mode_server');
     expect(config.serverJwtValidityMs).toBe(365 * 24 * 3_600_000);
     expect(config.logfile).toBeUndefined();
@@ -238,13 +271,17 @@ features:
   });
 
   it('accepts JSON', () => {
-    const { config } = parse('{\n\t"helper": "/bin/h",\n\t"token": "t",\n\t"workers": 2,\n\t"features": {"jwt": false}\n}');
+    const { config } = parse(
+      '{\n\t"helper": "/bin/h",\n\t"token": "t",\n\t"workers": 2,\n\t"features": {"jwt": false}\n}',
+    );
     expect(config.workers).toBe(2);
     expect(config.helper).toBe('/bin/h');
   });
 
   it('matches keys case-insensitively, nested ones too', () => {
-    const { config, warnings } = parse('Helper: /bin/h\nTOKEN: t\nWorkers: 6\nFeatures:\n  PKI: true\n  Jwt: true\nJWT_Verify_Cert: /k.pem\n');
+    const { config, warnings } = parse(
+      'Helper: /bin/h\nTOKEN: t\nWorkers: 6\nFeatures:\n  PKI: true\n  Jwt: true\nJWT_Verify_Cert: /k.pem\n',
+    );
     expect(config.workers).toBe(6);
     expect(config.helper).toBe('/bin/h');
     expect(config.features).toEqual({ pki: true, jwt: true, ed25519: false, upgrades: false });
@@ -255,7 +292,9 @@ features:
   it('warns when one key is given twice in different case, and uses the later one', () => {
     const { config, warnings } = parse(`${BASE}workers: 2\nWORKERS: 5\n`);
     expect(config.workers).toBe(5);
-    expect(warnings).toEqual(['provisioner.yaml: workers is given twice (as "workers" and "WORKERS"); the later one is used']);
+    expect(warnings).toEqual([
+      'provisioner.yaml: workers is given twice (as "workers" and "WORKERS"); the later one is used',
+    ]);
   });
 
   it('reads YAML 1.1 booleans like upstream (yes/no/on/off)', () => {
@@ -273,7 +312,8 @@ features:
   });
 
   it('keeps the special logfile names', () => {
-    for (const name of ['stdout', 'stderr', 'discard']) expect(parse(`${BASE}logfile: ${name}\n`).config.logfile).toBe(name);
+    for (const name of ['stdout', 'stderr', 'discard'])
+      expect(parse(`${BASE}logfile: ${name}\n`).config.logfile).toBe(name);
   });
 
   it('accepts every log level', () => {
@@ -330,24 +370,60 @@ describe('rejections', () => {
 
   it('reports duplicate keys as YAML errors', () => {
     const { error } = failure('helper: /bin/h\nhelper: /bin/g\n');
-    expect(error.reasons[0]).toMatch(/^provisioner\.yaml: YAML syntax error at line 2, column 1: Map keys must be unique/);
+    expect(error.reasons[0]).toMatch(
+      /^provisioner\.yaml: YAML syntax error at line 2, column 1: Map keys must be unique/,
+    );
   });
 
   it('rejects a document that is not a mapping', () => {
-    expectOnly('- a\n- b\n', 'provisioner.yaml: the file must be a mapping of keys to values (like "workers: 4"), not a list');
-    expectOnly('hello\n', 'provisioner.yaml: the file must be a mapping of keys to values (like "workers: 4"), not a single string');
+    expectOnly(
+      '- a\n- b\n',
+      'provisioner.yaml: the file must be a mapping of keys to values (like "workers: 4"), not a list',
+    );
+    expectOnly(
+      'hello\n',
+      'provisioner.yaml: the file must be a mapping of keys to values (like "workers: 4"), not a single string',
+    );
   });
 
   it('rejects wrong types naming file, key and reason', () => {
-    expectOnly(`${BASE}workers: "4"\n`, 'provisioner.yaml: workers must be an integer, got the string "4" (remove the quotes)', 'workers');
+    expectOnly(
+      `${BASE}workers: "4"\n`,
+      'provisioner.yaml: workers must be an integer, got the string "4" (remove the quotes)',
+      'workers',
+    );
     expectOnly(`${BASE}workers: 2.5\n`, 'provisioner.yaml: workers must be an integer, got the number 2.5', 'workers');
-    expectOnly(`${BASE}leader_election: "true"\n`, 'provisioner.yaml: leader_election must be a boolean, got the string "true" (remove the quotes)', 'leader_election');
-    expectOnly(`${BASE}site: 42\n`, 'provisioner.yaml: site must be a string, got the number 42 (put the value in quotes)', 'site');
-    expectOnly(`${BASE}interval: 10\n`, 'provisioner.yaml: interval must be a string, got the number 10 (put the value in quotes)', 'interval');
-    expectOnly(`${BASE}cert_deny_list: '\\.x$'\n`, 'provisioner.yaml: cert_deny_list must be a list, got the string "\\\\.x$"', 'cert_deny_list');
-    expectOnly(`${BASE}cert_deny_list: [a, 5]\n`, 'provisioner.yaml: cert_deny_list[1] must be a string, got the number 5 (put the value in quotes)', 'cert_deny_list');
+    expectOnly(
+      `${BASE}leader_election: "true"\n`,
+      'provisioner.yaml: leader_election must be a boolean, got the string "true" (remove the quotes)',
+      'leader_election',
+    );
+    expectOnly(
+      `${BASE}site: 42\n`,
+      'provisioner.yaml: site must be a string, got the number 42 (put the value in quotes)',
+      'site',
+    );
+    expectOnly(
+      `${BASE}interval: 10\n`,
+      'provisioner.yaml: interval must be a string, got the number 10 (put the value in quotes)',
+      'interval',
+    );
+    expectOnly(
+      `${BASE}cert_deny_list: '\\.x$'\n`,
+      'provisioner.yaml: cert_deny_list must be a list, got the string "\\\\.x$"',
+      'cert_deny_list',
+    );
+    expectOnly(
+      `${BASE}cert_deny_list: [a, 5]\n`,
+      'provisioner.yaml: cert_deny_list[1] must be a string, got the number 5 (put the value in quotes)',
+      'cert_deny_list',
+    );
     expectOnly(`${BASE}features: true\n`, 'provisioner.yaml: features must be a mapping, got true', 'features');
-    expectOnly(`${BASE}features: {pki: 1}\n`, 'provisioner.yaml: features.pki must be a boolean, got the number 1', 'features.pki');
+    expectOnly(
+      `${BASE}features: {pki: 1}\n`,
+      'provisioner.yaml: features.pki must be a boolean, got the number 1',
+      'features.pki',
+    );
   });
 
   it('never shows secret values in type errors', () => {
@@ -375,23 +451,55 @@ describe('rejections', () => {
   });
 
   it('rejects unparsable durations with the Choria error text', () => {
-    expectOnly(`${BASE}interval: 5\n`, 'provisioner.yaml: interval must be a string, got the number 5 (put the value in quotes)', 'interval');
-    expectOnly(`${BASE}interval: "5"\n`, 'provisioner.yaml: interval "5" is not a valid duration: invalid time unit 5', 'interval');
-    expectOnly(`${BASE}interval: 1H\n`, 'provisioner.yaml: interval "1H" is not a valid duration: time: unknown unit "H" in duration "1H"', 'interval');
-    expectOnly(`${BASE}server_jwt_validity: 1 d\n`, 'provisioner.yaml: server_jwt_validity "1 d" is not a valid duration: strconv.ParseFloat: parsing "1 ": invalid syntax', 'server_jwt_validity');
+    expectOnly(
+      `${BASE}interval: 5\n`,
+      'provisioner.yaml: interval must be a string, got the number 5 (put the value in quotes)',
+      'interval',
+    );
+    expectOnly(
+      `${BASE}interval: "5"\n`,
+      'provisioner.yaml: interval "5" is not a valid duration: invalid time unit 5',
+      'interval',
+    );
+    expectOnly(
+      `${BASE}interval: 1H\n`,
+      'provisioner.yaml: interval "1H" is not a valid duration: time: unknown unit "H" in duration "1H"',
+      'interval',
+    );
+    expectOnly(
+      `${BASE}server_jwt_validity: 1 d\n`,
+      'provisioner.yaml: server_jwt_validity "1 d" is not a valid duration: strconv.ParseFloat: parsing "1 ": invalid syntax',
+      'server_jwt_validity',
+    );
   });
 
   it('rejects helper_timeout below one second', () => {
-    expectOnly(`${BASE}helper_timeout: 500ms\n`, 'provisioner.yaml: helper_timeout "500ms" is below the minimum of 1s', 'helper_timeout');
+    expectOnly(
+      `${BASE}helper_timeout: 500ms\n`,
+      'provisioner.yaml: helper_timeout "500ms" is below the minimum of 1s',
+      'helper_timeout',
+    );
   });
 
   it('rejects a server_jwt_validity that is zero or negative', () => {
-    expectOnly(`${BASE}server_jwt_validity: -1d\n`, 'provisioner.yaml: server_jwt_validity "-1d" must be greater than zero (server JWTs would be born expired)', 'server_jwt_validity');
-    expectOnly(`${BASE}server_jwt_validity: 0.01d\n`, 'provisioner.yaml: server_jwt_validity "0.01d" must be greater than zero (server JWTs would be born expired)', 'server_jwt_validity');
+    expectOnly(
+      `${BASE}server_jwt_validity: -1d\n`,
+      'provisioner.yaml: server_jwt_validity "-1d" must be greater than zero (server JWTs would be born expired)',
+      'server_jwt_validity',
+    );
+    expectOnly(
+      `${BASE}server_jwt_validity: 0.01d\n`,
+      'provisioner.yaml: server_jwt_validity "0.01d" must be greater than zero (server JWTs would be born expired)',
+      'server_jwt_validity',
+    );
   });
 
   it('rejects unknown log levels', () => {
-    expectOnly(`${BASE}loglevel: warning\n`, 'provisioner.yaml: loglevel "warning" is not one of debug, info, warn, error, fatal', 'loglevel');
+    expectOnly(
+      `${BASE}loglevel: warning\n`,
+      'provisioner.yaml: loglevel "warning" is not one of debug, info, warn, error, fatal',
+      'loglevel',
+    );
   });
 
   it('rejects forbidden characters in lifecycle_component', () => {
@@ -405,19 +513,43 @@ describe('rejections', () => {
   });
 
   it('rejects a monitor_allowed_hosts entry that is not a host name', () => {
-    expect(() => parse(`${BASE}monitor_allowed_hosts: [prov1.example.net, "evil.example:8080", "a b"]\n`)).toThrow(/monitor_allowed_hosts: "evil.example:8080" must be a host name without port/);
-    expect(parse(`${BASE}monitor_allowed_hosts: [prov1.example.net]\n`).config.monitorAllowedHosts).toEqual(['prov1.example.net']);
+    expect(() => parse(`${BASE}monitor_allowed_hosts: [prov1.example.net, "evil.example:8080", "a b"]\n`)).toThrow(
+      /monitor_allowed_hosts: "evil.example:8080" must be a host name without port/,
+    );
+    expect(parse(`${BASE}monitor_allowed_hosts: [prov1.example.net]\n`).config.monitorAllowedHosts).toEqual([
+      'prov1.example.net',
+    ]);
   });
 
   it('rejects monitor_port out of range', () => {
-    expectOnly(`${BASE}monitor_port: 65536\n`, 'provisioner.yaml: monitor_port 65536 is above the maximum of 65535', 'monitor_port');
-    expectOnly(`${BASE}monitor_port: -1\n`, 'provisioner.yaml: monitor_port -1 is below the minimum of 0', 'monitor_port');
+    expectOnly(
+      `${BASE}monitor_port: 65536\n`,
+      'provisioner.yaml: monitor_port 65536 is above the maximum of 65535',
+      'monitor_port',
+    );
+    expectOnly(
+      `${BASE}monitor_port: -1\n`,
+      'provisioner.yaml: monitor_port -1 is below the minimum of 0',
+      'monitor_port',
+    );
   });
 
   it('rejects invalid election and streams names', () => {
-    expectOnly(`${BASE}leader_election_key: ".bad"\n`, 'provisioner.yaml: leader_election_key ".bad" must be a valid key-value key (letters, digits, - / = _ and single dots, no leading or trailing dot)', 'leader_election_key');
-    expectOnly(`${BASE}leader_election_bucket: "a.b"\n`, 'provisioner.yaml: leader_election_bucket "a.b" must be a valid bucket name (letters, digits, - and _)', 'leader_election_bucket');
-    expectOnly(`${BASE}streams_api_prefix: "choria.>"\n`, 'provisioner.yaml: streams_api_prefix "choria.>" must be a NATS subject prefix (dot separated tokens, no wildcards or whitespace)', 'streams_api_prefix');
+    expectOnly(
+      `${BASE}leader_election_key: ".bad"\n`,
+      'provisioner.yaml: leader_election_key ".bad" must be a valid key-value key (letters, digits, - / = _ and single dots, no leading or trailing dot)',
+      'leader_election_key',
+    );
+    expectOnly(
+      `${BASE}leader_election_bucket: "a.b"\n`,
+      'provisioner.yaml: leader_election_bucket "a.b" must be a valid bucket name (letters, digits, - and _)',
+      'leader_election_bucket',
+    );
+    expectOnly(
+      `${BASE}streams_api_prefix: "choria.>"\n`,
+      'provisioner.yaml: streams_api_prefix "choria.>" must be a NATS subject prefix (dot separated tokens, no wildcards or whitespace)',
+      'streams_api_prefix',
+    );
   });
 
   it('rejects pki together with ed25519', () => {
@@ -439,12 +571,24 @@ describe('rejections', () => {
   });
 
   it('requires a helper unless embedding', () => {
-    expectOnly('token: t\n', 'provisioner.yaml: helper is required: the command run for every node to decide its configuration', 'helper');
-    expectOnly("helper: '  '\ntoken: t\n", 'provisioner.yaml: helper is required: the command run for every node to decide its configuration', 'helper');
+    expectOnly(
+      'token: t\n',
+      'provisioner.yaml: helper is required: the command run for every node to decide its configuration',
+      'helper',
+    );
+    expectOnly(
+      "helper: '  '\ntoken: t\n",
+      'provisioner.yaml: helper is required: the command run for every node to decide its configuration',
+      'helper',
+    );
   });
 
   it('requires jwt_verify_cert with jwt', () => {
-    expectOnly(`${BASE}features: {jwt: true}\n`, "provisioner.yaml: features.jwt requires jwt_verify_cert (the key that verifies the nodes' provisioning.jwt)", 'jwt_verify_cert');
+    expectOnly(
+      `${BASE}features: {jwt: true}\n`,
+      "provisioner.yaml: features.jwt requires jwt_verify_cert (the key that verifies the nodes' provisioning.jwt)",
+      'jwt_verify_cert',
+    );
   });
 
   it('requires jwt_verify_cert and jwt_signing_key with ed25519', () => {
@@ -457,12 +601,22 @@ describe('rejections', () => {
   });
 
   it('requires upgrades_repository with upgrades unless optional, and checks it is a URL', () => {
-    expectOnly(`${BASE}features: {upgrades: true}\n`, 'provisioner.yaml: features.upgrades requires upgrades_repository (or set upgrades_optional: true)', 'upgrades_repository');
-    expectOnly(`${BASE}upgrades_repository: /srv/repo\n`, 'provisioner.yaml: upgrades_repository "/srv/repo" is not an http or https URL', 'upgrades_repository');
+    expectOnly(
+      `${BASE}features: {upgrades: true}\n`,
+      'provisioner.yaml: features.upgrades requires upgrades_repository (or set upgrades_optional: true)',
+      'upgrades_repository',
+    );
+    expectOnly(
+      `${BASE}upgrades_repository: /srv/repo\n`,
+      'provisioner.yaml: upgrades_repository "/srv/repo" is not an http or https URL',
+      'upgrades_repository',
+    );
   });
 
   it('collects every problem, not just the first', () => {
-    const { error } = failure('workers: "4"\ninterval: 30s\nloglevel: loud\nlifecycle_component: a.b\nfeatures: {pki: true, ed25519: true}\n');
+    const { error } = failure(
+      'workers: "4"\ninterval: 30s\nloglevel: loud\nlifecycle_component: a.b\nfeatures: {pki: true, ed25519: true}\n',
+    );
     expect(error.reasons).toEqual([
       'provisioner.yaml: workers must be an integer, got the string "4" (remove the quotes)',
       'provisioner.yaml: loglevel "loud" is not one of debug, info, warn, error, fatal',
@@ -503,7 +657,9 @@ describe('rejections', () => {
 
 describe('warnings', () => {
   it('warns about unknown keys with a suggestion for near misses', () => {
-    const { warnings } = parse(`${BASE}wokers: 3\nintervall: 5m\nlifecycle-component: x\nsomething_else: 1\nfeatures: {jtw: true}\n`);
+    const { warnings } = parse(
+      `${BASE}wokers: 3\nintervall: 5m\nlifecycle-component: x\nsomething_else: 1\nfeatures: {jtw: true}\n`,
+    );
     expect(warnings).toEqual([
       'provisioner.yaml: unknown key "wokers" ignored (did you mean "workers"?)',
       'provisioner.yaml: unknown key "intervall" ignored (did you mean "interval"?)',
@@ -514,7 +670,9 @@ describe('warnings', () => {
   });
 
   it('warns about management, rego_policy and broker_port and ignores them', () => {
-    const { config, warnings } = parse(`${BASE}management:\n  port: 9999\nrego_policy: /etc/p.rego\nbroker_port: 4222\n`);
+    const { config, warnings } = parse(
+      `${BASE}management:\n  port: 9999\nrego_policy: /etc/p.rego\nbroker_port: 4222\n`,
+    );
     expect(warnings).toEqual([
       'provisioner.yaml: management is ignored: the go-backplane management interface was removed upstream in 0.13',
       'provisioner.yaml: broker_port is ignored: the embedded broker it configured was removed upstream in 0.11',
@@ -560,6 +718,8 @@ describe('configSecrets', () => {
       .sort();
     // a new secret setting must be added to configSecrets (and then here)
     expect(secretKeys).toEqual(['broker_provisioning_password', 'monitor_api_token', 'token']);
-    expect(configSecrets({ token: 'tok-123456', brokerProvisioningPassword: 'pw-123456', monitorApiToken: '' })).toEqual(['tok-123456', 'pw-123456']);
+    expect(
+      configSecrets({ token: 'tok-123456', brokerProvisioningPassword: 'pw-123456', monitorApiToken: '' }),
+    ).toEqual(['tok-123456', 'pw-123456']);
   });
 });

@@ -12,12 +12,24 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { readVector } from '@choria-provisioner/test-support/vectors';
 import { IdentityRefusedError, whyNotIdentity } from '../../src/choria/identity.js';
-import { LifecycleEventError, encodeLifecycleEvent, newLifecycleEvent, parseLifecycleEvent, LIFECYCLE_TYPES } from '../../src/choria/lifecycle.js';
+import {
+  LifecycleEventError,
+  encodeLifecycleEvent,
+  newLifecycleEvent,
+  parseLifecycleEvent,
+  LIFECYCLE_TYPES,
+} from '../../src/choria/lifecycle.js';
 import { codecFor } from '../../src/choria/protocol/codec.js';
 import { nowNanoseconds } from '../../src/choria/protocol/ids.js';
 import { encodeRpcReply, parseRpcReply } from '../../src/choria/protocol/mcorpc.js';
 import { ProtocolError } from '../../src/choria/errors.js';
-import { NodeReplyError, parseCsrReply, parseEd25519Reply, parseInventoryReply, parseJwtReply } from '../../src/host/node-replies.js';
+import {
+  NodeReplyError,
+  parseCsrReply,
+  parseEd25519Reply,
+  parseInventoryReply,
+  parseJwtReply,
+} from '../../src/host/node-replies.js';
 import { ProvisioningTokenError, verifyProvisioningTokenWithKey } from '../../src/host/security/provisioning-jwt.js';
 import { loadVerificationKey } from '../../src/host/security/keys.js';
 import { signCompactJwt } from '../../src/host/security/jwt-compact.js';
@@ -32,19 +44,40 @@ const SEED = Number(process.env['FUZZ_SEED'] ?? 20_261_206);
 const params = { numRuns: RUNS, seed: SEED };
 
 /** Runs `parse`; its value, or the error it threw when that is one of `allowed`; anything else fails the property. */
-function outcome<T>(parse: () => T, ...allowed: (abstract new (...args: never[]) => Error)[]): { value: T } | { error: Error } {
+function outcome<T>(
+  parse: () => T,
+  ...allowed: (abstract new (...args: never[]) => Error)[]
+): { value: T } | { error: Error } {
   try {
     return { value: parse() };
   } catch (err) {
     if (allowed.some((cls) => err instanceof cls)) return { error: err as Error };
-    throw new Error(`threw ${err instanceof Error ? `${err.constructor.name}: ${err.message}` : String(err)}`, { cause: err });
+    throw new Error(`threw ${err instanceof Error ? `${err.constructor.name}: ${err.message}` : String(err)}`, {
+      cause: err,
+    });
   }
 }
 
 /** Text an attacker would send: any string, identities near the rule's edges, control characters, deep nesting. */
 const hostileText = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 80 }),
-  fc.constantFrom('', '*', '>', 'a.*', 'a b', '/./', 'a..b', '.a', 'a.', 'x\u001b[2J', 'bell\u0007', 'n\nl', '\u202e', 'x'.repeat(4100), 'x'.repeat(254)),
+  fc.constantFrom(
+    '',
+    '*',
+    '>',
+    'a.*',
+    'a b',
+    '/./',
+    'a..b',
+    '.a',
+    'a.',
+    'x\u001b[2J',
+    'bell\u0007',
+    'n\nl',
+    '\u202e',
+    'x'.repeat(4100),
+    'x'.repeat(254),
+  ),
   fc.stringMatching(/^[A-Za-z0-9_.-]{1,20}$/),
 );
 
@@ -53,7 +86,12 @@ const deepJson = fc.nat({ max: 3000 }).map((depth) => '['.repeat(depth) + '1' + 
 
 /** Objects shaped like `base` with each field replaced by anything at random, or dropped. */
 function mutated(base: Record<string, unknown>): fc.Arbitrary<Record<string, unknown>> {
-  const fields = Object.fromEntries(Object.keys(base).map((k) => [k, fc.option(fc.oneof(fc.constant(base[k]), fc.jsonValue(), hostileText), { nil: undefined })]));
+  const fields = Object.fromEntries(
+    Object.keys(base).map((k) => [
+      k,
+      fc.option(fc.oneof(fc.constant(base[k]), fc.jsonValue(), hostileText), { nil: undefined }),
+    ]),
+  );
   return fc.record(fields, { requiredKeys: [] });
 }
 
@@ -63,9 +101,19 @@ describe('lifecycle events', () => {
 
   it('parse to an event whose identity passes the rule, or are refused with their own errors', () => {
     const event = fc.oneof(
-      fc.tuple(hostileText, fc.constantFrom(...LIFECYCLE_TYPES), fc.constantFrom('choria' as const, 'cloudevents' as const)).map(([id, t, f]) => valid(id, t, f)),
-      mutated(JSON.parse(valid('n1.example.net', 'startup', 'choria')) as Record<string, unknown>).map((o) => JSON.stringify(o)),
-      mutated(JSON.parse(valid('n1.example.net', 'startup', 'cloudevents')) as Record<string, unknown>).map((o) => JSON.stringify(o)),
+      fc
+        .tuple(
+          hostileText,
+          fc.constantFrom(...LIFECYCLE_TYPES),
+          fc.constantFrom('choria' as const, 'cloudevents' as const),
+        )
+        .map(([id, t, f]) => valid(id, t, f)),
+      mutated(JSON.parse(valid('n1.example.net', 'startup', 'choria')) as Record<string, unknown>).map((o) =>
+        JSON.stringify(o),
+      ),
+      mutated(JSON.parse(valid('n1.example.net', 'startup', 'cloudevents')) as Record<string, unknown>).map((o) =>
+        JSON.stringify(o),
+      ),
       fc.jsonValue().map((v) => JSON.stringify(v)),
       fc.string({ unit: 'binary', maxLength: 200 }),
       deepJson,
@@ -82,7 +130,9 @@ describe('lifecycle events', () => {
 
 describe('replies of every action', () => {
   const bodyOf = fc.oneof(
-    fc.record({ action: fc.string(), statuscode: fc.integer(), statusmsg: hostileText, data: fc.jsonValue() }).map((b) => encodeRpcReply(b)),
+    fc
+      .record({ action: fc.string(), statuscode: fc.integer(), statusmsg: hostileText, data: fc.jsonValue() })
+      .map((b) => encodeRpcReply(b)),
     fc.jsonValue().map((v) => JSON.stringify(v)),
     fc.string({ unit: 'binary', maxLength: 200 }),
     deepJson,
@@ -94,11 +144,34 @@ describe('replies of every action', () => {
       // what a sender can encode at all (a v1 reply carries a non-empty message)
       const sendable = bodyOf.filter((b) => b !== '');
       const envelope = fc.oneof(
-        fc.tuple(hostileText, sendable).map(([sender, body]) => codec.encodeReply({ requestId: 'b2f4ab8f1e4b5b57a9d3c6e3f2a1d0c9', sender, agent: 'choria_provision', timeNs: nowNanoseconds(), body }).transportJson),
-        fc.tuple(hostileText, sendable).map(([sender, body]) => {
-          const good = JSON.parse(codec.encodeReply({ requestId: 'b2f4ab8f1e4b5b57a9d3c6e3f2a1d0c9', sender, agent: 'rpcutil', timeNs: nowNanoseconds(), body }).transportJson) as Record<string, unknown>;
-          return good;
-        }).chain((good) => mutated(good)).map((o) => JSON.stringify(o)),
+        fc
+          .tuple(hostileText, sendable)
+          .map(
+            ([sender, body]) =>
+              codec.encodeReply({
+                requestId: 'b2f4ab8f1e4b5b57a9d3c6e3f2a1d0c9',
+                sender,
+                agent: 'choria_provision',
+                timeNs: nowNanoseconds(),
+                body,
+              }).transportJson,
+          ),
+        fc
+          .tuple(hostileText, sendable)
+          .map(([sender, body]) => {
+            const good = JSON.parse(
+              codec.encodeReply({
+                requestId: 'b2f4ab8f1e4b5b57a9d3c6e3f2a1d0c9',
+                sender,
+                agent: 'rpcutil',
+                timeNs: nowNanoseconds(),
+                body,
+              }).transportJson,
+            ) as Record<string, unknown>;
+            return good;
+          })
+          .chain((good) => mutated(good))
+          .map((o) => JSON.stringify(o)),
         fc.jsonValue().map((v) => JSON.stringify(v)),
         fc.string({ unit: 'binary', maxLength: 300 }),
         deepJson,
@@ -114,13 +187,31 @@ describe('replies of every action', () => {
   }
 
   it('the MCORPC body parses to a reply or is refused with a ProtocolError', () => {
-    fc.assert(fc.property(bodyOf, (text) => void outcome(() => parseRpcReply(text), ProtocolError)), params);
+    fc.assert(
+      fc.property(bodyOf, (text) => void outcome(() => parseRpcReply(text), ProtocolError)),
+      params,
+    );
   });
 
   it("each action's data parses to its typed value or is refused with a NodeReplyError", () => {
     const data = fc.oneof(
       fc.jsonValue(),
-      fc.dictionary(fc.constantFrom('jwt', 'ecdh_public', 'public_key', 'directory', 'signature', 'csr', 'ssldir', 'version', 'upgradable', 'facts', 'agents'), fc.oneof(fc.jsonValue(), hostileText)),
+      fc.dictionary(
+        fc.constantFrom(
+          'jwt',
+          'ecdh_public',
+          'public_key',
+          'directory',
+          'signature',
+          'csr',
+          'ssldir',
+          'version',
+          'upgradable',
+          'facts',
+          'agents',
+        ),
+        fc.oneof(fc.jsonValue(), hostileText),
+      ),
     );
     fc.assert(
       fc.property(data, (d) => {
@@ -161,15 +252,27 @@ describe('provisioning JWT claims', () => {
     );
     fc.assert(
       fc.property(payload, (json) => {
-        const r = outcome(() => verifyProvisioningTokenWithKey(signCompactJwt(json, 'EdDSA', privateKey), key, { now }), ProvisioningTokenError);
+        const r = outcome(
+          () => verifyProvisioningTokenWithKey(signCompactJwt(json, 'EdDSA', privateKey), key, { now }),
+          ProvisioningTokenError,
+        );
         if ('value' in r) expect(typeof r.value.ou).toBe('string');
       }),
       params,
     );
   });
   it('tokens that are not JWTs at all are refused with a ProvisioningTokenError', () => {
-    const token = fc.oneof(hostileText, fc.array(fc.base64String({ maxLength: 60 }), { minLength: 1, maxLength: 5 }).map((parts) => parts.join('.')));
-    fc.assert(fc.property(token, (t) => void outcome(() => verifyProvisioningTokenWithKey(t, key, { now }), ProvisioningTokenError)), params);
+    const token = fc.oneof(
+      hostileText,
+      fc.array(fc.base64String({ maxLength: 60 }), { minLength: 1, maxLength: 5 }).map((parts) => parts.join('.')),
+    );
+    fc.assert(
+      fc.property(
+        token,
+        (t) => void outcome(() => verifyProvisioningTokenWithKey(t, key, { now }), ProvisioningTokenError),
+      ),
+      params,
+    );
   });
 });
 
@@ -178,11 +281,18 @@ describe('CSRs', () => {
   const body = real.replace(/-----[^-]+-----/g, '').replace(/\s+/g, '');
   it('parse to names or are refused with a message naming the CSR, whatever the bytes', () => {
     const pem = fc.oneof(
-      fc.uint8Array({ maxLength: 600 }).map((b) => `-----BEGIN CERTIFICATE REQUEST-----\n${Buffer.from(b).toString('base64')}\n-----END CERTIFICATE REQUEST-----\n`),
-      fc.tuple(fc.nat({ max: body.length - 1 }), fc.nat({ max: 20 }), fc.base64String({ maxLength: 8 })).map(([at, cut, ins]) => {
-        const changed = body.slice(0, at) + ins + body.slice(at + cut);
-        return `-----BEGIN CERTIFICATE REQUEST-----\n${changed}\n-----END CERTIFICATE REQUEST-----\n`;
-      }),
+      fc
+        .uint8Array({ maxLength: 600 })
+        .map(
+          (b) =>
+            `-----BEGIN CERTIFICATE REQUEST-----\n${Buffer.from(b).toString('base64')}\n-----END CERTIFICATE REQUEST-----\n`,
+        ),
+      fc
+        .tuple(fc.nat({ max: body.length - 1 }), fc.nat({ max: 20 }), fc.base64String({ maxLength: 8 }))
+        .map(([at, cut, ins]) => {
+          const changed = body.slice(0, at) + ins + body.slice(at + cut);
+          return `-----BEGIN CERTIFICATE REQUEST-----\n${changed}\n-----END CERTIFICATE REQUEST-----\n`;
+        }),
       hostileText,
     );
     fc.assert(
@@ -205,12 +315,27 @@ describe("the helper's output", () => {
   it('parses to a checked reply or is refused with a HelperReplyError', () => {
     const reply = fc.oneof(
       fc.jsonValue().map((v) => JSON.stringify(v)),
-      mutated({ defer: false, msg: '', certificate: '', ca: '', configuration: { identity: 'n1' }, server_claims: {}, action_policies: {}, opa_policies: {}, key: '' }).map((o) => JSON.stringify(o)),
-      fc.record({ configuration: fc.dictionary(hostileText, fc.oneof(fc.jsonValue(), hostileText)) }).map((o) => JSON.stringify(o)),
+      mutated({
+        defer: false,
+        msg: '',
+        certificate: '',
+        ca: '',
+        configuration: { identity: 'n1' },
+        server_claims: {},
+        action_policies: {},
+        opa_policies: {},
+        key: '',
+      }).map((o) => JSON.stringify(o)),
+      fc
+        .record({ configuration: fc.dictionary(hostileText, fc.oneof(fc.jsonValue(), hostileText)) })
+        .map((o) => JSON.stringify(o)),
       fc.string({ unit: 'binary', maxLength: 300 }),
       deepJson,
     );
-    fc.assert(fc.property(reply, (text) => void outcome(() => parseHelperReply(text), HelperReplyError)), params);
+    fc.assert(
+      fc.property(reply, (text) => void outcome(() => parseHelperReply(text), HelperReplyError)),
+      params,
+    );
   });
 });
 
@@ -218,21 +343,29 @@ describe('the monitor port', () => {
   it('control paths parse to an action and a node, or to nothing', () => {
     const path = fc.oneof(
       fc.string({ unit: 'binary', maxLength: 80 }).map((s) => `/${s}`),
-      fc.tuple(fc.string({ unit: 'binary', maxLength: 40 }), fc.constantFrom('release', 'retry', 'frob')).map(([id, a]) => `/nodes/${id}/${a}`),
-      fc.tuple(fc.string({ maxLength: 40 }), fc.constantFrom('release', 'retry')).map(([id, a]) => `/nodes/${encodeURIComponent(id)}/${a}`),
+      fc
+        .tuple(fc.string({ unit: 'binary', maxLength: 40 }), fc.constantFrom('release', 'retry', 'frob'))
+        .map(([id, a]) => `/nodes/${id}/${a}`),
+      fc
+        .tuple(fc.string({ maxLength: 40 }), fc.constantFrom('release', 'retry'))
+        .map(([id, a]) => `/nodes/${encodeURIComponent(id)}/${a}`),
       fc.constantFrom('/pause', '/resume', '/nodes//retry', '/nodes/%E0%A4%A/retry', '/nodes/%/retry'),
     );
     fc.assert(
       fc.property(path, (p) => {
         const route = outcome(() => parseControlPath(p));
-        if ('value' in route && route.value !== undefined) expect(['pause', 'resume', 'release', 'retry']).toContain(route.value.action);
+        if ('value' in route && route.value !== undefined)
+          expect(['pause', 'resume', 'release', 'retry']).toContain(route.value.action);
       }),
       params,
     );
   });
 
   it('node queries parse or are refused naming the parameter', () => {
-    const query = fc.dictionary(fc.constantFrom('sort', 'order', 'site', 'state', 'search', 'offset', 'limit', 'x'), fc.string({ unit: 'binary', maxLength: 300 }));
+    const query = fc.dictionary(
+      fc.constantFrom('sort', 'order', 'site', 'state', 'search', 'offset', 'limit', 'x'),
+      fc.string({ unit: 'binary', maxLength: 300 }),
+    );
     fc.assert(
       fc.property(query, (q) => {
         const r = outcome(() => parseNodeQuery(new URLSearchParams(q)), QueryError);
@@ -248,10 +381,10 @@ describe('the monitor port', () => {
       fc.property(fc.oneof(fc.string({ unit: 'binary', maxLength: 60 }), fc.domain()), (h) => {
         const host = hostOfHeader(h);
         const ok = known(h);
-        if (ok) expect(host === 'localhost' || host === 'prov1.example.net' || /^[\d.]+$|:/.test(host ?? '')).toBe(true);
+        if (ok)
+          expect(host === 'localhost' || host === 'prov1.example.net' || /^[\d.]+$|:/.test(host ?? '')).toBe(true);
       }),
       params,
     );
   });
 });
-

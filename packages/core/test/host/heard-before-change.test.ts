@@ -25,12 +25,20 @@ function scriptedClient(link: Link, backAfterMs: number) {
   const made = performance.now();
   const client = {
     link: fixedLink(() => ({ ...link })),
-    rpc(to: string, agent: string, action: string, _data: Record<string, unknown>, opts: { timeoutMs?: number; signal?: AbortSignal } = {}) {
+    rpc(
+      to: string,
+      agent: string,
+      action: string,
+      _data: Record<string, unknown>,
+      opts: { timeoutMs?: number; signal?: AbortSignal } = {},
+    ) {
       const at = performance.now() - made;
       calls.push({ what: `${agent}#${action}`, at, timeoutMs: opts.timeoutMs });
       if (at >= backAfterMs) return Promise.resolve({ sender: to, data: {} });
       const timeoutMs = opts.timeoutMs ?? 22_000;
-      return new Promise((_resolve, reject) => setTimeout(() => reject(new RpcTimeoutError('timed out', timeoutMs, 0)), timeoutMs));
+      return new Promise((_resolve, reject) =>
+        setTimeout(() => reject(new RpcTimeoutError('timed out', timeoutMs, 0)), timeoutMs),
+      );
     },
   };
   return { client: client as unknown as ChoriaClient, calls };
@@ -51,7 +59,10 @@ describe('heardBeforeChange', () => {
   it('asks nothing while the link has been steady', async () => {
     const { client, calls } = scriptedClient({ up: true, changes: 0, upSince: 0 }, 0);
     expect(await heardBeforeChange(options(client))).toEqual({ how: 'settled' });
-    const { client: old, calls: oldCalls } = scriptedClient({ up: true, changes: 2, upSince: performance.now() - 60_000 }, 0);
+    const { client: old, calls: oldCalls } = scriptedClient(
+      { up: true, changes: 2, upSince: performance.now() - 60_000 },
+      0,
+    );
     expect(await heardBeforeChange(options(old))).toEqual({ how: 'settled' });
     expect([...calls, ...oldCalls]).toEqual([]);
   });
@@ -94,21 +105,57 @@ describe('heardBeforeChange', () => {
   it('sends no ping once mayAsk refuses, and ends when the attempt is cancelled', async () => {
     const { client, calls } = scriptedClient(justBack(), Infinity);
     const lost = leaseLapsedError('rpcutil#ping before choria_provision#configure', 'the lease lapsed');
-    await expect(heardBeforeChange(options(client, { mayAsk: () => { throw lost; } }))).rejects.toBe(lost);
+    await expect(
+      heardBeforeChange(
+        options(client, {
+          mayAsk: () => {
+            throw lost;
+          },
+        }),
+      ),
+    ).rejects.toBe(lost);
     expect(calls).toEqual([]);
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error('stopping')), 150);
-    await expect(heardBeforeChange(options(client, { signal: controller.signal, pingTimeoutMs: 1_000 }))).rejects.toBeDefined();
+    await expect(
+      heardBeforeChange(options(client, { signal: controller.signal, pingTimeoutMs: 1_000 })),
+    ).rejects.toBeDefined();
   });
 });
 
 describe('rpcStep after a broker outage', () => {
-  const context = (client: ChoriaClient, pause = new PauseFlag()): { ctx: StepContext; log: ReturnType<typeof captureLogger> } => {
+  const context = (
+    client: ChoriaClient,
+    pause = new PauseFlag(),
+  ): { ctx: StepContext; log: ReturnType<typeof captureLogger> } => {
     const log = captureLogger('info');
-    const metrics = { rpcTime: () => undefined, rpcError: () => undefined, helperTime: () => undefined, helperError: () => undefined, helperShutdownRequest: () => undefined, lostReply: () => undefined };
-    return { ctx: { identity: 'n1.example.net', client, metrics, pause, signal: new AbortController().signal, logger: log.logger, timeoutMs: 1_000 }, log };
+    const metrics = {
+      rpcTime: () => undefined,
+      rpcError: () => undefined,
+      helperTime: () => undefined,
+      helperError: () => undefined,
+      helperShutdownRequest: () => undefined,
+      lostReply: () => undefined,
+    };
+    return {
+      ctx: {
+        identity: 'n1.example.net',
+        client,
+        metrics,
+        pause,
+        signal: new AbortController().signal,
+        logger: log.logger,
+        timeoutMs: 1_000,
+      },
+      log,
+    };
   };
-  const configure = { agent: 'choria_provision' as const, action: 'configure', data: { token: 'x' }, parse: () => 'ok' };
+  const configure = {
+    agent: 'choria_provision' as const,
+    action: 'configure',
+    data: { token: 'x' },
+    parse: () => 'ok',
+  };
 
   it('sends configure only once the node answered a ping, not into the void', async () => {
     const { client, calls } = scriptedClient(justBack(), 500);
@@ -119,14 +166,18 @@ describe('rpcStep after a broker outage', () => {
     expect(sent).toHaveLength(1);
     expect(sent[0]?.at).toBeGreaterThanOrEqual(500);
     expect(calls.filter((c) => c.what === 'rpcutil#ping').length).toBeGreaterThanOrEqual(1);
-    expect(log.text()).toMatch(/n1\.example\.net answered rpcutil#ping after \d+ ms \(\d+ pings\) while the servers were reconnecting to the broker; sending choria_provision#configure/);
+    expect(log.text()).toMatch(
+      /n1\.example\.net answered rpcutil#ping after \d+ ms \(\d+ pings\) while the servers were reconnecting to the broker; sending choria_provision#configure/,
+    );
   });
 
   it('reads without pinging first, and changes at once on a steady link', async () => {
     const { client, calls } = scriptedClient({ up: true, changes: 0, upSince: 0 }, 0);
     expect(await rpcStep(context(client).ctx, configure)).toEqual({ replied: true, value: 'ok' });
     const { client: back, calls: backCalls } = scriptedClient(justBack(), 0);
-    expect(await rpcStep(context(back).ctx, { agent: 'rpcutil', action: 'inventory', data: {}, parse: () => 'inv' })).toEqual({ replied: true, value: 'inv' });
+    expect(
+      await rpcStep(context(back).ctx, { agent: 'rpcutil', action: 'inventory', data: {}, parse: () => 'inv' }),
+    ).toEqual({ replied: true, value: 'inv' });
     expect([...calls, ...backCalls].map((c) => c.what)).toEqual(['choria_provision#configure', 'rpcutil#inventory']);
   });
 
@@ -134,7 +185,10 @@ describe('rpcStep after a broker outage', () => {
     const { client, calls } = scriptedClient(justBack(), Infinity);
     const pause = new PauseFlag();
     setTimeout(() => pause.pause(), 250);
-    await expect(rpcStep(context(client, pause).ctx, configure)).rejects.toMatchObject({ name: 'CancelledError', reason: 'pause' });
+    await expect(rpcStep(context(client, pause).ctx, configure)).rejects.toMatchObject({
+      name: 'CancelledError',
+      reason: 'pause',
+    });
     expect(calls.map((c) => c.what)).not.toContain('choria_provision#configure');
   });
 });

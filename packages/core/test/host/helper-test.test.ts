@@ -29,8 +29,15 @@ echo 'password=hunter3-SECRET' >&2
   });
 
   it('reports no stdout when the reply was accepted', async () => {
-    const helper = dir.script('good.sh', `#!/bin/sh\ncat >/dev/null\nprintf '{"configuration":{"plugin.choria.server.provision":"false"}}'\necho fine >&2\n`);
-    const report = await testHelper({ config: testConfig(`helper: ${q(helper)}\n`), identity: 'web1.example.net', request: sampleRequest() });
+    const helper = dir.script(
+      'good.sh',
+      `#!/bin/sh\ncat >/dev/null\nprintf '{"configuration":{"plugin.choria.server.provision":"false"}}'\necho fine >&2\n`,
+    );
+    const report = await testHelper({
+      config: testConfig(`helper: ${q(helper)}\n`),
+      identity: 'web1.example.net',
+      request: sampleRequest(),
+    });
     expect(report.ok).toBe(true);
     expect(report.stdout).toBeUndefined();
     expect(report.stderr).toBe('fine\n');

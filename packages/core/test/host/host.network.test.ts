@@ -19,17 +19,41 @@ import { startResponders, type RpcContext } from '../choria/support/responder.js
 import { captureLogger } from '../choria/support/logger.js';
 
 const NODE = 'web1.example.net';
-const INVENTORY = { agents: ['choria_provision', 'rpcutil'], version: '0.29.4', upgradable: false, facts: { role: 'web' } };
-const QUICK: LostReplyTimings = { actionDelayScale: 0.001, marginMs: 100, probeTimeoutMs: 200, probeIntervalMs: 50, reconnectGraceMs: 100 };
+const INVENTORY = {
+  agents: ['choria_provision', 'rpcutil'],
+  version: '0.29.4',
+  upgradable: false,
+  facts: { role: 'web' },
+};
+const QUICK: LostReplyTimings = {
+  actionDelayScale: 0.001,
+  marginMs: 100,
+  probeTimeoutMs: 200,
+  probeIntervalMs: 50,
+  reconnectGraceMs: 100,
+};
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 });
 
-const ok = (ctx: RpcContext, data: unknown = {}): RpcReplyBody => ({ action: ctx.request.action, statuscode: 0, statusmsg: 'OK', data });
+const ok = (ctx: RpcContext, data: unknown = {}): RpcReplyBody => ({
+  action: ctx.request.action,
+  statuscode: 0,
+  statusmsg: 'OK',
+  data,
+});
 
-async function setup(onRpc: (ctx: RpcContext) => RpcReplyBody | undefined): Promise<{ client: ChoriaClient; sent: () => string[]; helped: HelperRequest[]; deps: HostDeps; registry: Registry }> {
+async function setup(
+  onRpc: (ctx: RpcContext) => RpcReplyBody | undefined,
+): Promise<{
+  client: ChoriaClient;
+  sent: () => string[];
+  helped: HelperRequest[];
+  deps: HostDeps;
+  registry: Registry;
+}> {
   const srv: RunningNatsServer = await startNatsServer({ jetstream: false });
   cleanups.push(() => srv.stop());
   const responders = await startResponders({ url: srv.url, identities: [NODE], onRpc });
@@ -47,7 +71,15 @@ async function setup(onRpc: (ctx: RpcContext) => RpcReplyBody | undefined): Prom
   });
   cleanups.push(() => helper.close());
   const registry = new Registry();
-  const deps: HostDeps = { config, client, helper, metrics: new ProvisionerMetrics(registry, 'test'), pause: new PauseFlag(false), rpcTimeoutMs: 500, lostReply: QUICK };
+  const deps: HostDeps = {
+    config,
+    client,
+    helper,
+    metrics: new ProvisionerMetrics(registry, 'test'),
+    pause: new PauseFlag(false),
+    rpcTimeoutMs: 500,
+    lostReply: QUICK,
+  };
   const sent = (): string[] =>
     responders.requests.map((d) => {
       const body = parseRpcRequest(serverSidePayload(d.payload).toString('utf8'));
@@ -57,12 +89,21 @@ async function setup(onRpc: (ctx: RpcContext) => RpcReplyBody | undefined): Prom
 }
 
 function job(extra: Partial<HostJob> = {}): HostJob {
-  return { identity: NODE, discoveredAt: Date.now(), signal: new AbortController().signal, logger: silentLogger(), onStep: () => undefined, ...extra };
+  return {
+    identity: NODE,
+    discoveredAt: Date.now(),
+    signal: new AbortController().signal,
+    logger: silentLogger(),
+    onStep: () => undefined,
+    ...extra,
+  };
 }
 
 describe('Host', () => {
   it('provisions a node in the upstream order with a function helper', async () => {
-    const { sent, helped, deps } = await setup((ctx) => (ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx)));
+    const { sent, helped, deps } = await setup((ctx) =>
+      ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx),
+    );
     const steps: string[] = [];
     const result = await new Host(deps, job({ onStep: (s) => steps.push(s) })).provision();
     expect(result).toEqual({ outcome: 'provisioned' });
@@ -81,7 +122,13 @@ describe('Host', () => {
     const live = { ...deps, config: testConfig('liveness_timeout: 200ms\n') };
     const started = Date.now();
     expect(await new Host(live, job()).provision()).toEqual({ outcome: 'provisioned' });
-    expect(sent()).toEqual(['rpcutil#inventory', 'rpcutil#ping', 'rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
+    expect(sent()).toEqual([
+      'rpcutil#inventory',
+      'rpcutil#ping',
+      'rpcutil#inventory',
+      'choria_provision#configure',
+      'choria_provision#restart',
+    ]);
     // no back-off after the ping answered
     expect(Date.now() - started).toBeLessThan(1500);
   });
@@ -101,11 +148,17 @@ describe('Host', () => {
       return v;
     };
     it.each([
-      ['an inventory nested deeper than any reply does', { ...INVENTORY, facts: nested(600) }, /nests arrays and objects more than 512 deep/],
+      [
+        'an inventory nested deeper than any reply does',
+        { ...INVENTORY, facts: nested(600) },
+        /nests arrays and objects more than 512 deep/,
+      ],
       ['an inventory that is not an object', ['not', 'an', 'object'], /reply data is not an object/],
       ['an inventory whose version is a number', { ...INVENTORY, version: 7 }, /field version is a number/],
     ])('%s', async (_what, inventory, why) => {
-      const { sent, helped, deps } = await setup((ctx) => (ctx.request.action === 'inventory' ? ok(ctx, inventory) : ok(ctx)));
+      const { sent, helped, deps } = await setup((ctx) =>
+        ctx.request.action === 'inventory' ? ok(ctx, inventory) : ok(ctx),
+      );
       const r = await new Host(deps, job()).provision();
       expect(r.outcome).toBe('failed');
       expect(r.message).toMatch(/could not perform rpcutil#inventory on web1\.example\.net: 1 try/);
@@ -116,8 +169,16 @@ describe('Host', () => {
   });
 
   describe('active/active without features.jwt: the node lock is claimed before the helper', () => {
-    const activeActive = (deps: HostDeps): HostDeps => ({ ...deps, config: testConfig('coordination: active_active\n') });
-    const refuse = (ctx: RpcContext, msg: string): RpcReplyBody => ({ action: ctx.request.action, statuscode: 1, statusmsg: msg, data: {} });
+    const activeActive = (deps: HostDeps): HostDeps => ({
+      ...deps,
+      config: testConfig('coordination: active_active\n'),
+    });
+    const refuse = (ctx: RpcContext, msg: string): RpcReplyBody => ({
+      action: ctx.request.action,
+      statuscode: 1,
+      statusmsg: msg,
+      data: {},
+    });
 
     it('asks for jwt first and carries on when the node refuses it (the lock was taken anyway)', async () => {
       const { sent, helped, deps, registry } = await setup((ctx) => {
@@ -125,16 +186,29 @@ describe('Host', () => {
         return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
       });
       const steps: string[] = [];
-      expect(await new Host(activeActive(deps), job({ onStep: (s) => steps.push(s) })).provision()).toEqual({ outcome: 'provisioned' });
-      expect(sent()).toEqual(['choria_provision#jwt', 'rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
+      expect(await new Host(activeActive(deps), job({ onStep: (s) => steps.push(s) })).provision()).toEqual({
+        outcome: 'provisioned',
+      });
+      expect(sent()).toEqual([
+        'choria_provision#jwt',
+        'rpcutil#inventory',
+        'choria_provision#configure',
+        'choria_provision#restart',
+      ]);
       expect(steps[0]).toBe('lock');
       expect(helped).toHaveLength(1);
       // an answer, not a failure: no RPC error counted, one try
-      expect(await registry.metrics()).not.toMatch(/choria_provisioner_rpc_errors\{[^}]*rpc="choria_provision#jwt"\} [1-9]/);
+      expect(await registry.metrics()).not.toMatch(
+        /choria_provisioner_rpc_errors\{[^}]*rpc="choria_provision#jwt"\} [1-9]/,
+      );
     });
 
     it('runs no helper for a node whose lock another provisioner holds', async () => {
-      const { sent, helped, deps } = await setup((ctx) => (ctx.request.action === 'jwt' ? { action: 'jwt', statuscode: 1, statusmsg: 'Could not obtain provisioning lock', data: {} } : ok(ctx, INVENTORY)));
+      const { sent, helped, deps } = await setup((ctx) =>
+        ctx.request.action === 'jwt'
+          ? { action: 'jwt', statuscode: 1, statusmsg: 'Could not obtain provisioning lock', data: {} }
+          : ok(ctx, INVENTORY),
+      );
       const result = await new Host(activeActive(deps), job()).provision();
       expect(result.outcome).toBe('skipped_locked');
       expect(sent()).toEqual(['choria_provision#jwt']);
@@ -143,7 +217,9 @@ describe('Host', () => {
 
     it('skips the claim for a node older than the lock (go-choria 0.29.0), which has nothing to claim', async () => {
       const { sent, deps } = await setup((ctx) => (ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx)));
-      expect(await new Host(activeActive(deps), job({ reportedVersion: '0.28.0' })).provision()).toEqual({ outcome: 'provisioned' });
+      expect(await new Host(activeActive(deps), job({ reportedVersion: '0.28.0' })).provision()).toEqual({
+        outcome: 'provisioned',
+      });
       expect(sent()[0]).toBe('rpcutil#inventory');
     });
   });
@@ -156,16 +232,23 @@ describe('Host', () => {
     const result = await new Host(deps, job()).provision();
     expect(result.outcome).toBe('failed');
     expect(result.configured).toBe(true);
-    expect(result.message).toMatch(/^could not perform choria_provision#restart on web1\.example\.net: 3 tries, last: request choria_provision#restart to web1\.example\.net timed out/);
+    expect(result.message).toMatch(
+      /^could not perform choria_provision#restart on web1\.example\.net: 3 tries, last: request choria_provision#restart to web1\.example\.net timed out/,
+    );
     expect(sent().filter((s) => s === 'choria_provision#restart')).toHaveLength(3);
     const text = await registry.metrics();
-    expect(text).toContain('choria_provisioner_lost_replies{site="test",rpc="choria_provision#restart",finding="not_acted"} 3');
+    expect(text).toContain(
+      'choria_provisioner_lost_replies{site="test",rpc="choria_provision#restart",finding="not_acted"} 3',
+    );
   });
 
   it('resumes at the restart when an earlier attempt configured the node', async () => {
     const { sent, helped, deps } = await setup((ctx) => ok(ctx));
     const result = await new Host(deps, job({ configuredAt: Date.now() - 1000 })).provision();
-    expect(result).toEqual({ outcome: 'provisioned', message: 'restarted with the configuration of an earlier attempt' });
+    expect(result).toEqual({
+      outcome: 'provisioned',
+      message: 'restarted with the configuration of an earlier attempt',
+    });
     expect(sent()).toEqual(['choria_provision#restart']);
     expect(helped).toHaveLength(0);
   });
@@ -175,13 +258,23 @@ describe('Host', () => {
     const { sent, deps } = await setup((ctx) => {
       if (ctx.request.action === 'restart' && !refused) {
         refused = true;
-        return { action: 'restart', statuscode: 1, statusmsg: 'Configuration /etc/choria/server.conf enables provisioning, restart cannot continue', data: {} };
+        return {
+          action: 'restart',
+          statuscode: 1,
+          statusmsg: 'Configuration /etc/choria/server.conf enables provisioning, restart cannot continue',
+          data: {},
+        };
       }
       return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
     });
     const result = await new Host(deps, job({ configuredAt: Date.now() - 1000 })).provision();
     expect(result).toEqual({ outcome: 'provisioned' });
-    expect(sent()).toEqual(['choria_provision#restart', 'rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
+    expect(sent()).toEqual([
+      'choria_provision#restart',
+      'rpcutil#inventory',
+      'choria_provision#configure',
+      'choria_provision#restart',
+    ]);
   });
 
   describe('a restart go-choria refuses means "not configured", whatever its text', () => {
@@ -200,14 +293,24 @@ describe('Host', () => {
           }
           return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
         });
-        expect(await new Host(deps, job({ configuredAt: Date.now() - 1000 })).provision()).toEqual({ outcome: 'provisioned' });
-        expect(sent()).toEqual(['choria_provision#restart', 'rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
+        expect(await new Host(deps, job({ configuredAt: Date.now() - 1000 })).provision()).toEqual({
+          outcome: 'provisioned',
+        });
+        expect(sent()).toEqual([
+          'choria_provision#restart',
+          'rpcutil#inventory',
+          'choria_provision#configure',
+          'choria_provision#restart',
+        ]);
       });
     }
 
     it('the memory of an earlier configure does not outlive one failed restart', async () => {
       const { sent, deps } = await setup((ctx) => (ctx.request.action === 'restart' ? undefined : ok(ctx)));
-      const result = await new Host({ ...deps, backoff: () => 10 }, job({ configuredAt: Date.now() - 1000 })).provision();
+      const result = await new Host(
+        { ...deps, backoff: () => 10 },
+        job({ configuredAt: Date.now() - 1000 }),
+      ).provision();
       expect(result.outcome).toBe('failed');
       expect(result.configured).toBeUndefined();
       expect(sent().every((s) => s === 'choria_provision#restart')).toBe(true);
@@ -215,7 +318,13 @@ describe('Host', () => {
 
     it('a restart refused right after configure is not sent a second time in the attempt', async () => {
       const { sent, deps } = await setup((ctx) => {
-        if (ctx.request.action === 'restart') return { action: 'restart', statuscode: 1, statusmsg: 'Configuration /etc/choria/server.conf enables provisioning, restart cannot continue', data: {} };
+        if (ctx.request.action === 'restart')
+          return {
+            action: 'restart',
+            statuscode: 1,
+            statusmsg: 'Configuration /etc/choria/server.conf enables provisioning, restart cannot continue',
+            data: {},
+          };
         return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
       });
       const result = await new Host(deps, job()).provision();
@@ -268,7 +377,10 @@ describe('Host', () => {
         return ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx);
       });
       const started = Date.now();
-      const result = await new Host({ ...deps, rpcTimeoutMs: 5_000, commitGraceMs: 300 }, job({ signal: abort.signal })).provision();
+      const result = await new Host(
+        { ...deps, rpcTimeoutMs: 5_000, commitGraceMs: 300 },
+        job({ signal: abort.signal }),
+      ).provision();
       expect(Date.now() - started).toBeLessThan(3_000);
       expect(result.outcome).toBe('cancelled');
       expect(result.configured).toBe(true);
@@ -291,7 +403,12 @@ describe('Host', () => {
 
   it('a helper reply with a policy name go-choria refuses is refused before any RPC that changes the node', async () => {
     const { sent, deps } = await setup((ctx) => (ctx.request.action === 'inventory' ? ok(ctx, INVENTORY) : ok(ctx)));
-    const helper = createHelperRunner({ fn: () => ({ configuration: { 'plugin.choria.server.provision': 'false' }, action_policies: { rpcutil: 'policy default deny' } }) });
+    const helper = createHelperRunner({
+      fn: () => ({
+        configuration: { 'plugin.choria.server.provision': 'false' },
+        action_policies: { rpcutil: 'policy default deny' },
+      }),
+    });
     const result = await new Host({ ...deps, helper }, job()).provision();
     expect(result.outcome).toBe('failed');
     expect(result.message).toMatch(/action_policies key "rpcutil" does not end in "\.policy"/);
@@ -304,7 +421,8 @@ describe('Host', () => {
   it('createHostRunner opens its lifecycle subscriptions on the client and close() releases them', async () => {
     const { client, deps } = await setup((ctx) => ok(ctx));
     // nats.js keeps no public count; its protocol handler's subscription table is the evidence
-    const subscriptions = (): number => (client.nats as unknown as { protocol: { subscriptions: { size(): number } } }).protocol.subscriptions.size();
+    const subscriptions = (): number =>
+      (client.nats as unknown as { protocol: { subscriptions: { size(): number } } }).protocol.subscriptions.size();
     const before = subscriptions();
     const { witness: _none, ...withoutWitness } = deps;
     const run = createHostRunner(withoutWitness);
@@ -318,7 +436,11 @@ describe('Host', () => {
    * back on it, and for `quietMs` from then the node answers nothing (as a real server that is
    * still reconnecting). `requests` counts what reached it, answered or not, by action.
    */
-  async function justAfterBrokerRestart(yaml: string, quietMs: number, rpcTimeoutMs: number): Promise<{ deps: HostDeps; requests: Map<string, number> }> {
+  async function justAfterBrokerRestart(
+    yaml: string,
+    quietMs: number,
+    rpcTimeoutMs: number,
+  ): Promise<{ deps: HostDeps; requests: Map<string, number> }> {
     const srv = await startNatsServer({ jetstream: false });
     cleanups.push(() => srv.stop());
     let quietUntil = Infinity;
@@ -336,7 +458,9 @@ describe('Host', () => {
     const config = testConfig(yaml);
     const client = await testClient(testSettings(srv.url, config));
     cleanups.push(() => client.close());
-    const helper = createHelperRunner({ fn: (req) => ({ configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' } }) });
+    const helper = createHelperRunner({
+      fn: (req) => ({ configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' } }),
+    });
     cleanups.push(() => helper.close());
     const changes = client.link.state.changes;
     await srv.restart();
@@ -347,7 +471,19 @@ describe('Host', () => {
     requests.clear();
     quietUntil = performance.now() + quietMs;
     const lostReply = QUICK;
-    return { requests, deps: { config, client, helper, metrics: new ProvisionerMetrics(new Registry(), 'test'), pause: new PauseFlag(false), rpcTimeoutMs, lostReply, backoff: () => 10 } };
+    return {
+      requests,
+      deps: {
+        config,
+        client,
+        helper,
+        metrics: new ProvisionerMetrics(new Registry(), 'test'),
+        pause: new PauseFlag(false),
+        rpcTimeoutMs,
+        lostReply,
+        backoff: () => 10,
+      },
+    };
   }
 
   it('a node silent just after a broker restart is not taken as gone: the step goes on', async () => {
@@ -369,7 +505,9 @@ describe('Host', () => {
     expect(result.outcome).toBe('provisioned');
     expect(performance.now() - started).toBeLessThan(12_000);
     expect(requests.get('inventory') ?? 0).toBeGreaterThanOrEqual(3); // two quiet tries, then the answered one
-    expect(log.text()).toMatch(/rpcutil#inventory to web1\.example\.net met a broker outage \(.*timed out.*\); sending it again once the connection is back/);
+    expect(log.text()).toMatch(
+      /rpcutil#inventory to web1\.example\.net met a broker outage \(.*timed out.*\); sending it again once the connection is back/,
+    );
     expect(log.text()).not.toMatch(/Could not perform rpcutil#inventory/);
   });
 });

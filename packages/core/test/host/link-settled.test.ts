@@ -25,8 +25,12 @@ describe('linkSettled', () => {
   it('is one setting: the servers get the link fleet-reconnect time, and the first rediscovery after a return waits as long', () => {
     expect(FLEET_RECONNECT_MS).toBe(5_000);
     expect(rediscoveryDelaysMs(FLEET_RECONNECT_MS)).toEqual([5_000, 15_000]);
-    expect(linkSettled(up(2, at - FLEET_RECONNECT_MS + 1), up(2, at - FLEET_RECONNECT_MS + 1), FLEET_RECONNECT_MS, at)).toBe(false);
-    expect(linkSettled(up(2, at - FLEET_RECONNECT_MS), up(2, at - FLEET_RECONNECT_MS), FLEET_RECONNECT_MS, at)).toBe(true);
+    expect(
+      linkSettled(up(2, at - FLEET_RECONNECT_MS + 1), up(2, at - FLEET_RECONNECT_MS + 1), FLEET_RECONNECT_MS, at),
+    ).toBe(false);
+    expect(linkSettled(up(2, at - FLEET_RECONNECT_MS), up(2, at - FLEET_RECONNECT_MS), FLEET_RECONNECT_MS, at)).toBe(
+      true,
+    );
   });
 
   it('is not settled when the link dropped or changed while the node was asked', () => {
@@ -84,15 +88,32 @@ describe('confirmAfterLostReply for release_update', () => {
       rpc: (to: string, agent: string, action: string, data: Record<string, unknown>, opts: { timeoutMs: number }) => {
         calls.push(`${to} ${agent}#${action} token=${String(data['token'])}`);
         if (action === 'inventory') {
-          if (inventoryVersion === undefined) return new Promise((_resolve, reject) => setTimeout(() => reject(new RpcTimeoutError('timed out', opts.timeoutMs, 0)), opts.timeoutMs));
-          return Promise.resolve({ sender: to, data: { version: inventoryVersion, upgradable: true, agents: ['rpcutil'] } });
+          if (inventoryVersion === undefined)
+            return new Promise((_resolve, reject) =>
+              setTimeout(() => reject(new RpcTimeoutError('timed out', opts.timeoutMs, 0)), opts.timeoutMs),
+            );
+          return Promise.resolve({
+            sender: to,
+            data: { version: inventoryVersion, upgradable: true, agents: ['rpcutil'] },
+          });
         }
         const how = jwt(calls.length);
         if (how === 'answer') return Promise.resolve({ sender: to, data: { jwt: '' } });
         if (how === 'refuse') {
-          return Promise.reject(new RpcAbortedError({ sender: to, action, statuscode: 1, statusmsg: 'No Provisioning JWT file has been configured', data: {}, requestId: 'r' }));
+          return Promise.reject(
+            new RpcAbortedError({
+              sender: to,
+              action,
+              statuscode: 1,
+              statusmsg: 'No Provisioning JWT file has been configured',
+              data: {},
+              requestId: 'r',
+            }),
+          );
         }
-        return new Promise((_resolve, reject) => setTimeout(() => reject(new RpcTimeoutError('timed out', opts.timeoutMs, 0)), opts.timeoutMs));
+        return new Promise((_resolve, reject) =>
+          setTimeout(() => reject(new RpcTimeoutError('timed out', opts.timeoutMs, 0)), opts.timeoutMs),
+        );
       },
     };
     return { client: client as unknown as ChoriaClient, calls };
@@ -106,7 +127,14 @@ describe('confirmAfterLostReply for release_update', () => {
     reconnected: false,
     signal: new AbortController().signal,
     token: 's3cret',
-    timings: { marginMs: 100, probeIntervalMs: 20, probeTimeoutMs: 50, actionDelayScale: 0, busyRecheckMs: 0, ...timings },
+    timings: {
+      marginMs: 100,
+      probeIntervalMs: 20,
+      probeTimeoutMs: 50,
+      actionDelayScale: 0,
+      busyRecheckMs: 0,
+      ...timings,
+    },
   });
 
   it('an agent that answers jwt is idle: the update did not happen and may be sent again', async () => {
@@ -142,7 +170,9 @@ describe('confirmAfterLostReply for release_update', () => {
     const witness = { acted: false };
     const { client, calls } = nodeAnswering(() => 'silent');
     let discovered = 0;
-    const counting = Object.assign(Object.create(client) as object, { discover: () => ((discovered += 1), Promise.resolve([identity])) }) as ChoriaClient;
+    const counting = Object.assign(Object.create(client) as object, {
+      discover: () => ((discovered += 1), Promise.resolve([identity])),
+    }) as ChoriaClient;
     const watching = confirmAfterLostReply(request(counting, witness, { busyRecheckMs: 400 }));
     await sleep(1_200);
     witness.acted = true;
@@ -165,8 +195,13 @@ describe('confirmAfterLostReply for release_update', () => {
   it('idle and already running the version it was asked for (its events lost): acted, not sent the update again', async () => {
     const { client, calls } = nodeAnswering(() => 'answer', '0.30.0');
     let back = 0;
-    expect(await confirmAfterLostReply({ ...request(client), targetVersion: '0.30.0', onBack: () => back++ })).toBe('acted');
-    expect(calls).toEqual([`${identity} choria_provision#jwt token=s3cret`, `${identity} rpcutil#inventory token=undefined`]);
+    expect(await confirmAfterLostReply({ ...request(client), targetVersion: '0.30.0', onBack: () => back++ })).toBe(
+      'acted',
+    );
+    expect(calls).toEqual([
+      `${identity} choria_provision#jwt token=s3cret`,
+      `${identity} rpcutil#inventory token=undefined`,
+    ]);
     // known to be waiting in provisioning mode again: the provisioner offers it again at once
     expect(back).toBe(1);
   });
@@ -174,7 +209,13 @@ describe('confirmAfterLostReply for release_update', () => {
   it('acted by its event: not told back, the node may still be re-executing', async () => {
     const { client } = nodeAnswering(() => 'answer', '0.30.0');
     let back = 0;
-    expect(await confirmAfterLostReply({ ...request(client, { acted: true }), targetVersion: '0.30.0', onBack: () => back++ })).toBe('acted');
+    expect(
+      await confirmAfterLostReply({
+        ...request(client, { acted: true }),
+        targetVersion: '0.30.0',
+        onBack: () => back++,
+      }),
+    ).toBe('acted');
     expect(back).toBe(0);
   });
 

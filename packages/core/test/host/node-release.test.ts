@@ -22,7 +22,9 @@ describe('nodeHasFeature', () => {
 
   it('names the node, the evidence, the setting and the release needed', () => {
     const err = new NodeReleaseError('web1.example.net', 'gen25519', 'runs go-choria 0.24.1', 'features.ed25519');
-    expect(err.message).toBe('web1.example.net runs go-choria 0.24.1: features.ed25519 needs go-choria 0.25.0 or newer');
+    expect(err.message).toBe(
+      'web1.example.net runs go-choria 0.24.1: features.ed25519 needs go-choria 0.25.0 or newer',
+    );
     expect(err.name).toBe('NodeReleaseError');
   });
 });

@@ -10,7 +10,11 @@ const policy = { backoffMs: 60_000, backoffMaxMs: 600_000, quarantineAfter: 1, r
 describe('the outcome table', () => {
   it('gives every outcome one meaning', () => {
     expect(OUTCOMES).toEqual(Object.keys(OUTCOME_RULES));
-    expect(OUTCOMES.filter((o) => outcomeMeaning(o) === 'success').sort()).toEqual(['provisioned', 'shutdown', 'upgraded']);
+    expect(OUTCOMES.filter((o) => outcomeMeaning(o) === 'success').sort()).toEqual([
+      'provisioned',
+      'shutdown',
+      'upgraded',
+    ]);
     expect(OUTCOMES.filter((o) => outcomeMeaning(o) === 'failure')).toEqual(['failed']);
     expect(outcomeMeaning('cancelled')).toBe('neutral');
   });
@@ -31,7 +35,13 @@ describe('the outcome table', () => {
 
   it('a cancelled attempt neither backs a node off nor quarantines it, and keeps what a failure started', () => {
     const h = new NodeHistory({ policy, instance: 'p', ttlMs: 3_600_000 });
-    const report = { message: 'choria_provision#configure was cancelled: the provisioner is stopping', at: 1_000, durationMs: 5, configured: false, discoveredAt: 900 };
+    const report = {
+      message: 'choria_provision#configure was cancelled: the provisioner is stopping',
+      at: 1_000,
+      durationMs: 5,
+      configured: false,
+      discoveredAt: 900,
+    };
     const r = h.attempted('n1', { ...report, outcome: 'cancelled' });
     expect(r.failures).toBe(0);
     expect(r.quarantinedAt).toBeUndefined();
@@ -39,7 +49,9 @@ describe('the outcome table', () => {
     expect(h.holdsBack('n1', 1_001)).toBeUndefined();
     // a cancelled attempt that had configured the node keeps that memory for the next one
     expect(h.attempted('n2', { ...report, outcome: 'cancelled', configured: true }).configuredAt).toBe(1_000);
-    expect(h.attempted('n2', { ...report, at: 2_000, outcome: 'provisioned', configured: true }).configuredAt).toBeUndefined();
+    expect(
+      h.attempted('n2', { ...report, at: 2_000, outcome: 'provisioned', configured: true }).configuredAt,
+    ).toBeUndefined();
   });
 
   it('throughput counts successes and failures, not neutral outcomes', () => {

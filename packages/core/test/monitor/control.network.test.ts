@@ -20,32 +20,63 @@ afterEach(async () => {
 
 const log = captureLogger();
 
-async function sites(specs: { site: string; token: string; yaml?: string }[], runner: (job: HostJob) => Promise<HostResult>): Promise<{ ps: Provisioner[]; monitor: MonitorServer }> {
+async function sites(
+  specs: { site: string; token: string; yaml?: string }[],
+  runner: (job: HostJob) => Promise<HostResult>,
+): Promise<{ ps: Provisioner[]; monitor: MonitorServer }> {
   const srv = await startNatsServer({ jetstream: false });
   cleanups.push(() => srv.stop());
   const ps: Provisioner[] = [];
   for (const s of specs) {
-    const config = testConfig(`site: ${s.site}\nworkers: 1\n${s.token !== '' ? `monitor_api_token: ${s.token}\n` : ''}${s.yaml ?? ''}`);
-    const p = new Provisioner({ config, choria: testSettings(srv.url, config, `prov-${s.site}.example.net`), registry: new Registry(), hostRunner: runner, helper: () => ({}), logger: log.logger, stopTimeoutMs: 2000 });
+    const config = testConfig(
+      `site: ${s.site}\nworkers: 1\n${s.token !== '' ? `monitor_api_token: ${s.token}\n` : ''}${s.yaml ?? ''}`,
+    );
+    const p = new Provisioner({
+      config,
+      choria: testSettings(srv.url, config, `prov-${s.site}.example.net`),
+      registry: new Registry(),
+      hostRunner: runner,
+      helper: () => ({}),
+      logger: log.logger,
+      stopTimeoutMs: 2000,
+    });
     cleanups.push(() => p.stop());
     await p.start();
     ps.push(p);
   }
-  const monitor = await startMonitorServer({ port: 0, host: '127.0.0.1', registry: new Registry(), control: (req) => controlProvisioners(ps, req) });
+  const monitor = await startMonitorServer({
+    port: 0,
+    host: '127.0.0.1',
+    registry: new Registry(),
+    control: (req) => controlProvisioners(ps, req),
+  });
   cleanups.push(() => monitor.close());
   return { ps, monitor };
 }
 
-const post = async (m: MonitorServer, path: string, token?: string): Promise<{ status: number; body: { error?: string; sites?: { site: string; result: string }[] } }> => {
-  const res = await fetch(`${m.url}${path}`, { method: 'POST', headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
-  return { status: res.status, body: (await res.json()) as { error?: string; sites?: { site: string; result: string }[] } };
+const post = async (
+  m: MonitorServer,
+  path: string,
+  token?: string,
+): Promise<{ status: number; body: { error?: string; sites?: { site: string; result: string }[] } }> => {
+  const res = await fetch(`${m.url}${path}`, {
+    method: 'POST',
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+  });
+  return {
+    status: res.status,
+    body: (await res.json()) as { error?: string; sites?: { site: string; result: string }[] },
+  };
 };
 
 describe('control requests on the monitor port', () => {
   it('are refused while no site sets monitor_api_token', async () => {
     const { monitor, ps } = await sites([{ site: 'lon', token: '' }], async () => ({ outcome: 'provisioned' }));
     const r = await post(monitor, '/pause', 'anything');
-    expect(r).toEqual({ status: 403, body: { error: 'control requests are disabled: no site sets monitor_api_token' } });
+    expect(r).toEqual({
+      status: 403,
+      body: { error: 'control requests are disabled: no site sets monitor_api_token' },
+    });
     expect(ps[0]!.paused).toBe(false);
   });
 
@@ -59,14 +90,22 @@ describe('control requests on the monitor port', () => {
     );
     const [lon, nyc] = ps as [Provisioner, Provisioner];
     expect((await post(monitor, '/pause')).status).toBe(401);
-    expect(await post(monitor, '/pause', 'nyc-s3cret-tokeX')).toEqual({ status: 401, body: { error: 'the token matches no site' } });
+    expect(await post(monitor, '/pause', 'nyc-s3cret-tokeX')).toEqual({
+      status: 401,
+      body: { error: 'the token matches no site' },
+    });
     expect((await post(monitor, '/pause?site=nyc', 'lon-s3cret-token')).status).toBe(404);
     expect(lon.paused || nyc.paused).toBe(false);
 
-    expect(await post(monitor, '/pause', 'lon-s3cret-token')).toEqual({ status: 200, body: { sites: [{ site: 'lon', result: 'paused' }] } });
+    expect(await post(monitor, '/pause', 'lon-s3cret-token')).toEqual({
+      status: 200,
+      body: { sites: [{ site: 'lon', result: 'paused' }] },
+    });
     expect([lon.paused, nyc.paused]).toEqual([true, false]);
     expect((await post(monitor, '/pause', 'lon-s3cret-token')).body.sites?.[0]?.result).toBe('already paused');
-    expect((await post(monitor, '/resume?site=lon', 'lon-s3cret-token')).body.sites).toEqual([{ site: 'lon', result: 'resumed' }]);
+    expect((await post(monitor, '/resume?site=lon', 'lon-s3cret-token')).body.sites).toEqual([
+      { site: 'lon', result: 'resumed' },
+    ]);
     expect(lon.paused).toBe(false);
     expect((await post(monitor, '/nodes/x/frobnicate', 'lon-s3cret-token')).status).toBe(404);
     expect((await fetch(`${monitor.url}/pause`)).status).toBe(404); // GET is not a control request
@@ -76,31 +115,52 @@ describe('control requests on the monitor port', () => {
 
   it('release a quarantined node and retry one at once', async () => {
     const jobs: string[] = [];
-    const { monitor, ps } = await sites([{ site: 'lon', token: 't0ken', yaml: 'quarantine_after: 1\n' }], async (job) => {
-      jobs.push(job.identity);
-      return { outcome: 'failed', message: 'CSR refused' };
-    });
+    const { monitor, ps } = await sites(
+      [{ site: 'lon', token: 't0ken', yaml: 'quarantine_after: 1\n' }],
+      async (job) => {
+        jobs.push(job.identity);
+        return { outcome: 'failed', message: 'CSR refused' };
+      },
+    );
     const p = ps[0]!;
     p.offer('bad.example.net', 'discovery');
     await until('quarantined', () => p.status().hosts[0]?.state === 'quarantined');
-    expect((await post(monitor, '/nodes/bad.example.net/release', 't0ken')).body.sites).toEqual([{ site: 'lon', result: 'released bad.example.net' }]);
-    expect((await post(monitor, '/nodes/bad.example.net/release', 't0ken')).body.sites).toEqual([{ site: 'lon', result: 'bad.example.net was not quarantined' }]);
+    expect((await post(monitor, '/nodes/bad.example.net/release', 't0ken')).body.sites).toEqual([
+      { site: 'lon', result: 'released bad.example.net' },
+    ]);
+    expect((await post(monitor, '/nodes/bad.example.net/release', 't0ken')).body.sites).toEqual([
+      { site: 'lon', result: 'bad.example.net was not quarantined' },
+    ]);
     expect(p.status().hosts[0]?.state).toBe('failed');
-    expect((await post(monitor, `/nodes/${encodeURIComponent('bad.example.net')}/retry`, 't0ken')).body.sites).toEqual([{ site: 'lon', result: 'queued bad.example.net' }]);
+    expect((await post(monitor, `/nodes/${encodeURIComponent('bad.example.net')}/retry`, 't0ken')).body.sites).toEqual([
+      { site: 'lon', result: 'queued bad.example.net' },
+    ]);
     await until('retried', () => jobs.length === 2 && p.status().busyWorkers === 0);
   });
 
   it('a paused site accepts no retry, and says so', async () => {
     const jobs: string[] = [];
-    const { monitor, ps } = await sites([{ site: 'lon', token: 't0ken' }], async (job) => (jobs.push(job.identity), { outcome: 'provisioned' }));
+    const { monitor, ps } = await sites(
+      [{ site: 'lon', token: 't0ken' }],
+      async (job) => (jobs.push(job.identity), { outcome: 'provisioned' }),
+    );
     const p = ps[0]!;
     p.pause();
     const r = await post(monitor, '/nodes/n1.example.net/retry', 't0ken');
-    expect(r).toEqual({ status: 409, body: { sites: [{ site: 'lon', result: 'not queued n1.example.net: the site is paused and queues nothing; resume it first' }] } });
+    expect(r).toEqual({
+      status: 409,
+      body: {
+        sites: [
+          { site: 'lon', result: 'not queued n1.example.net: the site is paused and queues nothing; resume it first' },
+        ],
+      },
+    });
     expect(p.retry('n1.example.net')).toBe('paused');
     expect(p.status().hosts).toHaveLength(0);
     p.resume();
-    expect((await post(monitor, '/nodes/n1.example.net/retry', 't0ken')).body.sites).toEqual([{ site: 'lon', result: 'queued n1.example.net' }]);
+    expect((await post(monitor, '/nodes/n1.example.net/retry', 't0ken')).body.sites).toEqual([
+      { site: 'lon', result: 'queued n1.example.net' },
+    ]);
     await until('provisioned', () => jobs.length === 1);
   });
 
@@ -118,7 +178,9 @@ describe('control requests on the monitor port', () => {
     expect(p.offer('a b', 'operator')).toBe(false);
     expect(p.release('a b')).toBe(false);
     expect(p.status().hosts).toHaveLength(0);
-    expect(await p.metrics.registry.metrics()).toMatch(/choria_provisioner_refused_identities\{site="lon",source="control"\} 1[0-9]/);
+    expect(await p.metrics.registry.metrics()).toMatch(
+      /choria_provisioner_refused_identities\{site="lon",source="control"\} 1[0-9]/,
+    );
     expect(log.text()).not.toMatch(/\u001b/);
   });
 
@@ -133,16 +195,27 @@ describe('control requests on the monitor port', () => {
     const [lon, open] = ps as [Provisioner, Provisioner];
     lon.offer('lon-1.example.net', 'discovery');
     open.offer('open-1.example.net', 'discovery');
-    await until('both attempts ended', () => lon.status().hosts[0]?.state === 'failed' && open.status().hosts[0]?.state === 'failed');
+    await until(
+      'both attempts ended',
+      () => lon.status().hosts[0]?.state === 'failed' && open.status().hosts[0]?.state === 'failed',
+    );
     const registry = new Registry();
     const monitor = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, ...monitorRoutes(ps) });
     cleanups.push(() => monitor.close());
     const get = async (path: string, token?: string): Promise<{ status: number; text: string }> => {
-      const res = await fetch(`${monitor.url}${path}`, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+      const res = await fetch(`${monitor.url}${path}`, {
+        headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+      });
       return { status: res.status, text: await res.text() };
     };
-    type Site = { site: string; hosts: { identity: string }[]; hostCounts: Record<string, number>; hostsNeedToken?: boolean };
-    const sitesOf = async (token?: string): Promise<Site[]> => (JSON.parse((await get('/status', token)).text) as { sites: Site[] }).sites;
+    type Site = {
+      site: string;
+      hosts: { identity: string }[];
+      hostCounts: Record<string, number>;
+      hostsNeedToken?: boolean;
+    };
+    const sitesOf = async (token?: string): Promise<Site[]> =>
+      (JSON.parse((await get('/status', token)).text) as { sites: Site[] }).sites;
 
     // without the token: lon counts its node but does not list it; the open site lists its own
     const anonymous = await sitesOf();
@@ -159,7 +232,10 @@ describe('control requests on the monitor port', () => {
 
     const refused = await get('/nodes?site=lon');
     expect(refused.status).toBe(401);
-    expect(JSON.parse(refused.text)).toEqual({ error: 'the nodes of site "lon" are listed only with its monitor_api_token (Authorization: Bearer <monitor_api_token>)' });
+    expect(JSON.parse(refused.text)).toEqual({
+      error:
+        'the nodes of site "lon" are listed only with its monitor_api_token (Authorization: Bearer <monitor_api_token>)',
+    });
     expect((await get('/nodes?site=lon', 'lon-l1st-tokeX')).status).toBe(401);
     expect((await get('/nodes', 'nyc')).status).toBe(401); // the first site is lon
     const listed = await get('/nodes?site=lon', 'lon-l1st-token');

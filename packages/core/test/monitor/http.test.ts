@@ -15,14 +15,22 @@ describe('startMonitorServer', () => {
   });
 
   /** GET or POST `path` naming `host` in the Host header (fetch cannot set Host). */
-  function ask(port: number, path: string, host: string | undefined, method = 'GET'): Promise<{ status: number; body: string }> {
+  function ask(
+    port: number,
+    path: string,
+    host: string | undefined,
+    method = 'GET',
+  ): Promise<{ status: number; body: string }> {
     return new Promise((resolve, reject) => {
       const headers: Record<string, string> = host === undefined ? {} : { host };
-      const req = httpRequest({ host: '127.0.0.1', port, path, method, headers, setHost: host !== undefined }, (res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString('utf8')));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
+      const req = httpRequest(
+        { host: '127.0.0.1', port, path, method, headers, setHost: host !== undefined },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString('utf8')));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -61,11 +69,17 @@ describe('startMonitorServer', () => {
     expect((await ask(port, '/pause', `localhost:${port}`, 'POST')).status).toBe(200);
     expect(controls).toHaveLength(1);
     // what shows no node stays open to any Host: Prometheus and orchestrators use names of their own
-    for (const path of ['/metrics', '/healthz', '/readyz']) expect((await ask(port, path, 'scraper.example')).status).toBe(200);
+    for (const path of ['/metrics', '/healthz', '/readyz'])
+      expect((await ask(port, path, 'scraper.example')).status).toBe(200);
   });
 
   it('serves every text with visible escapes for control characters', async () => {
-    srv = await startMonitorServer({ port: 0, host: '127.0.0.1', registry: new Registry(), status: () => ({ msg: 'a\u001b[2J\u0007b\n\u009b' }) });
+    srv = await startMonitorServer({
+      port: 0,
+      host: '127.0.0.1',
+      registry: new Registry(),
+      status: () => ({ msg: 'a\u001b[2J\u0007b\n\u009b' }),
+    });
     const raw = await (await fetch(`${srv.url}/status`)).text();
     expect(raw).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
     expect(JSON.parse(raw)).toEqual({ msg: 'a\\u001b[2J\\u0007b\\u000a\\u009b' });
@@ -96,7 +110,9 @@ describe('startMonitorServer', () => {
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
     const csp = page.headers.get('content-security-policy') ?? '';
-    expect(csp).toMatch(/default-src 'none'; script-src 'sha256-[A-Za-z0-9+/=]+'; style-src 'sha256-[A-Za-z0-9+/=]+'; connect-src 'self'/);
+    expect(csp).toMatch(
+      /default-src 'none'; script-src 'sha256-[A-Za-z0-9+/=]+'; style-src 'sha256-[A-Za-z0-9+/=]+'; connect-src 'self'/,
+    );
     const html = await page.text();
     const script = /<script>([\s\S]*)<\/script>/.exec(html)?.[1] ?? '';
     expect(csp).toContain(`'sha256-${createHash('sha256').update(script).digest('base64')}'`);
@@ -125,7 +141,9 @@ describe('startMonitorServer', () => {
       expect(r.status, query).toBe(400);
       return ((await r.json()) as { error: string }).error;
     };
-    expect(await bad('/nodes?sort=colour')).toBe('sort "colour" must be one of identity, state, step, attempts, lastError, nextAttemptAt, updatedAt');
+    expect(await bad('/nodes?sort=colour')).toBe(
+      'sort "colour" must be one of identity, state, step, attempts, lastError, nextAttemptAt, updatedAt',
+    );
     expect(await bad('/nodes?order=up')).toBe('order "up" must be asc or desc');
     expect(await bad('/nodes?limit=501')).toBe('limit "501" must be a whole number from 1 to 500');
     expect(await bad('/nodes?offset=-1')).toBe('offset "-1" must be a whole number from 0 to 10000000');
@@ -168,11 +186,17 @@ describe('startMonitorServer', () => {
       port: 0,
       host: '127.0.0.1',
       registry: new Registry(),
-      ready: () => ({ ready, sites: [{ site: 'lon', ready, reason: ready ? 'ready' : 'standby: another instance leads the election' }] }),
+      ready: () => ({
+        ready,
+        sites: [{ site: 'lon', ready, reason: ready ? 'ready' : 'standby: another instance leads the election' }],
+      }),
     });
     const no = await fetch(`${srv.url}/readyz`);
     expect(no.status).toBe(503);
-    expect(await no.json()).toEqual({ ready: false, sites: [{ site: 'lon', ready: false, reason: 'standby: another instance leads the election' }] });
+    expect(await no.json()).toEqual({
+      ready: false,
+      sites: [{ site: 'lon', ready: false, reason: 'standby: another instance leads the election' }],
+    });
     ready = true;
     expect((await fetch(`${srv.url}/readyz`)).status).toBe(200);
   });
@@ -181,7 +205,12 @@ describe('startMonitorServer', () => {
     const pki = await createTestPki([]);
     const registry = new Registry();
     new ProvisionerMetrics(registry, 'tls').discoverCycle();
-    srv = await startMonitorServer({ port: 0, host: '127.0.0.1', registry, tls: { cert: pki.server.certPem, key: readFileSync(pki.server.keyFile, 'utf8') } });
+    srv = await startMonitorServer({
+      port: 0,
+      host: '127.0.0.1',
+      registry,
+      tls: { cert: pki.server.certPem, key: readFileSync(pki.server.keyFile, 'utf8') },
+    });
     expect(srv.url).toBe(`https://127.0.0.1:${srv.port}`);
     const body = await new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = request(`${srv!.url}/metrics`, { ca: readFileSync(pki.caFile) }, (res) => {
@@ -200,9 +229,14 @@ describe('startMonitorServer', () => {
   });
 
   it('names a broken key pair in the error', async () => {
-    await expect(startMonitorServer({ port: 0, host: '127.0.0.1', registry: new Registry(), tls: { cert: 'not a cert', key: 'not a key' } })).rejects.toThrow(
-      /^could not set up TLS for monitoring on port 0: /,
-    );
+    await expect(
+      startMonitorServer({
+        port: 0,
+        host: '127.0.0.1',
+        registry: new Registry(),
+        tls: { cert: 'not a cert', key: 'not a key' },
+      }),
+    ).rejects.toThrow(/^could not set up TLS for monitoring on port 0: /);
   });
 
   it('fails clearly when the port is taken', async () => {

@@ -19,7 +19,15 @@ afterEach(async () => {
 
 const nodes = Array.from({ length: 60 }, (_, i) => `n${i}.example.net`);
 const shutdownEvent = (identity: string): Uint8Array =>
-  new TextEncoder().encode(JSON.stringify({ protocol: 'io.choria.lifecycle.v1.shutdown', id: `s-${identity}`, identity, component: 'provision_mode_server', timestamp: Math.floor(Date.now() / 1000) }));
+  new TextEncoder().encode(
+    JSON.stringify({
+      protocol: 'io.choria.lifecycle.v1.shutdown',
+      id: `s-${identity}`,
+      identity,
+      component: 'provision_mode_server',
+      timestamp: Math.floor(Date.now() / 1000),
+    }),
+  );
 
 async function broker(config?: string): Promise<RunningNatsServer> {
   const srv = await startNatsServer({ jetstream: false, ...(config !== undefined ? { config } : {}) });
@@ -27,9 +35,24 @@ async function broker(config?: string): Promise<RunningNatsServer> {
   return srv;
 }
 
-async function instance(url: string, name: string, runner: (job: HostJob) => Promise<HostResult>, yaml = '', workers = 2): Promise<Provisioner> {
-  const config = testConfig(`workers: ${workers}\ncoordination: active_active\ncoordination_heartbeat: 100ms\ncoordination_lock_retry: 1s\n${yaml}`);
-  const p = new Provisioner({ config, choria: testSettings(url, config, name), registry: new Registry(), hostRunner: runner, helper: () => ({}), stopTimeoutMs: 2000 });
+async function instance(
+  url: string,
+  name: string,
+  runner: (job: HostJob) => Promise<HostResult>,
+  yaml = '',
+  workers = 2,
+): Promise<Provisioner> {
+  const config = testConfig(
+    `workers: ${workers}\ncoordination: active_active\ncoordination_heartbeat: 100ms\ncoordination_lock_retry: 1s\n${yaml}`,
+  );
+  const p = new Provisioner({
+    config,
+    choria: testSettings(url, config, name),
+    registry: new Registry(),
+    hostRunner: runner,
+    helper: () => ({}),
+    stopTimeoutMs: 2000,
+  });
   cleanups.push(() => p.stop());
   await p.start();
   return p;
@@ -43,10 +66,12 @@ function shareOf(p: Provisioner, of: readonly string[]): string[] {
   return of.filter((n) => rendezvousOwner(n, members) === self);
 }
 
-const formed = (p: Provisioner, members: number): boolean => p.status().coordination.membership?.state === 'formed' && p.status().coordination.membership?.members.length === members;
+const formed = (p: Provisioner, members: number): boolean =>
+  p.status().coordination.membership?.state === 'formed' &&
+  p.status().coordination.membership?.members.length === members;
 
 describe('Provisioner in active/active mode', () => {
-  it('splits the offered nodes between the members and takes over a leaver\'s share at once', async () => {
+  it("splits the offered nodes between the members and takes over a leaver's share at once", async () => {
     const srv = await broker();
     const ran: Record<string, string[]> = { a: [], b: [] };
     // b's workers stay busy until released, so its share waits in its queue
@@ -78,7 +103,10 @@ describe('Provisioner in active/active mode', () => {
       a.offer(n, 'discovery');
       b.offer(n, 'discovery');
     }
-    await until('a finished its share', () => a.status().busyWorkers === 0 && a.status().queue === 0 && ran['a']!.length > 0);
+    await until(
+      'a finished its share',
+      () => a.status().busyWorkers === 0 && a.status().queue === 0 && ran['a']!.length > 0,
+    );
     const aShare = ran['a']!.length;
     expect(aShare).toBeGreaterThan(10);
     expect(aShare).toBeLessThan(50);
@@ -99,7 +127,9 @@ describe('Provisioner in active/active mode', () => {
     const jobs: string[] = [];
     const p = await instance(srv.url, 'a.example.net', async (job) => {
       jobs.push(job.identity);
-      return jobs.filter((j) => j === job.identity).length === 1 ? { outcome: 'skipped_locked', message: 'locked elsewhere' } : { outcome: 'provisioned' };
+      return jobs.filter((j) => j === job.identity).length === 1
+        ? { outcome: 'skipped_locked', message: 'locked elsewhere' }
+        : { outcome: 'provisioned' };
     });
     await until('formed', () => formed(p, 1), 5000);
     for (const n of ['x1', 'x2', 'x3']) p.offer(n, 'discovery');
@@ -111,7 +141,10 @@ describe('Provisioner in active/active mode', () => {
     // x2: another member reports it finished; x3: the node announces its restart
     const nc = await connect({ servers: srv.url });
     cleanups.push(() => nc.close());
-    nc.publish('provisioning.coordination.test.done', JSON.stringify({ protocol: 'choria-provisioner:done:1', instance: 'b.example.net', nodes: ['x2'] }));
+    nc.publish(
+      'provisioning.coordination.test.done',
+      JSON.stringify({ protocol: 'choria-provisioner:done:1', instance: 'b.example.net', nodes: ['x2'] }),
+    );
     nc.publish('choria.lifecycle.event.shutdown.provision_mode_server', shutdownEvent('x3'));
     await until('x1 retried after the lock wait', () => jobs.length === 4, 4000);
     await sleep(1500);
@@ -157,7 +190,11 @@ describe('Provisioner in active/active mode', () => {
     const bShare = shareOf(b, nodes);
     const busyForB = inFlightAtA.filter((n) => bShare.includes(n));
     expect(busyForB.length).toBeGreaterThan(0); // 16 nodes in flight: all a's by chance once in 65,536 runs
-    await until("b ran its share but a's nodes in flight", () => bShare.filter((n) => !busyForB.includes(n)).every((n) => ranB.includes(n)), 5000);
+    await until(
+      "b ran its share but a's nodes in flight",
+      () => bShare.filter((n) => !busyForB.includes(n)).every((n) => ranB.includes(n)),
+      5000,
+    );
     await sleep(300);
     expect(ranB.filter((n) => busyForB.includes(n))).toEqual([]);
     // a finishes them; its done notices end b's interest
@@ -173,8 +210,12 @@ describe('Provisioner in active/active mode', () => {
     const watcher = await connect({ servers: srv.url });
     cleanups.push(() => watcher.close());
     const seen: { what: string; at: number }[] = [];
-    watcher.subscribe('provisioning.coordination.>', { callback: () => seen.push({ what: 'heartbeat', at: performance.now() }) });
-    watcher.subscribe('provisioning.broadcast.agent.discovery', { callback: () => seen.push({ what: 'discovery', at: performance.now() }) });
+    watcher.subscribe('provisioning.coordination.>', {
+      callback: () => seen.push({ what: 'heartbeat', at: performance.now() }),
+    });
+    watcher.subscribe('provisioning.broadcast.agent.discovery', {
+      callback: () => seen.push({ what: 'discovery', at: performance.now() }),
+    });
     await watcher.flush();
     await instance(srv.url, 'a.example.net', async () => ({ outcome: 'provisioned' }), '', 2);
     await until('a discovery', () => seen.some((s) => s.what === 'discovery'), 5000);
@@ -204,8 +245,12 @@ describe('Provisioner in active/active mode', () => {
     for (const n of nodes) p.offer(n, 'discovery');
     await until('every node tried', () => ran.length === nodes.length);
     const metrics = await p.metrics.registry.metrics();
-    expect(metrics).toContain('choria_provisioner_coordination_mode{site="test",identity="a.example.net",mode="lock_only"} 1');
-    expect(metrics).toContain('choria_provisioner_coordination_mode{site="test",identity="a.example.net",mode="active_active"} 0');
+    expect(metrics).toContain(
+      'choria_provisioner_coordination_mode{site="test",identity="a.example.net",mode="lock_only"} 1',
+    );
+    expect(metrics).toContain(
+      'choria_provisioner_coordination_mode{site="test",identity="a.example.net",mode="active_active"} 0',
+    );
   });
 });
 
@@ -230,7 +275,12 @@ describe('Provisioner in active/active mode: the hand-over of queued nodes', () 
       a.offer(n, 'discovery');
       b.offer(n, 'discovery');
     }
-    await until('every node ran', () => ran['a']!.length + ran['b']!.length === nodes.length && a.status().busyWorkers + b.status().busyWorkers === 0, 10_000);
+    await until(
+      'every node ran',
+      () =>
+        ran['a']!.length + ran['b']!.length === nodes.length && a.status().busyWorkers + b.status().busyWorkers === 0,
+      10_000,
+    );
     await sleep(300);
     const all = [...ran['a']!, ...ran['b']!];
     expect(all.length).toBe(nodes.length);
@@ -242,8 +292,12 @@ describe('Provisioner in active/active mode: the hand-over of queued nodes', () 
     expect(b.status().hosts.filter((h) => h.state === 'queued')).toEqual([]);
     const given = await b.metrics.registry.getSingleMetricAsString('choria_provisioner_handed_over_nodes');
     const takenMetric = await a.metrics.registry.getSingleMetricAsString('choria_provisioner_handed_over_nodes');
-    expect(given).toMatch(/choria_provisioner_handed_over_nodes\{site="test",identity="b.example.net",direction="given"\} [1-9]/);
-    expect(takenMetric).toContain(`choria_provisioner_handed_over_nodes{site="test",identity="a.example.net",direction="taken"} ${taken.length}`);
+    expect(given).toMatch(
+      /choria_provisioner_handed_over_nodes\{site="test",identity="b.example.net",direction="given"\} [1-9]/,
+    );
+    expect(takenMetric).toContain(
+      `choria_provisioner_handed_over_nodes{site="test",identity="a.example.net",direction="taken"} ${taken.length}`,
+    );
   });
 
   it('a member that joins leaves the nodes handed over to another member to it, queued or in flight', async () => {
@@ -274,7 +328,11 @@ describe('Provisioner in active/active mode: the hand-over of queued nodes', () 
       b.offer(n, 'discovery');
     }
     // b, idle after its own share, asks a and is handed part of a's queue
-    const grantedToB = (): string[] => b.status().hosts.filter((h) => aShare.includes(h.identity) && (h.state === 'queued' || h.state === 'provisioning')).map((h) => h.identity);
+    const grantedToB = (): string[] =>
+      b
+        .status()
+        .hosts.filter((h) => aShare.includes(h.identity) && (h.state === 'queued' || h.state === 'provisioning'))
+        .map((h) => h.identity);
     await until('b holds nodes handed over by a', () => grantedToB().length >= 16, 5000);
     const c = await instance(srv.url, 'c.example.net', async (job) => {
       ranC.push(job.identity);
@@ -282,7 +340,11 @@ describe('Provisioner in active/active mode: the hand-over of queued nodes', () 
     });
     await until('three members everywhere', () => [a, b, c].every((p) => formed(p, 3)), 5000);
     for (const n of fleet) c.offer(n, 'discovery');
-    await until('c done with what it may run', () => ranC.length > 0 && c.status().busyWorkers === 0 && c.status().hostCounts['queued'] === undefined, 5000);
+    await until(
+      'c done with what it may run',
+      () => ranC.length > 0 && c.status().busyWorkers === 0 && c.status().hostCounts['queued'] === undefined,
+      5000,
+    );
     await sleep(500);
     // b still holds what a handed it (its runner waits); some of it is c's by rendezvous hashing
     const handed = grantedToB();
@@ -316,7 +378,7 @@ describe('Provisioner in active/active mode: the hand-over of queued nodes', () 
       a.offer(n, 'discovery');
       b.offer(n, 'discovery');
     }
-    await until('a took some of b\'s queue', () => a.status().hosts.some((h) => bShare.includes(h.identity)), 5000);
+    await until("a took some of b's queue", () => a.status().hosts.some((h) => bShare.includes(h.identity)), 5000);
     await a.stop();
     await until('b provisioned everything a left', () => nodes.every((n) => done.has(n)), 15_000);
     expect(b.status().hosts.filter((h) => h.state === 'queued')).toEqual([]);
@@ -339,9 +401,25 @@ describe('Provisioner in active/active mode: the hand-over, spoken to from outsi
     cleanups.push(() => nc.close());
     const enc = (o: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(o));
     const grants: { nodes: { identity: string }[] }[] = [];
-    nc.subscribe('provisioning.coordination.test.work.fake01', { callback: (_e, m) => grants.push(JSON.parse(new TextDecoder().decode(m.data)) as { nodes: { identity: string }[] }) });
+    nc.subscribe('provisioning.coordination.test.work.fake01', {
+      callback: (_e, m) =>
+        grants.push(JSON.parse(new TextDecoder().decode(m.data)) as { nodes: { identity: string }[] }),
+    });
     const beat = (): void =>
-      nc.publish('provisioning.coordination.test.members', enc({ protocol: 'choria-provisioner:member:1', instance: 'z.example.net', incarnation: 'fake01', interval_ms: 100, leaving: false, owned: 0, provisioned: 0, queued: 0, version: 'fake' }));
+      nc.publish(
+        'provisioning.coordination.test.members',
+        enc({
+          protocol: 'choria-provisioner:member:1',
+          instance: 'z.example.net',
+          incarnation: 'fake01',
+          interval_ms: 100,
+          leaving: false,
+          owned: 0,
+          provisioned: 0,
+          queued: 0,
+          version: 'fake',
+        }),
+      );
     beat();
     const beating = setInterval(beat, 100);
     cleanups.push(async () => clearInterval(beating));
@@ -350,7 +428,10 @@ describe('Provisioner in active/active mode: the hand-over, spoken to from outsi
     for (const n of nodes) a.offer(n, 'discovery');
     const aShare = shareOf(a, nodes);
     await until('a busy with a queue', () => a.status().busyWorkers === 2 && a.status().queue > 4);
-    nc.publish(`provisioning.coordination.test.work.${self.split('#')[1]}`, enc({ protocol: 'choria-provisioner:ask:1', instance: 'z.example.net', incarnation: 'fake01', want: 5 }));
+    nc.publish(
+      `provisioning.coordination.test.work.${self.split('#')[1]}`,
+      enc({ protocol: 'choria-provisioner:ask:1', instance: 'z.example.net', incarnation: 'fake01', want: 5 }),
+    );
     await until('a granted some', () => grants.length === 1);
     const granted = grants[0]!.nodes.map((n) => n.identity);
     expect(granted).toHaveLength(5);
@@ -360,9 +441,15 @@ describe('Provisioner in active/active mode: the hand-over, spoken to from outsi
     clearInterval(beating);
     await until('the fake member expired', () => formed(a, 1), 5000);
     release();
-    await until('a ran its whole share, the granted nodes too', () => aShare.every((n) => ran.includes(n)) && a.status().busyWorkers === 0, 10_000);
+    await until(
+      'a ran its whole share, the granted nodes too',
+      () => aShare.every((n) => ran.includes(n)) && a.status().busyWorkers === 0,
+      10_000,
+    );
     expect(new Set(ran).size).toBe(ran.length);
-    expect(await a.metrics.registry.getSingleMetricAsString('choria_provisioner_handed_over_nodes')).toContain('direction="given"} 5');
+    expect(await a.metrics.registry.getSingleMetricAsString('choria_provisioner_handed_over_nodes')).toContain(
+      'direction="given"} 5',
+    );
   });
 });
 

@@ -90,7 +90,10 @@ describe('ActiveList', () => {
 
   it('settles an ended attempt by the outcome: a success that restarts or shuts the node holds it, the rest leave', () => {
     const l = list();
-    const next = (outcome: 'provisioned' | 'shutdown' | 'upgraded' | 'failed' | 'skipped_locked', waitForLock: boolean): string | undefined => {
+    const next = (
+      outcome: 'provisioned' | 'shutdown' | 'upgraded' | 'failed' | 'skipped_locked',
+      waitForLock: boolean,
+    ): string | undefined => {
       const e = l.offer(id(`n-${outcome}-${waitForLock}`), 'discovery', 0, 60_000).entry;
       l.startAttempt(e, 0);
       return l.settle(e, outcome, 10, waitForLock);

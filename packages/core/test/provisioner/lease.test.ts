@@ -3,7 +3,12 @@ import { SENDING_RECORD_WAIT_MS, SiteLease, type LeaseSource } from '../../src/p
 import { NodeHistory } from '../../src/provisioner/history/index.js';
 import { silentLogger } from '../../src/util/logger.js';
 
-const history = (): NodeHistory => new NodeHistory({ policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 }, instance: 'p', ttlMs: 86_400_000 });
+const history = (): NodeHistory =>
+  new NodeHistory({
+    policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 },
+    instance: 'p',
+    ttlMs: 86_400_000,
+  });
 const source = (end: number): LeaseSource => ({ leaseEndsAt: () => end });
 
 describe('SiteLease: whether this instance may still work on nodes', () => {
@@ -15,7 +20,12 @@ describe('SiteLease: whether this instance may still work on nodes', () => {
   it('leader: until its lease ends by the monotonic clock, not after; never without leadership', () => {
     let now = 1000;
     let end = 5000;
-    const lease = new SiteLease({ history: history(), logger: silentLogger(), now: () => now, election: () => source(end) });
+    const lease = new SiteLease({
+      history: history(),
+      logger: silentLogger(),
+      now: () => now,
+      election: () => source(end),
+    });
     expect(lease.refusal()).toBeUndefined();
     now = 4999;
     expect(lease.refusal()).toBeUndefined();
@@ -25,17 +35,32 @@ describe('SiteLease: whether this instance may still work on nodes', () => {
     expect(lease.refusal()).toMatch(/ran out 16(\.0)? ?s ago/);
     end = 0;
     expect(lease.refusal()).toMatch(/not the leader/);
-    const noElection = new SiteLease({ history: history(), logger: silentLogger(), now: () => 1, election: () => undefined });
+    const noElection = new SiteLease({
+      history: history(),
+      logger: silentLogger(),
+      now: () => 1,
+      election: () => undefined,
+    });
     expect(noElection.refusal()).toMatch(/not the leader/);
   });
 
   it('active/active member: until its own heartbeat lease ends', () => {
     let now = 100;
-    const lease = new SiteLease({ history: history(), logger: silentLogger(), now: () => now, membership: () => source(6000) });
+    const lease = new SiteLease({
+      history: history(),
+      logger: silentLogger(),
+      now: () => now,
+      membership: () => source(6000),
+    });
     expect(lease.refusal()).toBeUndefined();
     now = 6000;
     expect(lease.refusal()).toMatch(/active\/active member's lease ran out/);
-    const unheard = new SiteLease({ history: history(), logger: silentLogger(), now: () => 1, membership: () => source(0) });
+    const unheard = new SiteLease({
+      history: history(),
+      logger: silentLogger(),
+      now: () => 1,
+      membership: () => source(0),
+    });
     expect(unheard.refusal()).toMatch(/has not heard its own heartbeat/);
   });
 
@@ -52,7 +77,12 @@ describe('SiteLease: whether this instance may still work on nodes', () => {
     vi.useFakeTimers();
     try {
       let mono = 0;
-      const h = new NodeHistory({ policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 }, instance: 'p', ttlMs: 86_400_000, monotonic: () => mono });
+      const h = new NodeHistory({
+        policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 },
+        instance: 'p',
+        ttlMs: 86_400_000,
+        monotonic: () => mono,
+      });
       h.attach({ write: () => new Promise<void>(() => undefined) }); // JetStream that never answers
       const warnings: string[] = [];
       const logger = silentLogger();

@@ -17,7 +17,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 });
 
-async function setup(runner: (job: HostJob) => Promise<HostResult>, opts: { holdMs?: number; workers?: number; yaml?: string } = {}) {
+async function setup(
+  runner: (job: HostJob) => Promise<HostResult>,
+  opts: { holdMs?: number; workers?: number; yaml?: string } = {},
+) {
   const srv: RunningNatsServer = await startNatsServer({ jetstream: false });
   cleanups.push(() => srv.stop());
   const config = testConfig(`workers: ${opts.workers ?? 2}\n${opts.yaml ?? ''}`);
@@ -40,13 +43,24 @@ async function setup(runner: (job: HostJob) => Promise<HostResult>, opts: { hold
  * A broker with a fleet that answers every discovery through `answer`, which gets a function that
  * sends one node's reply, and a provisioner on it with a scripted runner.
  */
-async function discoveringSetup(answer: (send: (sender: string) => void) => void, runner: (job: HostJob) => Promise<HostResult>, workers: number) {
+async function discoveringSetup(
+  answer: (send: (sender: string) => void) => void,
+  runner: (job: HostJob) => Promise<HostResult>,
+  workers: number,
+) {
   const srv = await startNatsServer({ jetstream: false });
   cleanups.push(() => srv.stop());
   const fleet = await discoveryResponder(srv.url, (_req, send) => answer(send));
   cleanups.push(() => fleet.close());
   const config = testConfig(`workers: ${workers}\n`);
-  const p = new Provisioner({ config, choria: testSettings(srv.url, config), registry: new Registry(), hostRunner: runner, helper: () => ({}), stopTimeoutMs: 2000 });
+  const p = new Provisioner({
+    config,
+    choria: testSettings(srv.url, config),
+    registry: new Registry(),
+    hostRunner: runner,
+    helper: () => ({}),
+    stopTimeoutMs: 2000,
+  });
   cleanups.push(() => p.stop());
   return p;
 }
@@ -56,7 +70,9 @@ describe('Provisioner scheduling', () => {
     for (const handedIn of [false, true]) {
       const srv = await startNatsServer({ jetstream: false });
       cleanups.push(() => srv.stop());
-      const fleet = await discoveryResponder(srv.url, (_req, send) => ['good-1.example.net', 'a b', '*', 'x'.repeat(300)].forEach(send));
+      const fleet = await discoveryResponder(srv.url, (_req, send) =>
+        ['good-1.example.net', 'a b', '*', 'x'.repeat(300)].forEach(send),
+      );
       cleanups.push(() => fleet.close());
       const config = testConfig('workers: 1\n');
       const registry = new Registry();
@@ -78,7 +94,9 @@ describe('Provisioner scheduling', () => {
       await until('the good node provisioned', () => jobs.length === 1);
       expect(jobs).toEqual(['good-1.example.net']);
       expect(p.status().hosts.map((h) => h.identity)).toEqual(['good-1.example.net']);
-      expect(await registry.metrics(), handedIn ? 'handed in' : 'own').toMatch(/choria_provisioner_refused_identities\{site="test",source="discovery"\} [3-9]/);
+      expect(await registry.metrics(), handedIn ? 'handed in' : 'own').toMatch(
+        /choria_provisioner_refused_identities\{site="test",source="discovery"\} [3-9]/,
+      );
       await p.stop();
     }
   });
@@ -92,19 +110,33 @@ describe('Provisioner scheduling', () => {
       },
       { yaml: 'retry_backoff: 400ms\nretry_backoff_max: 400ms\nquarantine_after: 2\n' },
     );
-    const settled = (n: number) => until(`attempt ${n}`, () => jobs.length === n && p.status().busyWorkers === 0 && p.status().queue === 0);
+    const settled = (n: number) =>
+      until(`attempt ${n}`, () => jobs.length === n && p.status().busyWorkers === 0 && p.status().queue === 0);
     expect(p.offer('n1', 'discovery')).toBe(true);
     await settled(1);
     // within the back-off (200-400 ms) a discovery does not bring it back
     expect(p.offer('n1', 'discovery')).toBe(false);
-    expect(p.status().hosts[0]).toMatchObject({ identity: 'n1', state: 'failed', failures: 1, nextAttemptAt: expect.any(String) });
+    expect(p.status().hosts[0]).toMatchObject({
+      identity: 'n1',
+      state: 'failed',
+      failures: 1,
+      nextAttemptAt: expect.any(String),
+    });
     await until('the back-off to end', () => p.offer('n1', 'discovery'), 2000);
     await settled(2);
     // the second failure in a row: quarantined, until something lets it go
     const q = p.status().hosts[0];
-    expect(q).toMatchObject({ identity: 'n1', state: 'quarantined', failures: 2, lastError: 'could not provision n1: CSR refused', quarantinedAt: expect.any(String) });
+    expect(q).toMatchObject({
+      identity: 'n1',
+      state: 'quarantined',
+      failures: 2,
+      lastError: 'could not provision n1: CSR refused',
+      quarantinedAt: expect.any(String),
+    });
     expect(p.status().hostCounts).toEqual({ quarantined: 1 });
-    await until('the gauge', async () => (await registry.metrics()).includes('choria_provisioner_quarantined_nodes{site="test"} 1'));
+    await until('the gauge', async () =>
+      (await registry.metrics()).includes('choria_provisioner_quarantined_nodes{site="test"} 1'),
+    );
     await new Promise((r) => setTimeout(r, 500));
     expect(p.offer('n1', 'discovery')).toBe(false);
     // released by an operator: tried with the next discovery
@@ -122,7 +154,13 @@ describe('Provisioner scheduling', () => {
     // a startup event (the node was restarted) releases it and offers it
     const nc = await connect({ servers: url });
     cleanups.push(() => nc.close());
-    const ev = { protocol: 'io.choria.lifecycle.v1.startup', id: 'q1', identity: 'n1', component: 'provision_mode_server', timestamp: Math.floor(Date.now() / 1000) };
+    const ev = {
+      protocol: 'io.choria.lifecycle.v1.startup',
+      id: 'q1',
+      identity: 'n1',
+      component: 'provision_mode_server',
+      timestamp: Math.floor(Date.now() / 1000),
+    };
     nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(JSON.stringify(ev)));
     await settled(6);
     expect(jobs).toHaveLength(6);
@@ -142,7 +180,10 @@ describe('Provisioner scheduling', () => {
     });
     const attempt = async (n: number, offer: () => unknown): Promise<HostJob | undefined> => {
       offer();
-      await until(`attempt ${n} to finish`, () => jobs.length === n && p.status().busyWorkers === 0 && p.status().hostCounts['queued'] === undefined);
+      await until(
+        `attempt ${n} to finish`,
+        () => jobs.length === n && p.status().busyWorkers === 0 && p.status().hostCounts['queued'] === undefined,
+      );
       return jobs[n - 1];
     };
     expect((await attempt(1, () => p.offer('n1', 'discovery')))?.configuredAt).toBeUndefined();
@@ -151,8 +192,16 @@ describe('Provisioner scheduling', () => {
     // so was the second; then n1 boots again (a startup event): whatever it had is no longer known
     const nc = await connect({ servers: url });
     cleanups.push(() => nc.close());
-    const ev = { protocol: 'io.choria.lifecycle.v1.startup', id: 'e1', identity: 'n1', component: 'provision_mode_server', timestamp: Math.floor(Date.now() / 1000) };
-    const third = await attempt(3, () => nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(JSON.stringify(ev))));
+    const ev = {
+      protocol: 'io.choria.lifecycle.v1.startup',
+      id: 'e1',
+      identity: 'n1',
+      component: 'provision_mode_server',
+      timestamp: Math.floor(Date.now() / 1000),
+    };
+    const third = await attempt(3, () =>
+      nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(JSON.stringify(ev))),
+    );
     expect(third?.configuredAt).toBeUndefined();
     // an attempt that failed before configuring leaves nothing to resume either
     expect((await attempt(4, () => p.offer('n1', 'discovery')))?.configuredAt).toBeUndefined();
@@ -169,7 +218,14 @@ describe('Provisioner scheduling', () => {
     expect(jobs[0]?.reportedVersion).toBeUndefined();
     const nc = await connect({ servers: url });
     cleanups.push(() => nc.close());
-    const ev = { protocol: 'io.choria.lifecycle.v1.startup', id: 'e2', identity: 'n1', component: 'provision_mode_server', version: '0.24.1', timestamp: Math.floor(Date.now() / 1000) };
+    const ev = {
+      protocol: 'io.choria.lifecycle.v1.startup',
+      id: 'e2',
+      identity: 'n1',
+      component: 'provision_mode_server',
+      version: '0.24.1',
+      timestamp: Math.floor(Date.now() / 1000),
+    };
     nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(JSON.stringify(ev)));
     await until('the attempt after the startup event', () => jobs.length === 2 && p.status().busyWorkers === 0);
     expect(jobs[1]?.reportedVersion).toBe('0.24.1');
@@ -186,7 +242,14 @@ describe('Provisioner scheduling', () => {
       if (jobs.length > 1) return { outcome: 'provisioned' };
       // release_update accepted; the node is back on the new version before this attempt ends
       const nc = await connect({ servers: url });
-      const ev = { protocol: 'io.choria.lifecycle.v1.startup', id: 'u1', identity: 'n1', component: 'provision_mode_server', version: '0.30.0', timestamp: Math.floor(Date.now() / 1000) };
+      const ev = {
+        protocol: 'io.choria.lifecycle.v1.startup',
+        id: 'u1',
+        identity: 'n1',
+        component: 'provision_mode_server',
+        version: '0.30.0',
+        timestamp: Math.floor(Date.now() / 1000),
+      };
       nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(JSON.stringify(ev)));
       await nc.flush();
       await nc.close();
@@ -206,13 +269,23 @@ describe('Provisioner scheduling', () => {
     let url = '';
     const startup = async (identity: string): Promise<void> => {
       const nc = await connect({ servers: url });
-      const ev = { protocol: 'io.choria.lifecycle.v1.startup', id: `p-${identity}-${jobs.length}`, identity, component: 'provision_mode_server', timestamp: Math.floor(Date.now() / 1000) };
+      const ev = {
+        protocol: 'io.choria.lifecycle.v1.startup',
+        id: `p-${identity}-${jobs.length}`,
+        identity,
+        component: 'provision_mode_server',
+        timestamp: Math.floor(Date.now() / 1000),
+      };
       nc.publish('choria.lifecycle.event.startup.provision_mode_server', new TextEncoder().encode(JSON.stringify(ev)));
       await nc.flush();
       await nc.close();
     };
     let pauseNow: () => void = () => undefined;
-    const { p, url: brokerUrl, registry } = await setup(async (job) => {
+    const {
+      p,
+      url: brokerUrl,
+      registry,
+    } = await setup(async (job) => {
       jobs.push(job);
       if (job.identity !== 'n1' || jobs.length > 1) return { outcome: 'provisioned' };
       // n1 starts again during its attempt, and the site is paused before the attempt ends
@@ -242,11 +315,14 @@ describe('Provisioner scheduling', () => {
 
   it('queues an identity once, holds it after success, then forgets it', async () => {
     const runs: string[] = [];
-    const { p, registry } = await setup(async (job) => {
-      runs.push(job.identity);
-      job.onStep('configure');
-      return { outcome: 'provisioned' };
-    }, { holdMs: 1200 });
+    const { p, registry } = await setup(
+      async (job) => {
+        runs.push(job.identity);
+        job.onStep('configure');
+        return { outcome: 'provisioned' };
+      },
+      { holdMs: 1200 },
+    );
     expect(p.offer('n1', 'discovery')).toBe(true);
     expect(p.offer('n1', 'event')).toBe(false);
     await until('the first run', () => runs.length === 1);
@@ -316,7 +392,10 @@ describe('Provisioner scheduling', () => {
       (send) => {
         for (let i = 0; i < count; i++) send(`burst-${i}.example.net`);
       },
-      (job) => new Promise((resolve) => job.signal.addEventListener('abort', () => resolve({ outcome: 'failed', message: 'stopped' }))),
+      (job) =>
+        new Promise((resolve) =>
+          job.signal.addEventListener('abort', () => resolve({ outcome: 'failed', message: 'stopped' })),
+        ),
       1,
     );
     // how many nodes joined the list from one turn of the event loop to the next
@@ -346,9 +425,19 @@ describe('Provisioner scheduling', () => {
     ];
     const { p, registry } = await setup(async (job) => outcomes[Number(job.identity.slice(1))] as HostResult);
     for (const id of ['n0', 'n1', 'n2']) p.offer(id, 'discovery');
-    await until('all three attempts to end', () => p.status().hostCounts['queued'] === undefined && p.status().busyWorkers === 0 && p.status().hosts.length === 3 && p.status().hosts.every((h) => !['queued', 'provisioning'].includes(h.state)));
+    await until(
+      'all three attempts to end',
+      () =>
+        p.status().hostCounts['queued'] === undefined &&
+        p.status().busyWorkers === 0 &&
+        p.status().hosts.length === 3 &&
+        p.status().hosts.every((h) => !['queued', 'provisioning'].includes(h.state)),
+    );
     const byId = Object.fromEntries(p.status().hosts.map((h) => [h.identity, h]));
-    expect(byId['n0']).toMatchObject({ state: 'failed', lastError: 'could not perform rpcutil#inventory on f: 5 tries, last: timed out' });
+    expect(byId['n0']).toMatchObject({
+      state: 'failed',
+      lastError: 'could not perform rpcutil#inventory on f: 5 tries, last: timed out',
+    });
     expect(byId['n1']).toMatchObject({ state: 'deferred' });
     expect(byId['n2']).toMatchObject({ state: 'skipped_locked' });
     for (const id of ['n0', 'n1', 'n2']) expect(p.offer(id, 'discovery')).toBe(true);
@@ -359,25 +448,64 @@ describe('Provisioner scheduling', () => {
   });
 
   it('pages, filters, searches and sorts its nodes for /nodes, describing only the page, and counts finished nodes per slot', async () => {
-    const { p } = await setup(async (job) => (job.identity.startsWith('bad') ? { outcome: 'failed', message: `no CMDB record for ${job.identity}` } : { outcome: 'provisioned' }), { workers: 4 });
+    const { p } = await setup(
+      async (job) =>
+        job.identity.startsWith('bad')
+          ? { outcome: 'failed', message: `no CMDB record for ${job.identity}` }
+          : { outcome: 'provisioned' },
+      { workers: 4 },
+    );
     const ids = ['web-03', 'web-01', 'bad-2', 'web-02', 'bad-1', 'db-01'];
     for (const id of ids) p.offer(id, 'discovery');
-    await until('every attempt', () => p.status().busyWorkers === 0 && p.status().queue === 0 && p.status().hosts.every((h) => h.state === 'held' || h.state === 'failed'));
-    const page = (q: Partial<Parameters<Provisioner['nodes']>[0]>) => p.nodes({ sort: 'identity', order: 'asc', offset: 0, limit: 100, ...q });
+    await until(
+      'every attempt',
+      () =>
+        p.status().busyWorkers === 0 &&
+        p.status().queue === 0 &&
+        p.status().hosts.every((h) => h.state === 'held' || h.state === 'failed'),
+    );
+    const page = (q: Partial<Parameters<Provisioner['nodes']>[0]>) =>
+      p.nodes({ sort: 'identity', order: 'asc', offset: 0, limit: 100, ...q });
     expect(page({}).nodes.map((n) => n.identity)).toEqual(['bad-1', 'bad-2', 'db-01', 'web-01', 'web-02', 'web-03']);
-    expect(page({ order: 'desc', limit: 2 })).toMatchObject({ site: 'test', total: 6, offset: 0, limit: 2, nodes: [{ identity: 'web-03' }, { identity: 'web-02' }] });
+    expect(page({ order: 'desc', limit: 2 })).toMatchObject({
+      site: 'test',
+      total: 6,
+      offset: 0,
+      limit: 2,
+      nodes: [{ identity: 'web-03' }, { identity: 'web-02' }],
+    });
     expect(page({ offset: 4, limit: 10 }).nodes.map((n) => n.identity)).toEqual(['web-02', 'web-03']);
     const failed = page({ state: 'failed' });
     expect(failed.total).toBe(2);
-    expect(failed.nodes[0]).toMatchObject({ identity: 'bad-1', state: 'failed', lastError: 'no CMDB record for bad-1', attempts: 1 });
+    expect(failed.nodes[0]).toMatchObject({
+      identity: 'bad-1',
+      state: 'failed',
+      lastError: 'no CMDB record for bad-1',
+      attempts: 1,
+    });
     expect(page({ search: 'WEB-0' }).nodes.map((n) => n.identity)).toEqual(['web-01', 'web-02', 'web-03']);
     expect(page({ search: 'nothing' })).toMatchObject({ total: 0, nodes: [] });
     // by state: failed before held, ties by identity
-    expect(page({ sort: 'state' }).nodes.map((n) => `${n.state}:${n.identity}`).slice(0, 3)).toEqual(['failed:bad-1', 'failed:bad-2', 'held:db-01']);
+    expect(
+      page({ sort: 'state' })
+        .nodes.map((n) => `${n.state}:${n.identity}`)
+        .slice(0, 3),
+    ).toEqual(['failed:bad-1', 'failed:bad-2', 'held:db-01']);
     // nodes without an error sort after those with one
-    expect(page({ sort: 'lastError' }).nodes.map((n) => n.identity).slice(0, 2)).toEqual(['bad-1', 'bad-2']);
+    expect(
+      page({ sort: 'lastError' })
+        .nodes.map((n) => n.identity)
+        .slice(0, 2),
+    ).toEqual(['bad-1', 'bad-2']);
     // also in descending order: the errors, last first, then the nodes without one
-    expect(page({ sort: 'lastError', order: 'desc' }).nodes.map((n) => n.identity)).toEqual(['bad-2', 'bad-1', 'web-03', 'web-02', 'web-01', 'db-01']);
+    expect(page({ sort: 'lastError', order: 'desc' }).nodes.map((n) => n.identity)).toEqual([
+      'bad-2',
+      'bad-1',
+      'web-03',
+      'web-02',
+      'web-01',
+      'db-01',
+    ]);
     const recent = p.status({ limit: 0 }).recent;
     expect(recent.slotMs).toBe(10_000);
     expect(recent.provisioned.reduce((a, n) => a + n, 0)).toBe(4);
@@ -388,11 +516,14 @@ describe('Provisioner scheduling', () => {
   it('while paused ignores discovery and drops queued work; resumes cleanly', async () => {
     let release: (() => void) | undefined;
     const runs: string[] = [];
-    const { p, registry } = await setup(async (job) => {
-      runs.push(job.identity);
-      if (job.identity === 'slow') await new Promise<void>((r) => (release = r));
-      return { outcome: 'provisioned' };
-    }, { workers: 1 });
+    const { p, registry } = await setup(
+      async (job) => {
+        runs.push(job.identity);
+        if (job.identity === 'slow') await new Promise<void>((r) => (release = r));
+        return { outcome: 'provisioned' };
+      },
+      { workers: 1 },
+    );
     p.offer('slow', 'discovery');
     await until('the first run', () => runs.length === 1);
     p.offer('queued-1', 'discovery');
@@ -434,7 +565,14 @@ describe('Provisioner scheduling', () => {
       const client = await testClient(testSettings(srv.url, config));
       cleanups.push(() => client.close());
       let offered = 0;
-      const p = new Provisioner({ config, choria: testSettings(srv.url, config), client, hostRunner: async () => ({ outcome: 'provisioned' }), helper: () => ({}), stopTimeoutMs: 2000 });
+      const p = new Provisioner({
+        config,
+        choria: testSettings(srv.url, config),
+        client,
+        hostRunner: async () => ({ outcome: 'provisioned' }),
+        helper: () => ({}),
+        stopTimeoutMs: 2000,
+      });
       // every interval armed from here on must be cleared by the time both have returned: one
       // left armed (discovery, the sweep, the history bucket's retry) keeps the process alive
       const armed = vi.spyOn(globalThis, 'setInterval');
@@ -444,7 +582,9 @@ describe('Provisioner scheduling', () => {
         const started = p.start();
         await p.stop();
         await started;
-        const left = armed.mock.results.map((r) => r.value as unknown).filter((handle) => !cleared.mock.calls.some(([c]) => c === handle));
+        const left = armed.mock.results
+          .map((r) => r.value as unknown)
+          .filter((handle) => !cleared.mock.calls.some(([c]) => c === handle));
         expect(left, `intervals left armed with history_store ${store}`).toEqual([]);
       } finally {
         armed.mockRestore();
@@ -458,17 +598,35 @@ describe('Provisioner scheduling', () => {
 
   it('status() reports the instance and the step a host is on', async () => {
     let release: (() => void) | undefined;
-    const { p } = await setup(async (job) => {
-      job.onStep('helper');
-      await new Promise<void>((r) => (release = r));
-      return { outcome: 'provisioned' };
-    }, { workers: 1 });
+    const { p } = await setup(
+      async (job) => {
+        job.onStep('helper');
+        await new Promise<void>((r) => (release = r));
+        return { outcome: 'provisioned' };
+      },
+      { workers: 1 },
+    );
     p.offer('a', 'discovery');
     p.offer('b', 'event');
     await until('one busy worker', () => p.status().busyWorkers === 1);
     const st = p.status();
-    expect(st).toMatchObject({ site: 'test', identity: 'provisioner.example.net', connected: true, paused: false, queue: 1, queueCapacity: 50_000, busyWorkers: 1, workers: 1, leaderElection: false });
-    expect(st.hosts.find((h) => h.identity === 'a')).toMatchObject({ state: 'provisioning', step: 'helper', attempts: 1, source: 'discovery' });
+    expect(st).toMatchObject({
+      site: 'test',
+      identity: 'provisioner.example.net',
+      connected: true,
+      paused: false,
+      queue: 1,
+      queueCapacity: 50_000,
+      busyWorkers: 1,
+      workers: 1,
+      leaderElection: false,
+    });
+    expect(st.hosts.find((h) => h.identity === 'a')).toMatchObject({
+      state: 'provisioning',
+      step: 'helper',
+      attempts: 1,
+      source: 'discovery',
+    });
     expect(st.hosts.find((h) => h.identity === 'b')).toMatchObject({ state: 'queued', source: 'event' });
     release?.();
   });
@@ -480,11 +638,24 @@ describe('Provisioner with a process helper from its configuration', () => {
     cleanups.push(() => srv.stop());
     const { logger, entries } = capturingLogger();
     const config = testConfig('helper: /bin/true\n');
-    const p = new Provisioner({ config, choria: testSettings(srv.url, config), registry: new Registry(), logger, stopTimeoutMs: 2000 });
+    const p = new Provisioner({
+      config,
+      choria: testSettings(srv.url, config),
+      registry: new Registry(),
+      logger,
+      stopTimeoutMs: 2000,
+    });
     cleanups.push(() => p.stop());
     await p.start();
     // no node has come: the notice is the warm-up's (the default spawner, though this machine has python3)
-    await until('the spawner notice', () => entries.some((e) => e.message.startsWith('helper processes are started by')), 5000);
-    expect(entries.find((e) => e.message.startsWith('helper processes are started by'))).toMatchObject({ level: 'info', message: 'helper processes are started by the node spawner' });
+    await until(
+      'the spawner notice',
+      () => entries.some((e) => e.message.startsWith('helper processes are started by')),
+      5000,
+    );
+    expect(entries.find((e) => e.message.startsWith('helper processes are started by'))).toMatchObject({
+      level: 'info',
+      message: 'helper processes are started by the node spawner',
+    });
   });
 });

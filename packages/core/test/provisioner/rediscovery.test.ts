@@ -1,5 +1,9 @@
 import { describe, expect, it, vi } from 'vitest';
-import { rediscoveryDelaysMs, RediscoveryAfterLapse, RediscoveryAfterReconnect } from '../../src/provisioner/rediscovery.js';
+import {
+  rediscoveryDelaysMs,
+  RediscoveryAfterLapse,
+  RediscoveryAfterReconnect,
+} from '../../src/provisioner/rediscovery.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

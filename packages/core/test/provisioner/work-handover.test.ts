@@ -5,7 +5,12 @@ import { nodeIdentity as id } from '../../src/choria/identity.js';
 import { describe, expect, it } from 'vitest';
 import { ActiveList, type DiscoverySource } from '../../src/provisioner/active-list.js';
 import type { GrantedNode, Membership, MembershipState } from '../../src/provisioner/coordination/index.js';
-import { ASK_PER_WORKER, WorkHandover, type HandoverMembership, type TakenHow } from '../../src/provisioner/work-handover.js';
+import {
+  ASK_PER_WORKER,
+  WorkHandover,
+  type HandoverMembership,
+  type TakenHow,
+} from '../../src/provisioner/work-handover.js';
 import { HANDOVER_TTL_MS, WorkPolicy } from '../../src/provisioner/work-policy.js';
 import { silentLogger } from '../../src/util/logger.js';
 
@@ -115,12 +120,20 @@ describe('WorkHandover', () => {
 
   it('hands over at most half of its queued nodes, from the end of the queue, and none in flight, held or locked', () => {
     const t = setup();
-    const entries = Array.from({ length: 10 }, (_, i) => t.list.offer(id(`n${i}`), 'discovery', t.now(), 60_000, 0, i === 9 ? '0.30.2' : undefined).entry);
+    const entries = Array.from(
+      { length: 10 },
+      (_, i) => t.list.offer(id(`n${i}`), 'discovery', t.now(), 60_000, 0, i === 9 ? '0.30.2' : undefined).entry,
+    );
     t.list.startAttempt(entries[0]!, t.now()); // in flight
     t.list.startAttempt(entries[8]!, t.now()); // in flight, near the end
     // 8 queued: n1..n7, n9; half is 4, the asker wants 6
     t.handover.answer(PEER, 6);
-    expect(t.membership.grants).toEqual([[PEER, [{ identity: 'n5' }, { identity: 'n6' }, { identity: 'n7' }, { identity: 'n9', reportedVersion: '0.30.2' }]]]);
+    expect(t.membership.grants).toEqual([
+      [
+        PEER,
+        [{ identity: 'n5' }, { identity: 'n6' }, { identity: 'n7' }, { identity: 'n9', reportedVersion: '0.30.2' }],
+      ],
+    ]);
     expect([...t.list.entries()].map((e) => e.identity)).toEqual(['n0', 'n1', 'n2', 'n3', 'n4', 'n8']);
     for (const n of ['n5', 'n6', 'n7', 'n9']) expect(t.policy.mayWork(n)).toBe(false);
     expect(t.policy.mayWork('n4')).toBe(true);
@@ -132,7 +145,12 @@ describe('WorkHandover', () => {
   it('does not pass on nodes it was handed itself', () => {
     const t = setup();
     for (let i = 0; i < 4; i++) t.list.offer(id(`own${i}`), 'discovery', t.now(), 60_000);
-    t.handover.received(OTHER, [{ identity: id('g1') }, { identity: id('g2') }, { identity: id('g3') }, { identity: id('g4') }]);
+    t.handover.received(OTHER, [
+      { identity: id('g1') },
+      { identity: id('g2') },
+      { identity: id('g3') },
+      { identity: id('g4') },
+    ]);
     // 8 queued, 4 of them granted by OTHER: only its own 4 count, half of them go, from the end
     t.handover.answer(PEER, 8);
     expect(t.membership.grants).toEqual([[PEER, [{ identity: 'own2' }, { identity: 'own3' }]]]);
@@ -175,7 +193,9 @@ describe('WorkHandover', () => {
     const t = setup();
     for (let i = 0; i < 6; i++) t.list.offer(id(`n${i}`), 'event', t.now(), 60_000, 0, i === 5 ? '0.30.2' : undefined);
     t.handover.answer(PEER, 6);
-    expect(t.membership.grants).toEqual([[PEER, [{ identity: 'n3' }, { identity: 'n4' }, { identity: 'n5', reportedVersion: '0.30.2' }]]]);
+    expect(t.membership.grants).toEqual([
+      [PEER, [{ identity: 'n3' }, { identity: 'n4' }, { identity: 'n5', reportedVersion: '0.30.2' }]],
+    ]);
     expect(t.list.get('n3')).toBeUndefined();
     // the taker finished n4 meanwhile (its done notice came): that hand-over is over
     t.policy.forgetHandover('n4');
@@ -201,7 +221,9 @@ describe('WorkHandover', () => {
     expect(t.membership.grants).toEqual([]);
     expect(t.policy.handovers.handed).toBe(0);
     expect(t.policy.foreignCount).toBe(0);
-    expect([...t.list.entries()].map((e) => [e.identity, e.state])).toEqual(['n0', 'n1', 'n2', 'n3', 'n4', 'n5'].map((n) => [n, 'queued']));
+    expect([...t.list.entries()].map((e) => [e.identity, e.state])).toEqual(
+      ['n0', 'n1', 'n2', 'n3', 'n4', 'n5'].map((n) => [n, 'queued']),
+    );
   });
 });
 

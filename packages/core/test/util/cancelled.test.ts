@@ -6,7 +6,10 @@ import { ProvisionerError } from '../../src/util/errors.js';
 
 describe('CancelledError', () => {
   it('carries its reason and the wording of each kind', () => {
-    expect(pausedError('helper')).toMatchObject({ reason: 'pause', message: 'provisioning is paused, cannot perform helper' });
+    expect(pausedError('helper')).toMatchObject({
+      reason: 'pause',
+      message: 'provisioning is paused, cannot perform helper',
+    });
     expect(leaseLapsedError('choria_provision#configure', 'the lease lapsed')).toMatchObject({
       reason: 'lease',
       message: 'choria_provision#configure was not sent: the lease lapsed',

@@ -62,7 +62,8 @@ describe('parseDuration range limits', () => {
   });
 
   it('rejects inf and nan in every spelling', () => {
-    for (const s of ['infd', '-infw', '+Infinityy', 'NaNd']) expect(errorOf(s).message).toContain('not a finite number');
+    for (const s of ['infd', '-infw', '+Infinityy', 'NaNd'])
+      expect(errorOf(s).message).toContain('not a finite number');
     // Go itself refuses a signed nan
     expect(errorOf('+nand').message).toBe('strconv.ParseFloat: parsing "+nan": invalid syntax');
   });

@@ -17,8 +17,11 @@ describe('the log shows control characters as visible escapes', () => {
     const written: string[] = [];
     // winston's console transport writes to console._stdout where there is one, else console.log
     const out = (console as unknown as { _stdout?: NodeJS.WriteStream })._stdout;
-    if (out !== undefined) vi.spyOn(out, 'write').mockImplementation((chunk: string | Uint8Array) => (written.push(String(chunk)), true));
-    vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void written.push(`${args.map(String).join(' ')}\n`));
+    if (out !== undefined)
+      vi.spyOn(out, 'write').mockImplementation((chunk: string | Uint8Array) => (written.push(String(chunk)), true));
+    vi.spyOn(console, 'log').mockImplementation(
+      (...args: unknown[]) => void written.push(`${args.map(String).join(' ')}\n`),
+    );
     const logger = createLogger({ site: 'lon' });
     logger.warn(`unexpected reply from ${HOSTILE}`, { sender: HOSTILE, nested: { statusmsg: HOSTILE } });
     vi.restoreAllMocks();
@@ -32,7 +35,11 @@ describe('the log shows control characters as visible escapes', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'log-escape-')), 'provisioner.log');
     const logger = createLogger({ logfile: file, site: 'lon' });
     logger.warn(`ignoring reply from ${HOSTILE}`, { sender: HOSTILE });
-    await until('the log written', () => existsSync(file) && readFileSync(file, 'utf8').includes('ignoring reply'), 5_000);
+    await until(
+      'the log written',
+      () => existsSync(file) && readFileSync(file, 'utf8').includes('ignoring reply'),
+      5_000,
+    );
     const text = readFileSync(file, 'utf8');
     const lines = text.split('\n').filter((l) => l !== '');
     expect(lines).toHaveLength(1);

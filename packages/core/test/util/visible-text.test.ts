@@ -18,7 +18,8 @@ describe('visibleText', () => {
   });
 
   it('leaves readable text and backslashes alone, so it can be applied twice', () => {
-    for (const text of ['plain', 'ünïcode ✓', 'back\\slash', '"quoted"', '<b>html</b>']) expect(visibleText(text)).toBe(text);
+    for (const text of ['plain', 'ünïcode ✓', 'back\\slash', '"quoted"', '<b>html</b>'])
+      expect(visibleText(text)).toBe(text);
     const once = visibleText('x\u001by');
     expect(visibleText(once)).toBe(once);
   });
@@ -29,7 +30,7 @@ describe('visibleStrings', () => {
     const value = JSON.parse('{"a\\u001bk": ["x\\u0007", 1, true, null, {"__proto__": "p\\n"}]}') as unknown;
     const shown = visibleStrings(value) as Record<string, unknown>;
     expect(JSON.stringify(shown)).toBe('{"a\\\\u001bk":["x\\\\u0007",1,true,null,{"__proto__":"p\\\\u000a"}]}');
-    expect(Object.getPrototypeOf(({} as Record<string, unknown>))).toBe(Object.prototype);
+    expect(Object.getPrototypeOf({} as Record<string, unknown>)).toBe(Object.prototype);
     expect(Object.getPrototypeOf((shown['a\\u001bk'] as unknown[])[4])).toBe(Object.prototype);
   });
 

@@ -13,11 +13,33 @@ import { decodeGoStringMap, decodeGoStruct, type GoStructSpec, type JValue } fro
 import type { DecodedRequest } from '../wire/types.js';
 import { errorReply, okReply, StatusCode, type RpcReply } from './mcorpc.js';
 import { versionHas } from './releases.js';
-import { CONFIG_DIR, CONFIG_FILE, INITIAL_CONFIGURATION, SSL_DIR, type ExitKind, type ProvisionState } from './provision-state.js';
+import {
+  CONFIG_DIR,
+  CONFIG_FILE,
+  INITIAL_CONFIGURATION,
+  SSL_DIR,
+  type ExitKind,
+  type ProvisionState,
+} from './provision-state.js';
 
 export const PROVISION_AGENT = 'choria_provision';
-export const PROVISION_ACTIONS = ['configure', 'gen25519', 'gencsr', 'jwt', 'release_update', 'reprovision', 'restart', 'shutdown'] as const;
-export const LOCKED_ACTIONS: ReadonlySet<string> = new Set(['configure', 'gen25519', 'gencsr', 'jwt', 'release_update']);
+export const PROVISION_ACTIONS = [
+  'configure',
+  'gen25519',
+  'gencsr',
+  'jwt',
+  'release_update',
+  'reprovision',
+  'restart',
+  'shutdown',
+] as const;
+export const LOCKED_ACTIONS: ReadonlySet<string> = new Set([
+  'configure',
+  'gen25519',
+  'gencsr',
+  'jwt',
+  'release_update',
+]);
 
 /** Services a node offers its provisioning agent. */
 export interface ProvisionHost {
@@ -42,7 +64,15 @@ const S = (typeName: string, fields: GoStructSpec['fields']): GoStructSpec => ({
 const SPECS: Readonly<Record<string, GoStructSpec>> = {
   jwt: S('provision.JWTRequest', { token: 'string' }),
   gen25519: S('provision.ED25519Request', { token: 'string', nonce: 'string' }),
-  gencsr: S('provision.CSRRequest', { token: 'string', cn: 'string', C: 'string', L: 'string', O: 'string', OU: 'string', ST: 'string' }),
+  gencsr: S('provision.CSRRequest', {
+    token: 'string',
+    cn: 'string',
+    C: 'string',
+    L: 'string',
+    O: 'string',
+    OU: 'string',
+    ST: 'string',
+  }),
   configure: S('provision.ConfigureRequest', {
     token: 'string',
     config: 'string',
@@ -90,8 +120,12 @@ function certificateKeyMismatch(certificatePem: string, publicKeyPem: string): s
   }
   // go-choria's quirk, kept by gencsr: PKCS#1 RSAPublicKey DER under a `PUBLIC KEY` label
   const der = Buffer.from(publicKeyPem.replace(/-----(BEGIN|END)[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
-  const nodeKey = createPublicKey({ key: der, format: 'der', type: 'pkcs1' }).export({ type: 'spki', format: 'pem' }).toString();
-  return certKey === nodeKey ? undefined : 'configure sent a certificate for a private key the node no longer has (a later gencsr replaced it): the server cannot load its TLS pair and will not start';
+  const nodeKey = createPublicKey({ key: der, format: 'der', type: 'pkcs1' })
+    .export({ type: 'spki', format: 'pem' })
+    .toString();
+  return certKey === nodeKey
+    ? undefined
+    : 'configure sent a certificate for a private key the node no longer has (a later gencsr replaced it): the server cannot load its TLS pair and will not start';
 }
 
 function configTrue(v: string | undefined): boolean {
@@ -110,15 +144,22 @@ export class ChoriaProvisionAgent {
   handle(req: DecodedRequest, action: string, data: JValue | undefined): Promise<RpcReply | undefined> {
     if (!(PROVISION_ACTIONS as readonly string[]).includes(action)) {
       this.host.violation('unknown-action', `${PROVISION_AGENT}#${action} does not exist`);
-      return Promise.resolve(errorReply(action, StatusCode.UnknownAction, `Unknown action ${action} for agent ${PROVISION_AGENT}`));
+      return Promise.resolve(
+        errorReply(action, StatusCode.UnknownAction, `Unknown action ${action} for agent ${PROVISION_AGENT}`),
+      );
     }
     // an older release simply lacks the action; asking is no mistake, a provisioner cannot know before
     if (action === 'gen25519' && !versionHas(this.host.state.version, 'gen25519')) {
-      return Promise.resolve(errorReply(action, StatusCode.UnknownAction, `Unknown action ${action} for agent ${PROVISION_AGENT}`));
+      return Promise.resolve(
+        errorReply(action, StatusCode.UnknownAction, `Unknown action ${action} for agent ${PROVISION_AGENT}`),
+      );
     }
     if (action === 'release_update' && this.updating) {
       // a real server queues it behind the running one and then installs the release once more
-      this.host.violation('update-while-updating', `release_update request ${req.requestId} sent while an earlier one is still downloading its release`);
+      this.host.violation(
+        'update-while-updating',
+        `release_update request ${req.requestId} sent while an earlier one is still downloading its release`,
+      );
     }
     const run = this.queue.then(() => this.locked(req, action, data));
     this.queue = run.catch(() => undefined);
@@ -129,15 +170,20 @@ export class ChoriaProvisionAgent {
     const { state } = this.host;
     if (state.pendingExit !== undefined) {
       // The restart/shutdown goroutine holds the agent mutex until the process is gone.
-      if (state.pendingExit === 'shutdown') this.host.violation('after-shutdown', `${action} sent after shutdown was accepted`);
-      else if (action === 'configure') this.host.violation('configure-after-restart', `configure sent after ${state.pendingExit} was accepted`);
+      if (state.pendingExit === 'shutdown')
+        this.host.violation('after-shutdown', `${action} sent after shutdown was accepted`);
+      else if (action === 'configure')
+        this.host.violation('configure-after-restart', `configure sent after ${state.pendingExit} was accepted`);
       return undefined;
     }
     if (LOCKED_ACTIONS.has(action) && versionHas(state.version, 'provisioningLock')) {
       const owner = `${req.senderId}.${req.callerId}`;
       const now = this.host.nowMs();
       if (state.lock !== undefined && state.lock.owner !== owner && state.lock.expiresAtMs > now) {
-        this.host.violation('lock-held', `${action} from ${owner} while ${state.lock.owner} holds the provisioning lock`);
+        this.host.violation(
+          'lock-held',
+          `${action} from ${owner} while ${state.lock.owner} holds the provisioning lock`,
+        );
         return errorReply(action, StatusCode.Aborted, 'Could not obtain provisioning lock');
       }
       state.lock = { owner, expiresAtMs: now + this.host.lockMs };
@@ -168,7 +214,10 @@ export class ChoriaProvisionAgent {
   }
 
   /** Go's ParseRequestData followed by the token check. */
-  private inputs(action: string, data: JValue | undefined): { ok: true; args: Inputs } | { ok: false; reply: RpcReply } {
+  private inputs(
+    action: string,
+    data: JValue | undefined,
+  ): { ok: true; args: Inputs } | { ok: false; reply: RpcReply } {
     const spec = SPECS[action];
     if (spec === undefined) throw new Error(`no input structure for ${action}`);
     const decoded = decodeGoStruct(spec, data ?? { t: 'obj', v: [] });
@@ -232,7 +281,11 @@ export class ChoriaProvisionAgent {
     const args = input.args;
     const config = str(args['config']);
     if (config === '') {
-      return this.refuse(action, 'Did not receive any configuration to write, cannot write a empty configuration file', 'empty-config');
+      return this.refuse(
+        action,
+        'Did not receive any configuration to write, cannot write a empty configuration file',
+        'empty-config',
+      );
     }
     const key = str(args['key']);
     const ecdhPublic = str(args['ecdh_public']);
@@ -240,7 +293,8 @@ export class ChoriaProvisionAgent {
       return this.refuse(action, 'EDCH Public Key not supplied while providing a private key', 'key-decrypt-failed');
     }
     const settings = decodeGoStringMap(config);
-    if (!settings.ok) return this.refuse(action, `Could not decode configuration data: ${settings.error}`, 'config-not-strings');
+    if (!settings.ok)
+      return this.refuse(action, `Could not decode configuration data: ${settings.error}`, 'config-not-strings');
 
     const certificate = str(args['certificate']);
     const ssldir = str(args['ssldir']);
@@ -265,7 +319,11 @@ export class ChoriaProvisionAgent {
         const decrypted = decryptLegacyPemKey(key, secret);
         if (!decrypted.ok) {
           const msg = `TLS Setup Failed: could not decrypt private key: ${decrypted.error}`;
-          return this.refuse(action, msg, decrypted.reason === 'not-encrypted' ? 'key-not-encrypted' : 'key-decrypt-failed');
+          return this.refuse(
+            action,
+            msg,
+            decrypted.reason === 'not-encrypted' ? 'key-not-encrypted' : 'key-decrypt-failed',
+          );
         }
         state.hasPrivateKey = true;
       }
@@ -291,10 +349,14 @@ export class ChoriaProvisionAgent {
     const actionPolicies = strMap(args['action_policies']);
     const opaPolicies = strMap(args['opa_policies']);
     const badAction = Object.keys(actionPolicies).find((name) => !name.endsWith('.policy'));
-    if (badAction !== undefined) return this.refuse(action, `Could not save Action Policies: expected "${badAction}" to have .policy extension`);
+    if (badAction !== undefined)
+      return this.refuse(action, `Could not save Action Policies: expected "${badAction}" to have .policy extension`);
     const badOpa = Object.keys(opaPolicies).find((name) => !name.endsWith('.rego'));
     if (badOpa !== undefined) {
-      return this.refuse(action, `Could not save Open Policy Agent Policies: expected "${badOpa}" to have .rego extension`);
+      return this.refuse(
+        action,
+        `Could not save Open Policy Agent Policies: expected "${badOpa}" to have .rego extension`,
+      );
     }
     const actionNames = Object.keys(actionPolicies).filter((n) => actionPolicies[n] !== '');
     const opaNames = Object.keys(opaPolicies).filter((n) => opaPolicies[n] !== '');
@@ -318,16 +380,27 @@ export class ChoriaProvisionAgent {
     // go-choria reads the configuration file again and refuses unless it exists, parses and no
     // longer enables provisioning: a node that was never configured refuses either way.
     if (this.host.state.configuration === undefined && this.host.state.bootConfigFile === 'missing') {
-      return this.refuse(action, `Configuration ${CONFIG_FILE} could not be parsed, restart cannot continue: open ${CONFIG_FILE}: no such file or directory`, 'restart-refused');
+      return this.refuse(
+        action,
+        `Configuration ${CONFIG_FILE} could not be parsed, restart cannot continue: open ${CONFIG_FILE}: no such file or directory`,
+        'restart-refused',
+      );
     }
     const configuration = this.host.state.configuration ?? INITIAL_CONFIGURATION;
     if (configTrue(configuration['plugin.choria.server.provision'])) {
-      return this.refuse(action, `Configuration ${CONFIG_FILE} enables provisioning, restart cannot continue`, 'restart-refused');
+      return this.refuse(
+        action,
+        `Configuration ${CONFIG_FILE} enables provisioning, restart cannot continue`,
+        'restart-refused',
+      );
     }
     let splay = typeof args['splay'] === 'number' ? args['splay'] : 0;
     if (splay < 0) {
       // rand.Intn panics on a negative bound: the server process dies without replying.
-      this.host.violation('bad-input', `restart with splay ${splay} crashes go-choria (rand.Intn panics on a negative bound)`);
+      this.host.violation(
+        'bad-input',
+        `restart with splay ${splay} crashes go-choria (rand.Intn panics on a negative bound)`,
+      );
       this.host.state.pendingExit = 'crash';
       this.host.scheduleExit('crash', 2000);
       return undefined;

@@ -45,7 +45,10 @@ export function parseRpcRequest(payload: Buffer): { ok: true; body: RpcRequestBo
   try {
     v = parseGoJson(payload.toString('utf8'));
   } catch (e) {
-    return { ok: false, error: `could not parse incoming message as a MCollective SimpleRPC Request: ${e instanceof Error ? e.message : String(e)}` };
+    return {
+      ok: false,
+      error: `could not parse incoming message as a MCollective SimpleRPC Request: ${e instanceof Error ? e.message : String(e)}`,
+    };
   }
   const fail = (what: string, field: string, type: string): { ok: false; error: string } => ({
     ok: false,

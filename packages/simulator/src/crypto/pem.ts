@@ -53,7 +53,9 @@ function bytesToKey(password: Buffer, salt: Buffer, keyLen: number): Buffer {
   let prev = Buffer.alloc(0);
   let total = 0;
   while (total < keyLen) {
-    prev = createHash('md5').update(Buffer.concat([prev, password, salt])).digest();
+    prev = createHash('md5')
+      .update(Buffer.concat([prev, password, salt]))
+      .digest();
     parts.push(prev);
     total += prev.length;
   }
@@ -61,8 +63,7 @@ function bytesToKey(password: Buffer, salt: Buffer, keyLen: number): Buffer {
 }
 
 export type PemDecryptResult =
-  | { ok: true; der: Buffer }
-  | { ok: false; reason: 'bad-key' | 'not-encrypted' | 'decrypt'; error: string };
+  { ok: true; der: Buffer } | { ok: false; reason: 'bad-key' | 'not-encrypted' | 'decrypt'; error: string };
 
 /** Decrypts the first PEM block of `pemText` with `password` the way go-choria's configure does. */
 export function decryptLegacyPemKey(pemText: string, password: Buffer): PemDecryptResult {

@@ -50,6 +50,8 @@ export function provisioningClaims(p: ProvisioningJwtParams): Record<string, unk
 
 /** Returns the token file text: the compact JWT followed by a newline, like the upstream samples. */
 export async function signProvisioningJwt(p: ProvisioningJwtParams, signer: ProvisioningJwtSigner): Promise<string> {
-  const jwt = await new SignJWT(provisioningClaims(p)).setProtectedHeader({ alg: signer.alg, typ: 'JWT' }).sign(signer.key);
+  const jwt = await new SignJWT(provisioningClaims(p))
+    .setProtectedHeader({ alg: signer.alg, typ: 'JWT' })
+    .sign(signer.key);
   return `${jwt}\n`;
 }

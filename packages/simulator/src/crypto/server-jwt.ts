@@ -102,10 +102,12 @@ async function signatureVerifies(token: string, key: KeyObject, nowSec: number):
 function claimTypes(claims: Record<string, unknown>, problems: string[]): void {
   const strings = ['identity', 'ou', 'purpose', 'public_key', 'iss', 'tcs', 'jti'];
   for (const k of strings) {
-    if (claims[k] !== undefined && claims[k] !== null && typeof claims[k] !== 'string') problems.push(`claim ${k} is not a string`);
+    if (claims[k] !== undefined && claims[k] !== null && typeof claims[k] !== 'string')
+      problems.push(`claim ${k} is not a string`);
   }
   for (const k of ['exp', 'nbf', 'iat', 'issexp']) {
-    if (claims[k] !== undefined && claims[k] !== null && typeof claims[k] !== 'number') problems.push(`claim ${k} is not a number`);
+    if (claims[k] !== undefined && claims[k] !== null && typeof claims[k] !== 'number')
+      problems.push(`claim ${k} is not a number`);
   }
   const c = claims['collectives'];
   if (!Array.isArray(c) || c.length === 0 || !c.every((x) => typeof x === 'string')) {
@@ -113,7 +115,13 @@ function claimTypes(claims: Record<string, unknown>, problems: string[]): void {
   }
 }
 
-async function checkChain(token: string, claims: Record<string, unknown>, keys: ServerJwtKeys, nowSec: number, problems: string[]): Promise<void> {
+async function checkChain(
+  token: string,
+  claims: Record<string, unknown>,
+  keys: ServerJwtKeys,
+  nowSec: number,
+  problems: string[],
+): Promise<void> {
   const iss = typeof claims['iss'] === 'string' ? claims['iss'] : '';
   const tcs = typeof claims['tcs'] === 'string' ? claims['tcs'] : '';
   const jti = typeof claims['jti'] === 'string' ? claims['jti'] : '';
@@ -136,24 +144,33 @@ async function checkChain(token: string, claims: Record<string, unknown>, keys: 
     return;
   }
   const memo = keys.memo;
-  const chainKey = memo === undefined ? ed25519PublicFromHex(chainPkHex) : remember(memo.keys, chainPkHex, () => ed25519PublicFromHex(chainPkHex));
+  const chainKey =
+    memo === undefined
+      ? ed25519PublicFromHex(chainPkHex)
+      : remember(memo.keys, chainPkHex, () => ed25519PublicFromHex(chainPkHex));
   const issuer = keys.issuer;
   if (issuer !== undefined) {
     const signedData = `${chainId}.${chainPkHex.toLowerCase()}`;
-    const signedByIssuer = (): boolean => hexOk(chainTcs) && cryptoVerify(null, Buffer.from(signedData, 'utf8'), issuer, Buffer.from(chainTcs, 'hex'));
-    const signed = memo === undefined ? signedByIssuer() : remember(memo.issuerSigned, `${signedData} ${chainTcs}`, signedByIssuer);
+    const signedByIssuer = (): boolean =>
+      hexOk(chainTcs) && cryptoVerify(null, Buffer.from(signedData, 'utf8'), issuer, Buffer.from(chainTcs, 'hex'));
+    const signed =
+      memo === undefined ? signedByIssuer() : remember(memo.issuerSigned, `${signedData} ${chainTcs}`, signedByIssuer);
     if (!signed) {
       problems.push('chain issuer was not signed by the organisation issuer');
     }
   } else if (keys.edSignerHex !== undefined && keys.edSignerHex !== chainPkHex.toLowerCase()) {
     problems.push('chain issuer public key differs from the configured signer key');
   }
-  if (!hexOk(ownSig) || !cryptoVerify(null, Buffer.from(`${jti}.${chainTcs}`, 'utf8'), chainKey, Buffer.from(ownSig, 'hex'))) {
+  if (
+    !hexOk(ownSig) ||
+    !cryptoVerify(null, Buffer.from(`${jti}.${chainTcs}`, 'utf8'), chainKey, Buffer.from(ownSig, 'hex'))
+  ) {
     problems.push('trust chain signature over <jti>.<chain tcs> does not verify with the chain issuer key');
   }
   const sigProblem = await signatureVerifies(token, chainKey, nowSec);
   if (sigProblem !== undefined) problems.push(`signature with the chain issuer key: ${sigProblem}`);
-  if (ksuidSeconds(jti) !== claims['iat']) problems.push('id is not based on issued time (jti KSUID time differs from iat)');
+  if (ksuidSeconds(jti) !== claims['iat'])
+    problems.push('id is not based on issued time (jti KSUID time differs from iat)');
   const issexp = claims['issexp'];
   if (typeof issexp !== 'number') {
     problems.push('chained token has no issexp');
@@ -174,18 +191,26 @@ export async function checkServerJwt(input: ServerJwtCheckInput): Promise<Server
     return { claims: undefined, problems: [`not a JWT: ${errorText(e)}`] };
   }
   claimTypes(claims, problems);
-  if (claims['purpose'] !== 'choria_server') problems.push(`purpose is ${JSON.stringify(claims['purpose'] ?? null)}, expected "choria_server"`);
-  if (claims['identity'] !== input.identity) problems.push(`identity is ${JSON.stringify(claims['identity'] ?? null)}, expected ${JSON.stringify(input.identity)}`);
+  if (claims['purpose'] !== 'choria_server')
+    problems.push(`purpose is ${JSON.stringify(claims['purpose'] ?? null)}, expected "choria_server"`);
+  if (claims['identity'] !== input.identity)
+    problems.push(
+      `identity is ${JSON.stringify(claims['identity'] ?? null)}, expected ${JSON.stringify(input.identity)}`,
+    );
   const pk = typeof claims['public_key'] === 'string' ? claims['public_key'].toLowerCase() : undefined;
-  if (input.nodePublicKeyHex === undefined) problems.push('the node has no ed25519 key: gen25519 was not called before configure');
-  else if (pk !== input.nodePublicKeyHex.toLowerCase()) problems.push('public_key is not the key from the node\'s last gen25519');
+  if (input.nodePublicKeyHex === undefined)
+    problems.push('the node has no ed25519 key: gen25519 was not called before configure');
+  else if (pk !== input.nodePublicKeyHex.toLowerCase())
+    problems.push("public_key is not the key from the node's last gen25519");
   const nowSec = Math.floor(input.nowMs / 1000);
   if (typeof claims['exp'] === 'number' && nowSec >= claims['exp']) problems.push('token is expired');
   if (typeof claims['nbf'] === 'number' && nowSec < claims['nbf']) problems.push('token is not valid yet');
 
   const keys = input.keys;
   if (keys === undefined) return { claims, problems };
-  const chained = (typeof claims['iss'] === 'string' && claims['iss'].startsWith('C-')) || (typeof claims['tcs'] === 'string' && claims['tcs'] !== '');
+  const chained =
+    (typeof claims['iss'] === 'string' && claims['iss'].startsWith('C-')) ||
+    (typeof claims['tcs'] === 'string' && claims['tcs'] !== '');
   if (chained) {
     await checkChain(token, claims, keys, nowSec, problems);
     return { claims, problems };

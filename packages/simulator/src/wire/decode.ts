@@ -108,7 +108,8 @@ export function decodeRequest(data: Uint8Array, validators: ProtocolValidators):
   const requestValid = version === 'v1' ? validators.v1Request : validators.v2Request;
   const idForErrors = (() => {
     if (!isRecord(request)) return undefined;
-    const id = version === 'v1' ? (isRecord(request['envelope']) ? request['envelope']['requestid'] : undefined) : request['id'];
+    const id =
+      version === 'v1' ? (isRecord(request['envelope']) ? request['envelope']['requestid'] : undefined) : request['id'];
     return typeof id === 'string' ? id : undefined;
   })();
   if (!requestValid(request)) return fail(`request: ${describeSchemaErrors(requestValid.errors)}`, idForErrors);

@@ -265,8 +265,7 @@ export interface GoStructSpec {
 export type GoFieldValue = string | number | Record<string, string>;
 
 export type GoDecodeResult =
-  | { ok: true; value: Record<string, GoFieldValue | undefined> }
-  | { ok: false; error: string };
+  { ok: true; value: Record<string, GoFieldValue | undefined> } | { ok: false; error: string };
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -329,7 +328,9 @@ export function decodeGoStruct(spec: GoStructSpec, input: JValue): GoDecodeResul
 /**
  * Decodes a JSON text into Go's map[string]string (configure's `config`), returning Go's error text.
  */
-export function decodeGoStringMap(text: string): { ok: true; value: Record<string, string> } | { ok: false; error: string } {
+export function decodeGoStringMap(
+  text: string,
+): { ok: true; value: Record<string, string> } | { ok: false; error: string } {
   let v: JValue;
   try {
     v = parseGoJson(text);
@@ -337,7 +338,8 @@ export function decodeGoStringMap(text: string): { ok: true; value: Record<strin
     return { ok: false, error: e instanceof Error ? e.message : String(e) };
   }
   if (v.t === 'null') return { ok: true, value: {} };
-  if (v.t !== 'obj') return { ok: false, error: `json: cannot unmarshal ${goKindName(v)} into Go value of type map[string]string` };
+  if (v.t !== 'obj')
+    return { ok: false, error: `json: cannot unmarshal ${goKindName(v)} into Go value of type map[string]string` };
   const out: Record<string, string> = {};
   let firstError: string | undefined;
   for (const [k, x] of v.v) {

@@ -37,5 +37,7 @@ export function createValidators(): ProtocolValidators {
 
 export function describeSchemaErrors(errors: ErrorObject[] | null | undefined): string {
   if (errors === null || errors === undefined || errors.length === 0) return 'invalid';
-  return errors.map((e) => `${e.instancePath === '' ? '(root)' : e.instancePath} ${e.message ?? 'is invalid'}`).join('; ');
+  return errors
+    .map((e) => `${e.instancePath === '' ? '(root)' : e.instancePath} ${e.message ?? 'is invalid'}`)
+    .join('; ');
 }

@@ -5,11 +5,19 @@ import type { NatsConnection } from 'nats';
 import { readVector, readVectorJson } from '@choria-provisioner/test-support/vectors';
 
 export function ed25519Private(seedHex: string): KeyObject {
-  return createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(seedHex, 'hex')]), format: 'der', type: 'pkcs8' });
+  return createPrivateKey({
+    key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(seedHex, 'hex')]),
+    format: 'der',
+    type: 'pkcs8',
+  });
 }
 
 export function ed25519Public(hex: string): KeyObject {
-  return createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(hex, 'hex')]), format: 'der', type: 'spki' });
+  return createPublicKey({
+    key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(hex, 'hex')]),
+    format: 'der',
+    type: 'spki',
+  });
 }
 
 interface KatKeys {
@@ -52,7 +60,8 @@ export interface SeenEvent {
 export function collectEvents(nc: NatsConnection): SeenEvent[] {
   const seen: SeenEvent[] = [];
   nc.subscribe('choria.lifecycle.event.>', {
-    callback: (_e, m) => seen.push({ subject: m.subject, event: JSON.parse(Buffer.from(m.data).toString()) as Record<string, unknown> }),
+    callback: (_e, m) =>
+      seen.push({ subject: m.subject, event: JSON.parse(Buffer.from(m.data).toString()) as Record<string, unknown> }),
   });
   return seen;
 }

@@ -42,7 +42,10 @@ export function buildRequest(o: BuildOptions): BuiltRequest {
   const callerId = o.callerId ?? CALLER;
   const senderId = o.senderId ?? SENDER;
   const replyTo = o.replyTo === null ? undefined : (o.replyTo ?? `provisioning.reply.${md5(callerId)}.${requestId}`);
-  const filter = o.filter === null ? undefined : (o.filter ?? { fact: [], cf_class: [], agent: [o.agent], identity: [], compound: [] });
+  const filter =
+    o.filter === null
+      ? undefined
+      : (o.filter ?? { fact: [], cf_class: [], agent: [o.agent], identity: [], compound: [] });
   const bodyText = o.body === undefined ? '' : JSON.stringify(o.body);
   const timeSec = o.timeSec ?? Math.floor(Date.now() / 1000);
   if (o.version === 'v1') {
@@ -57,7 +60,12 @@ export function buildRequest(o: BuildOptions): BuiltRequest {
     };
     if (filter !== undefined) envelope['filter'] = filter;
     const request = JSON.stringify({ protocol: 'choria:request:1', message: o.messageField ?? bodyText, envelope });
-    const secure = JSON.stringify({ protocol: 'choria:secure:request:1', message: request, signature: 'insecure', pubcert: 'insecure' });
+    const secure = JSON.stringify({
+      protocol: 'choria:secure:request:1',
+      message: request,
+      signature: 'insecure',
+      pubcert: 'insecure',
+    });
     const headers: Record<string, unknown> = { mc_sender: senderId };
     if (replyTo !== undefined) headers['reply-to'] = replyTo;
     return { data: JSON.stringify({ protocol: 'choria:transport:1', data: b64(secure), headers }), requestId, replyTo };
@@ -84,7 +92,11 @@ export function buildRequest(o: BuildOptions): BuiltRequest {
   });
   const headers: Record<string, unknown> = { sender: senderId };
   if (replyTo !== undefined) headers['reply'] = replyTo;
-  return { data: JSON.stringify({ protocol: 'io.choria.protocol.v2.transport', data: b64(secure), headers }), requestId, replyTo };
+  return {
+    data: JSON.stringify({ protocol: 'io.choria.protocol.v2.transport', data: b64(secure), headers }),
+    requestId,
+    replyTo,
+  };
 }
 
 export interface ReceivedReply {
@@ -98,11 +110,18 @@ export interface ReceivedReply {
 }
 
 export function decodeReply(data: Uint8Array): ReceivedReply {
-  const t = JSON.parse(Buffer.from(data).toString('utf8')) as { protocol: string; data: string; headers: Record<string, string> };
+  const t = JSON.parse(Buffer.from(data).toString('utf8')) as {
+    protocol: string;
+    data: string;
+    headers: Record<string, string>;
+  };
   const secure = JSON.parse(Buffer.from(t.data, 'base64').toString('utf8')) as Record<string, string>;
   if (t.protocol === 'choria:transport:1') {
     const replyText = secure['message'] ?? '';
-    const r = JSON.parse(replyText) as { message: string; envelope: { requestid: string; senderid: string; agent: string } };
+    const r = JSON.parse(replyText) as {
+      message: string;
+      envelope: { requestid: string; senderid: string; agent: string };
+    };
     return {
       version: 'v1',
       transportSender: t.headers['mc_sender'] ?? '',
@@ -114,7 +133,12 @@ export function decodeReply(data: Uint8Array): ReceivedReply {
     };
   }
   const replyBytes = Buffer.from(secure['reply'] ?? '', 'base64');
-  const r = JSON.parse(replyBytes.toString('utf8')) as { message: string; request: string; sender: string; agent: string };
+  const r = JSON.parse(replyBytes.toString('utf8')) as {
+    message: string;
+    request: string;
+    sender: string;
+    agent: string;
+  };
   return {
     version: 'v2',
     transportSender: t.headers['sender'] ?? '',
@@ -168,11 +192,20 @@ export class MiniClient {
   ): Promise<{ reply: RpcResult | undefined; raw: ReceivedReply | undefined; requestId: string }> {
     const req = buildRequest({ version, agent, body: { agent, action, data }, ...extra });
     const [raw] = await this.send(`provisioning.node.${identity}`, req, timeoutMs);
-    return { reply: raw === undefined ? undefined : (JSON.parse(raw.body) as RpcResult), raw, requestId: req.requestId };
+    return {
+      reply: raw === undefined ? undefined : (JSON.parse(raw.body) as RpcResult),
+      raw,
+      requestId: req.requestId,
+    };
   }
 
   /** Broadcast discovery; returns the sender identities of the replies. */
-  async discover(version: Version, messageField: string, timeoutMs: number, expect = Number.MAX_SAFE_INTEGER): Promise<ReceivedReply[]> {
+  async discover(
+    version: Version,
+    messageField: string,
+    timeoutMs: number,
+    expect = Number.MAX_SAFE_INTEGER,
+  ): Promise<ReceivedReply[]> {
     const req = buildRequest({
       version,
       agent: 'discovery',

@@ -69,7 +69,9 @@ function brokerConfig(o: BrokerOptions, port: number, peerPort: number): string 
     'plugin.choria.network.listen_address = 127.0.0.1',
     `plugin.choria.network.client_port = ${port}`,
     `plugin.choria.network.peer_port = ${peerPort}`,
-    ...(o.peers !== undefined && o.peers.length > 0 ? [`plugin.choria.network.peers = ${o.peers.map((p) => `nats://127.0.0.1:${p}`).join(',')}`] : []),
+    ...(o.peers !== undefined && o.peers.length > 0
+      ? [`plugin.choria.network.peers = ${o.peers.map((p) => `nats://127.0.0.1:${p}`).join(',')}`]
+      : []),
     'plugin.choria.stats_port = 0',
     ...(o.issuer === undefined
       ? [
@@ -132,8 +134,12 @@ export async function createBroker(o: BrokerOptions): Promise<LabBroker> {
       proc = p;
       const deadline = Date.now() + 30_000;
       while (!(await listening(port))) {
-        if (p.gone()) throw new Error(`broker ${name} exited during start-up; its log ${logFile} ends with: ${readFileSync(logFile, 'utf8').slice(-2000)}`);
-        if (Date.now() > deadline) throw new Error(`broker ${name} did not listen on 127.0.0.1:${port} within 30 s (log: ${logFile})`);
+        if (p.gone())
+          throw new Error(
+            `broker ${name} exited during start-up; its log ${logFile} ends with: ${readFileSync(logFile, 'utf8').slice(-2000)}`,
+          );
+        if (Date.now() > deadline)
+          throw new Error(`broker ${name} did not listen on 127.0.0.1:${port} within 30 s (log: ${logFile})`);
         await sleep(100);
       }
     },

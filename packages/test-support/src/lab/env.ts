@@ -6,7 +6,8 @@ export function listSetting<T extends string>(name: string, known: readonly T[],
   const given = process.env[name];
   const wanted = (given ?? fallback.join(',')).split(',').map((v) => v.trim());
   const chosen = known.filter((k) => wanted.includes(k));
-  if (chosen.length === 0) throw new Error(`${name}=${given ?? ''}: expected ${known.join(', ')} or several of them (comma-separated)`);
+  if (chosen.length === 0)
+    throw new Error(`${name}=${given ?? ''}: expected ${known.join(', ')} or several of them (comma-separated)`);
   return chosen;
 }
 
@@ -14,6 +15,7 @@ export function listSetting<T extends string>(name: string, known: readonly T[],
 export function wholeNumberSetting(name: string, fallback: number, max: number): number {
   const text = process.env[name] ?? String(fallback);
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`${name}=${text}: expected a whole number from 1 to ${max}`);
+  if (!Number.isInteger(n) || n < 1 || n > max)
+    throw new Error(`${name}=${text}: expected a whole number from 1 to ${max}`);
   return n;
 }

@@ -24,25 +24,60 @@ export interface IssuerNetwork {
 }
 
 /** Sets up the issuer, the broker (started) and the provisioner's credentials as `identity`. */
-export async function issuerNetwork(l: Lab, kind: ProvisionerKind, identity: string, brokerOpts: { electionTtl?: string } = {}): Promise<IssuerNetwork> {
+export async function issuerNetwork(
+  l: Lab,
+  kind: ProvisionerKind,
+  identity: string,
+  brokerOpts: { electionTtl?: string } = {},
+): Promise<IssuerNetwork> {
   const choria = l.paths.choria;
   const issuer = await writeKeyPair(choria, join(l.dir, 'issuer.seed'));
   const signer = await writeKeyPair(choria, join(l.dir, 'provisioner.seed'));
   const token = join(l.dir, 'provisioner.jwt');
-  await writeProvisionerClientJwt(choria, { file: token, identity, signingKey: issuer.seedFile, publicKey: signer.publicKey, streams: kind === 'ours' ? 'user' : undefined });
+  await writeProvisionerClientJwt(choria, {
+    file: token,
+    identity,
+    signingKey: issuer.seedFile,
+    publicKey: signer.publicKey,
+    streams: kind === 'ours' ? 'user' : undefined,
+  });
   const brokerKey = await writeKeyPair(choria, join(l.dir, 'broker.seed'));
   const brokerJwt = join(l.dir, 'broker.jwt');
-  await writeServerJwt(choria, { file: brokerJwt, identity: 'broker.lab.example', signingKey: issuer.seedFile, publicKey: brokerKey.publicKey });
-  const broker = await l.broker({ ...brokerOpts, issuer: { name: 'choria', publicKey: issuer.publicKey, tokenFile: brokerJwt, seedFile: brokerKey.seedFile } });
+  await writeServerJwt(choria, {
+    file: brokerJwt,
+    identity: 'broker.lab.example',
+    signingKey: issuer.seedFile,
+    publicKey: brokerKey.publicKey,
+  });
+  const broker = await l.broker({
+    ...brokerOpts,
+    issuer: { name: 'choria', publicKey: issuer.publicKey, tokenFile: brokerJwt, seedFile: brokerKey.seedFile },
+  });
   const url = `nats://127.0.0.1:${broker.port}`;
   if (kind === 'ours') {
     const admin = 'admin.lab.example';
     const adminKey = await writeKeyPair(choria, join(l.dir, 'admin.seed'));
     const adminJwt = join(l.dir, 'admin.jwt');
-    await writeOperatorClientJwt(choria, { file: adminJwt, identity: admin, signingKey: issuer.seedFile, publicKey: adminKey.publicKey, streams: 'admin' });
+    await writeOperatorClientJwt(choria, {
+      file: adminJwt,
+      identity: admin,
+      signingKey: issuer.seedFile,
+      publicKey: adminKey.publicKey,
+      streams: 'admin',
+    });
     const configFile = join(l.dir, 'admin-client.cfg');
-    writeIssuerClientConfig(configFile, { identity: admin, brokerUrl: url, tokenFile: adminJwt, seedFile: adminKey.seedFile });
-    await createBucketAsAdmin(choria, { configFile, identity: admin, bucket: 'CHORIA_PROVISIONER_HISTORY', ttl: '168h' });
+    writeIssuerClientConfig(configFile, {
+      identity: admin,
+      brokerUrl: url,
+      tokenFile: adminJwt,
+      seedFile: adminKey.seedFile,
+    });
+    await createBucketAsAdmin(choria, {
+      configFile,
+      identity: admin,
+      bucket: 'CHORIA_PROVISIONER_HISTORY',
+      ttl: '168h',
+    });
   }
   const choriaConfigFile = join(l.dir, 'provisioner-client.cfg');
   writeIssuerClientConfig(choriaConfigFile, { identity, brokerUrl: url, tokenFile: token, seedFile: signer.seedFile });
@@ -52,7 +87,10 @@ export async function issuerNetwork(l: Lab, kind: ProvisionerKind, identity: str
     fleet: {
       jwt: { protocolV2: true, signingKey: issuer.seedFile },
       // a provisioned v2 server verifies the JWTs it meets against the issuer
-      configuration: { 'plugin.security.issuer.names': 'choria', 'plugin.security.issuer.choria.public': issuer.publicKey },
+      configuration: {
+        'plugin.security.issuer.names': 'choria',
+        'plugin.security.issuer.choria.public': issuer.publicKey,
+      },
     },
     site: {
       choriaConfig: readFileSync(choriaConfigFile, 'utf8'),

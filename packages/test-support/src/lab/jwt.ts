@@ -24,7 +24,16 @@ export interface ProvisioningJwtOptions {
 }
 
 export async function writeProvisioningJwt(choria: string, o: ProvisioningJwtOptions): Promise<void> {
-  const args = ['jwt', 'provisioning', o.file, o.signingKey, '--token', o.token ?? LAB_TOKEN, '--urls', o.urls.join(',')];
+  const args = [
+    'jwt',
+    'provisioning',
+    o.file,
+    o.signingKey,
+    '--token',
+    o.token ?? LAB_TOKEN,
+    '--urls',
+    o.urls.join(','),
+  ];
   if (o.provisionByDefault === true) args.push('--default');
   if (o.allowUpdate === true) args.push('--upgrade');
   if (o.protocolV2 === true) args.push('--protocol-v2');
@@ -32,8 +41,11 @@ export async function writeProvisioningJwt(choria: string, o: ProvisioningJwtOpt
   try {
     await run(choria, args, { timeout: 30_000 });
   } catch (err) {
-    const detail = err instanceof Error && 'stderr' in err ? String((err as { stderr: unknown }).stderr).trim() : String(err);
-    throw new Error(`could not write the provisioning JWT ${o.file} with ${choria} jwt provisioning: ${detail}`, { cause: err });
+    const detail =
+      err instanceof Error && 'stderr' in err ? String((err as { stderr: unknown }).stderr).trim() : String(err);
+    throw new Error(`could not write the provisioning JWT ${o.file} with ${choria} jwt provisioning: ${detail}`, {
+      cause: err,
+    });
   }
 }
 
@@ -50,7 +62,10 @@ export async function writeKeyPair(choria: string, seedFile: string): Promise<La
     if (m?.[1] === undefined) throw new Error(`no public key in its output: ${stdout.trim()}`);
     return { seedFile, publicKey: m[1] };
   } catch (err) {
-    throw new Error(`could not make the ed25519 key pair ${seedFile} with ${choria} jwt keys: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new Error(
+      `could not make the ed25519 key pair ${seedFile} with ${choria} jwt keys: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
 }
 
@@ -68,13 +83,33 @@ export interface ClientJwtOptions {
   readonly streams?: 'user' | 'admin';
 }
 
-async function writeClientJwt(choria: string, o: ClientJwtOptions, permissions: readonly string[], what: string): Promise<void> {
+async function writeClientJwt(
+  choria: string,
+  o: ClientJwtOptions,
+  permissions: readonly string[],
+  what: string,
+): Promise<void> {
   const streams = o.streams === undefined ? [] : [`--stream-${o.streams}`];
-  const args = ['jwt', 'client', o.file, o.identity, o.signingKey, '--public-key', o.publicKey, ...permissions, ...streams, '--validity', '24h'];
+  const args = [
+    'jwt',
+    'client',
+    o.file,
+    o.identity,
+    o.signingKey,
+    '--public-key',
+    o.publicKey,
+    ...permissions,
+    ...streams,
+    '--validity',
+    '24h',
+  ];
   try {
     await run(choria, args, { timeout: 30_000 });
   } catch (err) {
-    throw new Error(`could not write ${what} ${o.file} with ${choria} jwt client: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new Error(
+      `could not write ${what} ${o.file} with ${choria} jwt client: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
 }
 
@@ -93,6 +128,9 @@ export async function writeServerJwt(choria: string, o: ClientJwtOptions): Promi
   try {
     await run(choria, ['jwt', 'server', o.file, o.identity, o.publicKey, o.signingKey], { timeout: 30_000 });
   } catch (err) {
-    throw new Error(`could not write the server JWT ${o.file} with ${choria} jwt server: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new Error(
+      `could not write the server JWT ${o.file} with ${choria} jwt server: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
 }

@@ -30,10 +30,17 @@ async function signCsr(node, csrPem) {
   await import('reflect-metadata');
   const x509 = await import('@peculiar/x509');
   x509.cryptoProvider.set(webcrypto);
-  const alg = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256', publicExponent: new Uint8Array([1, 0, 1]), modulusLength: 2048 };
+  const alg = {
+    name: 'RSASSA-PKCS1-v1_5',
+    hash: 'SHA-256',
+    publicExponent: new Uint8Array([1, 0, 1]),
+    modulusLength: 2048,
+  };
   const caPem = readFileSync(node.caFile, 'utf8');
   const caCert = new x509.X509Certificate(caPem);
-  const caKey = await webcrypto.subtle.importKey('pkcs8', pemDer(readFileSync(node.caKeyFile, 'utf8')), alg, false, ['sign']);
+  const caKey = await webcrypto.subtle.importKey('pkcs8', pemDer(readFileSync(node.caKeyFile, 'utf8')), alg, false, [
+    'sign',
+  ]);
   const csr = new x509.Pkcs10CertificateRequest(csrPem);
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: `01${randomBytes(8).toString('hex')}`,
@@ -53,7 +60,8 @@ async function signCsr(node, csrPem) {
 }
 
 async function decide(req) {
-  if (typeof req.identity !== 'string' || req.identity === '') return { defer: true, msg: 'no identity in the request' };
+  if (typeof req.identity !== 'string' || req.identity === '')
+    return { defer: true, msg: 'no identity in the request' };
   if (nodesDir === undefined) return { defer: true, msg: 'LAB_NODES_DIR is not set' };
   const dir = join(nodesDir, req.identity);
   const delayMs = Number(process.env.LAB_HELPER_DELAY_MS ?? '0');
@@ -62,9 +70,20 @@ async function decide(req) {
   appendFileSync(join(dir, 'helper.log'), `${Date.now()} ${process.pid} ${process.env.LAB_INSTANCE ?? '-'}\n`);
   const node = JSON.parse(readFileSync(join(dir, 'lab-node.json'), 'utf8'));
   // the defer row: the first deferRuns runs for a node answer "not yet"
-  const runs = readFileSync(join(dir, 'helper.log'), 'utf8').split('\n').filter((l) => l !== '').length;
-  if (runs <= (node.deferRuns ?? 0)) return { defer: true, msg: `lab defers ${req.identity} (run ${runs} of ${node.deferRuns})` };
-  const reply = { defer: false, msg: `lab configured ${req.identity}`, certificate: '', ca: '', ssldir: '', configuration: {}, ...node.reply };
+  const runs = readFileSync(join(dir, 'helper.log'), 'utf8')
+    .split('\n')
+    .filter((l) => l !== '').length;
+  if (runs <= (node.deferRuns ?? 0))
+    return { defer: true, msg: `lab defers ${req.identity} (run ${runs} of ${node.deferRuns})` };
+  const reply = {
+    defer: false,
+    msg: `lab configured ${req.identity}`,
+    certificate: '',
+    ca: '',
+    ssldir: '',
+    configuration: {},
+    ...node.reply,
+  };
   let ssl = node.presetSsl;
   if (node.signCsr) {
     if (!req.csr || !req.csr.csr) return { defer: true, msg: `no CSR from ${req.identity} (features.pki off?)` };

@@ -83,7 +83,12 @@ export async function openLab(name: string, paths: LabPaths = labPaths()): Promi
     pki,
     nodesDir,
     async broker(opts = {}) {
-      const b = await createBroker({ ...opts, choria: paths.choria, pki, dir: join(dir, opts.name ?? `broker-${++seq}`) });
+      const b = await createBroker({
+        ...opts,
+        choria: paths.choria,
+        pki,
+        dir: join(dir, opts.name ?? `broker-${++seq}`),
+      });
       brokers.push(b);
       await b.start();
       return b;
@@ -112,7 +117,12 @@ export async function openLab(name: string, paths: LabPaths = labPaths()): Promi
     },
     async fleet(spec) {
       const jwtFile = join(dir, `${spec.prefix}-provisioning.jwt`);
-      await writeProvisioningJwt(paths.choria, { ...spec.jwt, file: jwtFile, signingKey: spec.jwt?.signingKey ?? pki.signer.keyFile, urls: spec.provisioningUrls });
+      await writeProvisioningJwt(paths.choria, {
+        ...spec.jwt,
+        file: jwtFile,
+        signingKey: spec.jwt?.signingKey ?? pki.signer.keyFile,
+        urls: spec.provisioningUrls,
+      });
       const f = await createFleet({
         choria: paths.choria,
         compiledJwt,
@@ -122,19 +132,37 @@ export async function openLab(name: string, paths: LabPaths = labPaths()): Promi
         prefix: spec.prefix,
         count: spec.count,
         withConfig: spec.withConfig,
-        afterProvisioning: { brokerUrls: spec.brokerUrls ?? spec.provisioningUrls, signCsr: spec.signCsr, reply: spec.reply, configuration: spec.configuration, deferRuns: spec.deferRuns, protocolV2: spec.protocolV2 ?? spec.jwt?.protocolV2 },
+        afterProvisioning: {
+          brokerUrls: spec.brokerUrls ?? spec.provisioningUrls,
+          signCsr: spec.signCsr,
+          reply: spec.reply,
+          configuration: spec.configuration,
+          deferRuns: spec.deferRuns,
+          protocolV2: spec.protocolV2 ?? spec.jwt?.protocolV2,
+        },
       });
       fleets.push(f);
       return f;
     },
     async provisioner(spec) {
-      const p = await startProvisioner({ ...spec, dir: join(dir, 'provisioners'), pki, nodesDir, upstreamBinary: paths.upstreamProvisioner });
+      const p = await startProvisioner({
+        ...spec,
+        dir: join(dir, 'provisioners'),
+        pki,
+        nodesDir,
+        upstreamBinary: paths.upstreamProvisioner,
+      });
       provisioners.push(p);
       return p;
     },
     async httpServer(root) {
       const port = await freePort();
-      startLabProcess(`http ${root}`, 'python3', ['-m', 'http.server', String(port), '--bind', '127.0.0.1', '--directory', root], { logFile: join(dir, 'http.log') });
+      startLabProcess(
+        `http ${root}`,
+        'python3',
+        ['-m', 'http.server', String(port), '--bind', '127.0.0.1', '--directory', root],
+        { logFile: join(dir, 'http.log') },
+      );
       for (let i = 0; i < 100; i++) {
         const ok = await fetch(`http://127.0.0.1:${port}/`).then(
           (r) => r.ok,
@@ -174,7 +202,9 @@ async function clusterStreamsReady(members: readonly LabBroker[], timeoutMs = 90
     for (;;) {
       if (members.some((b, i) => since(b, i).includes(STREAMS_READY))) return;
       if (Date.now() > deadline) {
-        throw new Error(`the cluster made no election bucket within ${timeoutMs / 1000} s, ${start} start(s) (no "${STREAMS_READY}" in ${members.map((b) => b.logFile).join(', ')})`);
+        throw new Error(
+          `the cluster made no election bucket within ${timeoutMs / 1000} s, ${start} start(s) (no "${STREAMS_READY}" in ${members.map((b) => b.logFile).join(', ')})`,
+        );
       }
       if (failedAt === undefined && members.some((b, i) => since(b, i).includes(STREAMS_FAILED))) failedAt = Date.now();
       // another member may still make them: give the cluster a few seconds after a failure
@@ -210,14 +240,23 @@ export interface ProvisionedReport {
  * a server seen provisioned stays counted while it reconnects (say, to a restarted broker), since
  * it already runs with its new configuration.
  */
-export async function waitProvisioned(fleets: readonly LabFleet[], boundMs: number, since = Date.now()): Promise<ProvisionedReport> {
+export async function waitProvisioned(
+  fleets: readonly LabFleet[],
+  boundMs: number,
+  since = Date.now(),
+): Promise<ProvisionedReport> {
   const seen = new Set<string>();
   for (;;) {
     const s = fleets.flatMap((f) => f.states());
     for (const x of s) if (x.provisioned) seen.add(x.identity);
     const pending = s.filter((x) => !seen.has(x.identity)).map((x) => x.identity);
     if (pending.length === 0 || Date.now() - since > boundMs) {
-      return { ms: Date.now() - since, states: s, configuredTwice: s.filter((x) => x.configures > 1).map((x) => x.identity), pending };
+      return {
+        ms: Date.now() - since,
+        states: s,
+        configuredTwice: s.filter((x) => x.configures > 1).map((x) => x.identity),
+        pending,
+      };
     }
     await sleep(250);
   }

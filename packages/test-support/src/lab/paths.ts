@@ -74,7 +74,9 @@ export function compiledJwtFile(paths: LabPaths): string {
   const out = execFileSync(paths.choria, ['buildinfo'], { encoding: 'utf8', timeout: 20_000 });
   const m = /Provisioning JWT file:\s*(\S+)/.exec(out);
   if (m?.[1] === undefined) {
-    throw new Error(`${paths.choria} has no provisioning JWT file compiled in (build.ProvisionJWTFile): provisioning mode cannot be entered; see docs/interop.md`);
+    throw new Error(
+      `${paths.choria} has no provisioning JWT file compiled in (build.ProvisionJWTFile): provisioning mode cannot be entered; see docs/interop.md`,
+    );
   }
   return m[1];
 }

@@ -48,7 +48,12 @@ export async function createLabPki(dir: string): Promise<LabPki> {
   const caKey = await webcrypto.subtle.exportKey('pkcs8', ca.key);
   writeFileSync(caKeyFile, x509.PemConverter.encode(caKey, 'PRIVATE KEY'), { mode: 0o600 });
   const [brokerCert, signerCert] = await Promise.all([
-    issueCertificate(ca, { commonName: BROKER_IDENTITY, dnsNames: ['localhost', BROKER_IDENTITY], ips: ['127.0.0.1'], usage: 'both' }),
+    issueCertificate(ca, {
+      commonName: BROKER_IDENTITY,
+      dnsNames: ['localhost', BROKER_IDENTITY],
+      ips: ['127.0.0.1'],
+      usage: 'both',
+    }),
     issueCertificate(ca, { commonName: 'provisioning-signer.lab.example', usage: 'client' }),
   ]);
   const clients = new Map<string, Promise<LabPair>>();
@@ -62,7 +67,9 @@ export async function createLabPki(dir: string): Promise<LabPki> {
     client(identity) {
       let pair = clients.get(identity);
       if (pair === undefined) {
-        pair = issueCertificate(ca, { commonName: identity, usage: 'client' }).then((c) => write(dir, `client-${identity}`, c));
+        pair = issueCertificate(ca, { commonName: identity, usage: 'client' }).then((c) =>
+          write(dir, `client-${identity}`, c),
+        );
         clients.set(identity, pair);
       }
       return pair;

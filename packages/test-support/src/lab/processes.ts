@@ -42,9 +42,19 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   }
 }
 
-export function startLabProcess(name: string, command: string, args: readonly string[], opts: LabProcessOptions): LabProcess {
+export function startLabProcess(
+  name: string,
+  command: string,
+  args: readonly string[],
+  opts: LabProcessOptions,
+): LabProcess {
   const fd = openSync(opts.logFile, 'a');
-  const child = spawn(command, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', fd, fd], detached: true });
+  const child = spawn(command, args, {
+    cwd: opts.cwd,
+    env: opts.env ?? process.env,
+    stdio: ['ignore', fd, fd],
+    detached: true,
+  });
   closeSync(fd);
   const pid = child.pid;
   if (pid === undefined) throw new Error(`could not start ${name} (${command}): no process id`);

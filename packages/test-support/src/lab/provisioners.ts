@@ -19,7 +19,12 @@ export interface SiteSpec {
   readonly site: string;
   /** the brokers this site's provisioner connects to */
   readonly brokerUrls: readonly string[];
-  readonly features?: { readonly pki?: boolean; readonly jwt?: boolean; readonly ed25519?: boolean; readonly upgrades?: boolean };
+  readonly features?: {
+    readonly pki?: boolean;
+    readonly jwt?: boolean;
+    readonly ed25519?: boolean;
+    readonly upgrades?: boolean;
+  };
   /** further provisioner YAML keys (leader_election, coordination, upgrades_repository, ...) */
   readonly yaml?: Readonly<Record<string, unknown>>;
   /** replaces the generated Choria client configuration (protocol v2) */
@@ -70,13 +75,15 @@ async function clientConfig(spec: ProvisionerSpec, site: SiteSpec): Promise<stri
 }
 
 function upstreamBinary(spec: ProvisionerSpec): string {
-  if (spec.upstreamBinary === undefined) throw new Error(`${spec.name}: no upstream provisioner binary given (upstreamBinary)`);
+  if (spec.upstreamBinary === undefined)
+    throw new Error(`${spec.name}: no upstream provisioner binary given (upstreamBinary)`);
   return spec.upstreamBinary;
 }
 
 export async function startProvisioner(spec: ProvisionerSpec): Promise<LabProvisioner> {
   mkdirSync(spec.dir, { recursive: true });
-  if (spec.kind === 'upstream' && spec.sites.length !== 1) throw new Error(`the upstream provisioner runs one site per process, ${spec.name} was given ${spec.sites.length}`);
+  if (spec.kind === 'upstream' && spec.sites.length !== 1)
+    throw new Error(`the upstream provisioner runs one site per process, ${spec.name} was given ${spec.sites.length}`);
   const monitorPort = spec.kind === 'ours' ? await freePort() : 0;
   const logFile = join(spec.dir, `${spec.name}.log`);
   const configs: string[] = [];
@@ -109,9 +116,20 @@ export async function startProvisioner(spec: ProvisionerSpec): Promise<LabProvis
   const env = { ...process.env, LAB_NODES_DIR: spec.nodesDir, LAB_INSTANCE: spec.name, ...spec.env };
   const proc: LabProcess =
     spec.kind === 'ours'
-      ? startLabProcess(spec.name, process.execPath, [OUR_CLI, 'run', ...configs.flatMap((c) => ['--config', c]), '--monitor-address', '127.0.0.1'], { logFile, env, cwd: spec.dir })
-      : startLabProcess(spec.name, upstreamBinary(spec), ['run', '--config', configs[0] ?? '', '--choria-config', choriaFile], { logFile, env, cwd: spec.dir });
-  const upstreamLog = spec.kind === 'upstream' ? join(spec.dir, `${spec.name}-${spec.sites[0]?.site ?? ''}.log`) : undefined;
+      ? startLabProcess(
+          spec.name,
+          process.execPath,
+          [OUR_CLI, 'run', ...configs.flatMap((c) => ['--config', c]), '--monitor-address', '127.0.0.1'],
+          { logFile, env, cwd: spec.dir },
+        )
+      : startLabProcess(
+          spec.name,
+          upstreamBinary(spec),
+          ['run', '--config', configs[0] ?? '', '--choria-config', choriaFile],
+          { logFile, env, cwd: spec.dir },
+        );
+  const upstreamLog =
+    spec.kind === 'upstream' ? join(spec.dir, `${spec.name}-${spec.sites[0]?.site ?? ''}.log`) : undefined;
   return {
     kind: spec.kind,
     name: spec.name,

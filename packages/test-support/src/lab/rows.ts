@@ -37,7 +37,11 @@ export function labKinds(): ProvisionerKind[] {
  * What every interop file starts with: whether the lab binaries are there (saying so in one line
  * when they are not), the provisioners its rows run, and every provisioner in every variant.
  */
-export function interopSuite(): { readonly available: boolean; readonly kinds: readonly ProvisionerKind[]; readonly cases: readonly RowCase[] } {
+export function interopSuite(): {
+  readonly available: boolean;
+  readonly kinds: readonly ProvisionerKind[];
+  readonly cases: readonly RowCase[];
+} {
   const lab = labAvailability();
   if (!lab.available) console.log(lab.skipLine);
   const kinds = labKinds();
@@ -50,9 +54,24 @@ export function rowBound(servers: number, baseMs = 30_000, perServerMs = 500): n
 }
 
 /** Appends the row's result to <runDir>/results.jsonl (BENCHMARKS.md's side-by-side table) and prints its line. */
-export function recordResult(row: string, kind: string, r: ProvisionedReport, extra: Record<string, unknown> = {}, outcome = 'provisioned'): void {
+export function recordResult(
+  row: string,
+  kind: string,
+  r: ProvisionedReport,
+  extra: Record<string, unknown> = {},
+  outcome = 'provisioned',
+): void {
   console.log(reportLine(row, kind, r, outcome));
-  const line = { at: new Date().toISOString(), row, kind, servers: r.states.length, provisioned: r.states.length - r.pending.length, ms: r.ms, configuredTwice: r.configuredTwice.length, ...extra };
+  const line = {
+    at: new Date().toISOString(),
+    row,
+    kind,
+    servers: r.states.length,
+    provisioned: r.states.length - r.pending.length,
+    ms: r.ms,
+    configuredTwice: r.configuredTwice.length,
+    ...extra,
+  };
   appendFileSync(join(labPaths().runDir, 'results.jsonl'), `${JSON.stringify(line)}\n`);
 }
 
@@ -62,10 +81,17 @@ export function recordResult(row: string, kind: string, r: ProvisionedReport, ex
  */
 export function assertRow(row: string, kind: string, r: ProvisionedReport, boundMs: number, limitMs?: number): void {
   const problems: string[] = [];
-  if (r.pending.length > 0) problems.push(`${r.pending.length} of ${r.states.length} servers not provisioned within ${boundMs / 1000} s (${r.pending.slice(0, 5).join(', ')}${r.pending.length > 5 ? ', ...' : ''})`);
-  else if (limitMs !== undefined && r.ms > limitMs) problems.push(`the last of ${r.states.length} servers was provisioned after ${(r.ms / 1000).toFixed(1)} s, the limit is ${(limitMs / 1000).toFixed(1)} s`);
+  if (r.pending.length > 0)
+    problems.push(
+      `${r.pending.length} of ${r.states.length} servers not provisioned within ${boundMs / 1000} s (${r.pending.slice(0, 5).join(', ')}${r.pending.length > 5 ? ', ...' : ''})`,
+    );
+  else if (limitMs !== undefined && r.ms > limitMs)
+    problems.push(
+      `the last of ${r.states.length} servers was provisioned after ${(r.ms / 1000).toFixed(1)} s, the limit is ${(limitMs / 1000).toFixed(1)} s`,
+    );
   if (r.configuredTwice.length > 0) problems.push(`configured more than once: ${r.configuredTwice.join(', ')}`);
-  if (problems.length > 0) throw new Error(`interop row ${row} with the ${kind} provisioner failed: ${problems.join('; ')}`);
+  if (problems.length > 0)
+    throw new Error(`interop row ${row} with the ${kind} provisioner failed: ${problems.join('; ')}`);
 }
 
 export interface RowVerdict {
@@ -102,7 +128,9 @@ export async function settleRow(v: RowVerdict): Promise<void> {
   const wait = v.boundMs + v.restart.extraWaitMs;
   if (v.c.kind !== 'ours') {
     if (v.r.states.length > 0 && v.r.pending.length === v.r.states.length) {
-      throw new Error(`interop row ${name}: the ${v.c.kind} provisioner provisioned none of ${v.r.states.length} servers within ${wait / 1000} s: the lab could not run it`);
+      throw new Error(
+        `interop row ${name}: the ${v.c.kind} provisioner provisioned none of ${v.r.states.length} servers within ${wait / 1000} s: the lab could not run it`,
+      );
     }
     return;
   }
@@ -119,11 +147,18 @@ function readText(file: string): string {
 
 /** Waits until every server of the fleet subscribed to its provisioning subject (it waits to be provisioned). */
 export async function waitWaiting(fleet: LabFleet, timeoutMs = 60_000): Promise<void> {
-  const waiting = (): number => fleet.identities.filter((id) => readText(join(fleet.nodeDir(id), 'server.log')).includes(`to provisioning.node.${id}`)).length;
+  const waiting = (): number =>
+    fleet.identities.filter((id) =>
+      readText(join(fleet.nodeDir(id), 'server.log')).includes(`to provisioning.node.${id}`),
+    ).length;
   try {
-    await until('every server in provisioning mode', () => waiting() === fleet.identities.length, timeoutMs, { stepMs: 250 });
+    await until('every server in provisioning mode', () => waiting() === fleet.identities.length, timeoutMs, {
+      stepMs: 250,
+    });
   } catch {
-    throw new Error(`only ${waiting()} of ${fleet.identities.length} servers reached provisioning mode within ${timeoutMs / 1000} s`);
+    throw new Error(
+      `only ${waiting()} of ${fleet.identities.length} servers reached provisioning mode within ${timeoutMs / 1000} s`,
+    );
   }
 }
 
@@ -140,7 +175,11 @@ export interface SiteHistoryStatus {
  * provisioner's attempt on it ends (a restart whose reply died with a restarted broker is
  * confirmed by watching the node, ~15 s), and the history records the attempt when it ends.
  */
-export async function siteHistory(p: LabProvisioner, atLeast: number, timeoutMs = 30_000): Promise<SiteHistoryStatus | undefined> {
+export async function siteHistory(
+  p: LabProvisioner,
+  atLeast: number,
+  timeoutMs = 30_000,
+): Promise<SiteHistoryStatus | undefined> {
   let history: SiteHistoryStatus | undefined;
   const read = async (): Promise<boolean> => {
     const status = (await p.status()) as { sites?: { history?: SiteHistoryStatus }[] };

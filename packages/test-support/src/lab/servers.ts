@@ -107,7 +107,11 @@ function readText(file: string): string {
 function provisionedByStatus(file: string): boolean {
   try {
     const s = JSON.parse(readFileSync(file, 'utf8')) as { provisioning_mode?: unknown; connected_server?: unknown };
-    return s.provisioning_mode === false && typeof s.connected_server === 'string' && s.connected_server.includes('127.0.0.1');
+    return (
+      s.provisioning_mode === false &&
+      typeof s.connected_server === 'string' &&
+      s.connected_server.includes('127.0.0.1')
+    );
   } catch {
     // not written yet, or caught mid-write
     return false;
@@ -193,7 +197,20 @@ export async function createFleet(o: FleetOptions): Promise<LabFleet> {
       for (const id of ids) {
         if (procs.get(id)?.gone() === false) continue;
         const dir = nodeDir(id);
-        const args = ['--uts', '--mount', '--', 'bash', '-c', LOOP, 'lab-server', id, o.jwtFile, o.compiledJwt, join(dir, 'choria'), join(dir, 'server.conf')];
+        const args = [
+          '--uts',
+          '--mount',
+          '--',
+          'bash',
+          '-c',
+          LOOP,
+          'lab-server',
+          id,
+          o.jwtFile,
+          o.compiledJwt,
+          join(dir, 'choria'),
+          join(dir, 'server.conf'),
+        ];
         procs.set(id, startLabProcess(`server ${id}`, 'unshare', args, { cwd: dir, logFile: join(dir, 'server.log') }));
         // a short stagger: a 2-core machine starting 50 Go processes at once stalls everything
         await sleep(15);

@@ -17,7 +17,10 @@ export interface AdminBucketOptions {
 }
 
 /** Writes a choria-provider (Organization Issuer) client configuration. */
-export function writeIssuerClientConfig(file: string, o: { identity: string; brokerUrl: string; tokenFile: string; seedFile: string }): void {
+export function writeIssuerClientConfig(
+  file: string,
+  o: { identity: string; brokerUrl: string; tokenFile: string; seedFile: string },
+): void {
   const lines = [
     `identity = ${o.identity}`,
     `plugin.choria.middleware_hosts = ${o.brokerUrl}`,
@@ -35,7 +38,10 @@ export async function createBucketAsAdmin(choria: string, o: AdminBucketOptions)
   try {
     await run(choria, args, { timeout: 30_000, env: { ...process.env, USER: o.identity } });
   } catch (err) {
-    const detail = err instanceof Error && 'stderr' in err ? String((err as { stderr: unknown }).stderr).trim() || err.message : String(err);
+    const detail =
+      err instanceof Error && 'stderr' in err
+        ? String((err as { stderr: unknown }).stderr).trim() || err.message
+        : String(err);
     throw new Error(`could not create the bucket ${o.bucket} with ${choria} kv add: ${detail}`, { cause: err });
   }
 }

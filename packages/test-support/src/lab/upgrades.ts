@@ -27,7 +27,10 @@ export interface UpgradeRepoOptions {
 }
 
 export async function writeUpgradeRepository(o: UpgradeRepoOptions): Promise<void> {
-  if (!existsSync(o.binary)) throw new Error(`the upgrades row needs ${o.binary}, a go-choria binary that reports version ${o.version} (docs/interop.md)`);
+  if (!existsSync(o.binary))
+    throw new Error(
+      `the upgrades row needs ${o.binary}, a go-choria binary that reports version ${o.version} (docs/interop.md)`,
+    );
   mkdirSync(o.cacheDir, { recursive: true });
   const st = statSync(o.binary);
   const cached = join(o.cacheDir, `choria-${o.version}-${st.size}-${Math.trunc(st.mtimeMs)}.bz2`);

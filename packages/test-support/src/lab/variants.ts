@@ -31,7 +31,10 @@ export function labVariants(): RowVariant[] {
 }
 
 /** Every provisioner in every variant, for `it.each`. */
-export function rowCases(kinds: readonly ProvisionerKind[], variants: readonly RowVariant[] = labVariants()): RowCase[] {
+export function rowCases(
+  kinds: readonly ProvisionerKind[],
+  variants: readonly RowVariant[] = labVariants(),
+): RowCase[] {
   return variants.flatMap((variant) =>
     kinds.map((kind) => ({
       kind,
@@ -81,7 +84,13 @@ export interface RestartOptions {
  * Restarts `broker` once `when()` holds, for a `broker-restart` case; does nothing for a plain
  * one. Starts watching at once: call it before the flow begins. `since` is the row's start.
  */
-export function restartMidFlow(c: RowCase, broker: LabBroker, fleets: readonly LabFleet[], since: number, opts: RestartOptions = {}): MidFlowRestart {
+export function restartMidFlow(
+  c: RowCase,
+  broker: LabBroker,
+  fleets: readonly LabFleet[],
+  since: number,
+  opts: RestartOptions = {},
+): MidFlowRestart {
   if (c.variant === 'plain') return { variant: c.variant, extraWaitMs: 0, done: () => Promise.resolve(undefined) };
   const when = opts.when ?? helperHasRun(fleets);
   const waitMs = opts.waitMs ?? 180_000;

@@ -33,7 +33,9 @@ function typeProblem(type: DdlType, value: unknown): string | undefined {
       return typeof value === 'string' ? undefined : `must be a string, got ${describe(value)}`;
     case 'number':
     case 'float':
-      return typeof value === 'number' && Number.isFinite(value) ? undefined : `must be a number, got ${describe(value)}`;
+      return typeof value === 'number' && Number.isFinite(value)
+        ? undefined
+        : `must be a number, got ${describe(value)}`;
     case 'integer':
       return Number.isInteger(value) ? undefined : `must be an integer, got ${describe(value)}`;
     case 'boolean':
@@ -54,7 +56,8 @@ function refinementProblem(refinement: Refinement, value: unknown): string | und
   }
   if (!isPlainObject(value)) return `must be a hash (JSON object), got ${describe(value)}`;
   for (const [key, entry] of Object.entries(value)) {
-    if (typeof entry !== 'string') return `must map names to strings, got ${describe(entry)} for ${JSON.stringify(key)}`;
+    if (typeof entry !== 'string')
+      return `must map names to strings, got ${describe(entry)} for ${JSON.stringify(key)}`;
   }
   return undefined;
 }
@@ -81,7 +84,8 @@ export function inputProblems(agent: string, action: string, data: Readonly<Reco
     if (problem !== undefined) problems.push(`${where}: input "${name}" ${problem}`);
   }
   for (const name of Object.keys(data)) {
-    if (!Object.hasOwn(actionDdl.input, name) && data[name] !== undefined) problems.push(`${where}: unknown input "${name}"`);
+    if (!Object.hasOwn(actionDdl.input, name) && data[name] !== undefined)
+      problems.push(`${where}: unknown input "${name}"`);
   }
   return problems;
 }

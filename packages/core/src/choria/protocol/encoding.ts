@@ -100,7 +100,8 @@ export function optionalString(obj: JsonObject, key: string, what: string): stri
 
 export function requireInteger(obj: JsonObject, key: string, what: string): number {
   const value = obj[key];
-  if (typeof value !== 'number' || !Number.isInteger(value)) throw new ProtocolError(`${what}: "${key}" must be an integer`);
+  if (typeof value !== 'number' || !Number.isInteger(value))
+    throw new ProtocolError(`${what}: "${key}" must be an integer`);
   return value;
 }
 

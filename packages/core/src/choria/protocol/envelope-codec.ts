@@ -26,12 +26,20 @@ export interface EnvelopeLayers {
   readonly version: ProtocolVersion;
   readonly transportProtocol: string;
   /** transport header keys; `trace` lists the keys read for the trace, the first is the one written */
-  readonly headerKeys: { readonly replyTo: string; readonly sender: string; readonly trace: readonly [string, ...string[]] };
+  readonly headerKeys: {
+    readonly replyTo: string;
+    readonly sender: string;
+    readonly trace: readonly [string, ...string[]];
+  };
   buildRequest(request: OutgoingRequest): string;
   buildSecureRequest(requestJson: string, signature: string, credential: string): string;
   buildReply(reply: OutgoingReply): string;
   buildSecureReply(replyJson: string): { readonly json: string; readonly hash: string };
-  readSecureRequest(text: string): { readonly requestJson: string; readonly signature: string; readonly credential: string };
+  readSecureRequest(text: string): {
+    readonly requestJson: string;
+    readonly signature: string;
+    readonly credential: string;
+  };
   readRequest(requestJson: string): RequestDocument;
   /** verifies the hash and returns the embedded Reply JSON text */
   readSecureReply(text: string): string;
@@ -97,11 +105,16 @@ export function envelopeCodec(layers: EnvelopeLayers): ProtocolCodec {
     version,
 
     encodeRequest(req: OutgoingRequest, signer: RequestSigning): EncodedRequest {
-      if (signer.protocol !== version) throw new ProtocolError(`a ${signer.protocol} signer cannot sign ${version} requests`);
+      if (signer.protocol !== version)
+        throw new ProtocolError(`a ${signer.protocol} signer cannot sign ${version} requests`);
       const requestJson = layers.buildRequest(req);
       const signature = signer.sign(Buffer.from(requestJson, 'utf8'));
       const secureRequestJson = layers.buildSecureRequest(requestJson, signature, signer.credential);
-      const transport = transportJson(layers, secureRequestJson, { replyTo: req.replyTo, sender: req.sender, ...traceOf(req) });
+      const transport = transportJson(layers, secureRequestJson, {
+        replyTo: req.replyTo,
+        sender: req.sender,
+        ...traceOf(req),
+      });
       return { requestJson, secureRequestJson, transportJson: transport, signature };
     },
 

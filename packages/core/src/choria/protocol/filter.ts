@@ -77,14 +77,17 @@ export function parseFilter(value: unknown, what: string): Filter {
       throw new ProtocolError(`${what}: fact filters need non-empty "fact" and "value" strings`);
     }
     if (typeof operator !== 'string' || !(FACT_OPERATORS as readonly string[]).includes(operator)) {
-      throw new ProtocolError(`${what}: fact filter operator ${JSON.stringify(operator ?? null)} is not one of ${FACT_OPERATORS.join(' ')}`);
+      throw new ProtocolError(
+        `${what}: fact filter operator ${JSON.stringify(operator ?? null)} is not one of ${FACT_OPERATORS.join(' ')}`,
+      );
     }
     return { fact, operator: operator as FactOperator, value: v };
   });
   const compound = (value['compound'] as unknown[]).map((inner): CompoundFilter[] => {
     if (!Array.isArray(inner)) throw new ProtocolError(`${what}: compound filters must be arrays`);
     return inner.map((c): CompoundFilter => {
-      if (!isJsonObject(c) || typeof c['expr'] !== 'string') throw new ProtocolError(`${what}: compound filter items need an "expr" string`);
+      if (!isJsonObject(c) || typeof c['expr'] !== 'string')
+        throw new ProtocolError(`${what}: compound filter items need an "expr" string`);
       return { expr: c['expr'] };
     });
   });

@@ -45,13 +45,20 @@ export function encodeRpcRequest(agent: string, action: string, data: Record<str
 export function parseRpcRequest(text: string): RpcRequestBody {
   const obj = parseJsonObject(text, 'RPC request');
   const { agent, action, data } = obj;
-  if (typeof agent !== 'string' || typeof action !== 'string') throw new ProtocolError('RPC request: "agent" and "action" must be strings');
-  if (data !== undefined && data !== null && !isJsonObject(data)) throw new ProtocolError('RPC request: "data" must be an object');
+  if (typeof agent !== 'string' || typeof action !== 'string')
+    throw new ProtocolError('RPC request: "agent" and "action" must be strings');
+  if (data !== undefined && data !== null && !isJsonObject(data))
+    throw new ProtocolError('RPC request: "data" must be an object');
   return { agent, action, data: isJsonObject(data) ? data : {} };
 }
 
 export function encodeRpcReply(reply: RpcReplyBody): string {
-  return JSON.stringify({ action: reply.action, statuscode: reply.statuscode, statusmsg: reply.statusmsg, data: reply.data });
+  return JSON.stringify({
+    action: reply.action,
+    statuscode: reply.statuscode,
+    statusmsg: reply.statusmsg,
+    data: reply.data,
+  });
 }
 
 /** Validates a reply body at the edge; an absent or null `data` becomes `{}`. */
@@ -59,7 +66,8 @@ export function parseRpcReply(text: string): RpcReplyBody {
   const obj = parseJsonObject(text, 'RPC reply');
   const { action, statuscode, statusmsg, data } = obj;
   if (typeof action !== 'string') throw new ProtocolError('RPC reply: "action" must be a string');
-  if (typeof statuscode !== 'number' || !Number.isInteger(statuscode)) throw new ProtocolError('RPC reply: "statuscode" must be an integer');
+  if (typeof statuscode !== 'number' || !Number.isInteger(statuscode))
+    throw new ProtocolError('RPC reply: "statuscode" must be an integer');
   if (typeof statusmsg !== 'string') throw new ProtocolError('RPC reply: "statusmsg" must be a string');
   return { action, statuscode, statusmsg, data: data ?? {} };
 }
@@ -68,7 +76,9 @@ export function parseRpcReply(text: string): RpcReplyBody {
 export function rpcStatusError(details: RpcStatusDetails): RpcStatusError {
   switch (details.statuscode) {
     case RpcStatus.Aborted:
-      return details.statusmsg === PROVISIONING_LOCK_MESSAGE ? new ProvisioningLockError(details) : new RpcAbortedError(details);
+      return details.statusmsg === PROVISIONING_LOCK_MESSAGE
+        ? new ProvisioningLockError(details)
+        : new RpcAbortedError(details);
     case RpcStatus.UnknownAction:
       return new RpcUnknownActionError(details);
     case RpcStatus.MissingData:

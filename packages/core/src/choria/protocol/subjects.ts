@@ -12,7 +12,9 @@ const BAD_TOKEN_CHARS = /[\s.*>]/;
 /** Throws unless `value` can be one NATS subject token (no dots, wildcards or whitespace). */
 export function assertSubjectToken(value: string, what: string): void {
   if (value === '' || BAD_TOKEN_CHARS.test(value)) {
-    throw new Error(`${what} ${JSON.stringify(value)} cannot be used in a NATS subject: it must be non-empty without ".", "*", ">" or whitespace`);
+    throw new Error(
+      `${what} ${JSON.stringify(value)} cannot be used in a NATS subject: it must be non-empty without ".", "*", ">" or whitespace`,
+    );
   }
 }
 
@@ -38,7 +40,11 @@ export function replySubjectPrefix(callerId: string, collective: string = PROVIS
   return `${collective}.reply.${callerIdHash(callerId)}.`;
 }
 
-export function replySubject(callerId: string, requestId: string, collective: string = PROVISIONING_COLLECTIVE): string {
+export function replySubject(
+  callerId: string,
+  requestId: string,
+  collective: string = PROVISIONING_COLLECTIVE,
+): string {
   assertSubjectToken(requestId, 'request id');
   return `${replySubjectPrefix(callerId, collective)}${requestId}`;
 }

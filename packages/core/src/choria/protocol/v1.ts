@@ -23,9 +23,15 @@ function checkV1Request(r: RequestAddressing, time: number, message: string): vo
   if (r.id.length !== V1_REQUEST_ID_LENGTH) {
     throw new ProtocolError(`v1 request id must be exactly ${V1_REQUEST_ID_LENGTH} characters, got ${r.id.length}`);
   }
-  if (!Number.isInteger(r.ttl) || r.ttl < V1_MIN_TTL) throw new ProtocolError(`v1 request ttl must be an integer >= ${V1_MIN_TTL}, got ${r.ttl}`);
+  if (!Number.isInteger(r.ttl) || r.ttl < V1_MIN_TTL)
+    throw new ProtocolError(`v1 request ttl must be an integer >= ${V1_MIN_TTL}, got ${r.ttl}`);
   if (!Number.isInteger(time)) throw new ProtocolError(`v1 request time must be whole seconds, got ${time}`);
-  for (const [key, value] of [['callerid', r.callerId], ['collective', r.collective], ['agent', r.agent], ['message', message]] as const) {
+  for (const [key, value] of [
+    ['callerid', r.callerId],
+    ['collective', r.collective],
+    ['agent', r.agent],
+    ['message', message],
+  ] as const) {
     if (value === '') throw new ProtocolError(`v1 request ${key} must not be empty`);
   }
 }
@@ -61,7 +67,8 @@ export const v1Layers: EnvelopeLayers = {
   },
 
   buildSecureRequest(requestJson, signature, pubcert) {
-    if (signature === '' || pubcert === '') throw new ProtocolError('v1 secure request signature and pubcert must not be empty');
+    if (signature === '' || pubcert === '')
+      throw new ProtocolError('v1 secure request signature and pubcert must not be empty');
     return JSON.stringify({ protocol: V1.secureRequest, message: requestJson, signature, pubcert });
   },
 
@@ -70,7 +77,12 @@ export const v1Layers: EnvelopeLayers = {
     return JSON.stringify({
       protocol: V1.reply,
       message: reply.body,
-      envelope: { requestid: reply.requestId, senderid: reply.sender, agent: reply.agent, time: secondsOf(reply.timeNs) },
+      envelope: {
+        requestid: reply.requestId,
+        senderid: reply.sender,
+        agent: reply.agent,
+        time: secondsOf(reply.timeNs),
+      },
     });
   },
 

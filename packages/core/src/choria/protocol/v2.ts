@@ -40,16 +40,35 @@ const SUBJECT_UNSAFE = /[\s.*>]/;
 type Entries = ReadonlyArray<readonly [string, unknown]>;
 
 /** A Request or Reply document: protocol, base64 message, addressing in Go's field order, the exact nanosecond time, the rest. */
-function v2Document(protocol: string, message: string, addressing: Entries, timeNs: bigint, rest: Entries = []): string {
-  return jsonObjectText([['protocol', protocol], ['message', base64Json(message)], ...addressing, ['time', new RawJson(timeNs.toString())], ...rest]);
+function v2Document(
+  protocol: string,
+  message: string,
+  addressing: Entries,
+  timeNs: bigint,
+  rest: Entries = [],
+): string {
+  return jsonObjectText([
+    ['protocol', protocol],
+    ['message', base64Json(message)],
+    ...addressing,
+    ['time', new RawJson(timeNs.toString())],
+    ...rest,
+  ]);
 }
 
 function checkV2Request(r: Omit<RequestAddressing, 'filter'>, time: number | bigint): void {
-  if (r.id === '' || SUBJECT_UNSAFE.test(r.id)) throw new ProtocolError(`v2 request id ${JSON.stringify(r.id)} must be non-empty and subject-safe`);
-  for (const [key, value] of [['sender', r.sender], ['caller', r.callerId], ['collective', r.collective], ['agent', r.agent]] as const) {
+  if (r.id === '' || SUBJECT_UNSAFE.test(r.id))
+    throw new ProtocolError(`v2 request id ${JSON.stringify(r.id)} must be non-empty and subject-safe`);
+  for (const [key, value] of [
+    ['sender', r.sender],
+    ['caller', r.callerId],
+    ['collective', r.collective],
+    ['agent', r.agent],
+  ] as const) {
     if (value === '') throw new ProtocolError(`v2 request ${key} must not be empty`);
   }
-  if (!Number.isInteger(r.ttl) || r.ttl < 1) throw new ProtocolError(`v2 request ttl must be an integer >= 1, got ${r.ttl}`);
+  if (!Number.isInteger(r.ttl) || r.ttl < 1)
+    throw new ProtocolError(`v2 request ttl must be an integer >= 1, got ${r.ttl}`);
   if (time < 1) throw new ProtocolError('v2 request time must be >= 1');
 }
 
@@ -61,13 +80,21 @@ export const v2Layers: EnvelopeLayers = {
 
   buildRequest(req) {
     checkV2Request(req, req.timeNs);
-    const addressing: Entries = [['id', req.id], ['sender', req.sender], ['caller', req.callerId], ['collective', req.collective], ['agent', req.agent], ['ttl', req.ttl]];
+    const addressing: Entries = [
+      ['id', req.id],
+      ['sender', req.sender],
+      ['caller', req.callerId],
+      ['collective', req.collective],
+      ['agent', req.agent],
+      ['ttl', req.ttl],
+    ];
     return v2Document(V2.request, req.payload, addressing, req.timeNs, [['filter', filterToJson(req.filter)]]);
   },
 
   buildSecureRequest(requestJson, signature, caller) {
     if (signature === '') throw new ProtocolError('v2 secure request signature must not be empty');
-    if (caller === '') throw new ProtocolError('v2 secure request caller must not be empty (servers reject it by schema)');
+    if (caller === '')
+      throw new ProtocolError('v2 secure request caller must not be empty (servers reject it by schema)');
     return jsonObjectText([
       ['protocol', V2.secureRequest],
       ['request', base64Json(requestJson)],
@@ -77,12 +104,28 @@ export const v2Layers: EnvelopeLayers = {
   },
 
   buildReply(reply) {
-    return v2Document(V2.reply, reply.body, [['request', reply.requestId], ['sender', reply.sender], ['agent', reply.agent]], reply.timeNs);
+    return v2Document(
+      V2.reply,
+      reply.body,
+      [
+        ['request', reply.requestId],
+        ['sender', reply.sender],
+        ['agent', reply.agent],
+      ],
+      reply.timeNs,
+    );
   },
 
   buildSecureReply(replyJson) {
     const hash = sha256Base64(replyJson);
-    return { json: jsonObjectText([['protocol', V2.secureReply], ['reply', base64Json(replyJson)], ['hash', hash]]), hash };
+    return {
+      json: jsonObjectText([
+        ['protocol', V2.secureReply],
+        ['reply', base64Json(replyJson)],
+        ['hash', hash],
+      ]),
+      hash,
+    };
   },
 
   readSecureRequest(text) {
@@ -112,7 +155,8 @@ export const v2Layers: EnvelopeLayers = {
     const time = requireInteger(obj, 'time', what);
     checkV2Request(addressing, time);
     const payload = fromBase64(requireString(obj, 'message', what, { nonEmpty: true }), `${what} message`);
-    const filter = obj['filter'] === undefined || obj['filter'] === null ? emptyFilter() : parseFilter(obj['filter'], what);
+    const filter =
+      obj['filter'] === undefined || obj['filter'] === null ? emptyFilter() : parseFilter(obj['filter'], what);
     return { ...addressing, time, filter, payload };
   },
 

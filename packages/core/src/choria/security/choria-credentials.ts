@@ -16,7 +16,6 @@ export interface ChoriaCredentials {
   readonly publicKeyHex: string;
 }
 
-
 /** The `callerid` claim of a JWT, read without verifying it (the broker and servers verify). */
 export function callerIdFromJwt(token: string, label: string): string {
   let claims: Record<string, unknown>;
@@ -26,9 +25,11 @@ export function callerIdFromJwt(token: string, label: string): string {
     throw new SecurityError(`could not decode client JWT ${label}: ${(err as Error).message}`);
   }
   const callerId = claims['callerid'];
-  if (typeof callerId !== 'string' || callerId === '') throw new SecurityError(`client JWT ${label} has no "callerid" claim`);
+  if (typeof callerId !== 'string' || callerId === '')
+    throw new SecurityError(`client JWT ${label} has no "callerid" claim`);
   const publicKey = claims['public_key'];
-  if (publicKey !== undefined && typeof publicKey !== 'string') throw new SecurityError(`client JWT ${label} has a non-string "public_key" claim`);
+  if (publicKey !== undefined && typeof publicKey !== 'string')
+    throw new SecurityError(`client JWT ${label} has a non-string "public_key" claim`);
   return callerId;
 }
 
@@ -55,17 +56,27 @@ export function choriaCredentials(token: string, privateKey: KeyObject, label: s
   const publicKeyHex = ed25519PublicHex(privateKey);
   const claimed = jwtPublicKey(token);
   if (claimed !== undefined && claimed !== publicKeyHex) {
-    throw new SecurityError(`client JWT ${label} is for public key ${claimed}, but the seed's public key is ${publicKeyHex}`);
+    throw new SecurityError(
+      `client JWT ${label} is for public key ${claimed}, but the seed's public key is ${publicKeyHex}`,
+    );
   }
   return { token, callerId, privateKey, publicKeyHex };
 }
 
-export function loadChoriaCredentials(tokenFile: string | undefined, seedFile: string | undefined, source: string): ChoriaCredentials {
+export function loadChoriaCredentials(
+  tokenFile: string | undefined,
+  seedFile: string | undefined,
+  source: string,
+): ChoriaCredentials {
   if (tokenFile === undefined || tokenFile === '') {
-    throw new SecurityError(`the choria security provider needs a client JWT file (plugin.security.choria.token_file) in ${source}`);
+    throw new SecurityError(
+      `the choria security provider needs a client JWT file (plugin.security.choria.token_file) in ${source}`,
+    );
   }
   if (seedFile === undefined || seedFile === '') {
-    throw new SecurityError(`the choria security provider needs an ed25519 seed file (plugin.security.choria.seed_file) in ${source}`);
+    throw new SecurityError(
+      `the choria security provider needs an ed25519 seed file (plugin.security.choria.seed_file) in ${source}`,
+    );
   }
   return choriaCredentials(readClientJwt(tokenFile), ed25519KeyFromSeed(readEd25519SeedFile(seedFile)), tokenFile);
 }

@@ -20,7 +20,9 @@ function loadRsaKey(key: KeyObject | string, label: string): KeyObject {
     throw new SecurityError(`could not load private key ${label}: ${(err as Error).message}`);
   }
   if (keyObject.type !== 'private' || keyObject.asymmetricKeyType !== 'rsa') {
-    throw new SecurityError(`private key ${label} is not an RSA private key (only RSA is supported by the x509 providers)`);
+    throw new SecurityError(
+      `private key ${label} is not an RSA private key (only RSA is supported by the x509 providers)`,
+    );
   }
   return keyObject;
 }
@@ -42,7 +44,8 @@ export class FileSigner implements RequestSigner {
 
   constructor(opts: FileSignerOptions, keyLabel = '(inline)') {
     if (opts.certname === '') throw new SecurityError('x509 signer: certname must not be empty');
-    if (!opts.certificatePem.includes('-----BEGIN CERTIFICATE-----')) throw new SecurityError('x509 signer: the certificate is not a PEM certificate');
+    if (!opts.certificatePem.includes('-----BEGIN CERTIFICATE-----'))
+      throw new SecurityError('x509 signer: the certificate is not a PEM certificate');
     this.#key = loadRsaKey(opts.privateKey, keyLabel);
     this.credential = opts.certificatePem;
     this.callerId = x509CallerId(opts.certname);

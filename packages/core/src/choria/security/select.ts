@@ -40,13 +40,18 @@ function certnameOf(settings: ChoriaSettings): string {
 }
 
 /** Loads the signer for `version` (default: selectProtocol). Reads key material synchronously. */
-export function createSigner(settings: ChoriaSettings, version: ProtocolVersion = selectProtocol(settings).version): RequestSigner {
+export function createSigner(
+  settings: ChoriaSettings,
+  version: ProtocolVersion = selectProtocol(settings).version,
+): RequestSigner {
   if (version === 'v1') {
     if (!settings.protocolSecure || settings.securityProvider === 'choria') {
       return new InsecureSigner('v1', x509CallerId(certnameOf(settings)));
     }
     if (settings.certificateFile === undefined || settings.keyFile === undefined) {
-      throw new SecurityError(`protocol security needs a certificate and a private key file in ${settings.source}, or set it to insecure`);
+      throw new SecurityError(
+        `protocol security needs a certificate and a private key file in ${settings.source}, or set it to insecure`,
+      );
     }
     return FileSigner.fromFiles(settings.certificateFile, settings.keyFile, certnameOf(settings));
   }

@@ -23,7 +23,8 @@ export function checkHelperCommand(helper: string, env: NodeJS.ProcessEnv = proc
     return errorText(err); // "cannot parse helper command: ..."
   }
   if (program.includes('/')) {
-    if (!isAbsolute(program) && !isExecutableFile(program)) return `helper ${program} does not exist or is not executable (relative to ${process.cwd()})`;
+    if (!isAbsolute(program) && !isExecutableFile(program))
+      return `helper ${program} does not exist or is not executable (relative to ${process.cwd()})`;
     if (!isExecutableFile(program)) return `helper ${program} does not exist or is not an executable file`;
     return undefined;
   }

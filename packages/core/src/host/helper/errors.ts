@@ -125,7 +125,8 @@ export class HelperError extends ProvisionerError {
     const reason = redact(init.reason);
     const stdout = init.output === undefined ? '' : redact(init.output.stdout);
     const stderr = init.output === undefined ? '' : redact(init.output.stderr);
-    const printed = init.output === undefined ? '' : `; stdout: ${quoteExcerpt(stdout)}; stderr: ${quoteExcerpt(stderr)}`;
+    const printed =
+      init.output === undefined ? '' : `; stdout: ${quoteExcerpt(stdout)}; stderr: ${quoteExcerpt(stderr)}`;
     const publicReason = init.publicReason ?? init.reason;
     super(`helper ${init.helper} failed for ${init.identity}: ${reason}${printed}`, {
       cause: init.cause,

@@ -3,7 +3,13 @@
 // cannot get away with anything a program could not (e.g. a number in `configuration`), and the
 // same time limit applies; on timeout or abort its AbortSignal fires so it can stop its work.
 import { performance } from 'node:perf_hooks';
-import { HelperError, HelperReplyError, publicReasonForReplyError, reasonForReplyError, type HelperErrorKind } from './errors.js';
+import {
+  HelperError,
+  HelperReplyError,
+  publicReasonForReplyError,
+  reasonForReplyError,
+  type HelperErrorKind,
+} from './errors.js';
 import { quoteExcerpt, requestSecrets } from './output.js';
 import { DEFAULT_HELPER_TIMEOUT_MS } from './process-helper.js';
 import { parseHelperReply } from './reply.js';
@@ -47,14 +53,24 @@ export class FunctionHelper implements HelperRunner {
     const fail = (kind: HelperErrorKind, reason: string, cause?: unknown): HelperError =>
       new HelperError({ kind, helper: this.#label, identity: opts.identity, reason, cause, redact, durationMs: 0 });
     if (this.#closed) return Promise.reject(fail('aborted', 'the helper runner is closed'));
-    if (opts.signal?.aborted === true) return Promise.reject(fail('aborted', 'aborted by the caller before the helper started'));
+    if (opts.signal?.aborted === true)
+      return Promise.reject(fail('aborted', 'aborted by the caller before the helper started'));
 
     const controller = new AbortController();
     this.#active.add(controller);
     const started = performance.now();
     const elapsed = (): number => Math.round(performance.now() - started);
     const error: ErrorMaker = (kind, reason, cause, publicReason) =>
-      new HelperError({ kind, helper: this.#label, identity: opts.identity, reason, ...(publicReason !== undefined ? { publicReason } : {}), cause, redact, durationMs: elapsed() });
+      new HelperError({
+        kind,
+        helper: this.#label,
+        identity: opts.identity,
+        reason,
+        ...(publicReason !== undefined ? { publicReason } : {}),
+        cause,
+        redact,
+        durationMs: elapsed(),
+      });
 
     return new Promise<HelperResult>((resolve, reject) => {
       let settled = false;
@@ -85,7 +101,15 @@ export class FunctionHelper implements HelperRunner {
         .then(() => this.#fn(req, { signal: controller.signal }))
         .then(
           (value) => settle(this.#validate(value, error, redact, elapsed)),
-          (err: unknown) => settle(error('threw', `threw ${errorText(err)}`, err, `threw ${thrownKind(err)}; what it said is in the log at debug level`)),
+          (err: unknown) =>
+            settle(
+              error(
+                'threw',
+                `threw ${errorText(err)}`,
+                err,
+                `threw ${thrownKind(err)}; what it said is in the log at debug level`,
+              ),
+            ),
         );
     });
   }
@@ -95,24 +119,30 @@ export class FunctionHelper implements HelperRunner {
     for (const controller of this.#active) controller.abort(new Error('the helper runner was closed'));
   }
 
-  #validate(
-    value: unknown,
-    error: ErrorMaker,
-    redact: Redactor,
-    elapsed: () => number,
-  ): HelperResult | HelperError {
+  #validate(value: unknown, error: ErrorMaker, redact: Redactor, elapsed: () => number): HelperResult | HelperError {
     let json: string | undefined;
     try {
       json = JSON.stringify(value);
     } catch (err) {
-      return error('invalid-reply', `returned a value that cannot be serialised to JSON: ${errorText(err)}`, err, 'returned a value that cannot be serialised to JSON');
+      return error(
+        'invalid-reply',
+        `returned a value that cannot be serialised to JSON: ${errorText(err)}`,
+        err,
+        'returned a value that cannot be serialised to JSON',
+      );
     }
-    if (json === undefined) return error('empty', `returned ${value === undefined ? 'undefined' : typeof value} instead of a reply object`);
+    if (json === undefined)
+      return error('empty', `returned ${value === undefined ? 'undefined' : typeof value} instead of a reply object`);
     try {
       return { reply: parseHelperReply(json), stderr: '', durationMs: elapsed() };
     } catch (err) {
       if (err instanceof HelperReplyError) {
-        return error(err.kind, `${reasonForReplyError(err)}; returned: ${quoteExcerpt(redact(json))}`, err, publicReasonForReplyError(err));
+        return error(
+          err.kind,
+          `${reasonForReplyError(err)}; returned: ${quoteExcerpt(redact(json))}`,
+          err,
+          publicReasonForReplyError(err),
+        );
       }
       throw err;
     }

@@ -23,7 +23,13 @@ export type {
 export { HelperCommandError, HelperError, HelperReplyError, type HelperErrorKind } from './errors.js';
 export { encodeHelperRequest } from './request.js';
 export { describeValue, parseHelperReply, validateHelperReply } from './reply.js';
-export { assertAcceptedByNode, assertConfigurable, RELATIVE_EXP_LIMIT, replyWarnings, type ReplyWarningOptions } from './reply-checks.js';
+export {
+  assertAcceptedByNode,
+  assertConfigurable,
+  RELATIVE_EXP_LIMIT,
+  replyWarnings,
+  type ReplyWarningOptions,
+} from './reply-checks.js';
 export { parseHelperCommand } from './spawn.js';
 export { SPAWNER_SETTINGS, type SpawnerKind, type SpawnerSetting } from './spawner.js';
 export {
@@ -60,9 +66,19 @@ export type HelperRunnerSpec =
 export function helperRunnerFor(config: ProvisionerConfig, fn?: HelperFunction): HelperRunner {
   if (fn !== undefined) return createHelperRunner({ fn, timeoutMs: config.helperTimeoutMs });
   if (config.helperMode === 'pool') {
-    return createHelperRunner({ command: config.helper, mode: 'pool', poolSize: config.helperPoolSize, poolDepth: config.helperPoolDepth, timeoutMs: config.helperTimeoutMs });
+    return createHelperRunner({
+      command: config.helper,
+      mode: 'pool',
+      poolSize: config.helperPoolSize,
+      poolDepth: config.helperPoolDepth,
+      timeoutMs: config.helperTimeoutMs,
+    });
   }
-  return createHelperRunner({ command: config.helper, timeoutMs: config.helperTimeoutMs, spawner: config.helperSpawner });
+  return createHelperRunner({
+    command: config.helper,
+    timeoutMs: config.helperTimeoutMs,
+    spawner: config.helperSpawner,
+  });
 }
 
 /** Builds the runner for a spec; throws HelperCommandError for an unusable command line. */

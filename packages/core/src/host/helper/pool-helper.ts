@@ -11,7 +11,13 @@
 // EOF on stdin asks the helper to finish.
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { HelperError, HelperReplyError, publicReasonForReplyError, reasonForReplyError, type HelperErrorKind } from './errors.js';
+import {
+  HelperError,
+  HelperReplyError,
+  publicReasonForReplyError,
+  reasonForReplyError,
+  type HelperErrorKind,
+} from './errors.js';
 import { BoundedBuffer, requestSecrets } from './output.js';
 import { DEFAULT_HELPER_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDERR_BYTES } from './process-helper.js';
 import { parseHelperReply } from './reply.js';
@@ -110,14 +116,17 @@ export class PoolHelper implements HelperRunner {
   /** Throws HelperCommandError when the command cannot be split. Processes start on demand, or all at once with warmUp(). */
   constructor(options: PoolHelperOptions) {
     const size = options.size ?? DEFAULT_POOL_SIZE;
-    if (!Number.isInteger(size) || size < 1) throw new RangeError(`helper pool size must be a positive integer, got ${size}`);
+    if (!Number.isInteger(size) || size < 1)
+      throw new RangeError(`helper pool size must be a positive integer, got ${size}`);
     this.#size = size;
     const warm = options.warm ?? Math.min(size, availableParallelism());
-    if (!Number.isInteger(warm) || warm < 1 || warm > size) throw new RangeError(`helper pool warm count must be an integer from 1 to the pool size ${size}, got ${warm}`);
+    if (!Number.isInteger(warm) || warm < 1 || warm > size)
+      throw new RangeError(`helper pool warm count must be an integer from 1 to the pool size ${size}, got ${warm}`);
     this.#warm = warm;
     this.#idleMs = options.idleMs ?? DEFAULT_POOL_IDLE_MS;
     const depth = options.depth ?? 1;
-    if (!Number.isInteger(depth) || depth < 1) throw new RangeError(`helper pool depth must be a positive integer, got ${depth}`);
+    if (!Number.isInteger(depth) || depth < 1)
+      throw new RangeError(`helper pool depth must be a positive integer, got ${depth}`);
     this.#depth = depth;
     this.#closeGraceMs = options.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS;
     this.#settings = {
@@ -154,7 +163,11 @@ export class PoolHelper implements HelperRunner {
   }
 
   #newWorker(): PoolWorker {
-    const worker = new PoolWorker(this.#settings, (w, unanswered) => this.#retire(w, unanswered), () => this.#dispatch());
+    const worker = new PoolWorker(
+      this.#settings,
+      (w, unanswered) => this.#retire(w, unanswered),
+      () => this.#dispatch(),
+    );
     if (this.#workers.size >= this.#warm && this.#idleCheck === undefined) {
       this.#idleCheck = setInterval(() => this.#finishIdle(), Math.max(10, this.#idleMs / 2));
       this.#idleCheck.unref();
@@ -184,12 +197,24 @@ export class PoolHelper implements HelperRunner {
   run(req: HelperRequest, opts: HelperRunOptions): Promise<HelperResult> {
     const redact = makeRedactor(requestSecrets(req));
     if (this.#closed || opts.signal?.aborted === true) {
-      const reason = this.#closed ? 'the helper pool is closed' : 'aborted by the caller before a helper process took the request';
-      return Promise.reject(new HelperError({ kind: 'aborted', helper: this.program, identity: opts.identity, reason, redact }));
+      const reason = this.#closed
+        ? 'the helper pool is closed'
+        : 'aborted by the caller before a helper process took the request';
+      return Promise.reject(
+        new HelperError({ kind: 'aborted', helper: this.program, identity: opts.identity, reason, redact }),
+      );
     }
     const input = `${encodeHelperRequest(req)}\n`;
     return new Promise<HelperResult>((resolve, reject) => {
-      const job: Job = { input, identity: opts.identity, signal: opts.signal, redact, resolve, reject, onAbort: () => undefined };
+      const job: Job = {
+        input,
+        identity: opts.identity,
+        signal: opts.signal,
+        redact,
+        resolve,
+        reject,
+        onAbort: () => undefined,
+      };
       // Until a process takes it, aborting just drops the job from the queue.
       job.onAbort = this.#queueAbort(job);
       opts.signal?.addEventListener('abort', job.onAbort, { once: true });
@@ -213,7 +238,13 @@ export class PoolHelper implements HelperRunner {
   }
 
   #queuedError(job: Job, reason: string): HelperError {
-    return new HelperError({ kind: 'aborted', helper: this.program, identity: job.identity, reason, redact: job.redact });
+    return new HelperError({
+      kind: 'aborted',
+      helper: this.program,
+      identity: job.identity,
+      reason,
+      redact: job.redact,
+    });
   }
 
   /**
@@ -401,7 +432,10 @@ class PoolWorker {
     this.#headTimer?.cancel();
     this.#headStarted = performance.now();
     this.#headTimer = afterPendingIo(this.#settings.timeoutMs, () =>
-      this.#die('timeout', `timed out after ${this.#settings.timeoutMs} ms without answering; killed it and the processes it started`),
+      this.#die(
+        'timeout',
+        `timed out after ${this.#settings.timeoutMs} ms without answering; killed it and the processes it started`,
+      ),
     );
   }
 
@@ -418,7 +452,14 @@ class PoolWorker {
       return;
     }
     entry.abandoned = true;
-    job.reject(this.#error(job, 'aborted', 'aborted by the caller while it waited behind other requests of its helper process', ''));
+    job.reject(
+      this.#error(
+        job,
+        'aborted',
+        'aborted by the caller while it waited behind other requests of its helper process',
+        '',
+      ),
+    );
   }
 
   #onStdout(chunk: Buffer): void {
@@ -464,11 +505,17 @@ class PoolWorker {
     } catch (err) {
       if (!(err instanceof HelperReplyError)) throw err;
       if (err.kind === 'invalid-reply') {
-        this.#finish(this.#error(job, err.kind, reasonForReplyError(err), text, { publicReason: publicReasonForReplyError(err) }));
+        this.#finish(
+          this.#error(job, err.kind, reasonForReplyError(err), text, { publicReason: publicReasonForReplyError(err) }),
+        );
         return;
       }
-      const why = (reason: string): string => `${reason} (pool helpers print each reply as one line of JSON); killed it`;
-      this.#die(err.kind, why(reasonForReplyError(err)), { line: text, publicReason: why(publicReasonForReplyError(err)) });
+      const why = (reason: string): string =>
+        `${reason} (pool helpers print each reply as one line of JSON); killed it`;
+      this.#die(err.kind, why(reasonForReplyError(err)), {
+        line: text,
+        publicReason: why(publicReasonForReplyError(err)),
+      });
       return;
     }
     this.#finish({ reply, stderr: job.redact(this.#stderr.toText()), durationMs: this.#elapsed() });
@@ -524,7 +571,8 @@ class PoolWorker {
       reason,
       ...(extra.publicReason !== undefined ? { publicReason: extra.publicReason } : {}),
       // as printed: HelperError redacts what it quotes and keeps the sizes for its public message
-      output: kind === 'spawn' ? undefined : { stdout, stderr: this.#stderr.toText(), stderrBytes: this.#stderr.totalBytes },
+      output:
+        kind === 'spawn' ? undefined : { stdout, stderr: this.#stderr.toText(), stderrBytes: this.#stderr.totalBytes },
       exitCode: extra.code ?? null,
       signal: extra.sig ?? null,
       durationMs: this.#elapsed(),

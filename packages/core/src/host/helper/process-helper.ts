@@ -6,7 +6,14 @@
 // forking the provisioner itself for every node. The companion also keeps the time limit, so
 // that it measures the helper, not how long this process took to read the report.
 import { performance } from 'node:perf_hooks';
-import { HelperError, HelperReplyError, publicReasonForReplyError, reasonForReplyError, type HelperErrorKind, type HelperOutput } from './errors.js';
+import {
+  HelperError,
+  HelperReplyError,
+  publicReasonForReplyError,
+  reasonForReplyError,
+  type HelperErrorKind,
+  type HelperOutput,
+} from './errors.js';
 import { BoundedBuffer, requestSecrets } from './output.js';
 import { parseHelperReply } from './reply.js';
 import { encodeHelperRequest } from './request.js';
@@ -51,10 +58,25 @@ export interface ProcessHelperOptions {
 
 /** The log line for how the spawner choice turned out. */
 export function spawnerNotice(o: SpawnerOutcome): HelperNotice {
-  if (o.unavailable !== undefined) return { level: 'warn', message: `helper_spawner ${o.kind}: it cannot start the helper processes (${o.unavailable}); every helper run fails until it can` };
-  if (o.fallbackReason !== undefined) return { level: 'warn', message: `python3 cannot start the helper processes (${o.fallbackReason}): the node spawner starts them, at about twice the CPU per helper` };
-  if (o.kind === 'none') return { level: 'info', message: 'helper processes are started by the provisioner process itself (helper_spawner none)' };
-  return { level: 'info', message: `helper processes are started by the ${o.kind} spawner${o.kind === 'python3' ? ' (posix_spawn)' : ''}` };
+  if (o.unavailable !== undefined)
+    return {
+      level: 'warn',
+      message: `helper_spawner ${o.kind}: it cannot start the helper processes (${o.unavailable}); every helper run fails until it can`,
+    };
+  if (o.fallbackReason !== undefined)
+    return {
+      level: 'warn',
+      message: `python3 cannot start the helper processes (${o.fallbackReason}): the node spawner starts them, at about twice the CPU per helper`,
+    };
+  if (o.kind === 'none')
+    return {
+      level: 'info',
+      message: 'helper processes are started by the provisioner process itself (helper_spawner none)',
+    };
+  return {
+    level: 'info',
+    message: `helper processes are started by the ${o.kind} spawner${o.kind === 'python3' ? ' (posix_spawn)' : ''}`,
+  };
 }
 
 /** What a failed run adds to its error besides the kind and reason. */
@@ -109,7 +131,9 @@ export class ProcessHelper implements HelperRunner {
     const redact = makeRedactor(requestSecrets(req));
     if (this.#closed || opts.signal?.aborted === true) {
       const reason = this.#closed ? 'the helper runner is closed' : 'aborted by the caller before the helper started';
-      return Promise.reject(new HelperError({ kind: 'aborted', helper: this.program, identity: opts.identity, reason, redact }));
+      return Promise.reject(
+        new HelperError({ kind: 'aborted', helper: this.program, identity: opts.identity, reason, redact }),
+      );
     }
     return this.#runProcess(encodeHelperRequest(req), opts, redact);
   }
@@ -188,7 +212,12 @@ export class ProcessHelper implements HelperRunner {
             backstop = afterPendingIo(waitMs, () => {
               if (settled) return;
               run.kill();
-              settle(error('timeout', `timed out after ${this.#timeoutMs} ms: the helper spawner did not report on it ${waitMs} ms after starting it; killed it and the processes it started`));
+              settle(
+                error(
+                  'timeout',
+                  `timed out after ${this.#timeoutMs} ms: the helper spawner did not report on it ${waitMs} ms after starting it; killed it and the processes it started`,
+                ),
+              );
             });
           },
           onDone: (o) => {
@@ -196,13 +225,22 @@ export class ProcessHelper implements HelperRunner {
             stderr = BoundedBuffer.fromParts(this.#maxStderrBytes, o.stderr, o.stderrBytes);
             if (o.spawnError !== undefined) return settle(error('spawn', `cannot start ${helper}: ${o.spawnError}`));
             if (o.lost !== undefined) {
-              return settle(failure === undefined ? error('spawn', `${o.lost} before ${helper} finished`) : error(failure.kind, failure.reason));
+              return settle(
+                failure === undefined
+                  ? error('spawn', `${o.lost} before ${helper} finished`)
+                  : error(failure.kind, failure.reason),
+              );
             }
             if (o.exitCode !== null) exitCode = o.exitCode;
             // The spawner killed the group itself when stdout went over the cap or the run went over
             // its time limit (as the spawner measured it: from its spawn of the helper).
-            if (o.tooLarge && failure === undefined) failure = { kind: 'too-large', reason: `printed more than ${this.#maxOutputBytes} bytes on stdout; killed it` };
-            if (o.timedOut && failure === undefined) failure = { kind: 'timeout', reason: this.#timeoutReason(o.exitAfterMs, o.exitCode) };
+            if (o.tooLarge && failure === undefined)
+              failure = {
+                kind: 'too-large',
+                reason: `printed more than ${this.#maxOutputBytes} bytes on stdout; killed it`,
+              };
+            if (o.timedOut && failure === undefined)
+              failure = { kind: 'timeout', reason: this.#timeoutReason(o.exitAfterMs, o.exitCode) };
             if (failure !== undefined) {
               // pipes given up on after the grace period: no close status
               if (o.forced) return settle(error(failure.kind, failure.reason));
@@ -254,7 +292,8 @@ export class ProcessHelper implements HelperRunner {
       let hint = '';
       try {
         parseHelperReply(stdout.toBuffer());
-        hint = ' (its reply is discarded: a non-zero exit always fails the run; to retry later exit 0 with "defer": true)';
+        hint =
+          ' (its reply is discarded: a non-zero exit always fails the run; to retry later exit 0 with "defer": true)';
       } catch {
         // not a valid reply: nothing to point out
       }
@@ -263,7 +302,8 @@ export class ProcessHelper implements HelperRunner {
     try {
       return { reply: parseHelperReply(stdout.toBuffer()), stderr: redact(stderr.toText()), durationMs: elapsed() };
     } catch (err) {
-      if (err instanceof HelperReplyError) return error(err.kind, reasonForReplyError(err), { cause: err, publicReason: publicReasonForReplyError(err) });
+      if (err instanceof HelperReplyError)
+        return error(err.kind, reasonForReplyError(err), { cause: err, publicReason: publicReasonForReplyError(err) });
       throw err;
     }
   }

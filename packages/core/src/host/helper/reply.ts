@@ -64,7 +64,13 @@ let compiledValidator: ValidateFunction | undefined;
  * a unit test checks it against the meta-schema in strict mode.
  */
 function replyValidator(): ValidateFunction {
-  compiledValidator ??= new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, validateSchema: false, code: { optimize: false } }).compile(REPLY_SCHEMA);
+  compiledValidator ??= new Ajv({
+    allErrors: true,
+    strict: true,
+    allowUnionTypes: true,
+    validateSchema: false,
+    code: { optimize: false },
+  }).compile(REPLY_SCHEMA);
   return compiledValidator;
 }
 
@@ -80,19 +86,30 @@ export function parseHelperReply(stdout: string | Buffer): HelperReply {
   if (text.trim() === '') throw new HelperReplyError('empty', 'expected one JSON object');
 
   // the reason says only where it broke (the error quotes the redacted output apart)
-  const data = parseForeignJson(text, (why) => new HelperReplyError('invalid-json', `${Buffer.byteLength(text, 'utf8')} bytes that are not JSON: ${why}`));
+  const data = parseForeignJson(
+    text,
+    (why) => new HelperReplyError('invalid-json', `${Buffer.byteLength(text, 'utf8')} bytes that are not JSON: ${why}`),
+  );
   return validateHelperReply(data);
 }
 
 /** Validates an already-decoded reply value (e.g. from an in-process helper). */
 export function validateHelperReply(data: unknown): HelperReply {
   if (!isObject(data)) {
-    throw new HelperReplyError('invalid-reply', `the reply must be a JSON object, got ${describeValue(data)}`, `the reply must be a JSON object, got ${describeKind(data)}`);
+    throw new HelperReplyError(
+      'invalid-reply',
+      `the reply must be a JSON object, got ${describeValue(data)}`,
+      `the reply must be a JSON object, got ${describeKind(data)}`,
+    );
   }
   const validateReply = replyValidator();
   if (!validateReply(data)) {
     const errors = validateReply.errors ?? [];
-    throw new HelperReplyError('invalid-reply', formatErrors(errors, data, 'detail'), formatErrors(errors, data, 'public'));
+    throw new HelperReplyError(
+      'invalid-reply',
+      formatErrors(errors, data, 'detail'),
+      formatErrors(errors, data, 'public'),
+    );
   }
   return normalise(data);
 }
@@ -171,7 +188,8 @@ function formatError(err: ErrorObject, data: Record<string, unknown>, wording: W
   const { path, value } = locate(segments, data, wording);
   // the value of a key that looks secret is not shown in either wording
   const secret = segments.some((segment) => isSecretName(segment));
-  const got = wording === 'public' ? describeKind(value) : secret ? `${kindName(value)} ${REDACTED}` : describeValue(value);
+  const got =
+    wording === 'public' ? describeKind(value) : secret ? `${kindName(value)} ${REDACTED}` : describeValue(value);
   return `${path} must be ${expectedOf(err)}, got ${got}`;
 }
 

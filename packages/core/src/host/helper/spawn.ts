@@ -9,7 +9,8 @@ export function parseHelperCommand(command: string): [string, ...string[]] {
   try {
     words = splitCommand(command);
   } catch (err) {
-    if (err instanceof ShellSplitError) throw new HelperCommandError(`cannot parse helper command: ${err.message}`, { cause: err });
+    if (err instanceof ShellSplitError)
+      throw new HelperCommandError(`cannot parse helper command: ${err.message}`, { cause: err });
     throw err;
   }
   const [program, ...args] = words;
@@ -27,7 +28,10 @@ export interface SpawnSettings {
  * killProcessGroup also reaches the processes it started (a `sleep`, a CA client, …).
  * A missing or non-executable program is reported through the child's 'error' event.
  */
-export function spawnHelper(argv: readonly [string, ...string[]], settings: SpawnSettings): ChildProcessWithoutNullStreams {
+export function spawnHelper(
+  argv: readonly [string, ...string[]],
+  settings: SpawnSettings,
+): ChildProcessWithoutNullStreams {
   const [program, ...args] = argv;
   return spawn(program, args, {
     cwd: settings.cwd,

@@ -19,15 +19,20 @@ export const SPAWNER_SETTINGS: readonly SpawnerSetting[] = ['auto', 'python3', '
  * copy of it.
  */
 function companionFile(kind: CompanionKind): string {
-  const here = kind === 'python3' ? ['./spawner-child.py'] : ['./spawner-child.js', '../../../dist/host/helper/spawner-child.js'];
+  const here =
+    kind === 'python3' ? ['./spawner-child.py'] : ['./spawner-child.js', '../../../dist/host/helper/spawner-child.js'];
   const candidates = here.map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
   const found = candidates.find((f) => existsSync(f));
-  if (found === undefined) throw new Error(`the ${kind} helper spawner program is missing (looked for ${candidates.join(', ')}; run npm run build)`);
+  if (found === undefined)
+    throw new Error(
+      `the ${kind} helper spawner program is missing (looked for ${candidates.join(', ')}; run npm run build)`,
+    );
   return found;
 }
 
 export function startCompanion(kind: CompanionKind): ChildProcess {
-  const [command, args] = kind === 'python3' ? ['python3', ['-I', '-S', companionFile(kind)]] : [process.execPath, [companionFile(kind)]];
+  const [command, args] =
+    kind === 'python3' ? ['python3', ['-I', '-S', companionFile(kind)]] : [process.execPath, [companionFile(kind)]];
   return spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'], windowsHide: true });
 }
 
@@ -54,7 +59,8 @@ export class SpawnerChoice {
   readonly #waiting: ((o: SpawnerOutcome) => void)[] = [];
 
   constructor(setting: SpawnerSetting = 'node') {
-    if (!SPAWNER_SETTINGS.includes(setting)) throw new RangeError(`the helper spawner must be one of ${SPAWNER_SETTINGS.join(', ')}, got ${String(setting)}`);
+    if (!SPAWNER_SETTINGS.includes(setting))
+      throw new RangeError(`the helper spawner must be one of ${SPAWNER_SETTINGS.join(', ')}, got ${String(setting)}`);
     this.#kind = setting === 'auto' ? 'python3' : setting;
     this.#fixed = setting !== 'auto';
   }

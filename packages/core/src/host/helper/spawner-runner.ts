@@ -78,7 +78,21 @@ export function helperRunner(send: (m: FromSpawner) => void, env: NodeJS.Process
   function dropQueued(id: number): boolean {
     if (!queued.delete(id)) return false;
     setImmediate(() =>
-      send({ t: 'done', id, code: null, signal: null, exitCode: null, exitAfterMs: null, forced: false, tooLarge: false, timedOut: false, stdout: '', stdoutBytes: 0, stderr: '', stderrBytes: 0 }),
+      send({
+        t: 'done',
+        id,
+        code: null,
+        signal: null,
+        exitCode: null,
+        exitAfterMs: null,
+        forced: false,
+        tooLarge: false,
+        timedOut: false,
+        stdout: '',
+        stdoutBytes: 0,
+        stderr: '',
+        stderrBytes: 0,
+      }),
     );
     return true;
   }
@@ -123,7 +137,13 @@ export function helperRunner(send: (m: FromSpawner) => void, env: NodeJS.Process
 
     let child: ChildProcess;
     try {
-      child = spawn(m.file, [...m.args], { cwd: m.cwd, env: m.env ?? env, detached: true, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+      child = spawn(m.file, [...m.args], {
+        cwd: m.cwd,
+        env: m.env ?? env,
+        detached: true,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        windowsHide: true,
+      });
     } catch (e) {
       finish({ spawnError: e instanceof Error ? e.message : String(e) });
       return;

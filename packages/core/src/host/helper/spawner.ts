@@ -26,13 +26,25 @@
 import type { ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import type { RunMessage, ToSpawner } from './spawner-protocol.js';
-import { SpawnerChoice, startCompanion, type SpawnerKind, type SpawnerOutcome, type SpawnerSetting } from './spawner-choice.js';
+import {
+  SpawnerChoice,
+  startCompanion,
+  type SpawnerKind,
+  type SpawnerOutcome,
+  type SpawnerSetting,
+} from './spawner-choice.js';
 import { helperRunner, type HelperRunner } from './spawner-runner.js';
 import { killProcessGroup } from './spawn.js';
 import { errorText, isPlainObject as isRecord } from '../../util/values.js';
 import { settledWithin } from '../../util/deadline.js';
 
-export { SPAWNER_SETTINGS, SpawnerChoice, type SpawnerKind, type SpawnerOutcome, type SpawnerSetting } from './spawner-choice.js';
+export {
+  SPAWNER_SETTINGS,
+  SpawnerChoice,
+  type SpawnerKind,
+  type SpawnerOutcome,
+  type SpawnerSetting,
+} from './spawner-choice.js';
 
 /** The most spawner processes a ProcessHelper starts, whatever the core count (each a Python process of ~12 MB, or a Node one of ~45 MB). */
 export const MAX_SPAWNERS = 4;
@@ -146,7 +158,9 @@ export class HelperSpawner {
       this.#send(id, run);
     } catch (err) {
       // settle on a later tick, like any other outcome
-      queueMicrotask(() => this.#settleEmpty(id, `could not hand the helper to the spawner process: ${errorText(err)}`));
+      queueMicrotask(() =>
+        this.#settleEmpty(id, `could not hand the helper to the spawner process: ${errorText(err)}`),
+      );
     }
     this.#updateRef();
     return {
@@ -229,7 +243,9 @@ export class HelperSpawner {
       for (const line of lines) this.#onLine(child, line);
     });
     child.once('error', (e) => this.#gone(child, errorText(e)));
-    child.once('exit', (code, signal) => this.#gone(child, signal !== null ? `it was killed by ${signal}` : `it exited with status ${String(code)}`));
+    child.once('exit', (code, signal) =>
+      this.#gone(child, signal !== null ? `it was killed by ${signal}` : `it exited with status ${String(code)}`),
+    );
   }
 
   /** The companion is gone (or will not work): start the other kind for the runs not started, or give up on them. */
@@ -244,7 +260,9 @@ export class HelperSpawner {
       this.#updateRef();
       return;
     }
-    const reason = wasReady ? 'the helper spawner process exited' : `the ${this.#childKind} helper spawner could not start: ${why}`;
+    const reason = wasReady
+      ? 'the helper spawner process exited'
+      : `the ${this.#childKind} helper spawner could not start: ${why}`;
     this.#pending.clear();
     // A companion that died (killed, crashed) could not kill its helpers: they would run on as
     // orphans, a hanging one for ever.
@@ -363,7 +381,8 @@ export class HelperSpawners {
   readonly #choice: SpawnerChoice;
 
   constructor(count = Math.min(availableParallelism(), MAX_SPAWNERS), setting: SpawnerSetting = 'node') {
-    if (!Number.isInteger(count) || count < 1) throw new RangeError(`the number of helper spawners must be a positive integer, got ${count}`);
+    if (!Number.isInteger(count) || count < 1)
+      throw new RangeError(`the number of helper spawners must be a positive integer, got ${count}`);
     this.#choice = new SpawnerChoice(setting);
     // without a companion, one runner in this process starts them all
     this.#spawners = Array.from({ length: setting === 'none' ? 1 : count }, () => new HelperSpawner(this.#choice));

@@ -95,7 +95,9 @@ export function validateCsr(csrPem: string, identity: string, denyList: readonly
   if (names.commonName !== identity) {
     throw new Error(`common name ${names.commonName} does not match identity ${identity}`);
   }
-  const compiled = isCompiled(denyList) ? denyList : compileDenyList(denyList.length === 0 ? DEFAULT_CERT_DENY_LIST : denyList);
+  const compiled = isCompiled(denyList)
+    ? denyList
+    : compileDenyList(denyList.length === 0 ? DEFAULT_CERT_DENY_LIST : denyList);
   for (const name of [names.commonName, ...names.dnsNames]) {
     if (matchesDenyList(name, compiled)) throw new Error(`${name} matches denied certificate pattern`);
   }

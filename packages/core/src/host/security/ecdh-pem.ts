@@ -47,7 +47,8 @@ const INCORRECT_PASSWORD = 'x509: decryption password incorrect';
  */
 export function encryptKeyForNode(keyPem: string, nodeEcdhPublicHex: string, opts?: EncryptKeyOptions): EncryptedKey {
   if (keyPem === '') throw new Error('no key to encrypt');
-  if (nodeEcdhPublicHex === '') throw new Error('private key received from helper but server did not start Diffie-Hellman exchange');
+  if (nodeEcdhPublicHex === '')
+    throw new Error('private key received from helper but server did not start Diffie-Hellman exchange');
   const block = decodeFirstPemBlock(keyPem);
   if (block === null) throw new Error('bad key received');
   const nodePublic = decodeHexStrict(nodeEcdhPublicHex);
@@ -77,8 +78,13 @@ function publicBytes(privateKey: KeyObject): Buffer {
 }
 
 function sharedSecret(privateKey: KeyObject, peerPublic: Buffer): Buffer {
-  if (peerPublic.length !== X25519_BYTES) throw new Error(`bad point length: ${peerPublic.length}, expected ${X25519_BYTES}`);
-  const publicKey = createPublicKey({ key: Buffer.concat([X25519_SPKI_PREFIX, peerPublic]), format: 'der', type: 'spki' });
+  if (peerPublic.length !== X25519_BYTES)
+    throw new Error(`bad point length: ${peerPublic.length}, expected ${X25519_BYTES}`);
+  const publicKey = createPublicKey({
+    key: Buffer.concat([X25519_SPKI_PREFIX, peerPublic]),
+    format: 'der',
+    type: 'spki',
+  });
   let secret: Buffer;
   try {
     secret = diffieHellman({ privateKey, publicKey });
@@ -130,7 +136,8 @@ export function decryptLegacyPem(pem: string, password: Buffer): Buffer {
   if (keyLength === undefined) throw new Error('x509: unknown encryption mode');
   const iv = decodeHexStrict(dekInfo.slice(comma + 1));
   if (iv.length !== AES_BLOCK) throw new Error('x509: incorrect IV size');
-  if (block.bytes.length % AES_BLOCK !== 0) throw new Error('x509: encrypted PEM data is not a multiple of the block size');
+  if (block.bytes.length % AES_BLOCK !== 0)
+    throw new Error('x509: encrypted PEM data is not a multiple of the block size');
 
   const key = legacyPemKey(password, iv.subarray(0, SALT_BYTES), keyLength);
   const decipher = createDecipheriv(`aes-${keyLength * 8}-cbc`, key, iv);
@@ -147,6 +154,7 @@ export function decryptLegacyPem(pem: string, password: Buffer): Buffer {
 }
 
 function x25519PrivateKey(privateKey: Buffer): KeyObject {
-  if (privateKey.length !== X25519_BYTES) throw new Error(`X25519 private key must be ${X25519_BYTES} bytes, got ${privateKey.length}`);
+  if (privateKey.length !== X25519_BYTES)
+    throw new Error(`X25519 private key must be ${X25519_BYTES} bytes, got ${privateKey.length}`);
   return createPrivateKey({ key: Buffer.concat([X25519_PKCS8_PREFIX, privateKey]), format: 'der', type: 'pkcs8' });
 }

@@ -121,7 +121,9 @@ function decodeNumericDate(item: unknown): number {
     }
     return Number(item);
   }
-  throw new GoDecodeError(`could not parse NumericData: json: cannot unmarshal ${jsonTypeName(item)} into Go value of type json.Number`);
+  throw new GoDecodeError(
+    `could not parse NumericData: json: cannot unmarshal ${jsonTypeName(item)} into Go value of type json.Number`,
+  );
 }
 
 function decodeClaimStrings(item: unknown): string[] {
@@ -131,7 +133,9 @@ function decodeClaimStrings(item: unknown): string[] {
 }
 
 function typeError(item: unknown, path: string, kind: FieldKind): GoDecodeError {
-  return new GoDecodeError(`json: cannot unmarshal ${jsonTypeName(item)} into Go struct field ${path} of type ${GO_TYPE_NAMES[kind]}`);
+  return new GoDecodeError(
+    `json: cannot unmarshal ${jsonTypeName(item)} into Go struct field ${path} of type ${GO_TYPE_NAMES[kind]}`,
+  );
 }
 
 function jsonTypeName(item: unknown): string {
@@ -141,4 +145,3 @@ function jsonTypeName(item: unknown): string {
   if (typeof item === 'string') return 'string';
   return 'object';
 }
-

@@ -34,13 +34,6 @@ export {
   type EncryptedKey,
   type EncryptKeyOptions,
 } from './ecdh-pem.js';
-export {
-  compileDenyList,
-  matchesDenyList,
-  parseCsr,
-  validateCsr,
-  type CsrNames,
-  type DenyList,
-} from './csr.js';
+export { compileDenyList, matchesDenyList, parseCsr, validateCsr, type CsrNames, type DenyList } from './csr.js';
 export { decodeFirstPemBlock, encodePem, type PemBlock } from './pem.js';
 export { ACCEPTED_ALGORITHMS, JwtError, type JwtAlgorithm } from './jwt-compact.js';

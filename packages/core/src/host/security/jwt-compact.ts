@@ -18,11 +18,27 @@ export const ACCEPTED_ALGORITHMS: readonly JwtAlgorithm[] = ['RS256', 'RS384', '
 
 // Methods golang-jwt knows; any other `alg` is "unavailable" rather than "invalid".
 const KNOWN_METHODS = new Set([
-  'HS256', 'HS384', 'HS512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512',
-  'ES256', 'ES384', 'ES512', 'EdDSA', 'none',
+  'HS256',
+  'HS384',
+  'HS512',
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'none',
 ]);
 
-const RSA_HASHES: Readonly<Record<Exclude<JwtAlgorithm, 'EdDSA'>, string>> = { RS256: 'sha256', RS384: 'sha384', RS512: 'sha512' };
+const RSA_HASHES: Readonly<Record<Exclude<JwtAlgorithm, 'EdDSA'>, string>> = {
+  RS256: 'sha256',
+  RS384: 'sha384',
+  RS512: 'sha512',
+};
 
 /** golang-jwt v5 error categories; messages are `<category>: <detail>` like upstream's. */
 export const JwtErrorCategory = {
@@ -46,7 +62,8 @@ export interface CompactJwt {
 /** Splits and decodes header and payload; throws {@link JwtError} with golang-jwt's texts. */
 export function parseCompactJwt(token: string): CompactJwt {
   const parts = token.split('.');
-  if (parts.length !== 3) throw new JwtError(`${JwtErrorCategory.malformed}: token contains an invalid number of segments`);
+  if (parts.length !== 3)
+    throw new JwtError(`${JwtErrorCategory.malformed}: token contains an invalid number of segments`);
   const [headerSegment = '', payloadSegment = '', signatureSegment = ''] = parts;
 
   const header = decodeJsonSegment(headerSegment, 'header');
@@ -62,7 +79,8 @@ export function decodeJwtClaims<S extends StructSpec>(jwt: CompactJwt, structNam
   try {
     return decodeGoStruct(structName, spec, jwt.payload);
   } catch (err) {
-    if (err instanceof GoDecodeError) throw new JwtError(`${JwtErrorCategory.malformed}: could not JSON decode claim: ${err.message}`);
+    if (err instanceof GoDecodeError)
+      throw new JwtError(`${JwtErrorCategory.malformed}: could not JSON decode claim: ${err.message}`);
     throw err;
   }
 }
@@ -78,8 +96,10 @@ export function parseJwtUnverified<S extends StructSpec>(token: string, structNa
 /** The `alg` header, which must name a method golang-jwt knows (checked even when parsing unverified). */
 export function knownAlgorithm(header: Record<string, unknown>): string {
   const alg = header['alg'];
-  if (typeof alg !== 'string') throw new JwtError(`${JwtErrorCategory.unverifiable}: signing method (alg) is unspecified`);
-  if (!KNOWN_METHODS.has(alg)) throw new JwtError(`${JwtErrorCategory.unverifiable}: signing method (alg) is unavailable`);
+  if (typeof alg !== 'string')
+    throw new JwtError(`${JwtErrorCategory.unverifiable}: signing method (alg) is unspecified`);
+  if (!KNOWN_METHODS.has(alg))
+    throw new JwtError(`${JwtErrorCategory.unverifiable}: signing method (alg) is unavailable`);
   return alg;
 }
 
@@ -87,7 +107,8 @@ export function knownAlgorithm(header: Record<string, unknown>): string {
 export function acceptedAlgorithm(header: Record<string, unknown>): JwtAlgorithm {
   const alg = knownAlgorithm(header);
   const accepted = ACCEPTED_ALGORITHMS.find((candidate) => candidate === alg);
-  if (accepted === undefined) throw new JwtError(`${JwtErrorCategory.signatureInvalid}: signing method ${alg} is invalid`);
+  if (accepted === undefined)
+    throw new JwtError(`${JwtErrorCategory.signatureInvalid}: signing method ${alg} is invalid`);
   return accepted;
 }
 
@@ -100,11 +121,13 @@ export function decodeJwtSignature(jwt: CompactJwt): Buffer {
 export function verifyJwtSignature(jwt: CompactJwt, alg: JwtAlgorithm, key: KeyObject, signature: Buffer): void {
   const data = Buffer.from(jwt.signingInput, 'ascii');
   if (alg === 'EdDSA') {
-    if (!safeVerify(null, data, key, signature)) throw new JwtError(`${JwtErrorCategory.signatureInvalid}: ed25519: verification error`);
+    if (!safeVerify(null, data, key, signature))
+      throw new JwtError(`${JwtErrorCategory.signatureInvalid}: ed25519: verification error`);
     return;
   }
   const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
-  if (bits < 1024) throw new JwtError(`${JwtErrorCategory.signatureInvalid}: crypto/rsa: ${bits}-bit keys are insecure`);
+  if (bits < 1024)
+    throw new JwtError(`${JwtErrorCategory.signatureInvalid}: crypto/rsa: ${bits}-bit keys are insecure`);
   if (!safeVerify(RSA_HASHES[alg], data, key, signature)) {
     throw new JwtError(`${JwtErrorCategory.signatureInvalid}: crypto/rsa: verification error`);
   }
@@ -122,7 +145,10 @@ export function signCompactJwt(payloadJson: string, alg: 'RS256' | 'EdDSA', key:
 function decodeJsonSegment(segment: string, what: 'header' | 'claim'): unknown {
   const bytes = decodeSegment(segment, what);
   // the claims hold the provisioning token and the broker password: they are never quoted
-  return parseForeignJson(bytes.toString('utf8'), (why) => new JwtError(`${JwtErrorCategory.malformed}: could not JSON decode ${what}: ${why}`));
+  return parseForeignJson(
+    bytes.toString('utf8'),
+    (why) => new JwtError(`${JwtErrorCategory.malformed}: could not JSON decode ${what}: ${why}`),
+  );
 }
 
 // base64url without padding; like Go's decoder, CR and LF anywhere are skipped.
@@ -131,7 +157,9 @@ function decodeSegment(segment: string, what: string): Buffer {
   const bad = cleaned.search(/[^A-Za-z0-9_-]/);
   if (bad >= 0 || cleaned.length % 4 === 1) {
     const at = bad >= 0 ? bad : cleaned.length - 1;
-    throw new JwtError(`${JwtErrorCategory.malformed}: could not base64 decode ${what}: illegal base64 data at input byte ${at}`);
+    throw new JwtError(
+      `${JwtErrorCategory.malformed}: could not base64 decode ${what}: illegal base64 data at input byte ${at}`,
+    );
   }
   return Buffer.from(cleaned, 'base64url');
 }

@@ -9,7 +9,8 @@ import { decodeFirstPemBlock } from './pem.js';
 
 export type VerificationKey = { kind: 'rsa'; key: KeyObject } | { kind: 'ed25519'; key: KeyObject };
 
-export type SigningKey = { kind: 'rsa'; alg: 'RS256'; key: KeyObject } | { kind: 'ed25519'; alg: 'EdDSA'; key: KeyObject };
+export type SigningKey =
+  { kind: 'rsa'; alg: 'RS256'; key: KeyObject } | { kind: 'ed25519'; alg: 'EdDSA'; key: KeyObject };
 
 const ED25519_PUBLIC_BYTES = 32;
 const SEED_FILE_BYTES = 64;
@@ -20,7 +21,6 @@ const PKCS8_PRIVATE_HEADER = Buffer.from('-----BEGIN PRIVATE KEY');
 const CERTIFICATE_HEADER = Buffer.from('-----BEGIN CERTIFICATE');
 const PUBLIC_KEY_HEADER = Buffer.from('-----BEGIN PUBLIC KEY');
 const NOT_PEM = 'invalid key: Key must be a PEM encoded PKCS1 or PKCS8 key';
-
 
 /**
  * Resolves the `jwt_verify_cert` setting: when nothing exists at that path the setting itself is a
@@ -122,7 +122,8 @@ function parseRsaPrivatePem(content: Buffer): KeyObject {
   if (key.asymmetricKeyType !== 'rsa') throw new Error('key is not a valid RSA private key');
   const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
   // Go 1.24+ refuses such keys; Node would happily sign with them.
-  if (bits < MIN_RSA_BITS) throw new Error(`crypto/rsa: ${bits}-bit keys are insecure, at least ${MIN_RSA_BITS} bits are required`);
+  if (bits < MIN_RSA_BITS)
+    throw new Error(`crypto/rsa: ${bits}-bit keys are insecure, at least ${MIN_RSA_BITS} bits are required`);
   return key;
 }
 

@@ -11,7 +11,10 @@ const ED25519_SIGNATURE_BYTES = 64;
  * Checks a `gen25519` reply: `signature` must be the Ed25519 signature by `public_key` over the ASCII
  * bytes of the nonce string. Returns the public key exactly as received.
  */
-export function verifyNonceSignature(reply: { public_key?: unknown; signature?: unknown }, nonce: string): { publicKeyHex: string } {
+export function verifyNonceSignature(
+  reply: { public_key?: unknown; signature?: unknown },
+  nonce: string,
+): { publicKeyHex: string } {
   const publicKeyHex = requiredString(reply.public_key, 'no public key received', 'invalid public key received');
   const signatureHex = requiredString(reply.signature, 'no signature received', 'invalid signature');
 
@@ -30,7 +33,9 @@ export function verifyNonceSignature(reply: { public_key?: unknown; signature?: 
 
   // Go would panic on a short key; a wrong signature length simply does not verify there.
   if (publicKey.length !== ED25519_PUBLIC_BYTES) {
-    throw new Error(`invalid public key received: ed25519 public key must be ${ED25519_PUBLIC_BYTES} bytes, got ${publicKey.length}`);
+    throw new Error(
+      `invalid public key received: ed25519 public key must be ${ED25519_PUBLIC_BYTES} bytes, got ${publicKey.length}`,
+    );
   }
   if (signature.length !== ED25519_SIGNATURE_BYTES) throw new Error('invalid nonce signature');
   if (!cryptoVerify(null, Buffer.from(nonce, 'utf8'), ed25519PublicKeyFromRaw(publicKey), signature)) {

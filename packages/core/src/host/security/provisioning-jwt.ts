@@ -88,7 +88,11 @@ const PROVISIONING_PURPOSE = 'choria_provisioning';
  * Verifies a provisioning token against the `jwt_verify_cert` setting (a key file path or a hex
  * Ed25519 public key) and returns its claims. The token is trimmed first (files end in newlines).
  */
-export function verifyProvisioningToken(token: string, verifyCertSetting: string, opts?: VerifyOptions): ProvisioningClaims {
+export function verifyProvisioningToken(
+  token: string,
+  verifyCertSetting: string,
+  opts?: VerifyOptions,
+): ProvisioningClaims {
   const trimmed = token.trim();
   if (trimmed === '') throw new ProvisioningTokenError('no JWT received');
   if (verifyCertSetting === '') throw new Error('no JWT verification certificate configured, cannot validate JWT');
@@ -96,7 +100,11 @@ export function verifyProvisioningToken(token: string, verifyCertSetting: string
 }
 
 /** As {@link verifyProvisioningToken} with a key already loaded by `loadVerificationKey`. */
-export function verifyProvisioningTokenWithKey(token: string, key: VerificationKey, opts?: VerifyOptions): ProvisioningClaims {
+export function verifyProvisioningTokenWithKey(
+  token: string,
+  key: VerificationKey,
+  opts?: VerifyOptions,
+): ProvisioningClaims {
   const trimmed = token.trim();
   if (trimmed === '') throw new ProvisioningTokenError('no JWT received');
   const now = opts?.now ?? Date.now() / 1000;
@@ -149,7 +157,12 @@ export function claimsForHelper(claims: ProvisioningClaims): Record<string, unkn
   return out;
 }
 
-function parseAndVerify(token: string, key: VerificationKey, now: number, verified: VerifiedTokens | undefined): ProvisioningClaims {
+function parseAndVerify(
+  token: string,
+  key: VerificationKey,
+  now: number,
+  verified: VerifiedTokens | undefined,
+): ProvisioningClaims {
   const jwt = parseCompactJwt(token);
   const decoded = decodeJwtClaims(jwt, 'ProvisioningClaims', PROVISIONING_CLAIMS_SPEC);
   const alg = acceptedAlgorithm(jwt.header);
@@ -197,7 +210,9 @@ function parseAndVerify(token: string, key: VerificationKey, now: number, verifi
 function assertKeyFamily(alg: JwtAlgorithm, key: VerificationKey): void {
   const needed = alg === 'EdDSA' ? 'ed25519' : 'rsa';
   if (key.kind !== needed) {
-    throw new JwtError(`${JwtErrorCategory.unverifiable}: error while executing keyfunc: ${needed} public key required`);
+    throw new JwtError(
+      `${JwtErrorCategory.unverifiable}: error while executing keyfunc: ${needed} public key required`,
+    );
   }
 }
 

@@ -45,14 +45,17 @@ export interface MintServerTokenInput {
  * PKCS#8 DER costs OpenSSL 3 about 0.6 ms, as much as the rest of a node's token.
  */
 export class SigningKeyCache {
-  #keyFile: { readonly path: string; readonly content: Buffer; readonly asSeed: boolean; readonly key: SigningKey } | undefined;
+  #keyFile:
+    { readonly path: string; readonly content: Buffer; readonly asSeed: boolean; readonly key: SigningKey } | undefined;
   #token: { readonly text: string; readonly issuer: ChainIssuer } | undefined;
 
   /** The key of a `jwt_signing_key` file: as the file says (RSA or seed), or as a chain signer's seed. */
   signingKey(content: Buffer, path: string, asSeed: boolean): SigningKey {
     const k = this.#keyFile;
     if (k !== undefined && k.path === path && k.asSeed === asSeed && k.content.equals(content)) return k.key;
-    const key: SigningKey = asSeed ? { kind: 'ed25519', alg: 'EdDSA', key: ed25519KeyFromSeed(ed25519SeedFromFileContent(content, path)) } : parseSigningKeyFile(content, path);
+    const key: SigningKey = asSeed
+      ? { kind: 'ed25519', alg: 'EdDSA', key: ed25519KeyFromSeed(ed25519SeedFromFileContent(content, path)) }
+      : parseSigningKeyFile(content, path);
     this.#keyFile = { path, content: Buffer.from(content), asSeed, key };
     return key;
   }
@@ -150,7 +153,10 @@ function claimInputs(
   let pubSubjects: string[] = [];
   let permissions: ServerPermissions | undefined;
 
-  if (Object.hasOwn(configuration, 'plugin.security.provider') && configuration['plugin.security.provider'] === 'choria') {
+  if (
+    Object.hasOwn(configuration, 'plugin.security.provider') &&
+    configuration['plugin.security.provider'] === 'choria'
+  ) {
     collectives = ['choria'];
   }
   const configured = Object.hasOwn(configuration, 'collectives') ? configuration['collectives'] : undefined;

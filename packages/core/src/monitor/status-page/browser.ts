@@ -39,7 +39,10 @@ export interface PageStorage {
 }
 
 /** The browser's fetch, as far as the script uses it (Node's RequestInit has no `cache`). */
-export type PageFetch = (url: string, init: { method?: string; cache: 'no-store'; headers: Record<string, string> }) => Promise<PageResponse>;
+export type PageFetch = (
+  url: string,
+  init: { method?: string; cache: 'no-store'; headers: Record<string, string> },
+) => Promise<PageResponse>;
 
 export interface PageResponse {
   readonly ok: boolean;

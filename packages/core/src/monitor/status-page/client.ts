@@ -50,7 +50,8 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
       if (k === 'class') e.className = String(v);
       else e.setAttribute(k, String(v));
     }
-    for (const c of children) if (c !== undefined && c !== null) e.append(typeof c === 'string' || typeof c === 'number' ? String(c) : c);
+    for (const c of children)
+      if (c !== undefined && c !== null) e.append(typeof c === 'string' || typeof c === 'number' ? String(c) : c);
     return e;
   }
   const svg = (tag: string, attrs: Attrs): PageElement => {
@@ -70,7 +71,12 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
 
   function role(s: ProvisionerStatus): [string, string] | undefined {
     const c = s.coordination;
-    if (c.effective === 'active_active') return ['active member' + (c.membership ? ' (' + c.membership.members.length + ' members, ' + c.membership.state + ')' : ''), c.membership && c.membership.state === 'formed' ? 'good' : 'warn'];
+    if (c.effective === 'active_active')
+      return [
+        'active member' +
+          (c.membership ? ' (' + c.membership.members.length + ' members, ' + c.membership.state + ')' : ''),
+        c.membership && c.membership.state === 'formed' ? 'good' : 'warn',
+      ];
     if (c.effective === 'lock_only') return ['active/active lock-only', 'warn'];
     if (s.leader === true) return ['leader', 'good'];
     if (s.leader === false) return ['standby', 'warn'];
@@ -88,8 +94,12 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
     ok.forEach((v, i) => {
       const h1 = (v / max) * 60;
       const h2 = ((failed[i] ?? 0) / max) * 60;
-      if (h1 > 0) box.append(svg('rect', { class: 'ok', x: i * w + 0.5, y: 64 - h1, width: Math.max(1, w - 1), height: h1 }));
-      if (h2 > 0) box.append(svg('rect', { class: 'failed', x: i * w + 0.5, y: 64 - h1 - h2, width: Math.max(1, w - 1), height: h2 }));
+      if (h1 > 0)
+        box.append(svg('rect', { class: 'ok', x: i * w + 0.5, y: 64 - h1, width: Math.max(1, w - 1), height: h1 }));
+      if (h2 > 0)
+        box.append(
+          svg('rect', { class: 'failed', x: i * w + 0.5, y: 64 - h1 - h2, width: Math.max(1, w - 1), height: h2 }),
+        );
     });
     const title = svg('title', {});
     title.textContent = 'nodes per minute, last ' + Math.round((recent.slotMs * ok.length) / 60000) + ' minutes';
@@ -107,30 +117,63 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
     const badges = el(
       'div',
       { class: 'badges' },
-      el('span', { class: 'badge ' + (s.paused ? 'warn' : 'good'), 'data-field': 'run-state' }, s.paused ? 'paused' : 'running'),
-      el('span', { class: 'badge ' + (s.connected ? 'good' : 'bad'), 'data-field': 'connection' }, s.connected ? 'connected' : 'not connected'),
+      el(
+        'span',
+        { class: 'badge ' + (s.paused ? 'warn' : 'good'), 'data-field': 'run-state' },
+        s.paused ? 'paused' : 'running',
+      ),
+      el(
+        'span',
+        { class: 'badge ' + (s.connected ? 'good' : 'bad'), 'data-field': 'connection' },
+        s.connected ? 'connected' : 'not connected',
+      ),
     );
     const r = role(s);
     if (r) badges.append(el('span', { class: 'badge ' + r[1], 'data-field': 'role' }, r[0]));
     if (s.dryRun) badges.append(el('span', { class: 'badge warn', 'data-field': 'dry-run' }, 'dry run'));
-    const toggle = el('button', { type: 'button', class: 'act', 'data-action': s.paused ? 'resume' : 'pause' }, s.paused ? 'resume' : 'pause');
+    const toggle = el(
+      'button',
+      { type: 'button', class: 'act', 'data-action': s.paused ? 'resume' : 'pause' },
+      s.paused ? 'resume' : 'pause',
+    );
     toggle.addEventListener('click', () => act((s.paused ? 'resume' : 'pause') + siteParam(s.site)));
     badges.append(toggle);
     if (s.history) {
       const h = s.history;
-      badges.append(el('span', { class: 'badge' + (h.store === 'kv' ? '' : ' warn'), 'data-field': 'history', title: h.reason || '' }, h.store === 'kv' ? 'history: ' + h.bucket + (h.connection === 'choria' ? ' (choria account)' : '') : 'history: this process only'));
+      badges.append(
+        el(
+          'span',
+          { class: 'badge' + (h.store === 'kv' ? '' : ' warn'), 'data-field': 'history', title: h.reason || '' },
+          h.store === 'kv'
+            ? 'history: ' + h.bucket + (h.connection === 'choria' ? ' (choria account)' : '')
+            : 'history: this process only',
+        ),
+      );
     }
-    const stat = (label: string, value: string, field: string): PageElement => el('div', {}, el('dt', {}, label), el('dd', { 'data-field': field }, value));
+    const stat = (label: string, value: string, field: string): PageElement =>
+      el('div', {}, el('dt', {}, label), el('dd', { 'data-field': field }, value));
     const stats = el(
       'dl',
       { class: 'stats' },
-      stat('workers busy', s.busyWorkers + ' / ' + s.workers + (s.watchingNodes > 0 ? ' (+' + s.watchingNodes + ' watching after a lost reply)' : ''), 'workers'),
+      stat(
+        'workers busy',
+        s.busyWorkers +
+          ' / ' +
+          s.workers +
+          (s.watchingNodes > 0 ? ' (+' + s.watchingNodes + ' watching after a lost reply)' : ''),
+        'workers',
+      ),
       stat('queue', num(s.queue), 'queue'),
       stat('finished in the last minute', s.recent ? num(lastMinute(s.recent)) : '-', 'rate'),
     );
     const counts = el('ul', { class: 'counts', 'aria-label': 'nodes per state' });
     for (const [state, n] of Object.entries(s.hostCounts).sort()) {
-      const b = el('button', { type: 'button', 'data-count': state, title: 'show the ' + state + ' nodes' }, el('b', {}, num(n)), state);
+      const b = el(
+        'button',
+        { type: 'button', 'data-count': state, title: 'show the ' + state + ' nodes' },
+        el('b', {}, num(n)),
+        state,
+      );
       b.addEventListener('click', () => {
         view.site = s.site;
         view.state = state;
@@ -142,7 +185,12 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
     return el(
       'article',
       { class: 'site', 'data-site': s.site },
-      el('h2', {}, 'site ' + (s.site === '' ? '(none)' : s.site), el('span', { class: 'muted' }, ' ' + s.identity + ' · ' + s.version)),
+      el(
+        'h2',
+        {},
+        'site ' + (s.site === '' ? '(none)' : s.site),
+        el('span', { class: 'muted' }, ' ' + s.identity + ' · ' + s.version),
+      ),
       badges,
       stats,
       counts,
@@ -154,7 +202,8 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
   function renderSites(sites: ProvisionerStatus[]): void {
     sitesCache = sites;
     $('sites').replaceChildren(...sites.map(siteCard));
-    if (view.site === undefined || !sites.some((s) => s.site === view.site)) view.site = sites.length > 0 ? sites[0]?.site : undefined;
+    if (view.site === undefined || !sites.some((s) => s.site === view.site))
+      view.site = sites.length > 0 ? sites[0]?.site : undefined;
     const current = sites.find((s) => s.site === view.site);
     const states = current ? Object.keys(current.hostCounts).sort() : [];
     if (view.state !== '' && !states.includes(view.state)) states.push(view.state);
@@ -164,21 +213,29 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
       sites.map((s) => [s.site, s.site === '' ? '(none)' : s.site]),
       view.site,
     );
-    replaceOptions($<PageControl>('state'), [['', 'every state'], ...states.map((st): [string, string] => [st, st])], view.state);
+    replaceOptions(
+      $<PageControl>('state'),
+      [['', 'every state'], ...states.map((st): [string, string] => [st, st])],
+      view.state,
+    );
   }
 
   function replaceOptions(select: PageControl, choices: [string, string][], selected: string | undefined): void {
     const key = JSON.stringify([choices, selected]);
     if (select.dataset['choices'] === key) return;
     select.dataset['choices'] = key;
-    select.replaceChildren(...choices.map(([value, label]) => el('option', { value, selected: value === selected }, label)));
+    select.replaceChildren(
+      ...choices.map(([value, label]) => el('option', { value, selected: value === selected }, label)),
+    );
   }
 
   function nodeActions(n: HostStatus): PageElement[] {
     const buttons: PageElement[] = [];
     const add = (action: string, label: string): void => {
       const b = el('button', { type: 'button', class: 'act', 'data-action': action }, label);
-      b.addEventListener('click', () => act('nodes/' + encodeURIComponent(n.identity) + '/' + action + siteParam(view.site)));
+      b.addEventListener('click', () =>
+        act('nodes/' + encodeURIComponent(n.identity) + '/' + action + siteParam(view.site)),
+      );
       buttons.push(b);
     };
     if (n.state === 'quarantined') add('release', 'release');
@@ -206,7 +263,11 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
     $('range').textContent = num(first) + '–' + num(page.offset + page.nodes.length) + ' of ' + num(page.total);
     $<PageControl>('prev').disabled = page.offset === 0;
     $<PageControl>('next').disabled = page.offset + page.nodes.length >= page.total;
-    for (const th of document.querySelectorAll('th[data-sort]')) th.setAttribute('aria-sort', th.dataset['sort'] === view.sort ? (view.order === 'asc' ? 'ascending' : 'descending') : 'none');
+    for (const th of document.querySelectorAll('th[data-sort]'))
+      th.setAttribute(
+        'aria-sort',
+        th.dataset['sort'] === view.sort ? (view.order === 'asc' ? 'ascending' : 'descending') : 'none',
+      );
   }
 
   function notice(text: string, bad: boolean): void {
@@ -223,7 +284,11 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
       return;
     }
     try {
-      const res = await fetch(path, { method: 'POST', cache: 'no-store', headers: { authorization: 'Bearer ' + token } });
+      const res = await fetch(path, {
+        method: 'POST',
+        cache: 'no-store',
+        headers: { authorization: 'Bearer ' + token },
+      });
       const body = (await res.json().catch(() => ({}))) as ControlBody;
       const said = (body.sites || []).map((s) => (s.site === '' ? '(none)' : s.site) + ': ' + s.result).join('; ');
       // a refusal says why in `error`, or per site (a retry no paused site can take: 409)
@@ -249,7 +314,13 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
 
   /** The /nodes query of what the table shows now. */
   function nodesQuery(): string {
-    const q = new URLSearchParams({ site: view.site ?? '', sort: view.sort, order: view.order, offset: String(view.offset), limit: String(PAGE_SIZE) });
+    const q = new URLSearchParams({
+      site: view.site ?? '',
+      sort: view.sort,
+      order: view.order,
+      offset: String(view.offset),
+      limit: String(PAGE_SIZE),
+    });
     if (view.state !== '') q.set('state', view.state);
     if (view.search !== '') q.set('search', view.search);
     return q.toString();
@@ -272,8 +343,13 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
 
   /** The site lists its nodes only to its token: the table says so instead. */
   function renderLocked(): void {
-    const text = (sessionStorage.getItem(TOKEN_KEY) || '') === '' ? "this site lists its nodes only with its API token (the site's monitor_api_token): enter it above" : 'the API token entered is not this site\'s monitor_api_token';
-    $('node-rows').replaceChildren(el('tr', {}, el('td', { colspan: 8, class: 'locked', 'data-field': 'locked' }, text)));
+    const text =
+      (sessionStorage.getItem(TOKEN_KEY) || '') === ''
+        ? "this site lists its nodes only with its API token (the site's monitor_api_token): enter it above"
+        : "the API token entered is not this site's monitor_api_token";
+    $('node-rows').replaceChildren(
+      el('tr', {}, el('td', { colspan: 8, class: 'locked', 'data-field': 'locked' }, text)),
+    );
     $('range').textContent = '';
     $<PageControl>('prev').disabled = true;
     $<PageControl>('next').disabled = true;

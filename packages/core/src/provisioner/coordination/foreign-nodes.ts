@@ -28,7 +28,12 @@ export class ForeignNodes {
   note(identity: NodeIdentity, source: DiscoverySource, now: number, reportedVersion?: string): void {
     const known = this.#nodes.get(identity);
     this.#nodes.delete(identity);
-    this.#nodes.set(identity, { identity, source, seenAt: now, reportedVersion: reportedVersion ?? known?.reportedVersion });
+    this.#nodes.set(identity, {
+      identity,
+      source,
+      seenAt: now,
+      reportedVersion: reportedVersion ?? known?.reportedVersion,
+    });
     while (this.#nodes.size > this.#capacity) this.#nodes.delete(this.#nodes.keys().next().value as string);
   }
 

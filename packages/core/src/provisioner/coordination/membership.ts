@@ -215,7 +215,8 @@ export class Membership {
     this.#subs.push(
       nc.subscribe(this.#subjects.members, {
         callback: (err, msg) => {
-          if (err !== null) return this.#unavailable(`subscribing to ${this.#subjects.members} failed: ${errorText(err)}`);
+          if (err !== null)
+            return this.#unavailable(`subscribing to ${this.#subjects.members} failed: ${errorText(err)}`);
           this.#onHeartbeat(msg.data);
         },
       }),
@@ -238,7 +239,9 @@ export class Membership {
     this.#timers.push(
       setTimeout(() => {
         if (this.#state === 'forming') {
-          this.#unavailable(`no heartbeat of its own came back on ${this.#subjects.members} within ${FORMING_HEARTBEATS} heartbeats (does the broker allow the provisioner to publish and subscribe there?)`);
+          this.#unavailable(
+            `no heartbeat of its own came back on ${this.#subjects.members} within ${FORMING_HEARTBEATS} heartbeats (does the broker allow the provisioner to publish and subscribe there?)`,
+          );
         }
       }, heartbeatMs * FORMING_HEARTBEATS),
     );
@@ -248,7 +251,8 @@ export class Membership {
   /** The live peer whose last heartbeat reported the most queued nodes, if any reported some. */
   busiest(): { member: string; queued: number } | undefined {
     let best: { member: string; queued: number } | undefined;
-    for (const [member, p] of this.#peers) if (p.heartbeat.queued > (best?.queued ?? 0)) best = { member, queued: p.heartbeat.queued };
+    for (const [member, p] of this.#peers)
+      if (p.heartbeat.queued > (best?.queued ?? 0)) best = { member, queued: p.heartbeat.queued };
     return best;
   }
 
@@ -273,7 +277,8 @@ export class Membership {
       if (!isReceipt(msg.data, nodes.length)) unconfirmed(`${label(peer.heartbeat)} answered with no receipt`);
     };
     const lost = (err: unknown): void => {
-      if (!this.#stopped) unconfirmed(`no receipt from ${label(peer.heartbeat)} within ${timeout} ms: ${errorText(err)}`);
+      if (!this.#stopped)
+        unconfirmed(`no receipt from ${label(peer.heartbeat)} within ${timeout} ms: ${errorText(err)}`);
     };
     try {
       this.#opts.nc.request(this.#subjects.work(peer.heartbeat.incarnation), body, { timeout }).then(answered, lost);
@@ -315,7 +320,15 @@ export class Membership {
     const now = this.#now();
     const selfReport = this.#opts.report();
     const members: MemberView[] = this.#members.map((member) => {
-      if (member === this.member) return { instance: this.instance, member, self: true, lastSeenMs: 0, ...selfReport, version: this.#opts.version };
+      if (member === this.member)
+        return {
+          instance: this.instance,
+          member,
+          self: true,
+          lastSeenMs: 0,
+          ...selfReport,
+          version: this.#opts.version,
+        };
       const p = this.#peers.get(member);
       return {
         instance: p?.heartbeat.instance ?? member,
@@ -368,7 +381,9 @@ export class Membership {
     // from when they were sent, and renew nothing
     if (!this.#settled) return;
     this.#settled = false;
-    this.#opts.logger.warn(`Active/active member ${this.member} of group "${this.group}" was not running for ${Math.round(gapMs)} ms: not acting on ownership until it has heard the group again`);
+    this.#opts.logger.warn(
+      `Active/active member ${this.member} of group "${this.group}" was not running for ${Math.round(gapMs)} ms: not acting on ownership until it has heard the group again`,
+    );
     this.#opts.onChange();
     this.#timers.push(setTimeout(() => this.#settleAfterPendingMessages(), this.#opts.heartbeatMs));
   }
@@ -377,7 +392,9 @@ export class Membership {
   #settle(): void {
     if (this.#state !== 'formed' || this.#settled || this.#stopped) return;
     this.#settled = true;
-    this.#opts.logger.info(`Active/active group "${this.group}" formed with ${this.#members.length} member(s): ${this.#members.join(', ')}`);
+    this.#opts.logger.info(
+      `Active/active group "${this.group}" formed with ${this.#members.length} member(s): ${this.#members.join(', ')}`,
+    );
     this.#changed();
   }
 
@@ -412,7 +429,8 @@ export class Membership {
       if (seq !== undefined) {
         this.#unechoed.set(seq, performance.now());
         // heartbeats lost on the way (a broker outage) are never heard back: the oldest go
-        if (this.#unechoed.size > 2 * MEMBER_TIMEOUT_HEARTBEATS) this.#unechoed.delete(this.#unechoed.keys().next().value as number);
+        if (this.#unechoed.size > 2 * MEMBER_TIMEOUT_HEARTBEATS)
+          this.#unechoed.delete(this.#unechoed.keys().next().value as number);
       }
     } catch (err) {
       // a closed or draining connection: the next heartbeat tries again
@@ -478,7 +496,10 @@ export class Membership {
     try {
       const notice = parseDone(data);
       // our own notice comes back too; a sender that predates process ids is told apart by identity
-      const own = notice.incarnation !== undefined ? notice.incarnation === this.#incarnation && notice.instance === this.instance : notice.instance === this.instance;
+      const own =
+        notice.incarnation !== undefined
+          ? notice.incarnation === this.#incarnation && notice.instance === this.instance
+          : notice.instance === this.instance;
       if (!own) this.#opts.onDone(notice.nodes, notice.instance);
     } catch (err) {
       this.#opts.onInvalid?.(`done notice: ${errorText(err)}`);
@@ -506,7 +527,8 @@ export class Membership {
         if (onGrant === undefined) return;
         onGrant(memberKey(m.grant.instance, m.grant.incarnation), m.grant.nodes);
         // the giver waits for this before it counts the nodes as handed over
-        if (msg.reply !== undefined && msg.reply !== '') msg.respond(encodeReceipt(this.instance, this.#incarnation, m.grant.nodes.length));
+        if (msg.reply !== undefined && msg.reply !== '')
+          msg.respond(encodeReceipt(this.instance, this.#incarnation, m.grant.nodes.length));
       } else this.#opts.onBusy?.(memberKey(m.busy.instance, m.busy.incarnation), m.busy.nodes);
     } catch (err) {
       this.#opts.onInvalid?.(`work message: ${errorText(err)}`);
@@ -520,7 +542,10 @@ export class Membership {
     const nodes = this.#done;
     this.#done = [];
     try {
-      this.#opts.nc.publish(this.#subjects.done, encodeDone({ instance: this.instance, incarnation: this.#incarnation, nodes }));
+      this.#opts.nc.publish(
+        this.#subjects.done,
+        encodeDone({ instance: this.instance, incarnation: this.#incarnation, nodes }),
+      );
     } catch (err) {
       this.#opts.logger.debug(`Could not publish ${nodes.length} finished nodes to the group: ${errorText(err)}`);
     }
@@ -532,7 +557,9 @@ export class Membership {
     for (const [member, p] of this.#peers) {
       if (now - p.seenAt > p.heartbeat.intervalMs * MEMBER_TIMEOUT_HEARTBEATS) {
         this.#peers.delete(member);
-        this.#opts.logger.warn(`Active/active member ${label(p.heartbeat)} of group "${this.group}" was not heard for ${now - p.seenAt} ms, taking over its share`);
+        this.#opts.logger.warn(
+          `Active/active member ${label(p.heartbeat)} of group "${this.group}" was not heard for ${now - p.seenAt} ms, taking over its share`,
+        );
         gone = true;
       }
     }
@@ -542,7 +569,10 @@ export class Membership {
   #formed(): void {
     const was = this.#state;
     this.#state = 'formed';
-    if (was === 'forming') this.#timers.push(setTimeout(() => this.#settleAfterPendingMessages(), Math.min(SETTLE_MS, this.#opts.heartbeatMs)));
+    if (was === 'forming')
+      this.#timers.push(
+        setTimeout(() => this.#settleAfterPendingMessages(), Math.min(SETTLE_MS, this.#opts.heartbeatMs)),
+      );
     if (was === 'unavailable') {
       // heard itself after all: leave lock-only mode at once, the peers are already known
       this.#settled = true;
@@ -554,7 +584,9 @@ export class Membership {
   #unavailable(reason: string): void {
     if (this.#state === 'unavailable' || this.#stopped) return;
     this.#state = 'unavailable';
-    this.#opts.logger.warn(`Active/active membership for group "${this.group}" is unavailable, continuing lock-only (every instance tries every node, in random order, and the node lock keeps them apart): ${reason}`);
+    this.#opts.logger.warn(
+      `Active/active membership for group "${this.group}" is unavailable, continuing lock-only (every instance tries every node, in random order, and the node lock keeps them apart): ${reason}`,
+    );
     this.#changed();
   }
 

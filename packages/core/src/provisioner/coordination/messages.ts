@@ -119,7 +119,9 @@ export function encodeGrant(g: GrantNotice): string {
     protocol: GRANT_PROTOCOL,
     instance: g.instance,
     incarnation: g.incarnation,
-    nodes: g.nodes.map((n) => (n.reportedVersion !== undefined ? { identity: n.identity, version: n.reportedVersion } : { identity: n.identity })),
+    nodes: g.nodes.map((n) =>
+      n.reportedVersion !== undefined ? { identity: n.identity, version: n.reportedVersion } : { identity: n.identity },
+    ),
   });
 }
 
@@ -146,7 +148,12 @@ export function encodeBusy(b: BusyNotice): string {
 }
 
 export function encodeDone(d: DoneNotice): string {
-  return JSON.stringify({ protocol: DONE_PROTOCOL, instance: d.instance, ...(d.incarnation !== undefined ? { incarnation: d.incarnation } : {}), nodes: d.nodes });
+  return JSON.stringify({
+    protocol: DONE_PROTOCOL,
+    instance: d.instance,
+    ...(d.incarnation !== undefined ? { incarnation: d.incarnation } : {}),
+    nodes: d.nodes,
+  });
 }
 
 function jsonObject(data: Uint8Array): Record<string, unknown> {
@@ -158,7 +165,8 @@ function jsonObject(data: Uint8Array): Record<string, unknown> {
 
 function objectOf(data: Uint8Array, protocol: string): Record<string, unknown> {
   const obj = jsonObject(data);
-  if (obj['protocol'] !== protocol) throw new CoordinationMessageError(`protocol ${JSON.stringify(obj['protocol'])} is not ${protocol}`);
+  if (obj['protocol'] !== protocol)
+    throw new CoordinationMessageError(`protocol ${JSON.stringify(obj['protocol'])} is not ${protocol}`);
   return obj;
 }
 
@@ -180,13 +188,15 @@ function instanceOf(obj: Record<string, unknown>): string {
 const INCARNATION = /^[A-Za-z0-9_-]{1,64}$/;
 function incarnationOf(obj: Record<string, unknown>): string {
   const v = text(obj, 'incarnation');
-  if (!INCARNATION.test(v)) throw new CoordinationMessageError('"incarnation" must be 1 to 64 letters, digits, "-" or "_"');
+  if (!INCARNATION.test(v))
+    throw new CoordinationMessageError('"incarnation" must be 1 to 64 letters, digits, "-" or "_"');
   return v;
 }
 
 function count(obj: Record<string, unknown>, key: string, min = 0): number {
   const v = obj[key];
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min) throw new CoordinationMessageError(`"${key}" must be an integer >= ${min}`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min)
+    throw new CoordinationMessageError(`"${key}" must be an integer >= ${min}`);
   return v;
 }
 
@@ -214,8 +224,11 @@ export function parseWorkMessage(data: Uint8Array): WorkMessage {
   const obj = jsonObject(data);
   if (obj['protocol'] === ASK_PROTOCOL) return { ask: askOf(obj) };
   if (obj['protocol'] === GRANT_PROTOCOL) return { grant: grantOf(obj) };
-  if (obj['protocol'] === BUSY_PROTOCOL) return { busy: { instance: instanceOf(obj), incarnation: incarnationOf(obj), nodes: identities(obj) } };
-  throw new CoordinationMessageError(`protocol ${JSON.stringify(obj['protocol'])} is none of ${ASK_PROTOCOL}, ${GRANT_PROTOCOL}, ${BUSY_PROTOCOL}`);
+  if (obj['protocol'] === BUSY_PROTOCOL)
+    return { busy: { instance: instanceOf(obj), incarnation: incarnationOf(obj), nodes: identities(obj) } };
+  throw new CoordinationMessageError(
+    `protocol ${JSON.stringify(obj['protocol'])} is none of ${ASK_PROTOCOL}, ${GRANT_PROTOCOL}, ${BUSY_PROTOCOL}`,
+  );
 }
 
 /** The identities of `nodes`: every one must pass the identity rule, or the message is refused. */
@@ -243,7 +256,8 @@ function grantOf(obj: Record<string, unknown>): GrantNotice {
     if (!isPlainObject(node)) throw new CoordinationMessageError(`nodes[${i}] must be an object`);
     const identity = peerIdentity(node['identity'], `nodes[${i}].identity`);
     const version = node['version'];
-    if (version !== undefined && typeof version !== 'string') throw new CoordinationMessageError(`nodes[${i}].version must be a string`);
+    if (version !== undefined && typeof version !== 'string')
+      throw new CoordinationMessageError(`nodes[${i}].version must be a string`);
     return version !== undefined && version !== '' ? { identity, reportedVersion: version } : { identity };
   });
   return { instance: instanceOf(obj), incarnation: incarnationOf(obj), nodes: granted };

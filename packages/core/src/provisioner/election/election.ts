@@ -67,7 +67,10 @@ const HOLD_MARGIN_MS = 2_000;
  * a connection between brokers). An answer that refuses the write (another revision) is a loss.
  */
 function refreshUnanswered(err: unknown): boolean {
-  return err instanceof ElectionKvError && (err.kind === 'no-responders' || err.kind === 'timeout' || err.kind === 'request-failed');
+  return (
+    err instanceof ElectionKvError &&
+    (err.kind === 'no-responders' || err.kind === 'timeout' || err.kind === 'request-failed')
+  );
 }
 
 export class LeaderElection {
@@ -150,12 +153,16 @@ export class LeaderElection {
 
   /** Begins campaigning in the background; an election is started at most once. */
   start(): void {
-    if (this.#started) throw new Error(`leader election ${this.#ref.key} in bucket ${this.#ref.bucket} was already started`);
+    if (this.#started)
+      throw new Error(`leader election ${this.#ref.key} in bucket ${this.#ref.bucket} was already started`);
     this.#started = true;
     const abort = new AbortController();
     this.#abort = abort;
     this.#loop = this.#run(abort.signal).catch((err: unknown) => {
-      this.#logger.error(`Leader election ${this.#ref.key} stopped unexpectedly: ${errorText(err)}`, { election: this.#ref.key, bucket: this.#ref.bucket });
+      this.#logger.error(`Leader election ${this.#ref.key} stopped unexpectedly: ${errorText(err)}`, {
+        election: this.#ref.key,
+        bucket: this.#ref.bucket,
+      });
     });
   }
 
@@ -223,11 +230,14 @@ export class LeaderElection {
         reason = errorText(err);
       }
       const delay = backoffDelay(DEFAULT_BACKOFF, attempt, this.#random);
-      this.#logger.error(`Leader election failed to start (attempt ${attempt}, retrying in ${formatMs(delay)}): ${reason}`, {
-        election: this.#ref.key,
-        bucket: this.#ref.bucket,
-        attempt,
-      });
+      this.#logger.error(
+        `Leader election failed to start (attempt ${attempt}, retrying in ${formatMs(delay)}): ${reason}`,
+        {
+          election: this.#ref.key,
+          bucket: this.#ref.bucket,
+          attempt,
+        },
+      );
       if (!(await abortableSleep(delay, signal))) return undefined;
     }
   }
@@ -248,7 +258,9 @@ export class LeaderElection {
       if (signal.aborted) return;
       // any failure counts as "someone else leads": a campaign that cannot tell must not act as leader
       this.#tries += 1;
-      this.#logger.debug(`Campaign for ${this.#ref.key} failed (${this.#tries} since last win): ${errorText(err)}`, { election: this.#ref.key });
+      this.#logger.debug(`Campaign for ${this.#ref.key} failed (${this.#tries} since last win): ${errorText(err)}`, {
+        election: this.#ref.key,
+      });
       this.#notify('onCampaign', () => this.#onCampaign?.('candidate', false));
       return;
     }
@@ -258,7 +270,9 @@ export class LeaderElection {
     this.#state = 'leader';
     this.#tries = 0;
     this.#winPending = true;
-    this.#logger.debug(`Won key ${this.#ref.key} at revision ${seq}, announcing after the next refresh`, { election: this.#ref.key });
+    this.#logger.debug(`Won key ${this.#ref.key} at revision ${seq}, announcing after the next refresh`, {
+      election: this.#ref.key,
+    });
     this.#notify('onCampaign', () => this.#onCampaign?.('candidate', true));
   }
 
@@ -281,7 +295,10 @@ export class LeaderElection {
       this.#winPending = false;
       this.#announced = false;
       this.#holding = false;
-      this.#logger.warn(`Leadership of ${this.#ref.key} in bucket ${this.#ref.bucket} lost: ${errorText(err)}`, { election: this.#ref.key, bucket: this.#ref.bucket });
+      this.#logger.warn(`Leadership of ${this.#ref.key} in bucket ${this.#ref.bucket} lost: ${errorText(err)}`, {
+        election: this.#ref.key,
+        bucket: this.#ref.bucket,
+      });
       this.#notify('onCampaign', () => this.#onCampaign?.('leader', false));
       // onLost pairs with a delivered onWon; a win lost before it was announced changes nothing outside
       if (wasAnnounced) this.#notify('onLost', () => this.#onLost());
@@ -292,7 +309,10 @@ export class LeaderElection {
     this.#leaseEnd = sentAt + this.#ttlMs - HOLD_MARGIN_MS;
     if (this.#holding) {
       this.#holding = false;
-      this.#logger.info(`Refreshed ${this.#ref.key} in bucket ${this.#ref.bucket} again: still the leader`, { election: this.#ref.key, bucket: this.#ref.bucket });
+      this.#logger.info(`Refreshed ${this.#ref.key} in bucket ${this.#ref.bucket} again: still the leader`, {
+        election: this.#ref.key,
+        bucket: this.#ref.bucket,
+      });
     }
     this.#notify('onCampaign', () => this.#onCampaign?.('leader', true));
     if (!this.#winPending) return;

@@ -17,7 +17,8 @@ export const DEFAULT_ELECTION_BUCKET = 'CHORIA_LEADER_ELECTION';
 export const DEFAULT_ELECTION_KEY = 'provisioner';
 export const DEFAULT_KV_REQUEST_TIMEOUT_MS = 2_000;
 
-const NO_RESPONDERS_BUCKET = 'no responders: is Choria Streams enabled and the election bucket imported into this account?';
+const NO_RESPONDERS_BUCKET =
+  'no responders: is Choria Streams enabled and the election bucket imported into this account?';
 
 export interface KvBucketRef {
   /** JetStream API prefix, default `choria.streams`; `$JS.API` for an account with JetStream */
@@ -74,13 +75,17 @@ function resolveRef(ref: KvKeyRef): ResolvedKey {
   const key = ref.key ?? DEFAULT_ELECTION_KEY;
   const timeoutMs = ref.timeoutMs ?? DEFAULT_KV_REQUEST_TIMEOUT_MS;
   if (apiPrefix === '' || !SUBJECT_TOKENS.test(apiPrefix) || apiPrefix.startsWith('.') || apiPrefix.includes('..')) {
-    throw new Error(`invalid JetStream API prefix ${JSON.stringify(ref.apiPrefix)}: must be a subject without wildcards or spaces`);
+    throw new Error(
+      `invalid JetStream API prefix ${JSON.stringify(ref.apiPrefix)}: must be a subject without wildcards or spaces`,
+    );
   }
-  if (!BUCKET_NAME.test(bucket)) throw new Error(`invalid KV bucket name ${JSON.stringify(bucket)}: only letters, digits, _ and - are allowed`);
+  if (!BUCKET_NAME.test(bucket))
+    throw new Error(`invalid KV bucket name ${JSON.stringify(bucket)}: only letters, digits, _ and - are allowed`);
   if (!KEY_NAME.test(key) || key.startsWith('.') || key.endsWith('.')) {
     throw new Error(`invalid KV key ${JSON.stringify(key)}: letters, digits, _ - / = and inner dots only`);
   }
-  if (!Number.isFinite(timeoutMs) || timeoutMs < 1) throw new Error(`invalid request timeout ${timeoutMs} ms for the election bucket ${bucket}`);
+  if (!Number.isFinite(timeoutMs) || timeoutMs < 1)
+    throw new Error(`invalid request timeout ${timeoutMs} ms for the election bucket ${bucket}`);
   return { apiPrefix, bucket, key, timeoutMs };
 }
 
@@ -116,10 +121,15 @@ async function jsonRequest(
     new ElectionKvError(kind, subject, `could not ${what} via ${subject}: ${reason}`, errCode);
   let msg: Msg;
   try {
-    msg = await nc.request(subject, new TextEncoder().encode(body), hdrs === undefined ? { timeout: timeoutMs } : { timeout: timeoutMs, headers: hdrs });
+    msg = await nc.request(
+      subject,
+      new TextEncoder().encode(body),
+      hdrs === undefined ? { timeout: timeoutMs } : { timeout: timeoutMs, headers: hdrs },
+    );
   } catch (err) {
     if (err instanceof NatsError && err.code === ErrorCode.NoResponders) throw fail('no-responders', noRespondersHint);
-    if (err instanceof NatsError && err.code === ErrorCode.Timeout) throw fail('timeout', `request timed out after ${formatMs(timeoutMs)}`);
+    if (err instanceof NatsError && err.code === ErrorCode.Timeout)
+      throw fail('timeout', `request timed out after ${formatMs(timeoutMs)}`);
     throw fail('request-failed', errorText(err));
   }
   const text = new TextDecoder().decode(msg.data);
@@ -164,14 +174,18 @@ export async function bucketTtlMs(nc: NatsConnection, ref: KvBucketRef = {}): Pr
     }
     throw err;
   }
-  const bad = (reason: string): ElectionKvError => new ElectionKvError('invalid-bucket', subject, `could not ${what} via ${subject}: ${reason}`);
+  const bad = (reason: string): ElectionKvError =>
+    new ElectionKvError('invalid-bucket', subject, `could not ${what} via ${subject}: ${reason}`);
   const config = info['config'];
   if (!isRecord(config)) throw bad('stream info has no config object');
   const maxAge = config['max_age'];
-  if (typeof maxAge !== 'number' || !Number.isFinite(maxAge) || maxAge < 0) throw bad(`stream info has an invalid config.max_age ${JSON.stringify(maxAge)}`);
+  if (typeof maxAge !== 'number' || !Number.isFinite(maxAge) || maxAge < 0)
+    throw bad(`stream info has an invalid config.max_age ${JSON.stringify(maxAge)}`);
   const perSubject = config['max_msgs_per_subject'];
   if (typeof perSubject !== 'number' || perSubject < 1) {
-    throw bad(`stream KV_${r.bucket} is not a KV bucket: config.max_msgs_per_subject is ${JSON.stringify(perSubject)}, must be >= 1`);
+    throw bad(
+      `stream KV_${r.bucket} is not a KV bucket: config.max_msgs_per_subject is ${JSON.stringify(perSubject)}, must be >= 1`,
+    );
   }
   return maxAge / 1_000_000;
 }
@@ -179,12 +193,22 @@ export async function bucketTtlMs(nc: NatsConnection, ref: KvBucketRef = {}): Pr
 function parseAck(reply: Record<string, unknown>, subject: string, what: string): number {
   const seq = reply['seq'];
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) {
-    throw new ElectionKvError('invalid-reply', subject, `could not ${what} via ${subject}: publish acknowledgement has no valid seq (${JSON.stringify(seq)})`);
+    throw new ElectionKvError(
+      'invalid-reply',
+      subject,
+      `could not ${what} via ${subject}: publish acknowledgement has no valid seq (${JSON.stringify(seq)})`,
+    );
   }
   return seq;
 }
 
-async function writeKey(nc: NatsConnection, ref: KvKeyRef, value: string, expectedLastSeq: number, what: string): Promise<number> {
+async function writeKey(
+  nc: NatsConnection,
+  ref: KvKeyRef,
+  value: string,
+  expectedLastSeq: number,
+  what: string,
+): Promise<number> {
   const r = resolveRef(ref);
   const subject = kvKeySubject(r);
   const hdrs = headers();
@@ -207,6 +231,13 @@ export async function create(nc: NatsConnection, ref: KvKeyRef, value: string): 
 /** Maintain: writes `value` only if the key's last revision is still `lastSeq`; resolves with the new revision. */
 export async function update(nc: NatsConnection, ref: KvKeyRef, value: string, lastSeq: number): Promise<number> {
   const r = resolveRef(ref);
-  if (!Number.isSafeInteger(lastSeq) || lastSeq < 1) throw new Error(`invalid last revision ${lastSeq} for key ${r.key} in election bucket ${r.bucket}`);
-  return await writeKey(nc, r, value, lastSeq, `update key ${r.key} at revision ${lastSeq} in election bucket ${r.bucket}`);
+  if (!Number.isSafeInteger(lastSeq) || lastSeq < 1)
+    throw new Error(`invalid last revision ${lastSeq} for key ${r.key} in election bucket ${r.bucket}`);
+  return await writeKey(
+    nc,
+    r,
+    value,
+    lastSeq,
+    `update key ${r.key} at revision ${lastSeq} in election bucket ${r.bucket}`,
+  );
 }

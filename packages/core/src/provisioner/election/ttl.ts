@@ -17,7 +17,8 @@ export function electionTtlProblem(ttlMs: number): string | undefined {
   if (ttlMs < 1_000) return `bucket TTL ${formatMs(ttlMs)} is below 1 s; ${need}`;
   if (ttlMs > ELECTION_TTL_MAX_MS) return `bucket TTL ${formatMs(ttlMs)} is above 1 h; ${need}`;
   const interval = campaignIntervalMs(ttlMs);
-  if (interval < 1_000) return `campaign interval ${formatMs(interval)} (0.75 x TTL ${formatMs(ttlMs)}) is below 1 s; ${need}`;
+  if (interval < 1_000)
+    return `campaign interval ${formatMs(interval)} (0.75 x TTL ${formatMs(ttlMs)}) is below 1 s; ${need}`;
   if (ttlMs - interval < 1_000) {
     return `campaign interval ${formatMs(interval)} (0.75 x TTL) is less than 1 s shorter than the bucket TTL ${formatMs(ttlMs)}; ${need}`;
   }

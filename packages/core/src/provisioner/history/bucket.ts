@@ -4,7 +4,18 @@
 // least recently changed nodes instead of refusing new writes; an existing bucket is used as it is
 // (an operator may have made it with other replicas or limits).
 import { shownIdentity, whyNotIdentity } from '../../choria/identity.js';
-import { DiscardPolicy, ErrorCode, NatsError, RetentionPolicy, StorageType, nanos, type KV, type KvEntry, type NatsConnection, type QueuedIterator } from 'nats';
+import {
+  DiscardPolicy,
+  ErrorCode,
+  NatsError,
+  RetentionPolicy,
+  StorageType,
+  nanos,
+  type KV,
+  type KvEntry,
+  type NatsConnection,
+  type QueuedIterator,
+} from 'nats';
 import { ProvisionerError } from '../../util/errors.js';
 import { errorText } from '../../util/values.js';
 import { historyKey, identityOfKey, siteFilter } from './keys.js';
@@ -24,7 +35,8 @@ const JS_MESSAGE_TOO_LARGE = 10054;
 /** Whether `err` from a put is the record's own fault, so that no later try can succeed. */
 function refusedForGood(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
-  if (err instanceof NatsError) return err.code === ErrorCode.MaxPayloadExceeded || err.api_error?.err_code === JS_MESSAGE_TOO_LARGE;
+  if (err instanceof NatsError)
+    return err.code === ErrorCode.MaxPayloadExceeded || err.api_error?.err_code === JS_MESSAGE_TOO_LARGE;
   return err.message.startsWith('invalid key');
 }
 
@@ -57,7 +69,11 @@ export interface WatchHandlers {
 /** Why JetStream said no, in an operator's words. */
 function unavailableReason(err: unknown, apiPrefix: string, bucket: string, ttlMs: number): string {
   // A Choria Streams user (`choria jwt client --stream-user`) may use buckets but not create them
-  if (err instanceof NatsError && err.code === ErrorCode.PermissionsViolation && (err.permissionContext?.subject ?? '').includes('.STREAM.CREATE.')) {
+  if (
+    err instanceof NatsError &&
+    err.code === ErrorCode.PermissionsViolation &&
+    (err.permissionContext?.subject ?? '').includes('.STREAM.CREATE.')
+  ) {
     return (
       `this connection may use Choria Streams but not create the bucket (${errorText(err)}): ` +
       `have a Streams admin create it once, e.g. \`choria kv add ${bucket} --history 1 --ttl ${Math.max(1, Math.round(ttlMs / 3_600_000))}h\`, ` +
@@ -67,7 +83,8 @@ function unavailableReason(err: unknown, apiPrefix: string, bucket: string, ttlM
   if (err instanceof NatsError && err.code === ErrorCode.NoResponders) {
     return `no JetStream answers under ${apiPrefix} for this connection's account (JetStream off, or not given to the account)`;
   }
-  if (err instanceof NatsError && err.code === ErrorCode.Timeout) return `JetStream did not answer under ${apiPrefix} in time`;
+  if (err instanceof NatsError && err.code === ErrorCode.Timeout)
+    return `JetStream did not answer under ${apiPrefix} in time`;
   return errorText(err);
 }
 
@@ -117,22 +134,33 @@ export class HistoryBucket implements HistoryBacking {
         created = true;
       }
       // the manager above has probed the API already: binding need not ask again
-      const kv = await opts.nc.jetstream({ apiPrefix: opts.apiPrefix, timeout, checkAPI: false }).views.kv(opts.bucket, { bindOnly: true });
+      const kv = await opts.nc
+        .jetstream({ apiPrefix: opts.apiPrefix, timeout, checkAPI: false })
+        .views.kv(opts.bucket, { bindOnly: true });
       return new HistoryBucket(kv, opts.site, { bucket: opts.bucket, ttlMs: Math.round(maxAgeNs / 1e6), created });
     } catch (err) {
-      throw new HistoryUnavailableError(`could not open the history bucket ${opts.bucket}: ${unavailableReason(err, opts.apiPrefix, opts.bucket, opts.ttlMs)}`, { cause: err });
+      throw new HistoryUnavailableError(
+        `could not open the history bucket ${opts.bucket}: ${unavailableReason(err, opts.apiPrefix, opts.bucket, opts.ttlMs)}`,
+        { cause: err },
+      );
     }
   }
 
   /** Writes `record`; rejects with HistoryWriteRefusedError when the broker will never take it. */
   async write(record: NodeRecord): Promise<void> {
     const key = historyKey(this.#site, record.identity);
-    if (key === undefined) throw new HistoryWriteRefusedError(`no history record is written for ${shownIdentity(record.identity)}: not an identity`);
+    if (key === undefined)
+      throw new HistoryWriteRefusedError(
+        `no history record is written for ${shownIdentity(record.identity)}: not an identity`,
+      );
     try {
       await this.#kv.put(key, encodeRecord(record));
     } catch (err) {
       if (!refusedForGood(err)) throw err;
-      throw new HistoryWriteRefusedError(`the broker refuses the history record of ${shownIdentity(record.identity)}: ${errorText(err)}`, { cause: err });
+      throw new HistoryWriteRefusedError(
+        `the broker refuses the history record of ${shownIdentity(record.identity)}: ${errorText(err)}`,
+        { cause: err },
+      );
     }
   }
 
@@ -188,14 +216,16 @@ export class HistoryBucket implements HistoryBacking {
     const why = whyNotIdentity(identity);
     if (why !== undefined) return handlers.onRefusedIdentity(identity, why);
     // one key a node: an identity written another way (an earlier version's `=` form) is not its key
-    if (historyKey(this.#site, identity) !== entry.key) return handlers.onInvalid(entry.key, `not the key of ${identity}`);
+    if (historyKey(this.#site, identity) !== entry.key)
+      return handlers.onInvalid(entry.key, `not the key of ${identity}`);
     let record: NodeRecord;
     try {
       record = decodeRecord(entry.value);
     } catch (err) {
       return handlers.onInvalid(entry.key, errorText(err));
     }
-    if (record.identity !== identity) return handlers.onInvalid(entry.key, `the record names ${JSON.stringify(record.identity)}`);
+    if (record.identity !== identity)
+      return handlers.onInvalid(entry.key, `the record names ${JSON.stringify(record.identity)}`);
     handlers.onRecord(record);
   }
 

@@ -52,7 +52,10 @@ export interface HistorySyncOptions {
   readonly history: NodeHistory;
   /** where records whose identity fails the identity rule go (default: logged) */
   readonly refusals?: RefusedIdentities;
-  readonly config: Pick<ProvisionerConfig, 'historyStore' | 'historyBucket' | 'historyTtlMs' | 'historyApiPrefix' | 'site'>;
+  readonly config: Pick<
+    ProvisionerConfig,
+    'historyStore' | 'historyBucket' | 'historyTtlMs' | 'historyApiPrefix' | 'site'
+  >;
   readonly logger: Logger;
   /** read the bucket, never write it */
   readonly readOnly: boolean;
@@ -88,7 +91,9 @@ export class HistorySync {
     // a provisioner stopped while it was still starting calls this after stop(): nothing to open
     if (this.#stopped) return;
     if (config.historyStore === 'memory') {
-      logger.info('Keeping the node history in memory (history_store: memory): it is not shared with other instances and ends with this process');
+      logger.info(
+        'Keeping the node history in memory (history_store: memory): it is not shared with other instances and ends with this process',
+      );
       return;
     }
     const reason = await this.#bindAnywhere(nc);
@@ -97,13 +102,17 @@ export class HistorySync {
     if (reason === undefined || this.#stopped) return;
     this.#fallback = reason;
     const retryMs = this.#opts.retryMs ?? 60_000;
-    logger.warn(`Keeping the node history in memory only: ${reason}. It is not shared with other instances and ends with this process; trying the bucket again every ${formatMs(retryMs)} (docs/operations.md#node-history)`);
+    logger.warn(
+      `Keeping the node history in memory only: ${reason}. It is not shared with other instances and ends with this process; trying the bucket again every ${formatMs(retryMs)} (docs/operations.md#node-history)`,
+    );
     const retry = setInterval(() => {
       void this.#bindAnywhere(nc).then((again) => {
         if (again !== undefined || this.#stopped) return;
         clearInterval(retry);
         this.#fallback = undefined;
-        logger.warn(`The node history bucket ${config.historyBucket} is reachable now (over the ${this.#connection ?? 'provisioner'} connection): keeping the history there`);
+        logger.warn(
+          `The node history bucket ${config.historyBucket} is reachable now (over the ${this.#connection ?? 'provisioner'} connection): keeping the history there`,
+        );
       });
     }, retryMs);
     this.#timers.push(retry);
@@ -144,7 +153,9 @@ export class HistorySync {
     const history = this.#opts.history;
     return {
       store: bucket !== undefined ? 'kv' : 'memory',
-      ...(bucket !== undefined ? { bucket: bucket.info.bucket, ttlMs: bucket.info.ttlMs, connection: this.#connection ?? 'provisioner' } : {}),
+      ...(bucket !== undefined
+        ? { bucket: bucket.info.bucket, ttlMs: bucket.info.ttlMs, connection: this.#connection ?? 'provisioner' }
+        : {}),
       ...(this.#fallback !== undefined ? { reason: this.#fallback } : {}),
       ...(bucket !== undefined && this.#opts.readOnly ? { readOnly: true } : {}),
       nodes: history.size,
@@ -158,7 +169,13 @@ export class HistorySync {
     const name = config.historyBucket;
     let bucket: HistoryBucket;
     try {
-      bucket = await HistoryBucket.open({ nc, bucket: name, ttlMs: config.historyTtlMs, apiPrefix: config.historyApiPrefix, site: config.site });
+      bucket = await HistoryBucket.open({
+        nc,
+        bucket: name,
+        ttlMs: config.historyTtlMs,
+        apiPrefix: config.historyApiPrefix,
+        site: config.site,
+      });
     } catch (err) {
       return errorText(err);
     }
@@ -167,13 +184,19 @@ export class HistorySync {
       onInvalid: (key, why) => logger.warn(`Ignoring key ${key} of the history bucket ${name}: ${why}`),
       onRefusedIdentity: (text, why) => {
         if (this.#opts.refusals !== undefined) this.#opts.refusals.refuse(text, why, 'history');
-        else logger.warn(`Ignoring a record of the history bucket ${name}: its identity ${shownIdentity(text)} is refused: ${why}`);
+        else
+          logger.warn(
+            `Ignoring a record of the history bucket ${name}: its identity ${shownIdentity(text)} is refused: ${why}`,
+          );
       },
       onRewatch: (err) => logger.warn(`Following the history bucket ${name} again after: ${errorText(err)}`),
     });
     const loadTimeoutMs = this.#opts.loadTimeoutMs ?? 30_000;
     let timer: NodeJS.Timeout | undefined;
-    const loaded = await Promise.race([loading.then(() => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), loadTimeoutMs)))]).catch((err: unknown) => errorText(err));
+    const loaded = await Promise.race([
+      loading.then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), loadTimeoutMs))),
+    ]).catch((err: unknown) => errorText(err));
     clearTimeout(timer);
     if (typeof loaded === 'string' || this.#stopped) {
       bucket.close();
@@ -185,12 +208,15 @@ export class HistorySync {
       history.attach(bucket);
       this.#timers.push(setInterval(() => history.flush(), FLUSH_MS));
     }
-    const ttl = bucket.info.ttlMs > 0 ? `kept ${formatMs(bucket.info.ttlMs)} after each change` : 'kept without an age limit';
+    const ttl =
+      bucket.info.ttlMs > 0 ? `kept ${formatMs(bucket.info.ttlMs)} after each change` : 'kept without an age limit';
     logger.info(
-      `Keeping the node history in the bucket ${name}${connection === 'choria' ? ' of the choria account (over a second connection: the provisioner\'s own account has no JetStream)' : ''} (${bucket.info.created ? 'created now, ' : ''}${history.size} nodes known, ${ttl}${readOnly ? '; read only for the dry run' : ''})${loaded ? '' : `; still loading after ${formatMs(loadTimeoutMs)}`}`,
+      `Keeping the node history in the bucket ${name}${connection === 'choria' ? " of the choria account (over a second connection: the provisioner's own account has no JetStream)" : ''} (${bucket.info.created ? 'created now, ' : ''}${history.size} nodes known, ${ttl}${readOnly ? '; read only for the dry run' : ''})${loaded ? '' : `; still loading after ${formatMs(loadTimeoutMs)}`}`,
     );
     if (bucket.info.ttlMs > 0 && bucket.info.ttlMs !== config.historyTtlMs) {
-      logger.warn(`The history bucket ${name} keeps records for ${formatMs(bucket.info.ttlMs)}, not history_ttl ${formatMs(config.historyTtlMs)}: an existing bucket is used as it is`);
+      logger.warn(
+        `The history bucket ${name} keeps records for ${formatMs(bucket.info.ttlMs)}, not history_ttl ${formatMs(config.historyTtlMs)}: an existing bucket is used as it is`,
+      );
     }
     return undefined;
   }

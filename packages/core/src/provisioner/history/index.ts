@@ -1,6 +1,39 @@
-export { NodeHistory, HistoryWriteRefusedError, DEFAULT_HISTORY_CAPACITY, PROMPT_WRITE_MS, UNSTEADY_HOLD_MS, type AttemptReport, type SendingRecord, type HistoryBacking, type HoldBack, type NodeHistoryOptions } from './node-history.js';
-export { HistoryBucket, HistoryUnavailableError, HISTORY_BUCKET_MAX_BYTES, HISTORY_MAX_VALUE_BYTES, type HistoryBucketInfo, type HistoryBucketOptions, type WatchHandlers } from './bucket.js';
-export { decodeRecord, encodeRecord, boundedError, HistoryRecordError, MAX_ERROR_CHARS, RECORD_FORMAT, type NodeRecord } from './record.js';
+export {
+  NodeHistory,
+  HistoryWriteRefusedError,
+  DEFAULT_HISTORY_CAPACITY,
+  PROMPT_WRITE_MS,
+  UNSTEADY_HOLD_MS,
+  type AttemptReport,
+  type SendingRecord,
+  type HistoryBacking,
+  type HoldBack,
+  type NodeHistoryOptions,
+} from './node-history.js';
+export {
+  HistoryBucket,
+  HistoryUnavailableError,
+  HISTORY_BUCKET_MAX_BYTES,
+  HISTORY_MAX_VALUE_BYTES,
+  type HistoryBucketInfo,
+  type HistoryBucketOptions,
+  type WatchHandlers,
+} from './bucket.js';
+export {
+  decodeRecord,
+  encodeRecord,
+  boundedError,
+  HistoryRecordError,
+  MAX_ERROR_CHARS,
+  RECORD_FORMAT,
+  type NodeRecord,
+} from './record.js';
 export { historyKey, identityOfKey, siteFilter, siteToken } from './keys.js';
 export { backoffAfter, quarantines, type SetbackPolicy } from './backoff-policy.js';
-export { HistorySync, type HistoryConnectionKind, type HistoryConnection, type HistoryStatus, type HistorySyncOptions } from './history-sync.js';
+export {
+  HistorySync,
+  type HistoryConnectionKind,
+  type HistoryConnection,
+  type HistoryStatus,
+  type HistorySyncOptions,
+} from './history-sync.js';

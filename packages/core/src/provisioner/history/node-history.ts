@@ -153,7 +153,8 @@ export class NodeHistory {
     if (r === undefined) return undefined;
     if (r.quarantinedAt !== undefined) return 'quarantined';
     if (r.notBefore !== undefined && r.notBefore > now) return 'backoff';
-    if (source !== 'event' && r.restartSentAt !== undefined && now - r.restartSentAt < this.#restartWindowMs) return 'restarting';
+    if (source !== 'event' && r.restartSentAt !== undefined && now - r.restartSentAt < this.#restartWindowMs)
+      return 'restarting';
     return undefined;
   }
 

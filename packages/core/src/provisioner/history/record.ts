@@ -103,18 +103,22 @@ export function decodeRecord(bytes: Uint8Array): NodeRecord {
   } catch (err) {
     throw new HistoryRecordError(`not JSON: ${(err as Error).message}`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new HistoryRecordError('not a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new HistoryRecordError('not a JSON object');
   const o = value as Record<string, unknown>;
-  if (o['format'] !== RECORD_FORMAT) throw new HistoryRecordError(`format ${JSON.stringify(o['format'])} is not ${RECORD_FORMAT}`);
+  if (o['format'] !== RECORD_FORMAT)
+    throw new HistoryRecordError(`format ${JSON.stringify(o['format'])} is not ${RECORD_FORMAT}`);
   const text = (key: string, required: boolean): string | undefined => {
     const v = o[key];
     if (v === undefined && !required) return undefined;
-    if (typeof v !== 'string' || (required && v === '')) throw new HistoryRecordError(`${key} must be a${required ? ' non-empty' : ''} string`);
+    if (typeof v !== 'string' || (required && v === ''))
+      throw new HistoryRecordError(`${key} must be a${required ? ' non-empty' : ''} string`);
     return v;
   };
   const count = (key: string): number => {
     const v = o[key];
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new HistoryRecordError(`${key} must be a whole number of at least 0`);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+      throw new HistoryRecordError(`${key} must be a whole number of at least 0`);
     return v;
   };
   const time = (key: string, required: boolean): number | undefined => {
@@ -126,7 +130,8 @@ export function decodeRecord(bytes: Uint8Array): NodeRecord {
   };
   // a record written before the node's first attempt ended (a configure or restart about to be sent) has no outcome yet
   const outcome = text('outcome', false);
-  if (outcome !== undefined && !OUTCOME_SET.has(outcome)) throw new HistoryRecordError(`outcome ${JSON.stringify(outcome)} is not one of ${OUTCOMES.join(', ')}`);
+  if (outcome !== undefined && !OUTCOME_SET.has(outcome))
+    throw new HistoryRecordError(`outcome ${JSON.stringify(outcome)} is not one of ${OUTCOMES.join(', ')}`);
   return {
     identity: text('identity', true) as string,
     firstSeen: time('firstSeen', true) as number,

@@ -21,6 +21,10 @@ export function captureLogger(level = 'debug'): CapturedLog {
       done();
     },
   });
-  const logger = winston.createLogger({ level, format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] });
+  const logger = winston.createLogger({
+    level,
+    format: winston.format.json(),
+    transports: [new winston.transports.Stream({ stream })],
+  });
   return { logger, lines, text: () => lines.join('\n') };
 }

@@ -3,7 +3,12 @@
 import { connect, type NatsConnection } from 'nats';
 import { codecFor, DISCOVERY_REPLY_BODY, serverSidePayload } from '../../../src/choria/protocol/codec.js';
 import { nowNanoseconds } from '../../../src/choria/protocol/ids.js';
-import { encodeRpcReply, parseRpcRequest, type RpcReplyBody, type RpcRequestBody } from '../../../src/choria/protocol/mcorpc.js';
+import {
+  encodeRpcReply,
+  parseRpcRequest,
+  type RpcReplyBody,
+  type RpcRequestBody,
+} from '../../../src/choria/protocol/mcorpc.js';
 import type { DecodedRequest, ProtocolVersion } from '../../../src/choria/protocol/types.js';
 
 export interface RpcContext {
@@ -36,7 +41,13 @@ export async function startResponders(opts: ResponderOptions): Promise<Responder
   const codec = codecFor(opts.version ?? 'v1');
   const connections = await Promise.all(
     Array.from({ length: opts.connections ?? 1 }, (_, i) =>
-      connect({ servers: opts.url, name: `responder-${i}`, maxReconnectAttempts: -1, reconnectTimeWait: 100, reconnectJitter: 50 }),
+      connect({
+        servers: opts.url,
+        name: `responder-${i}`,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 100,
+        reconnectJitter: 50,
+      }),
     ),
   );
   const state: Responders = {
@@ -53,7 +64,13 @@ export async function startResponders(opts: ResponderOptions): Promise<Responder
 
   const reply = (nc: NatsConnection, decoded: DecodedRequest, sender: string, body: string): void => {
     if (decoded.headers.replyTo === undefined) return;
-    const encoded = codec.encodeReply({ requestId: decoded.id, sender, agent: decoded.agent, timeNs: nowNanoseconds(), body });
+    const encoded = codec.encodeReply({
+      requestId: decoded.id,
+      sender,
+      agent: decoded.agent,
+      timeNs: nowNanoseconds(),
+      body,
+    });
     nc.publish(decoded.headers.replyTo, encoded.transportJson);
   };
 
@@ -70,12 +87,16 @@ export async function startResponders(opts: ResponderOptions): Promise<Responder
       if (!directed) return;
       state.requests.push(decoded);
       const request = parseRpcRequest(payload.toString('utf8'));
-      const body = opts.onRpc ? opts.onRpc({ identity, request, decoded }) : { action: request.action, statuscode: 0, statusmsg: 'OK', data: {} };
+      const body = opts.onRpc
+        ? opts.onRpc({ identity, request, decoded })
+        : { action: request.action, statuscode: 0, statusmsg: 'OK', data: {} };
       if (body === undefined) return;
       for (const other of opts.extraSenders?.[identity] ?? []) reply(nc, decoded, other, encodeRpcReply(body));
       reply(nc, decoded, identity, encodeRpcReply(body));
     };
-    nc.subscribe('provisioning.broadcast.agent.discovery', { callback: (err, msg) => err === null && handle(msg.data, false) });
+    nc.subscribe('provisioning.broadcast.agent.discovery', {
+      callback: (err, msg) => err === null && handle(msg.data, false),
+    });
     nc.subscribe(`provisioning.node.${identity}`, { callback: (err, msg) => err === null && handle(msg.data, true) });
   });
   await state.flush();

@@ -8,7 +8,14 @@ import { readVectorJson } from '@choria-provisioner/test-support/vectors';
 export type SchemaName = 'transport' | 'secure_request' | 'request' | 'secure_reply' | 'reply';
 
 export function schemaValidator(version: 'v1' | 'v2', name: SchemaName): ValidateFunction {
-  const schema = readVectorJson<Record<string, unknown>>('schemas', 'go-choria-embedded', 'choria', 'protocol', version, `${name}.json`);
+  const schema = readVectorJson<Record<string, unknown>>(
+    'schemas',
+    'go-choria-embedded',
+    'choria',
+    'protocol',
+    version,
+    `${name}.json`,
+  );
   delete schema['$schema'];
   delete schema['id'];
   delete schema['$id'];

@@ -47,8 +47,9 @@ describe('example helpers', () => {
   });
 
   it('plain-helper.sh defers identities it cannot safely embed', async () => {
-    const result = await withRunner(new ProcessHelper({ command: commandFor('plain-helper.sh'), env, timeoutMs: 5000 }), (r) =>
-      r.run(sampleRequest('we"ird'), { identity: 'we"ird' }),
+    const result = await withRunner(
+      new ProcessHelper({ command: commandFor('plain-helper.sh'), env, timeoutMs: 5000 }),
+      (r) => r.run(sampleRequest('we"ird'), { identity: 'we"ird' }),
     );
     expect(result.reply).toEqual({ defer: true, msg: 'no usable identity in the request' });
     expect(result.stderr).toContain('unusable identity');
@@ -56,8 +57,9 @@ describe('example helpers', () => {
 
   it.each(['pool-helper.mjs', 'pool-helper.sh'])('%s answers JSON lines in pool mode', async (name) => {
     const ids = ['n1.example.net', 'n2.example.net', 'n3.example.net', 'n4.example.net', 'n5.example.net'];
-    const results = await withRunner(new PoolHelper({ command: commandFor(name), env, size: 2, timeoutMs: 5000 }), (r) =>
-      Promise.all(ids.map((id) => r.run(sampleRequest(id), { identity: id }))),
+    const results = await withRunner(
+      new PoolHelper({ command: commandFor(name), env, size: 2, timeoutMs: 5000 }),
+      (r) => Promise.all(ids.map((id) => r.run(sampleRequest(id), { identity: id }))),
     );
     expect(results.map((res) => res.reply.configuration?.['identity'])).toEqual(ids);
     for (const res of results) {

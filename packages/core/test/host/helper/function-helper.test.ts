@@ -22,18 +22,27 @@ describe('FunctionHelper', () => {
     const seen: string[] = [];
     const fn: HelperFunction = async (req) => {
       seen.push(req.identity, JSON.parse(req.inventory).version);
-      return { msg: 'ok', configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' }, extra: 1 };
+      return {
+        msg: 'ok',
+        configuration: { identity: req.identity, 'plugin.choria.server.provision': 'false' },
+        extra: 1,
+      };
     };
     const result = await new FunctionHelper(fn).run(sampleRequest(), { identity: 'web1.example.net' });
     expect(seen).toEqual(['web1.example.net', '0.29.4']);
-    expect(result.reply).toEqual({ msg: 'ok', configuration: { identity: 'web1.example.net', 'plugin.choria.server.provision': 'false' } });
+    expect(result.reply).toEqual({
+      msg: 'ok',
+      configuration: { identity: 'web1.example.net', 'plugin.choria.server.provision': 'false' },
+    });
     expect(result.stderr).toBe('');
   });
 
   it('enforces the same types as helper stdout', async () => {
-    const err = await failure(new FunctionHelper(function siteHelper() {
-      return { configuration: { port: 8080 } };
-    }));
+    const err = await failure(
+      new FunctionHelper(function siteHelper() {
+        return { configuration: { port: 8080 } };
+      }),
+    );
     expect(err.kind).toBe('invalid-reply');
     expect(err.message).toBe(
       'helper function siteHelper failed for web1.example.net: reply is invalid: configuration["port"] must be a string, got number 8080; returned: "{\\"configuration\\":{\\"port\\":8080}}"',
@@ -68,7 +77,9 @@ describe('FunctionHelper', () => {
     const helper = new FunctionHelper(
       () =>
         new Promise((resolve, reject) => {
-          const child = spawn('sh', ['-c', 'sleep 0.1; echo in-time; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+          const child = spawn('sh', ['-c', 'sleep 0.1; echo in-time; exec sleep 30'], {
+            stdio: ['ignore', 'pipe', 'ignore'],
+          });
           child.on('error', reject);
           child.stdout.once('data', (chunk: Buffer) => {
             child.kill('SIGKILL');
@@ -85,14 +96,18 @@ describe('FunctionHelper', () => {
   });
 
   it('reports a function that throws, without leaking the token', async () => {
-    const err = await failure(new FunctionHelper((req) => {
-      throw new Error(`CA refused token ${String(req.jwt?.cht)}`);
-    }));
+    const err = await failure(
+      new FunctionHelper((req) => {
+        throw new Error(`CA refused token ${String(req.jwt?.cht)}`);
+      }),
+    );
     expect(err.kind).toBe('threw');
     expect(err.message).toContain('threw CA refused token [redacted]');
     expect(err.message).not.toContain(TOKEN);
     // the monitor's text says what was thrown, not what it said
-    expect(err.publicMessage).toBe('helper function anonymous failed for web1.example.net: threw an error (Error); what it said is in the log at debug level');
+    expect(err.publicMessage).toBe(
+      'helper function anonymous failed for web1.example.net: threw an error (Error); what it said is in the log at debug level',
+    );
   });
 
   it('honours the caller AbortSignal and close()', async () => {

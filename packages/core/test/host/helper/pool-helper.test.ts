@@ -39,7 +39,14 @@ const pools: PoolHelper[] = [];
 
 function pool(options: { size?: number; warm?: number; idleMs?: number; timeoutMs?: number } = {}): PoolHelper {
   const size = options.size ?? 1;
-  const p = new PoolHelper({ command, size, warm: options.warm ?? size, idleMs: options.idleMs, timeoutMs: options.timeoutMs ?? 3000, closeGraceMs: 500 });
+  const p = new PoolHelper({
+    command,
+    size,
+    warm: options.warm ?? size,
+    idleMs: options.idleMs,
+    timeoutMs: options.timeoutMs ?? 3000,
+    closeGraceMs: 500,
+  });
   pools.push(p);
   return p;
 }
@@ -101,7 +108,9 @@ describe('PoolHelper', () => {
     expect(grown).toHaveLength(4);
     await until('the burst processes finished', () => p.pids.length === 1, 5_000);
     expect(p.pids).toEqual([kept]);
-    await Promise.all(grown.filter((pid) => pid !== kept).map((pid) => until(`process ${pid} exited`, () => !isAlive(pid), 5_000)));
+    await Promise.all(
+      grown.filter((pid) => pid !== kept).map((pid) => until(`process ${pid} exited`, () => !isAlive(pid), 5_000)),
+    );
     // the pool still serves, and grows again on the next burst
     const again = await Promise.all(['wait-5', 'wait-6'].map((id) => run(p, id)));
     expect(new Set(again.map((r) => r.reply.msg)).size).toBe(2);
@@ -128,7 +137,9 @@ describe('PoolHelper', () => {
   });
 
   it('refuses a warm count above its size', () => {
-    expect(() => new PoolHelper({ command, size: 2, warm: 3 })).toThrow(/warm count must be an integer from 1 to the pool size 2, got 3/);
+    expect(() => new PoolHelper({ command, size: 2, warm: 3 })).toThrow(
+      /warm count must be an integer from 1 to the pool size 2, got 3/,
+    );
   });
 
   it('replaces a process that dies mid-request; the next request works', async () => {
@@ -137,7 +148,9 @@ describe('PoolHelper', () => {
     const err = await failure(p, 'die-now');
     expect(err.kind).toBe('exit');
     expect(err.exitCode).toBe(3);
-    expect(err.message).toContain(`helper ${process.execPath} failed for die-now: exited with status 3 before answering`);
+    expect(err.message).toContain(
+      `helper ${process.execPath} failed for die-now: exited with status 3 before answering`,
+    );
     const next = await run(p, 'ok-2');
     expect(next.reply.configuration?.['identity']).toBe('ok-2');
     expect(next.reply.msg).not.toBe(first.reply.msg);
@@ -161,7 +174,9 @@ describe('PoolHelper', () => {
     const junk = await failure(p, 'junk');
     expect(junk.kind).toBe('invalid-json');
     expect(junk.message).toContain('stdout: "not json at all"');
-    expect(junk.publicMessage).toContain('failed for junk: stdout is not valid JSON: 15 bytes that are not JSON: a JSON value expected at position 0 (pool helpers print each reply as one line of JSON); killed it; it printed 15 bytes on stdout');
+    expect(junk.publicMessage).toContain(
+      'failed for junk: stdout is not valid JSON: 15 bytes that are not JSON: a JSON value expected at position 0 (pool helpers print each reply as one line of JSON); killed it; it printed 15 bytes on stdout',
+    );
     expect(junk.publicMessage).not.toContain('not json at all');
     const b = await run(p, 'ok-2');
     expect(b.reply.msg).not.toBe(a.reply.msg);
@@ -221,7 +236,13 @@ describe('PoolHelper', () => {
       'stubborn.mjs',
       `import { writeFileSync } from 'node:fs';\nprocess.on('SIGTERM', () => undefined);\nprocess.stdin.on('data', () => undefined);\nprocess.stdin.on('end', () => undefined);\nsetInterval(() => undefined, 60_000);\nwriteFileSync(process.argv[2] + '/stubborn-' + process.pid, '');\n`,
     );
-    const p = new PoolHelper({ command: `${q(process.execPath)} ${q(stubborn)} ${q(dir.path)}`, size: 2, warm: 2, timeoutMs: 30_000, closeGraceMs: 300 });
+    const p = new PoolHelper({
+      command: `${q(process.execPath)} ${q(stubborn)} ${q(dir.path)}`,
+      size: 2,
+      warm: 2,
+      timeoutMs: 30_000,
+      closeGraceMs: 300,
+    });
     pools.push(p);
     p.warmUp();
     const pids = p.pids;
@@ -276,8 +297,19 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 `;
 const ordered = dir.script('ordered.mjs', ORDERED_SCRIPT);
 
-function depthPool(depth: number, env: Record<string, string>, options: { size?: number; timeoutMs?: number } = {}): PoolHelper {
-  const p = new PoolHelper({ command: `${q(process.execPath)} ${q(ordered)}`, size: options.size ?? 1, depth, timeoutMs: options.timeoutMs ?? 3000, closeGraceMs: 500, env: { ...process.env, ...env } });
+function depthPool(
+  depth: number,
+  env: Record<string, string>,
+  options: { size?: number; timeoutMs?: number } = {},
+): PoolHelper {
+  const p = new PoolHelper({
+    command: `${q(process.execPath)} ${q(ordered)}`,
+    size: options.size ?? 1,
+    depth,
+    timeoutMs: options.timeoutMs ?? 3000,
+    closeGraceMs: 500,
+    env: { ...process.env, ...env },
+  });
   pools.push(p);
   return p;
 }
@@ -296,7 +328,10 @@ describe('PoolHelper with several requests in flight per process (depth)', () =>
     const p = depthPool(1, { BATCH: '2' }, { timeoutMs: 500 });
     const settled = await Promise.allSettled([run(p, 'b1'), run(p, 'b2')]);
     // each process got one request and waited for a second that never came
-    expect(settled.map((r) => (r.status === 'rejected' ? (r.reason as HelperError).kind : 'answered'))).toEqual(['timeout', 'timeout']);
+    expect(settled.map((r) => (r.status === 'rejected' ? (r.reason as HelperError).kind : 'answered'))).toEqual([
+      'timeout',
+      'timeout',
+    ]);
   });
 
   it('counts the time limit from when the helper starts on a request, not from when it was written', async () => {
@@ -336,6 +371,8 @@ describe('PoolHelper with several requests in flight per process (depth)', () =>
   });
 
   it('refuses a depth below 1', () => {
-    expect(() => new PoolHelper({ command: 'x', depth: 0 })).toThrow('helper pool depth must be a positive integer, got 0');
+    expect(() => new PoolHelper({ command: 'x', depth: 0 })).toThrow(
+      'helper pool depth must be a positive integer, got 0',
+    );
   });
 });

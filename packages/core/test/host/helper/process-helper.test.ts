@@ -45,7 +45,8 @@ const COMPANIONS = ['python3', 'node'] as const;
 
 /** The helpers' pid files: each kind's runs must not find the last kind's. */
 function removePidFiles(): void {
-  for (const name of ['hang.pid', 'daemon.pid', 'hang-abort.pid', 'hang-close.pid', 'slow.pid']) rmSync(dir.file(name), { force: true });
+  for (const name of ['hang.pid', 'daemon.pid', 'hang-abort.pid', 'hang-close.pid', 'slow.pid'])
+    rmSync(dir.file(name), { force: true });
 }
 
 /** glibc's posix_spawn leaves its two internal signals (32 and 33, below SIGRTMIN) ignored; nothing sees them. */
@@ -71,7 +72,13 @@ async function failure(identity: string, h: ProcessHelper = helper, signal?: Abo
 describe.each(KINDS)('ProcessHelper, helpers started by the %s spawner', (spawner) => {
   beforeAll(() => {
     removePidFiles();
-    helper = new ProcessHelper({ command: q(faulty), timeoutMs: 1000, maxOutputBytes: 64 * 1024, maxStderrBytes: 1000, spawner });
+    helper = new ProcessHelper({
+      command: q(faulty),
+      timeoutMs: 1000,
+      maxOutputBytes: 64 * 1024,
+      maxStderrBytes: 1000,
+      spawner,
+    });
   });
   afterAll(async () => {
     await helper.close();
@@ -100,7 +107,10 @@ describe.each(KINDS)('ProcessHelper, helpers started by the %s spawner', (spawne
   });
 
   it('writes a request larger than a pipe holds whole, while the helper reads it', async () => {
-    const counter = dir.script(`count-${spawner}.sh`, `#!/bin/sh\nn=$(wc -c)\nprintf '{"configuration":{"bytes":"%s"}}' $n\n`);
+    const counter = dir.script(
+      `count-${spawner}.sh`,
+      `#!/bin/sh\nn=$(wc -c)\nprintf '{"configuration":{"bytes":"%s"}}' $n\n`,
+    );
     const req = { ...sampleRequest('big'), inventory: JSON.stringify({ facts: { blob: 'x'.repeat(300_000) } }) };
     const r = await new ProcessHelper({ command: q(counter), timeoutMs: 5000, spawner }).run(req, { identity: 'big' });
     expect(r.reply.configuration).toEqual({ bytes: String(Buffer.byteLength(encodeHelperRequest(req))) });
@@ -126,8 +136,18 @@ describe.each(KINDS)('ProcessHelper, helpers started by the %s spawner', (spawne
       `process.stdin.resume();process.stdin.on('end',()=>process.stdout.write(JSON.stringify({configuration:{argv:JSON.stringify(process.argv.slice(2))}})));\n`,
     );
     const command = `${q(process.execPath)} ${q(argv)} 'a b' "c\\"d" e\\ f '' '$HOME' "x'y" ~`;
-    const result = await new ProcessHelper({ command, timeoutMs: 2000, spawner }).run(sampleRequest(), { identity: 'n1' });
-    expect(JSON.parse(result.reply.configuration?.['argv'] ?? 'null')).toEqual(['a b', 'c"d', 'e f', '', '$HOME', "x'y", '~']);
+    const result = await new ProcessHelper({ command, timeoutMs: 2000, spawner }).run(sampleRequest(), {
+      identity: 'n1',
+    });
+    expect(JSON.parse(result.reply.configuration?.['argv'] ?? 'null')).toEqual([
+      'a b',
+      'c"d',
+      'e f',
+      '',
+      '$HOME',
+      "x'y",
+      '~',
+    ]);
   });
 
   it('kills a hanging helper and its child on timeout', async () => {
@@ -201,8 +221,12 @@ describe.each(KINDS)('ProcessHelper, helpers started by the %s spawner', (spawne
   it('rejects non-string configuration values with the path', async () => {
     const err = await failure('badtype');
     expect(err.kind).toBe('invalid-reply');
-    expect(err.message).toContain('failed for badtype: reply is invalid: configuration["port"] must be a string, got number 8080');
-    expect(err.publicMessage).toContain('failed for badtype: reply is invalid: configuration["port"] must be a string, got a number;');
+    expect(err.message).toContain(
+      'failed for badtype: reply is invalid: configuration["port"] must be a string, got number 8080',
+    );
+    expect(err.publicMessage).toContain(
+      'failed for badtype: reply is invalid: configuration["port"] must be a string, got a number;',
+    );
     expect(err.publicMessage).not.toContain('8080');
   });
 
@@ -230,16 +254,16 @@ describe.each(KINDS)('ProcessHelper, helpers started by the %s spawner', (spawne
   });
 
   it('still serves a good request after all the faults', async () => {
-    const results = await Promise.all(
-      ['n1', 'n2', 'n3'].map((id) => helper.run(sampleRequest(id), { identity: id })),
-    );
+    const results = await Promise.all(['n1', 'n2', 'n3'].map((id) => helper.run(sampleRequest(id), { identity: id })));
     expect(results.map((r) => r.reply.configuration?.['identity'])).toEqual(['n1', 'n2', 'n3']);
   });
 
   it('survives a helper that exits without reading its (large) input', async () => {
     const lazy = dir.script('lazy.sh', `#!/bin/sh\nprintf '{"msg":"did not read"}'\n`);
     const req = { ...sampleRequest(), inventory: JSON.stringify({ facts: { blob: 'z'.repeat(2 * 1024 * 1024) } }) };
-    const result = await new ProcessHelper({ command: q(lazy), timeoutMs: 2000, spawner }).run(req, { identity: 'lazy' });
+    const result = await new ProcessHelper({ command: q(lazy), timeoutMs: 2000, spawner }).run(req, {
+      identity: 'lazy',
+    });
     expect(result.reply).toEqual({ msg: 'did not read' });
   });
 
@@ -289,19 +313,28 @@ describe.each(KINDS)('ProcessHelper, helpers started by the %s spawner', (spawne
   it('reports a program that cannot be started', async () => {
     const missing = await failure('n1', new ProcessHelper({ command: `${dir.file('missing')} --flag`, spawner }));
     expect(missing.kind).toBe('spawn');
-    expect(missing.message).toBe(`helper ${dir.file('missing')} failed for n1: cannot start ${dir.file('missing')}: spawn ${dir.file('missing')} ENOENT`);
+    expect(missing.message).toBe(
+      `helper ${dir.file('missing')} failed for n1: cannot start ${dir.file('missing')}: spawn ${dir.file('missing')} ENOENT`,
+    );
     const plain = dir.script('not-exec.sh', '#!/bin/sh\n');
     const { chmodSync } = await import('node:fs');
     chmodSync(plain, 0o644);
     expect((await failure('n1', new ProcessHelper({ command: plain, spawner }))).message).toContain('EACCES');
-    expect((await failure('n1', new ProcessHelper({ command: 'no-such-helper-on-path', spawner }))).message).toContain('spawn no-such-helper-on-path ENOENT');
-    const elsewhere = await failure('n1', new ProcessHelper({ command: q(faulty), cwd: dir.file('no-such-dir'), spawner }));
+    expect((await failure('n1', new ProcessHelper({ command: 'no-such-helper-on-path', spawner }))).message).toContain(
+      'spawn no-such-helper-on-path ENOENT',
+    );
+    const elsewhere = await failure(
+      'n1',
+      new ProcessHelper({ command: q(faulty), cwd: dir.file('no-such-dir'), spawner }),
+    );
     expect(elsewhere.kind).toBe('spawn');
     expect(elsewhere.message).toContain('ENOENT');
   });
 
   it('rejects unusable command lines with the upstream texts', () => {
-    expect(() => new ProcessHelper({ command: '   ' })).toThrow(new HelperCommandError('cannot parse helper command: empty'));
+    expect(() => new ProcessHelper({ command: '   ' })).toThrow(
+      new HelperCommandError('cannot parse helper command: empty'),
+    );
     expect(() => new ProcessHelper({ command: '/bin/helper "abc' })).toThrow(
       'cannot parse helper command: Unterminated double-quoted string',
     );
@@ -320,10 +353,12 @@ describe.each(KINDS)('ProcessHelper time limit under a blocked event loop (%s sp
     const h = new ProcessHelper({ command: q(quick), timeoutMs: LIMIT_MS, spawner });
     try {
       const ids = ['b1', 'b2', 'b3', 'b4', 'b5', 'b6'];
-      const runs = ids.map((id) => h.run(sampleRequest(id), { identity: id }).then(
-        (r) => r.reply.msg,
-        (err: unknown) => (err instanceof Error ? err.message : String(err)),
-      ));
+      const runs = ids.map((id) =>
+        h.run(sampleRequest(id), { identity: id }).then(
+          (r) => r.reply.msg,
+          (err: unknown) => (err instanceof Error ? err.message : String(err)),
+        ),
+      );
       // the run messages leave on this tick; the helpers answer in ~50 ms while this loop is stuck
       blockEventLoop(LIMIT_MS * 1.5);
       expect(await Promise.all(runs)).toEqual(ids.map(() => 'quick'));
@@ -341,7 +376,9 @@ describe.each(KINDS)('ProcessHelper time limit under a blocked event loop (%s sp
       blockEventLoop(LIMIT_MS * 1.5);
       const err = await pending;
       expect(err.kind).toBe('timeout');
-      expect(err.message).toContain(`helper ${slow} failed for slow: timed out after ${LIMIT_MS} ms; killed it and the processes it started`);
+      expect(err.message).toContain(
+        `helper ${slow} failed for slow: timed out after ${LIMIT_MS} ms; killed it and the processes it started`,
+      );
       expect(performance.now() - started).toBeLessThan(LIMIT_MS + 5000);
       await becomesDead(await readPid(dir.file('slow.pid')));
     } finally {
@@ -381,7 +418,9 @@ describe.each(COMPANIONS)('ProcessHelper spawner processes (%s)', (spawner) => {
     const before = spawnerPids();
     const h = new ProcessHelper({ command: q(slow), timeoutMs: 5000, spawners: 2, spawner });
     try {
-      const runs = ['a1', 'a2', 'a3', 'a4'].map((id) => h.run(sampleRequest(`${id}.example.net`), { identity: `${id}.example.net` }));
+      const runs = ['a1', 'a2', 'a3', 'a4'].map((id) =>
+        h.run(sampleRequest(`${id}.example.net`), { identity: `${id}.example.net` }),
+      );
       // each run goes to the spawner with the fewest in flight: two each
       for (const r of await Promise.all(runs)) expect(r.reply.configuration).toEqual({ a: 'b' });
       const started = newOnes(before);
@@ -439,7 +478,10 @@ describe.each(COMPANIONS)('ProcessHelper spawner processes (%s)', (spawner) => {
     const before = spawnerPids();
     const h = new ProcessHelper({ command: q(slow), timeoutMs: 5000, spawners: 2, spawner });
     try {
-      for (const id of ['b1', 'b2', 'b3']) expect((await h.run(sampleRequest(`${id}.example.net`), { identity: `${id}.example.net` })).reply.configuration).toEqual({ a: 'b' });
+      for (const id of ['b1', 'b2', 'b3'])
+        expect(
+          (await h.run(sampleRequest(`${id}.example.net`), { identity: `${id}.example.net` })).reply.configuration,
+        ).toEqual({ a: 'b' });
       expect(newOnes(before)).toHaveLength(1);
     } finally {
       await h.close();
@@ -447,7 +489,10 @@ describe.each(COMPANIONS)('ProcessHelper spawner processes (%s)', (spawner) => {
   });
 
   it('refuses a spawner count that is not a positive integer', () => {
-    for (const spawners of [0, -1, 1.5]) expect(() => new ProcessHelper({ command: q(slow), spawners })).toThrow(/number of helper spawners must be a positive integer/);
+    for (const spawners of [0, -1, 1.5])
+      expect(() => new ProcessHelper({ command: q(slow), spawners })).toThrow(
+        /number of helper spawners must be a positive integer/,
+      );
   });
 });
 
@@ -463,7 +508,9 @@ describe('ProcessHelper without a spawner process (helper_spawner none)', () => 
     const h = new ProcessHelper({ command: q(script), timeoutMs: 20_000, spawner: 'none' });
     try {
       h.warmUp();
-      const runs = ['c1', 'c2', 'c3'].map((id) => h.run(sampleRequest(`${id}.example.net`), { identity: `${id}.example.net` }));
+      const runs = ['c1', 'c2', 'c3'].map((id) =>
+        h.run(sampleRequest(`${id}.example.net`), { identity: `${id}.example.net` }),
+      );
       for (const r of await Promise.all(runs)) expect(r.reply.configuration).toEqual({ parent: String(process.pid) });
       const hanging = failure('hang', h);
       const orphan = await readPid(pidFile);
@@ -488,7 +535,10 @@ describe('ProcessHelper spawner choice', () => {
     answer = dir.script('answer.sh', `#!/bin/sh\nprintf '{"configuration":{"a":"b"}}'\n`);
   });
 
-  async function runIn(path: string, setting: string | undefined): Promise<{ outcome: string; spawner: unknown; notices: unknown[] }> {
+  async function runIn(
+    path: string,
+    setting: string | undefined,
+  ): Promise<{ outcome: string; spawner: unknown; notices: unknown[] }> {
     const { spawnSync } = await import('node:child_process');
     const { fileURLToPath } = await import('node:url');
     const internal = fileURLToPath(new URL('../../../dist/internal.js', import.meta.url));
@@ -501,7 +551,11 @@ describe('ProcessHelper spawner choice', () => {
       `process.stdout.write(JSON.stringify({ outcome, spawner: h.spawner, notices }));`,
       `await h.close();`,
     ].join('\n');
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000, env: { ...process.env, PATH: path } });
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+      env: { ...process.env, PATH: path },
+    });
     expect(r.stderr).toBe('');
     return JSON.parse(r.stdout) as { outcome: string; spawner: unknown; notices: unknown[] };
   }
@@ -514,7 +568,11 @@ describe('ProcessHelper spawner choice', () => {
   }
 
   it('uses the Node companion by default, also where python3 works (the same on every host)', async () => {
-    const node = { outcome: '{"a":"b"}', spawner: { kind: 'node' }, notices: [{ level: 'info', message: 'helper processes are started by the node spawner' }] };
+    const node = {
+      outcome: '{"a":"b"}',
+      spawner: { kind: 'node' },
+      notices: [{ level: 'info', message: 'helper processes are started by the node spawner' }],
+    };
     expect(await runIn(process.env['PATH'] ?? '', undefined)).toEqual(node);
     expect(await runIn(dir.file('empty-path'), undefined)).toEqual(node);
   });
@@ -531,13 +589,20 @@ describe('ProcessHelper spawner choice', () => {
     const missing = await runIn(dir.file('empty-path'), 'auto');
     expect(missing).toMatchObject({ outcome: '{"a":"b"}', spawner: { kind: 'node' } });
     expect(JSON.stringify(missing.spawner)).toContain('ENOENT');
-    const fellBack = (why: string): unknown => [{ level: 'warn', message: `python3 cannot start the helper processes (${why}): the node spawner starts them, at about twice the CPU per helper` }];
+    const fellBack = (why: string): unknown => [
+      {
+        level: 'warn',
+        message: `python3 cannot start the helper processes (${why}): the node spawner starts them, at about twice the CPU per helper`,
+      },
+    ];
     expect(await runIn(fakePython('exit 3'), 'auto')).toEqual({
       outcome: '{"a":"b"}',
       spawner: { kind: 'node', fallbackReason: 'it exited with status 3' },
       notices: fellBack('it exited with status 3'),
     });
-    expect(await runIn(fakePython(`echo '{"t":"unsupported","why":"python 3.7 is older than 3.9"}'; read -r line`), 'auto')).toEqual({
+    expect(
+      await runIn(fakePython(`echo '{"t":"unsupported","why":"python 3.7 is older than 3.9"}'; read -r line`), 'auto'),
+    ).toEqual({
       outcome: '{"a":"b"}',
       spawner: { kind: 'node', fallbackReason: 'python 3.7 is older than 3.9' },
       notices: fellBack('python 3.7 is older than 3.9'),
@@ -548,7 +613,13 @@ describe('ProcessHelper spawner choice', () => {
     expect(await runIn(fakePython('exit 3'), 'python3')).toEqual({
       outcome: `helper ${answer} failed for n1: the python3 helper spawner could not start: it exited with status 3 before ${answer} finished`,
       spawner: { kind: 'python3' },
-      notices: [{ level: 'warn', message: 'helper_spawner python3: it cannot start the helper processes (it exited with status 3); every helper run fails until it can' }],
+      notices: [
+        {
+          level: 'warn',
+          message:
+            'helper_spawner python3: it cannot start the helper processes (it exited with status 3); every helper run fails until it can',
+        },
+      ],
     });
   });
 
@@ -556,11 +627,18 @@ describe('ProcessHelper spawner choice', () => {
     expect(await runIn(dir.file('empty-path'), 'none')).toEqual({
       outcome: '{"a":"b"}',
       spawner: { kind: 'none' },
-      notices: [{ level: 'info', message: 'helper processes are started by the provisioner process itself (helper_spawner none)' }],
+      notices: [
+        {
+          level: 'info',
+          message: 'helper processes are started by the provisioner process itself (helper_spawner none)',
+        },
+      ],
     });
   });
 
   it('refuses an unknown setting', () => {
-    expect(() => new ProcessHelper({ command: q(answer), spawner: 'perl' as 'node' })).toThrow('the helper spawner must be one of auto, python3, node, none, got perl');
+    expect(() => new ProcessHelper({ command: q(answer), spawner: 'perl' as 'node' })).toThrow(
+      'the helper spawner must be one of auto, python3, node, none, got perl',
+    );
   });
 });

@@ -1,7 +1,13 @@
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { HelperReplyError } from '../../../src/host/helper/errors.js';
-import { REPLY_SCHEMA, assertAcceptedByNode, assertConfigurable, parseHelperReply, replyWarnings } from '../../../src/host/helper/reply.js';
+import {
+  REPLY_SCHEMA,
+  assertAcceptedByNode,
+  assertConfigurable,
+  parseHelperReply,
+  replyWarnings,
+} from '../../../src/host/helper/reply.js';
 
 function replyError(text: string): HelperReplyError {
   try {
@@ -39,7 +45,11 @@ const EXAMPLE_A = {
     pub_subjects: ['acme.registration.>'],
     permissions: { submission: true, streams: true, governor: false, service_host: false },
   },
-  configuration: { identity: 'web01.example.net', 'plugin.choria.server.provision': 'false', collectives: 'choria,acme' },
+  configuration: {
+    identity: 'web01.example.net',
+    'plugin.choria.server.provision': 'false',
+    collectives: 'choria,acme',
+  },
   action_policies: {},
   opa_policies: { 'default.rego': 'package io.choria.mcorpc.authpolicy\n' },
   upgrade: '0.29.4',
@@ -88,7 +98,9 @@ describe('parseHelperReply', () => {
   });
 
   it('rejects non-string values in every string map, listing each offender', () => {
-    const err = replyError('{"configuration":{"a":true},"action_policies":{"x.policy":{"p":1}},"opa_policies":{"d.rego":["r"]}}');
+    const err = replyError(
+      '{"configuration":{"a":true},"action_policies":{"x.policy":{"p":1}},"opa_policies":{"d.rego":["r"]}}',
+    );
     expect(err.message).toContain('configuration["a"] must be a string, got boolean true');
     expect(err.message).toContain('action_policies["x.policy"] must be a string, got object {"p":1}');
     expect(err.message).toContain('opa_policies["d.rego"] must be a string, got array ["r"]');
@@ -111,11 +123,15 @@ describe('parseHelperReply', () => {
     expect(replyError('{"server_claims":{"collectives":["a",1]}}').message).toContain(
       'server_claims.collectives[1] must be a string, got number 1',
     );
-    expect(replyError('{"server_claims":{"ou":7}}').message).toContain('server_claims.ou must be a string, got number 7');
+    expect(replyError('{"server_claims":{"ou":7}}').message).toContain(
+      'server_claims.ou must be a string, got number 7',
+    );
     expect(replyError('{"server_claims":{"exp":"next year"}}').message).toContain(
       'server_claims.exp must be a number, got string "next year"',
     );
-    expect(replyError('{"server_claims":{"exp":true}}').message).toContain('server_claims.exp must be a number, got boolean true');
+    expect(replyError('{"server_claims":{"exp":true}}').message).toContain(
+      'server_claims.exp must be a number, got boolean true',
+    );
     expect(replyError('{"server_claims":{"pub_subjects":[{}]}}').message).toContain(
       'server_claims.pub_subjects[0] must be a string, got object {}',
     );
@@ -141,7 +157,9 @@ describe('parseHelperReply', () => {
   });
 
   it('words a public message apart that names no value of the reply', () => {
-    const typed = replyError('{"configuration":{"plugin.choria.network.provisioning.client_password":["hunter2-SECRET"],"token=hunter3-SECRET":7}}');
+    const typed = replyError(
+      '{"configuration":{"plugin.choria.network.provisioning.client_password":["hunter2-SECRET"],"token=hunter3-SECRET":7}}',
+    );
     expect(typed.publicMessage).toBe(
       'helper reply is invalid: configuration["plugin.choria.network.provisioning.client_password"] must be a string, got an array; configuration[<a key of 20 characters>] must be a string, got a number',
     );
@@ -150,10 +168,16 @@ describe('parseHelperReply', () => {
       'helper reply is invalid: configuration["plugin.choria.network.provisioning.client_password"] must be a string, got array [redacted]; configuration["token=[redacted]"] must be a string, got number [redacted]',
     );
     const broken = replyError('{"configuration":{"seed":"deadbeefSEED"} BROKEN');
-    expect(broken.publicMessage).toBe('helper reply is not valid JSON: 47 bytes that are not JSON: `,` or `}` expected at position 41');
+    expect(broken.publicMessage).toBe(
+      'helper reply is not valid JSON: 47 bytes that are not JSON: `,` or `}` expected at position 41',
+    );
     // JSON.parse's message would quote the text around the mistake: neither wording uses it
-    expect(replyError('{"a": deadbeefSEED}').message).toBe('helper reply is not valid JSON: 19 bytes that are not JSON: a JSON value expected at position 6');
-    expect(replyError('"hunter4-SECRET"').publicMessage).toBe('helper reply is invalid: the reply must be a JSON object, got a string');
+    expect(replyError('{"a": deadbeefSEED}').message).toBe(
+      'helper reply is not valid JSON: 19 bytes that are not JSON: a JSON value expected at position 6',
+    );
+    expect(replyError('"hunter4-SECRET"').publicMessage).toBe(
+      'helper reply is invalid: the reply must be a JSON object, got a string',
+    );
     // nothing quoted: the public message is the message
     const empty = replyError('');
     expect(empty.publicMessage).toBe(empty.message);
@@ -202,7 +226,12 @@ describe('replyWarnings', () => {
   });
 
   it('says nothing of policy file names: a name go-choria refuses is an error (assertAcceptedByNode)', () => {
-    expect(replyWarnings({ configuration: { 'plugin.choria.server.provision': 'false' }, action_policies: { rpcutil: 'x' } })).toEqual([]);
+    expect(
+      replyWarnings({
+        configuration: { 'plugin.choria.server.provision': 'false' },
+        action_policies: { rpcutil: 'x' },
+      }),
+    ).toEqual([]);
   });
 });
 
@@ -210,7 +239,9 @@ describe('assertAcceptedByNode', () => {
   it('refuses an action policy name without .policy, naming the key and the node', () => {
     const reply = { configuration: { a: 'b' }, action_policies: { rpcutil: 'policy default deny', 'ok.policy': 'x' } };
     expect(() => assertAcceptedByNode(reply, 'web1')).toThrow(HelperReplyError);
-    expect(() => assertAcceptedByNode(reply, 'web1')).toThrow(/action_policies key "rpcutil" does not end in "\.policy".*nothing was sent to web1/);
+    expect(() => assertAcceptedByNode(reply, 'web1')).toThrow(
+      /action_policies key "rpcutil" does not end in "\.policy".*nothing was sent to web1/,
+    );
   });
 
   it('names a policy file in its public message only when it looks like a file name', () => {
@@ -222,25 +253,33 @@ describe('assertAcceptedByNode', () => {
       }
       throw new Error('expected a HelperReplyError');
     };
-    expect(catchIt({ action_policies: { rpcutil: 'x' } }).publicMessage).toContain('action_policies key "rpcutil" does not end in ".policy"');
+    expect(catchIt({ action_policies: { rpcutil: 'x' } }).publicMessage).toContain(
+      'action_policies key "rpcutil" does not end in ".policy"',
+    );
     const odd = catchIt({ action_policies: { 'password=hunter5-SECRET': 'x' } });
     expect(odd.publicMessage).toContain('action_policies key <a key of 23 characters> does not end in ".policy"');
     expect(odd.message).toContain('action_policies key "password=[redacted]" does not end');
   });
 
   it('refuses an OPA policy name without .rego', () => {
-    expect(() => assertAcceptedByNode({ opa_policies: { 'default.rego': 'x', 'rpcutil.policy': 'y' } })).toThrow(/opa_policies key "rpcutil\.policy" does not end in "\.rego"/);
+    expect(() => assertAcceptedByNode({ opa_policies: { 'default.rego': 'x', 'rpcutil.policy': 'y' } })).toThrow(
+      /opa_policies key "rpcutil\.policy" does not end in "\.rego"/,
+    );
   });
 
   it('passes well-named policies and replies without any', () => {
-    expect(() => assertAcceptedByNode({ action_policies: { 'rpcutil.policy': 'x' }, opa_policies: { 'default.rego': 'y' } })).not.toThrow();
+    expect(() =>
+      assertAcceptedByNode({ action_policies: { 'rpcutil.policy': 'x' }, opa_policies: { 'default.rego': 'y' } }),
+    ).not.toThrow();
     expect(() => assertAcceptedByNode({ configuration: { a: 'b' } })).not.toThrow();
   });
 });
 
 describe('assertConfigurable', () => {
   it('throws for a missing or empty configuration, naming the node', () => {
-    expect(() => assertConfigurable({}, 'web1')).toThrow(/configuration is empty, so there is nothing to configure on web1/);
+    expect(() => assertConfigurable({}, 'web1')).toThrow(
+      /configuration is empty, so there is nothing to configure on web1/,
+    );
     expect(() => assertConfigurable({ configuration: {} })).toThrow(HelperReplyError);
   });
 

@@ -18,7 +18,13 @@ function goPayload(token: string): string {
 
 describe('encodeHelperRequest', () => {
   it('writes the five keys in Go struct order with null for disabled features', () => {
-    const req: HelperRequest = { identity: 'n1.example.net', csr: null, ed25519_pubkey: null, inventory: '{}', jwt: null };
+    const req: HelperRequest = {
+      identity: 'n1.example.net',
+      csr: null,
+      ed25519_pubkey: null,
+      inventory: '{}',
+      jwt: null,
+    };
     expect(encodeHelperRequest(req)).toBe(
       '{"identity":"n1.example.net","csr":null,"ed25519_pubkey":null,"inventory":"{}","jwt":null}',
     );
@@ -44,7 +50,11 @@ describe('encodeHelperRequest', () => {
     const text = encodeHelperRequest({ identity: 'n1', csr: null, ed25519_pubkey: null, inventory, jwt: null });
     const decoded = JSON.parse(text) as { inventory: unknown };
     expect(typeof decoded.inventory).toBe('string');
-    expect(JSON.parse(decoded.inventory as string)).toEqual({ agents: ['rpcutil'], facts: { role: 'web' }, upgradable: true });
+    expect(JSON.parse(decoded.inventory as string)).toEqual({
+      agents: ['rpcutil'],
+      facts: { role: 'web' },
+      upgradable: true,
+    });
   });
 
   it('escapes <, >, &, U+2028 and U+2029 as Go does, inside the inventory string too', () => {
@@ -98,7 +108,13 @@ describe('encodeHelperRequest', () => {
   });
 
   it('never contains a raw newline, so it doubles as a JSON-lines record', () => {
-    const req: HelperRequest = { identity: 'n1', csr: null, ed25519_pubkey: null, inventory: '{\n"a": "b\nc"\n}', jwt: null };
+    const req: HelperRequest = {
+      identity: 'n1',
+      csr: null,
+      ed25519_pubkey: null,
+      inventory: '{\n"a": "b\nc"\n}',
+      jwt: null,
+    };
     expect(encodeHelperRequest(req)).not.toMatch(/[\n\r\u2028\u2029]/);
   });
 });

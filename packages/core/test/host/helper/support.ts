@@ -14,8 +14,22 @@ export function sampleRequest(identity = 'web1.example.net', facts: Record<strin
     identity,
     csr: null,
     ed25519_pubkey: null,
-    inventory: JSON.stringify({ agents: ['rpcutil'], facts, main_collective: 'provisioning', version: '0.29.4', upgradable: true }),
-    jwt: { cht: TOKEN, chs: false, chpd: true, chpwd: PASSWORD, extensions: null, ou: 'choria', purpose: 'choria_provisioning' },
+    inventory: JSON.stringify({
+      agents: ['rpcutil'],
+      facts,
+      main_collective: 'provisioning',
+      version: '0.29.4',
+      upgradable: true,
+    }),
+    jwt: {
+      cht: TOKEN,
+      chs: false,
+      chpd: true,
+      chpwd: PASSWORD,
+      extensions: null,
+      ou: 'choria',
+      purpose: 'choria_provisioning',
+    },
   };
 }
 
@@ -52,14 +66,18 @@ export function q(path: string): string {
  */
 export async function readPid(file: string): Promise<number> {
   let text = '';
-  await until(`a pid in ${file}`, () => {
-    try {
-      text = readFileSync(file, 'utf8').trim();
-    } catch {
-      text = '';
-    }
-    return text !== '';
-  }, 10_000);
+  await until(
+    `a pid in ${file}`,
+    () => {
+      try {
+        text = readFileSync(file, 'utf8').trim();
+      } catch {
+        text = '';
+      }
+      return text !== '';
+    },
+    10_000,
+  );
   return Number(text);
 }
 

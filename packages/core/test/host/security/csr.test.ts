@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CERT_DENY_LIST } from '../../../src/config/schema.js';
-import {
-  compileDenyList,
-  matchesDenyList,
-  parseCsr,
-  validateCsr,
-} from '../../../src/host/security/csr.js';
+import { compileDenyList, matchesDenyList, parseCsr, validateCsr } from '../../../src/host/security/csr.js';
 import { readVector, readVectorJson } from '@choria-provisioner/test-support/vectors';
 
 interface CsrCase {
@@ -35,7 +30,10 @@ describe('validateCsr (csr-validation.json)', () => {
     const pem = readVector('crypto', 'csr', c.file);
     expect(parseCsr(pem)).toEqual({ commonName: c.parsed_common_name, dnsNames: c.parsed_dns_names });
     if (c.valid) {
-      expect(validateCsr(pem, c.identity, c.cert_deny_list)).toEqual({ commonName: c.parsed_common_name, dnsNames: c.parsed_dns_names });
+      expect(validateCsr(pem, c.identity, c.cert_deny_list)).toEqual({
+        commonName: c.parsed_common_name,
+        dnsNames: c.parsed_dns_names,
+      });
     } else {
       expect(() => validateCsr(pem, c.identity, c.cert_deny_list)).toThrow(c.error ?? 'an error');
     }
@@ -62,9 +60,9 @@ describe('validateCsr (csr-validation.json)', () => {
   it('fails cleanly on missing and unparsable input', () => {
     expect(() => validateCsr('', 'x', [])).toThrow('no CSR received');
     expect(() => validateCsr('not pem at all', 'x', [])).toThrow(/^could not parse CSR: /);
-    expect(() => validateCsr('-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n', 'x', [])).toThrow(
-      /^could not parse CSR: /,
-    );
+    expect(() =>
+      validateCsr('-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n', 'x', []),
+    ).toThrow(/^could not parse CSR: /);
   });
 });
 

@@ -28,7 +28,12 @@ interface EcdhKat {
     provisioner_private_hex: string;
     provisioner_public_hex: string;
     shared_secret_hex: string;
-    kat2: { provisioner_private_hex: string; provisioner_public_hex: string; server_public_hex: string; shared_secret_hex: string };
+    kat2: {
+      provisioner_private_hex: string;
+      provisioner_public_hex: string;
+      server_public_hex: string;
+      shared_secret_hex: string;
+    };
     low_order_point: { remote_public_hex: string };
   };
   pem_kats: PemKat[];
@@ -51,23 +56,31 @@ const signerDer = decodeFirstPemBlock(signerPem)?.bytes ?? Buffer.alloc(0);
 describe('X25519', () => {
   it('matches the go-choria known answer (provision vector)', () => {
     expect(x25519PublicFromPrivate(hex(provisionKat.server_private)).toString('hex')).toBe(provisionKat.server_public);
-    expect(x25519PublicFromPrivate(hex(provisionKat.provisioner_private)).toString('hex')).toBe(provisionKat.provisioner_public);
-    expect(x25519SharedSecret(hex(provisionKat.provisioner_private), hex(provisionKat.server_public)).toString('hex')).toBe(
-      provisionKat.shared_secret,
+    expect(x25519PublicFromPrivate(hex(provisionKat.provisioner_private)).toString('hex')).toBe(
+      provisionKat.provisioner_public,
     );
-    expect(x25519SharedSecret(hex(provisionKat.server_private), hex(provisionKat.provisioner_public)).toString('hex')).toBe(
-      provisionKat.shared_secret,
-    );
+    expect(
+      x25519SharedSecret(hex(provisionKat.provisioner_private), hex(provisionKat.server_public)).toString('hex'),
+    ).toBe(provisionKat.shared_secret);
+    expect(
+      x25519SharedSecret(hex(provisionKat.server_private), hex(provisionKat.provisioner_public)).toString('hex'),
+    ).toBe(provisionKat.shared_secret);
   });
 
   it('matches the second pair and rejects a low-order point and bad lengths', () => {
     const { kat2, low_order_point: lowOrder } = kat.x25519;
-    expect(x25519PublicFromPrivate(hex(kat2.provisioner_private_hex)).toString('hex')).toBe(kat2.provisioner_public_hex);
-    expect(x25519SharedSecret(hex(kat2.provisioner_private_hex), hex(kat2.server_public_hex)).toString('hex')).toBe(kat2.shared_secret_hex);
+    expect(x25519PublicFromPrivate(hex(kat2.provisioner_private_hex)).toString('hex')).toBe(
+      kat2.provisioner_public_hex,
+    );
+    expect(x25519SharedSecret(hex(kat2.provisioner_private_hex), hex(kat2.server_public_hex)).toString('hex')).toBe(
+      kat2.shared_secret_hex,
+    );
     expect(() => x25519SharedSecret(hex(kat2.provisioner_private_hex), hex(lowOrder.remote_public_hex))).toThrow(
       'bad input point: low order point',
     );
-    expect(() => x25519SharedSecret(hex(kat2.provisioner_private_hex), Buffer.alloc(31, 1))).toThrow('bad point length: 31, expected 32');
+    expect(() => x25519SharedSecret(hex(kat2.provisioner_private_hex), Buffer.alloc(31, 1))).toThrow(
+      'bad point length: 31, expected 32',
+    );
   });
 });
 
@@ -112,12 +125,18 @@ describe('legacy PEM encryption known answers', () => {
     expect(() => decryptLegacyPem(signerPem, Buffer.alloc(1))).toThrow('key is not encrypted');
     const c = kat.pem_kats[3];
     if (c === undefined) throw new Error('missing case');
-    expect(() => decryptLegacyPem(c.pem.replace('AES-256-CBC,', 'AES-256-CBC'), Buffer.alloc(1))).toThrow('x509: malformed DEK-Info header');
-    expect(() => decryptLegacyPem(c.pem.replace('AES-256-CBC', 'BF-CBC'), Buffer.alloc(1))).toThrow('x509: unknown encryption mode');
-    expect(() => decryptLegacyPem(c.pem.replace(c.iv_hex, c.iv_hex.slice(2)), Buffer.alloc(1))).toThrow('x509: incorrect IV size');
-    expect(() => decryptLegacyPem(c.pem.replace('j7IIBlqMFlygKXEInoFn/w==', 'j7IIBlqMFlygKXEInoFn'), Buffer.alloc(1))).toThrow(
-      'x509: encrypted PEM data is not a multiple of the block size',
+    expect(() => decryptLegacyPem(c.pem.replace('AES-256-CBC,', 'AES-256-CBC'), Buffer.alloc(1))).toThrow(
+      'x509: malformed DEK-Info header',
     );
+    expect(() => decryptLegacyPem(c.pem.replace('AES-256-CBC', 'BF-CBC'), Buffer.alloc(1))).toThrow(
+      'x509: unknown encryption mode',
+    );
+    expect(() => decryptLegacyPem(c.pem.replace(c.iv_hex, c.iv_hex.slice(2)), Buffer.alloc(1))).toThrow(
+      'x509: incorrect IV size',
+    );
+    expect(() =>
+      decryptLegacyPem(c.pem.replace('j7IIBlqMFlygKXEInoFn/w==', 'j7IIBlqMFlygKXEInoFn'), Buffer.alloc(1)),
+    ).toThrow('x509: encrypted PEM data is not a multiple of the block size');
   });
 });
 
@@ -137,7 +156,9 @@ describe('encryptKeyForNode', () => {
     const pem = String(privateKey.export({ format: 'pem', type: 'pkcs1' }));
     const result = encryptKeyForNode(`leading text is skipped\n${pem}`, provisionKat.server_public);
     expect(result.ecdhPublicHex).toMatch(/^[0-9a-f]{64}$/);
-    expect(result.pem).toMatch(/^-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-256-CBC,[0-9a-f]{32}\n\n/);
+    expect(result.pem).toMatch(
+      /^-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-256-CBC,[0-9a-f]{32}\n\n/,
+    );
     expect(result.pem.endsWith('-----END RSA PRIVATE KEY-----\n')).toBe(true);
 
     // node side: shared secret from its own private key and our public key
@@ -164,7 +185,11 @@ describe('encryptKeyForNode', () => {
     expect(() => encryptKeyForNode('not pem', provisionKat.server_public)).toThrow('bad key received');
     expect(() => encryptKeyForNode(signerPem, 'zz')).toThrow("encoding/hex: invalid byte: U+007A 'z'");
     expect(() => encryptKeyForNode('', provisionKat.server_public)).toThrow('no key to encrypt');
-    expect(() => encryptKeyForNode(signerPem, kat.x25519.low_order_point.remote_public_hex)).toThrow('bad input point: low order point');
-    expect(() => encryptKeyForNode(signerPem, provisionKat.server_public, { privateKey: Buffer.alloc(31) })).toThrow(/32 bytes/);
+    expect(() => encryptKeyForNode(signerPem, kat.x25519.low_order_point.remote_public_hex)).toThrow(
+      'bad input point: low order point',
+    );
+    expect(() => encryptKeyForNode(signerPem, provisionKat.server_public, { privateKey: Buffer.alloc(31) })).toThrow(
+      /32 bytes/,
+    );
   });
 });

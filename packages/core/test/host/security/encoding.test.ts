@@ -4,7 +4,8 @@ import { decodeFirstPemBlock, encodePem } from '../../../src/host/security/pem.j
 
 describe('decodeFirstPemBlock', () => {
   it('reads type, headers and bytes, skipping text before the block', () => {
-    const text = 'intro\n-----BEGIN X-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: A,B\n\naGVs\nbG8=\n-----END X-----\ntrailer';
+    const text =
+      'intro\n-----BEGIN X-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: A,B\n\naGVs\nbG8=\n-----END X-----\ntrailer';
     const block = decodeFirstPemBlock(text);
     expect(block?.type).toBe('X');
     expect(Object.fromEntries(block?.headers ?? [])).toEqual({ 'Proc-Type': '4,ENCRYPTED', 'DEK-Info': 'A,B' });
@@ -54,7 +55,9 @@ describe('encodePem', () => {
 describe('Go JSON encoding', () => {
   it('escapes like encoding/json', () => {
     expect(goJsonStringify('a<b>&c')).toBe('"a\\u003cb\\u003e\\u0026c"');
-    expect(goJsonStringify('q"\\\n\r\t\b\f\u0001\u2028\u2029é😀')).toBe('"q\\"\\\\\\n\\r\\t\\b\\f\\u0001\\u2028\\u2029é😀"');
+    expect(goJsonStringify('q"\\\n\r\t\b\f\u0001\u2028\u2029é😀')).toBe(
+      '"q\\"\\\\\\n\\r\\t\\b\\f\\u0001\\u2028\\u2029é😀"',
+    );
     // a lone surrogate is what Go's decoder had already made U+FFFD
     expect(goJsonStringify('\ud800')).toBe('"\uFFFD"');
   });

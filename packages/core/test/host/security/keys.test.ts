@@ -49,15 +49,21 @@ describe('Ed25519 seeds', () => {
   });
 
   it('reads the upstream seed files', () => {
-    expect(ed25519PublicHex(ed25519KeyFromSeed(readEd25519SeedFile(vectorPath('tokens', 'ed25519-signer.seed'))))).toBe(signerPublic);
-    expect(ed25519PublicHex(ed25519KeyFromSeed(readEd25519SeedFile(vectorPath('tokens', 'ed25519-other.seed'))))).toBe(otherPublic);
+    expect(ed25519PublicHex(ed25519KeyFromSeed(readEd25519SeedFile(vectorPath('tokens', 'ed25519-signer.seed'))))).toBe(
+      signerPublic,
+    );
+    expect(ed25519PublicHex(ed25519KeyFromSeed(readEd25519SeedFile(vectorPath('tokens', 'ed25519-other.seed'))))).toBe(
+      otherPublic,
+    );
   });
 
   it('rejects a seed file with a trailing newline, a short seed and a missing file', () => {
     const seed = readVector('tokens', 'ed25519-other.seed');
     expect(() => readEd25519SeedFile(file('nl.seed', `${seed}\n`))).toThrow('encoding/hex: invalid byte: U+000A');
     expect(() => readEd25519SeedFile(file('short.seed', seed.slice(0, 62)))).toThrow('invalid seed length');
-    expect(() => readEd25519SeedFile(join(dir, 'missing.seed'))).toThrow(/could not read ed25519 seed file .*missing\.seed/);
+    expect(() => readEd25519SeedFile(join(dir, 'missing.seed'))).toThrow(
+      /could not read ed25519 seed file .*missing\.seed/,
+    );
     expect(() => ed25519KeyFromSeed(Buffer.alloc(31))).toThrow('invalid seed length');
   });
 });
@@ -85,7 +91,9 @@ describe('loadVerificationKey', () => {
     expect(() => loadVerificationKey(file('nl.public', `${signerPublic}\n`))).toThrow(
       'could not parse ed25519 public data: encoding/hex: invalid byte: U+000A',
     );
-    expect(() => loadVerificationKey(file('short.public', signerPublic.slice(0, 62)))).toThrow('invalid ed25519 public key size');
+    expect(() => loadVerificationKey(file('short.public', signerPublic.slice(0, 62)))).toThrow(
+      'invalid ed25519 public key size',
+    );
   });
 
   it.each([
@@ -102,7 +110,9 @@ describe('loadVerificationKey', () => {
   it('accepts PKCS#1 bytes under a PUBLIC KEY label', () => {
     const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 1024 });
     const pkcs1 = publicKey.export({ format: 'der', type: 'pkcs1' }).toString('base64');
-    const key = loadVerificationKey(file('pkcs1-as-spki.pem', `-----BEGIN PUBLIC KEY-----\n${pkcs1}\n-----END PUBLIC KEY-----\n`));
+    const key = loadVerificationKey(
+      file('pkcs1-as-spki.pem', `-----BEGIN PUBLIC KEY-----\n${pkcs1}\n-----END PUBLIC KEY-----\n`),
+    );
     expect(key.kind).toBe('rsa');
   });
 
@@ -120,9 +130,9 @@ describe('loadVerificationKey', () => {
     expect(() => loadVerificationKey(file('ed.pem', pem))).toThrow(
       'could not parse validation certificate: key is not a valid RSA public key',
     );
-    expect(() => loadVerificationKey(file('junk.pem', '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n'))).toThrow(
-      /^could not parse validation certificate: /,
-    );
+    expect(() =>
+      loadVerificationKey(file('junk.pem', '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n')),
+    ).toThrow(/^could not parse validation certificate: /);
     expect(() => loadVerificationKey(file('nopem.pem', '-----BEGIN CERTIFICATE----- but no end'))).toThrow(
       'could not parse validation certificate: invalid key: Key must be a PEM encoded PKCS1 or PKCS8 key',
     );
@@ -173,9 +183,13 @@ describe('loadSigningKey', () => {
 
   it('rejects non-RSA PKCS#8 keys', () => {
     const ed = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' });
-    expect(() => loadSigningKey(file('ed-pkcs8.pem', ed))).toThrow('could not parse signing key: key is not a valid RSA private key');
+    expect(() => loadSigningKey(file('ed-pkcs8.pem', ed))).toThrow(
+      'could not parse signing key: key is not a valid RSA private key',
+    );
     const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' });
-    expect(() => loadSigningKey(file('ec-pkcs8.pem', ec))).toThrow('could not parse signing key: key is not a valid RSA private key');
+    expect(() => loadSigningKey(file('ec-pkcs8.pem', ec))).toThrow(
+      'could not parse signing key: key is not a valid RSA private key',
+    );
   });
 
   it('rejects encrypted and corrupt PEM keys', () => {
@@ -191,7 +205,12 @@ describe('loadSigningKey', () => {
   });
 
   it('rejects RSA keys shorter than 1024 bits', () => {
-    const small = generateKeyPairSync('rsa', { modulusLength: 512 }).privateKey.export({ format: 'pem', type: 'pkcs1' });
-    expect(() => loadSigningKey(file('small.pem', small))).toThrow(/could not parse signing key: crypto\/rsa: 512-bit keys are insecure/);
+    const small = generateKeyPairSync('rsa', { modulusLength: 512 }).privateKey.export({
+      format: 'pem',
+      type: 'pkcs1',
+    });
+    expect(() => loadSigningKey(file('small.pem', small))).toThrow(
+      /could not parse signing key: crypto\/rsa: 512-bit keys are insecure/,
+    );
   });
 });

@@ -22,15 +22,17 @@ describe('verifyNonceSignature', () => {
       publicKeyHex: kat.public_key_hex,
     });
     const upper = kat.public_key_hex.toUpperCase();
-    expect(verifyNonceSignature({ public_key: upper, signature: kat.signature_hex }, kat.nonce).publicKeyHex).toBe(upper);
+    expect(verifyNonceSignature({ public_key: upper, signature: kat.signature_hex }, kat.nonce).publicKeyHex).toBe(
+      upper,
+    );
   });
 
   it('signs the ASCII nonce, not its hex-decoded bytes', () => {
     const [changedNonce, hexDecoded] = kat.negative;
     expect(changedNonce?.nonce).toBeDefined();
-    expect(() => verifyNonceSignature({ public_key: kat.public_key_hex, signature: kat.signature_hex }, changedNonce?.nonce ?? '')).toThrow(
-      changedNonce?.expect ?? 'x',
-    );
+    expect(() =>
+      verifyNonceSignature({ public_key: kat.public_key_hex, signature: kat.signature_hex }, changedNonce?.nonce ?? ''),
+    ).toThrow(changedNonce?.expect ?? 'x');
     const wrongEncoding = sign(null, Buffer.from(kat.nonce, 'hex'), nodeKey).toString('hex');
     expect(wrongEncoding.startsWith(hexDecoded?.signature_prefix_hex ?? 'x')).toBe(true);
     expect(() => verifyNonceSignature({ public_key: kat.public_key_hex, signature: wrongEncoding }, kat.nonce)).toThrow(
@@ -41,7 +43,9 @@ describe('verifyNonceSignature', () => {
   it('round-trips a fresh nonce', () => {
     const nonce = newRequestId();
     const signature = sign(null, Buffer.from(nonce), nodeKey).toString('hex');
-    expect(verifyNonceSignature({ public_key: kat.public_key_hex, signature }, nonce).publicKeyHex).toBe(kat.public_key_hex);
+    expect(verifyNonceSignature({ public_key: kat.public_key_hex, signature }, nonce).publicKeyHex).toBe(
+      kat.public_key_hex,
+    );
   });
 
   it.each([
@@ -52,17 +56,22 @@ describe('verifyNonceSignature', () => {
     [{ public_key: 'zz', signature: 'aa' }, "invalid public key received: encoding/hex: invalid byte: U+007A 'z'"],
     [{ public_key: 5, signature: 'aa' }, 'invalid public key received: expected a hex string, got number'],
     [{ public_key: 'aa', signature: 'xx' }, 'invalid signature'],
-    [{ public_key: 'aabb', signature: 'aa' }, 'invalid public key received: ed25519 public key must be 32 bytes, got 2'],
+    [
+      { public_key: 'aabb', signature: 'aa' },
+      'invalid public key received: ed25519 public key must be 32 bytes, got 2',
+    ],
   ])('rejects %j', (reply, message) => {
     expect(() => verifyNonceSignature(reply, kat.nonce)).toThrow(message);
   });
 
   it('rejects a short signature and a signature by another key', () => {
-    expect(() => verifyNonceSignature({ public_key: kat.public_key_hex, signature: kat.signature_hex.slice(0, 126) }, kat.nonce)).toThrow(
-      'invalid nonce signature',
-    );
+    expect(() =>
+      verifyNonceSignature({ public_key: kat.public_key_hex, signature: kat.signature_hex.slice(0, 126) }, kat.nonce),
+    ).toThrow('invalid nonce signature');
     const other = ed25519KeyFromSeed(Buffer.alloc(32, 7));
     const signature = sign(null, Buffer.from(kat.nonce), other).toString('hex');
-    expect(() => verifyNonceSignature({ public_key: kat.public_key_hex, signature }, kat.nonce)).toThrow('invalid nonce signature');
+    expect(() => verifyNonceSignature({ public_key: kat.public_key_hex, signature }, kat.nonce)).toThrow(
+      'invalid nonce signature',
+    );
   });
 });

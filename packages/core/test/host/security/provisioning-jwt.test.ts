@@ -107,7 +107,8 @@ describe('provisioning_token_expectations', () => {
   it.each(kat.provisioning_token_expectations.map((c, i) => [i, c] as const))('case %i: %o', (index, c) => {
     const token = kat.provisioning_tokens[c.name];
     expect(token).toBeDefined();
-    const run = (): ReturnType<typeof verifyProvisioningToken> => verifyProvisioningToken(token ?? '', settingFor(c.verify_with), { now: c.now });
+    const run = (): ReturnType<typeof verifyProvisioningToken> =>
+      verifyProvisioningToken(token ?? '', settingFor(c.verify_with), { now: c.now });
 
     if (c.expect.startsWith('valid')) {
       const claims = run();
@@ -126,7 +127,14 @@ describe('provisioning_token_expectations', () => {
   });
 
   it('hands the helper Go-shaped claims: same keys, order and omissions as the Go-encoded payload', () => {
-    for (const name of ['ed25519_valid', 'rs256_valid', 'ed25519_sub_only', 'ed25519_purpose_only', 'ed25519_chain_issexp', 'ed25519_no_exp']) {
+    for (const name of [
+      'ed25519_valid',
+      'rs256_valid',
+      'ed25519_sub_only',
+      'ed25519_purpose_only',
+      'ed25519_chain_issexp',
+      'ed25519_no_exp',
+    ]) {
       const token = kat.provisioning_tokens[name] ?? '';
       const setting = name.startsWith('rs') ? vectorPath('crypto', 'jwt-signer-public.pem') : ORG_PUBLIC;
       const claims = verifyProvisioningToken(token, setting, { now: NOW });
@@ -137,7 +145,21 @@ describe('provisioning_token_expectations', () => {
   it('adds the default ou for the helper when the token has none', () => {
     const token = kat.provisioning_tokens['ed25519_no_ou'] ?? '';
     const helper = claimsForHelper(verifyProvisioningToken(token, ORG_PUBLIC, { now: NOW }));
-    expect(Object.keys(helper)).toEqual(['cht', 'chs', 'chu', 'chpd', 'extensions', 'ou', 'purpose', 'iss', 'sub', 'exp', 'nbf', 'iat', 'jti']);
+    expect(Object.keys(helper)).toEqual([
+      'cht',
+      'chs',
+      'chu',
+      'chpd',
+      'extensions',
+      'ou',
+      'purpose',
+      'iss',
+      'sub',
+      'exp',
+      'nbf',
+      'iat',
+      'jti',
+    ]);
     expect(helper['ou']).toBe('choria');
     expect(helper['extensions']).toBeNull();
   });
@@ -145,13 +167,22 @@ describe('provisioning_token_expectations', () => {
   it('agrees with jose on the valid EdDSA and RSA vectors', async () => {
     const rsa = loadVerificationKey(vectorPath('crypto', 'jwt-signer-public.pem')).key;
     const ed = loadVerificationKey(ORG_PUBLIC).key;
-    for (const [name, key] of [['ed25519_valid', ed], ['rs256_valid', rsa], ['rs384_valid', rsa], ['rs512_valid', rsa]] as const) {
+    for (const [name, key] of [
+      ['ed25519_valid', ed],
+      ['rs256_valid', rsa],
+      ['rs384_valid', rsa],
+      ['rs512_valid', rsa],
+    ] as const) {
       const token = kat.provisioning_tokens[name] ?? '';
       const { payload } = await jose.jwtVerify(token, key, {
         algorithms: ['RS256', 'RS384', 'RS512', 'EdDSA'],
         currentDate: new Date(NOW * 1000),
       });
-      const ours = verifyProvisioningToken(token, name.startsWith('rs') ? vectorPath('crypto', 'jwt-signer-public.pem') : ORG_PUBLIC, { now: NOW });
+      const ours = verifyProvisioningToken(
+        token,
+        name.startsWith('rs') ? vectorPath('crypto', 'jwt-signer-public.pem') : ORG_PUBLIC,
+        { now: NOW },
+      );
       expect(ours.jti).toBe(payload.jti);
       expect(ours.exp).toBe(payload.exp);
     }
@@ -182,11 +213,21 @@ describe('upstream_token_expectations', () => {
   it('verifies the upstream EdDSA token with its trailing newline and reads its claims', () => {
     const token = readVector('tokens', 'ed25519-good-provisioning.jwt');
     expect(token.endsWith('\n')).toBe(true);
-    const claims = verifyProvisioningToken(token, vectorPath('tokens', 'ed25519-signer.public'), { now: 1_900_000_000 });
-    expect(claims).toMatchObject({ cht: 'x', chs: true, chu: 'nats://example:4222', chpd: true, chrd: ',', iss: 'ginkgo', exp: 1_971_430_977 });
-    expect(() => verifyProvisioningToken(token, vectorPath('tokens', 'ed25519-signer.public'), { now: 1_971_430_977 })).toThrow(
-      'token is expired',
-    );
+    const claims = verifyProvisioningToken(token, vectorPath('tokens', 'ed25519-signer.public'), {
+      now: 1_900_000_000,
+    });
+    expect(claims).toMatchObject({
+      cht: 'x',
+      chs: true,
+      chu: 'nats://example:4222',
+      chpd: true,
+      chrd: ',',
+      iss: 'ginkgo',
+      exp: 1_971_430_977,
+    });
+    expect(() =>
+      verifyProvisioningToken(token, vectorPath('tokens', 'ed25519-signer.public'), { now: 1_971_430_977 }),
+    ).toThrow('token is expired');
   });
 
   it('reads chs from the broker tokens', () => {
@@ -217,12 +258,18 @@ describe('verifyProvisioningToken edge cases', () => {
       `${PREFIX}token is unverifiable: signing method (alg) is unspecified`,
     );
     const unknownAlg = makeToken(base, 'XX999', null);
-    expect(() => verifyProvisioningToken(unknownAlg, ORG_PUBLIC, { now: NOW })).toThrow('signing method (alg) is unavailable');
+    expect(() => verifyProvisioningToken(unknownAlg, ORG_PUBLIC, { now: NOW })).toThrow(
+      'signing method (alg) is unavailable',
+    );
     const notJson = `${Buffer.from('{"alg":"EdDSA"}').toString('base64url')}.${Buffer.from('{nope').toString('base64url')}.sig`;
-    expect(() => verifyProvisioningToken(notJson, ORG_PUBLIC, { now: NOW })).toThrow(`${PREFIX}token is malformed: could not JSON decode claim: `);
+    expect(() => verifyProvisioningToken(notJson, ORG_PUBLIC, { now: NOW })).toThrow(
+      `${PREFIX}token is malformed: could not JSON decode claim: `,
+    );
     // broken claims hold the token and the broker password: the error says where they broke, not what they say
     const brokenClaims = `${Buffer.from('{"alg":"EdDSA"}').toString('base64url')}.${Buffer.from('{"cht":"tok-Secret77","chpwd":"pw-Secret99" BROKEN').toString('base64url')}.sig`;
-    expect(() => verifyProvisioningToken(brokenClaims, ORG_PUBLIC, { now: NOW })).toThrow(`${PREFIX}token is malformed: could not JSON decode claim: \`,\` or \`}\` expected at position 44`);
+    expect(() => verifyProvisioningToken(brokenClaims, ORG_PUBLIC, { now: NOW })).toThrow(
+      `${PREFIX}token is malformed: could not JSON decode claim: \`,\` or \`}\` expected at position 44`,
+    );
     const arrayPayload = makeToken([1], 'EdDSA', orgKey);
     expect(() => verifyProvisioningToken(arrayPayload, ORG_PUBLIC, { now: NOW })).toThrow(
       'json: cannot unmarshal array into Go value of type ProvisioningClaims',
@@ -240,7 +287,16 @@ describe('verifyProvisioningToken edge cases', () => {
 
   it('decodes claims with Go types: numeric strings, aud forms, null, case-insensitive keys', () => {
     const token = makeToken(
-      { ...base, exp: '1700003600', CHT: 'upper', chu: null, aud: 'one', extensions: { b: 1, a: { d: 2, c: 3 } }, v2: true, update: true },
+      {
+        ...base,
+        exp: '1700003600',
+        CHT: 'upper',
+        chu: null,
+        aud: 'one',
+        extensions: { b: 1, a: { d: 2, c: 3 } },
+        v2: true,
+        update: true,
+      },
       'EdDSA',
       orgKey,
     );
@@ -249,9 +305,24 @@ describe('verifyProvisioningToken edge cases', () => {
     const helper = claimsForHelper(claims);
     expect(JSON.stringify(helper['extensions'])).toBe('{"a":{"c":3,"d":2},"b":1}');
     expect(helper['aud']).toEqual(['one']);
-    expect(Object.keys(helper)).toEqual(['cht', 'chs', 'chpd', 'extensions', 'ou', 'v2', 'update', 'purpose', 'iss', 'aud', 'exp', 'nbf']);
+    expect(Object.keys(helper)).toEqual([
+      'cht',
+      'chs',
+      'chpd',
+      'extensions',
+      'ou',
+      'v2',
+      'update',
+      'purpose',
+      'iss',
+      'aud',
+      'exp',
+      'nbf',
+    ]);
 
-    const list = verifyProvisioningToken(makeToken({ ...base, aud: ['a', 'b'] }, 'EdDSA', orgKey), ORG_PUBLIC, { now: NOW });
+    const list = verifyProvisioningToken(makeToken({ ...base, aud: ['a', 'b'] }, 'EdDSA', orgKey), ORG_PUBLIC, {
+      now: NOW,
+    });
     expect(list.aud).toEqual(['a', 'b']);
   });
 
@@ -265,7 +336,9 @@ describe('verifyProvisioningToken edge cases', () => {
     [{ chpd: 'true' }, 'cannot unmarshal string into Go struct field ProvisioningClaims.chpd of type bool'],
   ])('rejects wrongly typed claims %j', (extra, message) => {
     const token = makeToken({ ...base, ...extra }, 'EdDSA', orgKey);
-    expect(() => verifyProvisioningToken(token, ORG_PUBLIC, { now: NOW })).toThrow(`${PREFIX}token is malformed: could not JSON decode claim: `);
+    expect(() => verifyProvisioningToken(token, ORG_PUBLIC, { now: NOW })).toThrow(
+      `${PREFIX}token is malformed: could not JSON decode claim: `,
+    );
     expect(() => verifyProvisioningToken(token, ORG_PUBLIC, { now: NOW })).toThrow(message);
   });
 
@@ -305,9 +378,15 @@ describe('verifyProvisioningToken edge cases', () => {
 
   it('verifies with a preloaded key and uses the clock by default', () => {
     const key = loadVerificationKey(ORG_PUBLIC);
-    const fresh = makeToken({ ...base, nbf: Math.floor(Date.now() / 1000) - 5, exp: Math.floor(Date.now() / 1000) + 60 }, 'EdDSA', orgKey);
+    const fresh = makeToken(
+      { ...base, nbf: Math.floor(Date.now() / 1000) - 5, exp: Math.floor(Date.now() / 1000) + 60 },
+      'EdDSA',
+      orgKey,
+    );
     expect(verifyProvisioningTokenWithKey(fresh, key).purpose).toBe('choria_provisioning');
-    expect(() => verifyProvisioningTokenWithKey(kat.provisioning_tokens['ed25519_valid'] ?? '', key)).toThrow('token is expired');
+    expect(() => verifyProvisioningTokenWithKey(kat.provisioning_tokens['ed25519_valid'] ?? '', key)).toThrow(
+      'token is expired',
+    );
   });
 
   it('truncates fractional dates for the helper', () => {
@@ -324,7 +403,9 @@ describe('verifyProvisioningToken edge cases', () => {
     expect(verifyProvisioningTokenWithKey(token, key, { now: NOW, verified }).cht).toBe('s3cret');
     expect(verified.has(token)).toBe(true);
     // the remembered token is past its expiry later on: refused all the same
-    expect(() => verifyProvisioningTokenWithKey(token, key, { now: base.exp + 1, verified })).toThrow('token is expired');
+    expect(() => verifyProvisioningTokenWithKey(token, key, { now: base.exp + 1, verified })).toThrow(
+      'token is expired',
+    );
     // a forged signature is never remembered, and never accepted
     const [h, p] = token.split('.');
     const forged = `${h}.${p}.${Buffer.alloc(64, 1).toString('base64url')}`;
@@ -340,14 +421,28 @@ describe('verifyProvisioningToken edge cases', () => {
 
   describe('VerificationKeyCache', () => {
     /** two RSA signers, a key file holding the first one's public key, claims valid for 10 minutes */
-    function keyFile(): { file: string; sign: (which: 0 | 1) => string; use: (which: 0 | 1) => void; remove: () => void } {
+    function keyFile(): {
+      file: string;
+      sign: (which: 0 | 1) => string;
+      use: (which: 0 | 1) => void;
+      remove: () => void;
+    } {
       const dir = mkdtempSync(join(tmpdir(), 'cpts-keycache-'));
       const file = join(dir, 'signer.pem');
-      const pairs = [generateKeyPairSync('rsa', { modulusLength: 2048 }), generateKeyPairSync('rsa', { modulusLength: 2048 })] as const;
+      const pairs = [
+        generateKeyPairSync('rsa', { modulusLength: 2048 }),
+        generateKeyPairSync('rsa', { modulusLength: 2048 }),
+      ] as const;
       const claims = { ...base, nbf: Math.floor(Date.now() / 1000) - 5, exp: Math.floor(Date.now() / 1000) + 600 };
-      const use = (which: 0 | 1): void => writeFileSync(file, pairs[which].publicKey.export({ type: 'spki', format: 'pem' }));
+      const use = (which: 0 | 1): void =>
+        writeFileSync(file, pairs[which].publicKey.export({ type: 'spki', format: 'pem' }));
       use(0);
-      return { file, sign: (which) => makeToken(claims, 'RS256', pairs[which].privateKey), use, remove: () => rmSync(dir, { recursive: true, force: true }) };
+      return {
+        file,
+        sign: (which) => makeToken(claims, 'RS256', pairs[which].privateKey),
+        use,
+        remove: () => rmSync(dir, { recursive: true, force: true }),
+      };
     }
 
     it('refuses a token verified with the old key file once the file holds another key', () => {

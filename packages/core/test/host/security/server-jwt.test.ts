@@ -69,7 +69,11 @@ function verifySignature(token: string, key: KeyObject): boolean {
 
 const provisionerKey = ed25519PublicKeyFromRaw(Buffer.from(PROVISIONER_PUBLIC, 'hex'));
 
-function mint(overrides: Partial<MintServerTokenInput>): { token: string; claims: Record<string, unknown>; warnings: string[] } {
+function mint(overrides: Partial<MintServerTokenInput>): {
+  token: string;
+  claims: Record<string, unknown>;
+  warnings: string[];
+} {
   const warnings: string[] = [];
   const token = mintServerToken({
     identity: 'ginkgo.example.net',
@@ -98,10 +102,16 @@ function verifyChainedServerToken(token: string, orgPublicHex: string, now: numb
   const orgPublic = ed25519PublicKeyFromRaw(Buffer.from(orgPublicHex, 'hex'));
   const issuerRaw = Buffer.from(pkHex, 'hex');
   const orgData = `${id}.${issuerRaw.toString('hex')}`;
-  expect(verify(null, Buffer.from(orgData), orgPublic, Buffer.from(chainTcs, 'hex')), 'org signed the chain issuer').toBe(true);
+  expect(
+    verify(null, Buffer.from(orgData), orgPublic, Buffer.from(chainTcs, 'hex')),
+    'org signed the chain issuer',
+  ).toBe(true);
   const issuerPublic = ed25519PublicKeyFromRaw(issuerRaw);
   const chainData = `${String(claims['jti'])}.${chainTcs}`;
-  expect(verify(null, Buffer.from(chainData), issuerPublic, Buffer.from(chainSig, 'hex')), 'chain issuer signed the token id').toBe(true);
+  expect(
+    verify(null, Buffer.from(chainData), issuerPublic, Buffer.from(chainSig, 'hex')),
+    'chain issuer signed the token id',
+  ).toBe(true);
   expect(verifySignature(token, issuerPublic), 'JWT signed by the chain issuer').toBe(true);
   expect(ksuidTimestamp(String(claims['jti']))).toBe(claims['iat']);
   expect(typeof claims['issexp']).toBe('number');
@@ -152,7 +162,9 @@ describe('server token known answers', () => {
     const rsa = mint({ signingKeyPath: RSA_PATH }).token;
     const opts = { algorithms: ['EdDSA', 'RS256'], currentDate: new Date((NOW + 10) * 1000) };
     await expect(jose.jwtVerify(ed, provisionerKey, opts)).resolves.toBeDefined();
-    await expect(jose.jwtVerify(rsa, createPublicKey(readVector('crypto', 'jwt-signer-public.pem')), opts)).resolves.toBeDefined();
+    await expect(
+      jose.jwtVerify(rsa, createPublicKey(readVector('crypto', 'jwt-signer-public.pem')), opts),
+    ).resolves.toBeDefined();
   });
 });
 
@@ -163,7 +175,12 @@ describe('server token scenarios', () => {
 
   it('configuration.collectives "one,two" without server_claims', () => {
     const { token, claims } = mint({ configuration: { collectives: 'one,two' } });
-    expect(claims).toMatchObject({ collectives: ['one', 'two'], ou: 'choria', iss: 'Choria Provisioner', purpose: 'choria_server' });
+    expect(claims).toMatchObject({
+      collectives: ['one', 'two'],
+      ou: 'choria',
+      iss: 'Choria Provisioner',
+      purpose: 'choria_server',
+    });
     expect(claims).not.toHaveProperty('permissions');
     expect(claims).not.toHaveProperty('pub_subjects');
     expect(claims).not.toHaveProperty('tcs');
@@ -222,7 +239,9 @@ describe('server token scenarios', () => {
   });
 
   it('copies only the true known permission flags, in Go order', () => {
-    const serverClaims = parseServerClaims({ permissions: { streams: true, submission: true, bogus: true, governor: false } });
+    const serverClaims = parseServerClaims({
+      permissions: { streams: true, submission: true, bogus: true, governor: false },
+    });
     const { token, claims } = mint({ serverClaims });
     expect(claims['permissions']).toEqual({ submission: true, streams: true });
     expect(payloadText(token)).toContain('"permissions":{"submission":true,"streams":true},"ou"');
@@ -236,8 +255,15 @@ describe('server token scenarios', () => {
   });
 
   it('ignores other server_claims fields', () => {
-    const { claims } = mint({ serverClaims: parseServerClaims({ identity: 'evil', iss: 'me', public_key: 'aa', purpose: 'x', jti: 'y' }) });
-    expect(claims).toMatchObject({ identity: 'ginkgo.example.net', iss: 'Choria Provisioner', public_key: NODE_PUBLIC, purpose: 'choria_server' });
+    const { claims } = mint({
+      serverClaims: parseServerClaims({ identity: 'evil', iss: 'me', public_key: 'aa', purpose: 'x', jti: 'y' }),
+    });
+    expect(claims).toMatchObject({
+      identity: 'ginkgo.example.net',
+      iss: 'Choria Provisioner',
+      public_key: NODE_PUBLIC,
+      purpose: 'choria_server',
+    });
     expect(claims['jti']).not.toBe('y');
   });
 
@@ -245,11 +271,15 @@ describe('server token scenarios', () => {
     const ci = vector('C_chain_issuer_token');
     const { claims } = mint({ signingTokenPath: file('ci.jwt', ci.jwt) });
     expect(claims).toMatchObject({ issexp: 1_710_000_000, exp: 1_710_000_000, iss: `C-${ci.org_signed_data ?? ''}` });
-    verifyChainedServerToken(mintServerToken({ ...baseInput(), signingTokenPath: file('ci2.jwt', ci.jwt) }), ORG_PUBLIC, NOW);
+    verifyChainedServerToken(
+      mintServerToken({ ...baseInput(), signingTokenPath: file('ci2.jwt', ci.jwt) }),
+      ORG_PUBLIC,
+      NOW,
+    );
   });
 
   it('keeps its own exp when the chain issuer lives longer', () => {
-    const ci = makeClientToken({ exp: NOW + 10 * YEAR_MS / 1000 });
+    const ci = makeClientToken({ exp: NOW + (10 * YEAR_MS) / 1000 });
     const { token, claims } = mint({ signingTokenPath: file('long.jwt', ci) });
     expect(Number(claims['exp']) - NOW).toBe(YEAR_MS / 1000);
     expect(claims['issexp']).toBe(NOW + (10 * YEAR_MS) / 1000);
@@ -296,9 +326,9 @@ function makeClientToken(overrides: Record<string, unknown>, jti = '2YBDIdSUAvbo
 
 describe('preconditions and errors', () => {
   it('checks the preconditions in upstream order', () => {
-    expect(() => mintServerToken({ ...baseInput(), publicKeyHex: '', signingKeyPath: '', defaultValidityMs: 0 })).toThrow(
-      'no ed25519 public key set',
-    );
+    expect(() =>
+      mintServerToken({ ...baseInput(), publicKeyHex: '', signingKeyPath: '', defaultValidityMs: 0 }),
+    ).toThrow('no ed25519 public key set');
     expect(() => mintServerToken({ ...baseInput(), signingKeyPath: '', defaultValidityMs: 0 })).toThrow(
       'no jwt signing key configured using jwt_signing_key',
     );
@@ -307,7 +337,9 @@ describe('preconditions and errors', () => {
   });
 
   it('rejects a non-hex node public key and an empty identity', () => {
-    expect(() => mintServerToken({ ...baseInput(), publicKeyHex: 'xyz' })).toThrow("encoding/hex: invalid byte: U+0078 'x'");
+    expect(() => mintServerToken({ ...baseInput(), publicKeyHex: 'xyz' })).toThrow(
+      "encoding/hex: invalid byte: U+0078 'x'",
+    );
     expect(() => mintServerToken({ ...baseInput(), identity: '' })).toThrow('identity is required');
   });
 
@@ -316,7 +348,9 @@ describe('preconditions and errors', () => {
   });
 
   it('reports signing key problems', () => {
-    expect(() => mintServerToken({ ...baseInput(), signingKeyPath: join(dir, 'missing') })).toThrow(/^could not read signing key: /);
+    expect(() => mintServerToken({ ...baseInput(), signingKeyPath: join(dir, 'missing') })).toThrow(
+      /^could not read signing key: /,
+    );
     const bad = file('bad.key', 'not a key');
     expect(() => mintServerToken({ ...baseInput(), signingKeyPath: bad })).toThrow(`unsupported key in ${bad}`);
   });
@@ -335,7 +369,9 @@ describe('preconditions and errors', () => {
     expect(() => run(kat.provisioning_tokens['ed25519_valid'] ?? '')).toThrow('not a client token');
     expect(() => run('garbage')).toThrow(/^could not parse jwt_signing_token: token is malformed/);
     const client = { purpose: 'choria_client_id', tcs: 'ab', jti: 'id', public_key: 'pk', exp: NOW + 10 };
-    expect(() => run(unsignedToken({ ...client, tcs: '' }))).toThrow('no Trust Chain Signature claim in JWT Signing Token');
+    expect(() => run(unsignedToken({ ...client, tcs: '' }))).toThrow(
+      'no Trust Chain Signature claim in JWT Signing Token',
+    );
     expect(() => run(unsignedToken({ ...client, jti: undefined }))).toThrow('id not set');
     expect(() => run(unsignedToken({ ...client, public_key: '' }))).toThrow('public key not set');
     expect(() => run(unsignedToken({ ...client, exp: undefined }))).toThrow('issuer has no expiry');
@@ -375,7 +411,9 @@ describe('key rotation', () => {
   });
 
   it('signs with the seed key matching the chain issuer public key', () => {
-    expect(ed25519PublicHex(ed25519KeyFromSeed(Buffer.from(kat.keys['provisioner_signing_seed_hex'] ?? '', 'hex')))).toBe(PROVISIONER_PUBLIC);
+    expect(
+      ed25519PublicHex(ed25519KeyFromSeed(Buffer.from(kat.keys['provisioner_signing_seed_hex'] ?? '', 'hex'))),
+    ).toBe(PROVISIONER_PUBLIC);
   });
 });
 
@@ -387,7 +425,14 @@ describe('parseServerClaims', () => {
 
   it('decodes the used fields, drops unknown keys and matches keys case-insensitively', () => {
     expect(
-      parseServerClaims({ OU: 'acme', exp: '1700007200', collectives: ['a', null], permissions: { Streams: true, x: 1 }, other: 1, ou2: 'x' }),
+      parseServerClaims({
+        OU: 'acme',
+        exp: '1700007200',
+        collectives: ['a', null],
+        permissions: { Streams: true, x: 1 },
+        other: 1,
+        ou2: 'x',
+      }),
     ).toEqual({ ou: 'acme', exp: 1_700_007_200, collectives: ['a', ''], permissions: { streams: true } });
     expect(parseServerClaims({ aud: 'x', pub_subjects: null })).toEqual({ aud: ['x'] });
   });
@@ -433,10 +478,25 @@ describe('SigningKeyCache', () => {
     // tokens minted through one cache follow a replaced key file at once
     const minted = mintServerToken({ ...baseInput(), signingKeyPath: keyPath, keys });
     expect(signerOf(minted)).toBe('Choria Provisioner');
-    expect(verifies(minted, createPublicKey(ed25519KeyFromSeed(Buffer.from(readVector('tokens', 'ed25519-other.seed'), 'hex'))))).toBe(true);
+    expect(
+      verifies(
+        minted,
+        createPublicKey(ed25519KeyFromSeed(Buffer.from(readVector('tokens', 'ed25519-other.seed'), 'hex'))),
+      ),
+    ).toBe(true);
     copyFileSync(vectorPath('tokens', 'ed25519-signer.seed'), keyPath);
     const rotated = mintServerToken({ ...baseInput(), signingKeyPath: keyPath, keys });
-    expect(verifies(rotated, createPublicKey(ed25519KeyFromSeed(Buffer.from(readVector('tokens', 'ed25519-signer.seed'), 'hex'))))).toBe(true);
-    expect(verifies(rotated, createPublicKey(ed25519KeyFromSeed(Buffer.from(readVector('tokens', 'ed25519-other.seed'), 'hex'))))).toBe(false);
+    expect(
+      verifies(
+        rotated,
+        createPublicKey(ed25519KeyFromSeed(Buffer.from(readVector('tokens', 'ed25519-signer.seed'), 'hex'))),
+      ),
+    ).toBe(true);
+    expect(
+      verifies(
+        rotated,
+        createPublicKey(ed25519KeyFromSeed(Buffer.from(readVector('tokens', 'ed25519-other.seed'), 'hex'))),
+      ),
+    ).toBe(false);
   });
 });

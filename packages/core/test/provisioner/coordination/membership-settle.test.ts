@@ -38,7 +38,16 @@ describe('active/active membership: settling', () => {
     nc.deliver(own.subject, own.data);
     expect(m.state).toBe('formed');
     // a member's answer that the connection holds when the settle timer runs
-    const peer = encodeHeartbeat({ instance: 'b.example.net', incarnation: 'b0b0', intervalMs: 2_000, leaving: false, owned: 0, provisioned: 0, queued: 0, version: 'test' });
+    const peer = encodeHeartbeat({
+      instance: 'b.example.net',
+      incarnation: 'b0b0',
+      intervalMs: 2_000,
+      leaving: false,
+      owned: 0,
+      provisioned: 0,
+      queued: 0,
+      version: 'test',
+    });
     setTimeout(() => nc.deliver(own.subject, new TextEncoder().encode(peer)), SETTLE_MS);
     await vi.advanceTimersByTimeAsync(SETTLE_MS + 10);
     expect(m.ready).toBe(true);

@@ -4,9 +4,17 @@
 import { connect, type NatsConnection } from 'nats';
 import { nodeIdentity as id } from '../../../src/choria/identity.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CHORIA_BROKER_LOGINS, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import {
+  CHORIA_BROKER_LOGINS,
+  startNatsServer,
+  type RunningNatsServer,
+} from '@choria-provisioner/test-support/nats-server';
 import { sleep, until } from '@choria-provisioner/test-support/wait';
-import { Membership, MEMBER_TIMEOUT_HEARTBEATS, type MembershipOptions } from '../../../src/provisioner/coordination/membership.js';
+import {
+  Membership,
+  MEMBER_TIMEOUT_HEARTBEATS,
+  type MembershipOptions,
+} from '../../../src/provisioner/coordination/membership.js';
 import { captureLogger, type CapturedLog } from '../../choria/support/logger.js';
 
 const HEARTBEAT_MS = 100;
@@ -31,8 +39,15 @@ async function server(config?: string): Promise<RunningNatsServer> {
   return s;
 }
 
-async function member(url: string, instance: string, extra: Partial<MembershipOptions> & { user?: string; pass?: string } = {}): Promise<Member> {
-  const nc = await connect({ servers: url, ...(extra.user !== undefined ? { user: extra.user, pass: extra.pass } : {}) });
+async function member(
+  url: string,
+  instance: string,
+  extra: Partial<MembershipOptions> & { user?: string; pass?: string } = {},
+): Promise<Member> {
+  const nc = await connect({
+    servers: url,
+    ...(extra.user !== undefined ? { user: extra.user, pass: extra.pass } : {}),
+  });
   cleanups.push(() => nc.close());
   const log = captureLogger();
   const t: Member = { nc, log, changes: 0, done: [] } as unknown as Member;
@@ -71,7 +86,9 @@ describe('active/active membership', () => {
       ['prov-b.example.net', false, 7, 3],
       ['prov-c.example.net', false, 7, 3],
     ]);
-    expect(all[0]!.log.text()).toMatch(/Active\/active member prov-b.example.net \(process [0-9a-f]{16}\) joined group "lon"/);
+    expect(all[0]!.log.text()).toMatch(
+      /Active\/active member prov-b.example.net \(process [0-9a-f]{16}\) joined group "lon"/,
+    );
   });
 
   it('owns nothing until settled, so a starting instance does not grab the whole fleet', async () => {
@@ -115,7 +132,9 @@ describe('active/active membership', () => {
     expect(took).toBeGreaterThanOrEqual(MEMBER_TIMEOUT_HEARTBEATS * HEARTBEAT_MS - HEARTBEAT_MS);
     expect(took).toBeLessThan((MEMBER_TIMEOUT_HEARTBEATS + 3) * HEARTBEAT_MS);
     expect(ownedBy(a!)).toHaveLength(nodes.length);
-    expect(a!.log.text()).toMatch(/member prov-c.example.net \(process [0-9a-f]{16}\) of group "lon" was not heard for \d+ ms, taking over its share/);
+    expect(a!.log.text()).toMatch(
+      /member prov-c.example.net \(process [0-9a-f]{16}\) of group "lon" was not heard for \d+ ms, taking over its share/,
+    );
   });
 
   it('passes finished nodes to the others in batches', async () => {
@@ -133,8 +152,13 @@ describe('active/active membership', () => {
   it('two processes with one identity are two members that split the fleet, with a warning', async () => {
     const s = await server();
     const [a, b] = await Promise.all([member(s.url, 'prov-a.example.net'), member(s.url, 'prov-a.example.net')]);
-    await until('the duplicate is reported', () => /Another process announces itself as prov-a.example.net/.test(a!.log.text()));
-    await until('two members each', () => a!.m.ready && b!.m.ready && a!.m.members().length === 2 && b!.m.members().length === 2);
+    await until('the duplicate is reported', () =>
+      /Another process announces itself as prov-a.example.net/.test(a!.log.text()),
+    );
+    await until(
+      'two members each',
+      () => a!.m.ready && b!.m.ready && a!.m.members().length === 2 && b!.m.members().length === 2,
+    );
     expect(a!.m.members()).toEqual(b!.m.members());
     expect(a!.m.member).not.toBe(b!.m.member);
     // every node has exactly one owner, and both own a share
@@ -166,7 +190,9 @@ describe('active/active membership', () => {
     expect(a.m.state).toBe('unavailable');
     expect(ownedBy(a)).toHaveLength(nodes.length);
     await sleep(5 * HEARTBEAT_MS);
-    const warnings = a.log.lines.filter((l) => l.startsWith('warn:') && l.includes('is unavailable, continuing lock-only'));
+    const warnings = a.log.lines.filter(
+      (l) => l.startsWith('warn:') && l.includes('is unavailable, continuing lock-only'),
+    );
     expect(warnings).toHaveLength(1);
     a.m.announceDone(id('x')); // nothing to send to
   });
@@ -177,8 +203,14 @@ describe('active/active membership', () => {
     const a = await member(s.url, 'prov-a.example.net', { onInvalid: (r) => invalid.push(r) });
     await a.m.whenReady();
     a.nc.publish(a.m.subjects.members, 'not json');
-    a.nc.publish(a.m.subjects.done, JSON.stringify({ protocol: 'choria-provisioner:done:1', instance: 'x', nodes: [1] }));
-    a.nc.publish(a.m.subjects.done, JSON.stringify({ protocol: 'choria-provisioner:done:1', instance: 'x', nodes: ['ok.example.net', 'a b'] }));
+    a.nc.publish(
+      a.m.subjects.done,
+      JSON.stringify({ protocol: 'choria-provisioner:done:1', instance: 'x', nodes: [1] }),
+    );
+    a.nc.publish(
+      a.m.subjects.done,
+      JSON.stringify({ protocol: 'choria-provisioner:done:1', instance: 'x', nodes: ['ok.example.net', 'a b'] }),
+    );
     await until('all reported', () => invalid.length === 3);
     expect(invalid[0]).toMatch(/^heartbeat: not JSON/);
     expect(invalid[1]).toMatch(/^done notice: nodes\[0\] must be a node identity \(a string\)/);
@@ -191,9 +223,13 @@ describe('active/active membership', () => {
     const s = await startNatsServer({ choriaAccounts: true });
     cleanups.push(() => s.stop());
     const { user, password } = CHORIA_BROKER_LOGINS.provisioner;
-    const [a, b] = await Promise.all(['a', 'b'].map((x) => member(s.url, `prov-${x}.example.net`, { user, pass: password })));
+    const [a, b] = await Promise.all(
+      ['a', 'b'].map((x) => member(s.url, `prov-${x}.example.net`, { user, pass: password })),
+    );
     // both views must hold both members before the split can be checked: each hears the other in turn
-    await until('two members each', () => [a!, b!].every((t) => t.m.state === 'formed' && t.m.ready && t.m.members().length === 2));
+    await until('two members each', () =>
+      [a!, b!].every((t) => t.m.state === 'formed' && t.m.ready && t.m.members().length === 2),
+    );
     expect(ownedBy(a!).length + ownedBy(b!).length).toBe(nodes.length);
   });
 
@@ -203,8 +239,17 @@ describe('active/active membership', () => {
     const { user, password } = CHORIA_BROKER_LOGINS.provisioner;
     const asks: [string, number][] = [];
     const grants: [string, unknown][] = [];
-    const a = await member(s.url, 'prov-a.example.net', { user, pass: password, report: () => ({ owned: 30, provisioned: 0, queued: 24 }), onAsk: (from, want) => asks.push([from, want]) });
-    const b = await member(s.url, 'prov-b.example.net', { user, pass: password, onGrant: (from, granted) => grants.push([from, granted]) });
+    const a = await member(s.url, 'prov-a.example.net', {
+      user,
+      pass: password,
+      report: () => ({ owned: 30, provisioned: 0, queued: 24 }),
+      onAsk: (from, want) => asks.push([from, want]),
+    });
+    const b = await member(s.url, 'prov-b.example.net', {
+      user,
+      pass: password,
+      onGrant: (from, granted) => grants.push([from, granted]),
+    });
     await until('two members each', () => [a, b].every((t) => t.m.ready && t.m.members().length === 2));
     // b learns a's queue from a's heartbeats; b reports none queued
     await until('b knows a is the busiest', () => b.m.busiest()?.member === a.m.member);
@@ -215,9 +260,16 @@ describe('active/active membership', () => {
     expect(b.m.ask(a.m.member, 8)).toBe(true);
     await until('a heard the ask', () => asks.length === 1);
     expect(asks).toEqual([[b.m.member, 8]]);
-    expect(a.m.grant(b.m.member, [{ identity: id('n1.example.net'), reportedVersion: '0.30.2' }, { identity: id('n2.example.net') }])).toBe(true);
+    expect(
+      a.m.grant(b.m.member, [
+        { identity: id('n1.example.net'), reportedVersion: '0.30.2' },
+        { identity: id('n2.example.net') },
+      ]),
+    ).toBe(true);
     await until('b heard the grant', () => grants.length === 1);
-    expect(grants).toEqual([[a.m.member, [{ identity: 'n1.example.net', reportedVersion: '0.30.2' }, { identity: 'n2.example.net' }]]]);
+    expect(grants).toEqual([
+      [a.m.member, [{ identity: 'n1.example.net', reportedVersion: '0.30.2' }, { identity: 'n2.example.net' }]],
+    ]);
     // only live members are asked
     expect(b.m.ask('prov-z.example.net#00', 1)).toBe(false);
   });
@@ -228,7 +280,11 @@ describe('active/active membership', () => {
     const { user, password } = CHORIA_BROKER_LOGINS.provisioner;
     const grants: unknown[] = [];
     const a = await member(s.url, 'prov-a.example.net', { user, pass: password });
-    const b = await member(s.url, 'prov-b.example.net', { user, pass: password, onGrant: (_from, granted) => grants.push(granted) });
+    const b = await member(s.url, 'prov-b.example.net', {
+      user,
+      pass: password,
+      onGrant: (_from, granted) => grants.push(granted),
+    });
     await until('two members each', () => [a, b].every((t) => t.m.ready && t.m.members().length === 2));
     const unconfirmed: string[] = [];
     const node = [{ identity: id('n1.example.net') }];

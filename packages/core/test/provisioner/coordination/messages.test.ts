@@ -15,7 +15,16 @@ import {
 } from '../../../src/provisioner/coordination/messages.js';
 
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
-const hb: Heartbeat = { instance: 'prov-a.example.net', incarnation: '0011aabb', intervalMs: 2000, leaving: false, owned: 12, provisioned: 40, queued: 9, version: '1.2.3' };
+const hb: Heartbeat = {
+  instance: 'prov-a.example.net',
+  incarnation: '0011aabb',
+  intervalMs: 2000,
+  leaving: false,
+  owned: 12,
+  provisioned: 40,
+  queued: 9,
+  version: '1.2.3',
+};
 
 describe('active/active messages', () => {
   it('round-trips a heartbeat and a done notice', () => {
@@ -23,9 +32,14 @@ describe('active/active messages', () => {
     // numbered: a sender knows its own echo by it; a heartbeat without one (an older sender) parses
     expect(parseHeartbeat(bytes(encodeHeartbeat({ ...hb, seq: 41 }))).seq).toBe(41);
     expect(parseHeartbeat(bytes(encodeHeartbeat(hb))).seq).toBeUndefined();
-    expect(parseDone(bytes(encodeDone({ instance: 'prov-a.example.net', nodes: [id('n1'), id('n2')] })))).toEqual({ instance: 'prov-a.example.net', nodes: ['n1', 'n2'] });
+    expect(parseDone(bytes(encodeDone({ instance: 'prov-a.example.net', nodes: [id('n1'), id('n2')] })))).toEqual({
+      instance: 'prov-a.example.net',
+      nodes: ['n1', 'n2'],
+    });
     // with the sender's process id: two processes of one identity tell their notices apart
-    expect(parseDone(bytes(encodeDone({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes: [id('n1')] })))).toEqual({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes: ['n1'] });
+    expect(
+      parseDone(bytes(encodeDone({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes: [id('n1')] }))),
+    ).toEqual({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes: ['n1'] });
   });
 
   it('uses subjects in the provisioning account that nodes may not publish to', () => {
@@ -47,24 +61,48 @@ describe('active/active messages', () => {
   });
 
   it('round-trips asks, grants and busy notices on one work subject, told apart by protocol', () => {
-    expect(parseWorkMessage(bytes(encodeBusy({ instance: 'prov-c.example.net', incarnation: 'c0c0', nodes: [id('n3.example.net'), id('n4.example.net')] })))).toEqual({
+    expect(
+      parseWorkMessage(
+        bytes(
+          encodeBusy({
+            instance: 'prov-c.example.net',
+            incarnation: 'c0c0',
+            nodes: [id('n3.example.net'), id('n4.example.net')],
+          }),
+        ),
+      ),
+    ).toEqual({
       busy: { instance: 'prov-c.example.net', incarnation: 'c0c0', nodes: ['n3.example.net', 'n4.example.net'] },
     });
-    expect(parseWorkMessage(bytes(encodeAsk({ instance: 'prov-b.example.net', incarnation: 'ff00', want: 8 })))).toEqual({ ask: { instance: 'prov-b.example.net', incarnation: 'ff00', want: 8 } });
+    expect(
+      parseWorkMessage(bytes(encodeAsk({ instance: 'prov-b.example.net', incarnation: 'ff00', want: 8 }))),
+    ).toEqual({ ask: { instance: 'prov-b.example.net', incarnation: 'ff00', want: 8 } });
     const nodes = [{ identity: id('n1.example.net'), reportedVersion: '0.30.2' }, { identity: id('n2.example.net') }];
-    expect(parseWorkMessage(bytes(encodeGrant({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes })))).toEqual({
+    expect(
+      parseWorkMessage(bytes(encodeGrant({ instance: 'prov-a.example.net', incarnation: '0011aabb', nodes }))),
+    ).toEqual({
       grant: { instance: 'prov-a.example.net', incarnation: '0011aabb', nodes },
     });
     // an empty grant: nothing to spare
-    expect(parseWorkMessage(bytes(encodeGrant({ instance: 'a', incarnation: 'b', nodes: [] })))).toEqual({ grant: { instance: 'a', incarnation: 'b', nodes: [] } });
+    expect(parseWorkMessage(bytes(encodeGrant({ instance: 'a', incarnation: 'b', nodes: [] })))).toEqual({
+      grant: { instance: 'a', incarnation: 'b', nodes: [] },
+    });
   });
 
   it('rejects garbage on the work subject with the reason', () => {
     const ask = JSON.parse(encodeAsk({ instance: 'a', incarnation: 'b', want: 2 })) as Record<string, unknown>;
-    const grant = JSON.parse(encodeGrant({ instance: 'a', incarnation: 'b', nodes: [{ identity: id('n1') }] })) as Record<string, unknown>;
-    const busy = JSON.parse(encodeBusy({ instance: 'a', incarnation: 'b', nodes: [id('n1')] })) as Record<string, unknown>;
+    const grant = JSON.parse(
+      encodeGrant({ instance: 'a', incarnation: 'b', nodes: [{ identity: id('n1') }] }),
+    ) as Record<string, unknown>;
+    const busy = JSON.parse(encodeBusy({ instance: 'a', incarnation: 'b', nodes: [id('n1')] })) as Record<
+      string,
+      unknown
+    >;
     const bad: [unknown, RegExp][] = [
-      [{ ...ask, protocol: 'choria-provisioner:done:1' }, /none of choria-provisioner:ask:1, choria-provisioner:grant:1, choria-provisioner:busy:1/],
+      [
+        { ...ask, protocol: 'choria-provisioner:done:1' },
+        /none of choria-provisioner:ask:1, choria-provisioner:grant:1, choria-provisioner:busy:1/,
+      ],
       [{ ...busy, nodes: [{ identity: 'n1' }] }, /nodes\[0\] must be a node identity \(a string\)/],
       [{ ...busy, nodes: ['n1', 'evil\u001b[2J'] }, /nodes\[1\] is not a node identity: it holds U\+001B/],
       [{ ...busy, instance: 7 }, /"instance" must be a non-empty string/],
@@ -81,7 +119,8 @@ describe('active/active messages', () => {
       [{ ...grant, nodes: [{ identity: 'a.*' }] }, /nodes\[0\].identity is not a node identity/],
       [{ ...grant, nodes: [{ identity: 'n1', version: 3 }] }, /nodes\[0\].version must be a string/],
     ];
-    for (const [obj, reason] of bad) expect(() => parseWorkMessage(bytes(JSON.stringify(obj))), JSON.stringify(obj)).toThrow(reason);
+    for (const [obj, reason] of bad)
+      expect(() => parseWorkMessage(bytes(JSON.stringify(obj))), JSON.stringify(obj)).toThrow(reason);
     expect(() => parseWorkMessage(bytes('{'))).toThrow(CoordinationMessageError);
   });
 
@@ -101,6 +140,8 @@ describe('active/active messages', () => {
       expect(() => parseHeartbeat(bytes(text)), text).toThrow(CoordinationMessageError);
       expect(() => parseHeartbeat(bytes(text)), text).toThrow(reason);
     }
-    expect(() => parseDone(bytes(JSON.stringify({ protocol: 'choria-provisioner:done:1', instance: 'a', nodes: ['ok', 3] })))).toThrow(/nodes\[1\] must be a node identity/);
+    expect(() =>
+      parseDone(bytes(JSON.stringify({ protocol: 'choria-provisioner:done:1', instance: 'a', nodes: ['ok', 3] }))),
+    ).toThrow(/nodes\[1\] must be a node identity/);
   });
 });

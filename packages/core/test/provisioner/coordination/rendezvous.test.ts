@@ -25,7 +25,7 @@ describe('rendezvous hashing', () => {
     for (const n of nodes.slice(0, 500)) expect(rendezvousOwner(n, reversed)).toBe(rendezvousOwner(n, members));
   });
 
-  it('moves only the leaving member\'s nodes when one leaves', () => {
+  it("moves only the leaving member's nodes when one leaves", () => {
     const survivors = members.filter((m) => m !== 'prov-b.example.net');
     let moved = 0;
     for (const n of nodes) {

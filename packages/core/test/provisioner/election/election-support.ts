@@ -15,13 +15,17 @@ export function electionStreamVector(): StreamVector {
 }
 
 /** Creates the election bucket stream (from election-stream.json) in an account that has JetStream. */
-export async function createElectionStream(nc: NatsConnection, overrides: Record<string, unknown> = { max_age: 5_000_000_000 }): Promise<void> {
+export async function createElectionStream(
+  nc: NatsConnection,
+  overrides: Record<string, unknown> = { max_age: 5_000_000_000 },
+): Promise<void> {
   const v = electionStreamVector();
   const config = { ...v.config, ...overrides };
   const subject = `$JS.API.STREAM.CREATE.${config.name}`;
   const reply = await nc.request(subject, new TextEncoder().encode(JSON.stringify(config)), { timeout: 5_000 });
   const parsed = JSON.parse(new TextDecoder().decode(reply.data)) as { error?: { description?: string } };
-  if (parsed.error !== undefined) throw new Error(`could not create stream ${config.name}: ${parsed.error.description ?? 'unknown error'}`);
+  if (parsed.error !== undefined)
+    throw new Error(`could not create stream ${config.name}: ${parsed.error.description ?? 'unknown error'}`);
 }
 
 export interface LogEntry {
@@ -40,6 +44,9 @@ export function capturingLogger(): { logger: Logger; entries: LogEntry[] } {
       done();
     },
   });
-  const logger = winston.createLogger({ level: 'debug', transports: [new winston.transports.Stream({ stream: sink })] });
+  const logger = winston.createLogger({
+    level: 'debug',
+    transports: [new winston.transports.Stream({ stream: sink })],
+  });
   return { logger, entries };
 }

@@ -1,7 +1,7 @@
 import { ErrorCode, NatsError, type MsgHdrs, type NatsConnection, type RequestOptions } from 'nats';
 import { describe, expect, it } from 'vitest';
 import { LeaderElection, type LeaderElectionOptions } from '../../../src/provisioner/election/election.js';
-import { capturingLogger, } from './election-support.js';
+import { capturingLogger } from './election-support.js';
 import { until } from '@choria-provisioner/test-support/wait';
 
 type Reply = Record<string, unknown> | 'hang' | 'no-responders';
@@ -16,7 +16,8 @@ class FakeBucket {
 
   connection(): NatsConnection {
     const fake = {
-      request: (subject: string, data: Uint8Array, opts: RequestOptions) => this.#answer(subject, new TextDecoder().decode(data), opts.headers),
+      request: (subject: string, data: Uint8Array, opts: RequestOptions) =>
+        this.#answer(subject, new TextDecoder().decode(data), opts.headers),
     };
     return fake as unknown as NatsConnection;
   }
@@ -30,7 +31,8 @@ class FakeBucket {
     } else {
       const expected = Number(expectedText);
       if (this.writeReply !== undefined) reply = this.writeReply(expected);
-      else if (expected !== this.seq) reply = { error: { code: 400, err_code: 10071, description: `wrong last sequence: ${this.seq}` }, seq: 0 };
+      else if (expected !== this.seq)
+        reply = { error: { code: 400, err_code: 10071, description: `wrong last sequence: ${this.seq}` }, seq: 0 };
       else {
         this.seq += 1;
         this.holder = body;
@@ -43,7 +45,10 @@ class FakeBucket {
   }
 }
 
-function makeElection(bucket: FakeBucket, extra: Partial<LeaderElectionOptions> = {}): { election: LeaderElection; events: string[]; entries: ReturnType<typeof capturingLogger>['entries'] } {
+function makeElection(
+  bucket: FakeBucket,
+  extra: Partial<LeaderElectionOptions> = {},
+): { election: LeaderElection; events: string[]; entries: ReturnType<typeof capturingLogger>['entries'] } {
   const events: string[] = [];
   const { logger, entries } = capturingLogger();
   const election = new LeaderElection({
@@ -118,7 +123,8 @@ describe('LeaderElection (scripted bucket)', () => {
     const bucket = new FakeBucket();
     let failRefresh = true;
     bucket.writeReply = (expected) => {
-      if (expected !== 0 && failRefresh) return { error: { code: 400, err_code: 10071, description: 'wrong last sequence: 99' } };
+      if (expected !== 0 && failRefresh)
+        return { error: { code: 400, err_code: 10071, description: 'wrong last sequence: 99' } };
       bucket.seq += 1;
       return { stream: 'KV_CHORIA_LEADER_ELECTION', seq: bucket.seq };
     };
@@ -141,7 +147,8 @@ describe('LeaderElection (scripted bucket)', () => {
     let unanswered = false;
     bucket.writeReply = (expected) => {
       if (unanswered) return 'no-responders';
-      if (expected !== bucket.seq) return { error: { code: 400, err_code: 10071, description: `wrong last sequence: ${bucket.seq}` } };
+      if (expected !== bucket.seq)
+        return { error: { code: 400, err_code: 10071, description: `wrong last sequence: ${bucket.seq}` } };
       bucket.seq += 1;
       return { stream: 'KV_CHORIA_LEADER_ELECTION', seq: bucket.seq };
     };
@@ -149,12 +156,20 @@ describe('LeaderElection (scripted bucket)', () => {
     election.start();
     await until('a win', () => events.includes('won'), 3_000);
     unanswered = true;
-    await until('the hold to be announced', () => entries.some((e) => e.level === 'warn' && /still the leader for up to/.test(e.message)), 3_000);
+    await until(
+      'the hold to be announced',
+      () => entries.some((e) => e.level === 'warn' && /still the leader for up to/.test(e.message)),
+      3_000,
+    );
     await new Promise((r) => setTimeout(r, 1_500));
     expect(events).not.toContain('lost');
     expect(election.isLeader).toBe(true);
     unanswered = false;
-    await until('the refresh to get through again', () => entries.some((e) => /again: still the leader/.test(e.message)), 3_000);
+    await until(
+      'the refresh to get through again',
+      () => entries.some((e) => /again: still the leader/.test(e.message)),
+      3_000,
+    );
     expect(events).not.toContain('lost');
     expect(election.isLeader).toBe(true);
     await election.stop();
@@ -165,7 +180,8 @@ describe('LeaderElection (scripted bucket)', () => {
     let mode: 'ok' | 'unanswered' | 'refused' = 'ok';
     bucket.writeReply = (expected) => {
       if (mode === 'unanswered') return 'no-responders';
-      if (mode === 'refused' || expected !== bucket.seq) return { error: { code: 400, err_code: 10071, description: `wrong last sequence: ${bucket.seq + 7}` } };
+      if (mode === 'refused' || expected !== bucket.seq)
+        return { error: { code: 400, err_code: 10071, description: `wrong last sequence: ${bucket.seq + 7}` } };
       bucket.seq += 1;
       return { stream: 'KV_CHORIA_LEADER_ELECTION', seq: bucket.seq };
     };
@@ -198,7 +214,11 @@ describe('LeaderElection (scripted bucket)', () => {
       },
     });
     election.start();
-    await until('the logged callback failure', () => entries.some((e) => e.message.includes('onWon callback failed: boom')), 3_000);
+    await until(
+      'the logged callback failure',
+      () => entries.some((e) => e.message.includes('onWon callback failed: boom')),
+      3_000,
+    );
     const seq = bucket.seq;
     await until('further refreshes', () => bucket.seq > seq + 1, 3_000);
     expect(election.isLeader).toBe(true);

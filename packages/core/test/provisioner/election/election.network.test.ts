@@ -2,7 +2,7 @@ import { connect, type NatsConnection } from 'nats';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
 import { LeaderElection, type LeaderElectionOptions } from '../../../src/provisioner/election/election.js';
-import { capturingLogger, createElectionStream, } from './election-support.js';
+import { capturingLogger, createElectionStream } from './election-support.js';
 import { until } from '@choria-provisioner/test-support/wait';
 
 interface Tracked {
@@ -116,8 +116,23 @@ describe('LeaderElection against nats-server (plain JetStream, 5 s bucket TTL)',
     expect(entries.find((e) => e.level === 'error')?.message).toContain('bucket TTL 2 s');
     expect(a.election.state).toBe('unknown');
 
-    const cfg = { name: 'KV_CHORIA_LEADER_ELECTION', subjects: ['$KV.CHORIA_LEADER_ELECTION.>'], max_age: 5_000_000_000, max_msgs_per_subject: 1, storage: 'file', discard: 'new', allow_rollup_hdrs: true, deny_delete: true, allow_direct: true, max_msg_size: 1024 };
-    const r = await nc.request('$JS.API.STREAM.UPDATE.KV_CHORIA_LEADER_ELECTION', new TextEncoder().encode(JSON.stringify(cfg)), { timeout: 2_000 });
+    const cfg = {
+      name: 'KV_CHORIA_LEADER_ELECTION',
+      subjects: ['$KV.CHORIA_LEADER_ELECTION.>'],
+      max_age: 5_000_000_000,
+      max_msgs_per_subject: 1,
+      storage: 'file',
+      discard: 'new',
+      allow_rollup_hdrs: true,
+      deny_delete: true,
+      allow_direct: true,
+      max_msg_size: 1024,
+    };
+    const r = await nc.request(
+      '$JS.API.STREAM.UPDATE.KV_CHORIA_LEADER_ELECTION',
+      new TextEncoder().encode(JSON.stringify(cfg)),
+      { timeout: 2_000 },
+    );
     expect(new TextDecoder().decode(r.data)).not.toContain('"error"');
     await until('the election to be won', () => a.won === 1, 8_000);
   });
@@ -133,7 +148,11 @@ describe('LeaderElection against nats-server (plain JetStream, 5 s bucket TTL)',
     expect(campaigns.slice(0, 2)).toEqual(['candidate:true', 'leader:true']);
 
     // an unconditional write by another party moves the revision under the leader's feet
-    const ack = await nc.request('$KV.CHORIA_LEADER_ELECTION.provisioner', new TextEncoder().encode('intruder.example.net'), { timeout: 2_000 });
+    const ack = await nc.request(
+      '$KV.CHORIA_LEADER_ELECTION.provisioner',
+      new TextEncoder().encode('intruder.example.net'),
+      { timeout: 2_000 },
+    );
     expect(new TextDecoder().decode(ack.data)).toContain('"seq"');
 
     await until('the loss', () => a.lost === 1, 3_000);

@@ -4,7 +4,7 @@ import { startNatsServer, type RunningNatsServer } from '@choria-provisioner/tes
 import { readVector } from '@choria-provisioner/test-support/vectors';
 import { LeaderElection } from '../../../src/provisioner/election/election.js';
 import { ElectionKvError, bucketTtlMs, create } from '../../../src/provisioner/election/kv-campaign.js';
-import { capturingLogger, createElectionStream, } from './election-support.js';
+import { capturingLogger, createElectionStream } from './election-support.js';
 import { until } from '@choria-provisioner/test-support/wait';
 
 // election-nats-server.conf reproduces the Choria Broker's choria/provisioning accounts. The harness
@@ -72,7 +72,11 @@ describe('LeaderElection through the Choria Streams imports (provisioning accoun
       expect(won).toEqual(['won']);
       expect(election.isLeader).toBe(true);
       // the choria account sees our identity under the key
-      const got = await choria.request('$JS.API.DIRECT.GET.KV_CHORIA_LEADER_ELECTION.$KV.CHORIA_LEADER_ELECTION.provisioner', new Uint8Array(), { timeout: 2_000 });
+      const got = await choria.request(
+        '$JS.API.DIRECT.GET.KV_CHORIA_LEADER_ELECTION.$KV.CHORIA_LEADER_ELECTION.provisioner',
+        new Uint8Array(),
+        { timeout: 2_000 },
+      );
       expect(new TextDecoder().decode(got.data)).toBe('prov1.example.net');
       const storedSeq = Number(got.headers?.get('Nats-Sequence'));
       expect(storedSeq).toBeGreaterThanOrEqual(2);

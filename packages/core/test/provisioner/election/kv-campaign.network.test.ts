@@ -42,7 +42,9 @@ describe('election KV requests against nats-server (plain JetStream)', () => {
   it('reports no responders with the Choria Streams hint', async () => {
     const err = await failure(bucketTtlMs(nc, { apiPrefix: 'choria.streams' }));
     expect(err.kind).toBe('no-responders');
-    expect(err.message).toContain('no responders: is Choria Streams enabled and the election bucket imported into this account?');
+    expect(err.message).toContain(
+      'no responders: is Choria Streams enabled and the election bucket imported into this account?',
+    );
     const w = await failure(create(nc, { apiPrefix: 'choria.streams' }, 'p1'));
     expect(w.kind).toBe('no-responders');
     expect(w.subject).toBe('choria.streams.$KV.CHORIA_LEADER_ELECTION.provisioner');
@@ -85,7 +87,11 @@ describe('election KV requests against nats-server (plain JetStream)', () => {
     expect(stale.message).toContain(`wrong last sequence: ${s2}`);
 
     // the stored value is the identity that won
-    const got = await nc.request('$JS.API.DIRECT.GET.KV_CHORIA_LEADER_ELECTION.$KV.CHORIA_LEADER_ELECTION.provisioner', new Uint8Array(), { timeout: 2_000 });
+    const got = await nc.request(
+      '$JS.API.DIRECT.GET.KV_CHORIA_LEADER_ELECTION.$KV.CHORIA_LEADER_ELECTION.provisioner',
+      new Uint8Array(),
+      { timeout: 2_000 },
+    );
     expect(new TextDecoder().decode(got.data)).toBe('prov1.example.net');
 
     await expect(update(nc, plain, 'x', 0)).rejects.toThrow(/invalid last revision 0/);

@@ -10,7 +10,11 @@ interface PolicyVector {
 }
 interface BackoffVectors {
   policies: Record<string, PolicyVector>;
-  election_campaign_example: { leader_interval_ms: [number, number]; candidate_after_1_failure_ms: [number, number]; candidate_max_ms: [number, number] };
+  election_campaign_example: {
+    leader_interval_ms: [number, number];
+    candidate_after_1_failure_ms: [number, number];
+    candidate_max_ms: [number, number];
+  };
 }
 
 const vectors = readVectorJson<BackoffVectors>('crypto', 'backoff.json');
@@ -54,9 +58,15 @@ describe.each<[string, BackoffPolicy]>([
 describe('election campaign intervals (backoff.json election_campaign_example)', () => {
   const ex = vectors.election_campaign_example;
   it('leader, first failure and maximum candidate intervals', () => {
-    expect([backoffDelay(TWENTY_SEC, 0, () => 0), backoffDelay(TWENTY_SEC, 0, justBelowOne)]).toEqual(ex.leader_interval_ms);
-    expect([backoffDelay(TWENTY_SEC, 1, () => 0), backoffDelay(TWENTY_SEC, 1, justBelowOne)]).toEqual(ex.candidate_after_1_failure_ms);
-    expect([backoffDelay(TWENTY_SEC, 43, () => 0), backoffDelay(TWENTY_SEC, 43, justBelowOne)]).toEqual(ex.candidate_max_ms);
+    expect([backoffDelay(TWENTY_SEC, 0, () => 0), backoffDelay(TWENTY_SEC, 0, justBelowOne)]).toEqual(
+      ex.leader_interval_ms,
+    );
+    expect([backoffDelay(TWENTY_SEC, 1, () => 0), backoffDelay(TWENTY_SEC, 1, justBelowOne)]).toEqual(
+      ex.candidate_after_1_failure_ms,
+    );
+    expect([backoffDelay(TWENTY_SEC, 43, () => 0), backoffDelay(TWENTY_SEC, 43, justBelowOne)]).toEqual(
+      ex.candidate_max_ms,
+    );
   });
 });
 
@@ -91,7 +101,9 @@ describe('election subjects', () => {
     const campaign = protocol.steps.find((s) => s.op.startsWith('p1 campaign'));
     expect(streamInfoSubject({ apiPrefix: protocol.api_prefix })).toBe(status?.request_subject);
     expect(kvKeySubject({ apiPrefix: protocol.api_prefix })).toBe(campaign?.request_subject);
-    expect(kvKeySubject({ apiPrefix: protocol.api_prefix, key: 'other' })).toBe(protocol.steps.find((s) => s.op.startsWith('any other key'))?.request_subject);
+    expect(kvKeySubject({ apiPrefix: protocol.api_prefix, key: 'other' })).toBe(
+      protocol.steps.find((s) => s.op.startsWith('any other key'))?.request_subject,
+    );
   });
 
   it('use unprefixed $KV subjects with the plain JetStream API prefix', () => {

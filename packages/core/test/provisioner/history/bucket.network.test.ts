@@ -1,8 +1,21 @@
 import { connect, type NatsConnection } from 'nats';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CHORIA_BROKER_LOGINS, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import {
+  CHORIA_BROKER_LOGINS,
+  startNatsServer,
+  type RunningNatsServer,
+} from '@choria-provisioner/test-support/nats-server';
 import { until } from '@choria-provisioner/test-support/wait';
-import { HistoryBucket, HistoryUnavailableError, HistoryWriteRefusedError, NodeHistory, HISTORY_BUCKET_MAX_BYTES, encodeRecord, historyKey, type NodeRecord } from '../../../src/provisioner/history/index.js';
+import {
+  HistoryBucket,
+  HistoryUnavailableError,
+  HistoryWriteRefusedError,
+  NodeHistory,
+  HISTORY_BUCKET_MAX_BYTES,
+  encodeRecord,
+  historyKey,
+  type NodeRecord,
+} from '../../../src/provisioner/history/index.js';
 
 const HOUR = 3_600_000;
 
@@ -60,7 +73,13 @@ describe('HistoryBucket against nats-server', () => {
     const first = await open(nc, 'dc1', 2 * HOUR);
     expect(first.info).toEqual({ bucket: 'HIST', ttlMs: 2 * HOUR, created: true });
     const info = await (await nc.jetstreamManager()).streams.info('KV_HIST');
-    expect(info.config).toMatchObject({ max_msgs_per_subject: 1, max_bytes: HISTORY_BUCKET_MAX_BYTES, discard: 'old', storage: 'file', subjects: ['$KV.HIST.>'] });
+    expect(info.config).toMatchObject({
+      max_msgs_per_subject: 1,
+      max_bytes: HISTORY_BUCKET_MAX_BYTES,
+      discard: 'old',
+      storage: 'file',
+      subjects: ['$KV.HIST.>'],
+    });
     const second = await open(nc, 'dc1', 5 * HOUR);
     expect(second.info).toEqual({ bucket: 'HIST', ttlMs: 2 * HOUR, created: false });
   });
@@ -70,7 +89,14 @@ describe('HistoryBucket against nats-server', () => {
     const writer = await open(await conn(s));
     await writer.write(record('web1.example.net', 1000));
     // as an earlier version wrote an identity the rule refuses
-    await (await conn(s)).jetstream().views.kv('HIST', { bindOnly: true }).then((kv) => kv.put(`dc1.=${Buffer.from('odd name').toString('base64url')}`, encodeRecord(record('odd name', 1000))));
+    await (
+      await conn(s)
+    )
+      .jetstream()
+      .views.kv('HIST', { bindOnly: true })
+      .then((kv) =>
+        kv.put(`dc1.=${Buffer.from('odd name').toString('base64url')}`, encodeRecord(record('odd name', 1000))),
+      );
     const other = await open(await conn(s), 'dc2');
     await other.write(record('web1.example.net', 1000, { instance: 'other-site' }));
     const js = (await conn(s)).jetstream();
@@ -78,12 +104,19 @@ describe('HistoryBucket against nats-server', () => {
     await kv.put(historyKey('dc1', 'garbage') as string, new TextEncoder().encode('not json'));
     await kv.put(historyKey('dc1', 'liar') as string, encodeRecord(record('someone-else', 1)));
     // an earlier version's form of an identity: not the node's key
-    await kv.put(`dc1.=${Buffer.from('web3.example.net').toString('base64url')}`, encodeRecord(record('web3.example.net', 1)));
+    await kv.put(
+      `dc1.=${Buffer.from('web3.example.net').toString('base64url')}`,
+      encodeRecord(record('web3.example.net', 1)),
+    );
 
     const seen: NodeRecord[] = [];
     const invalid: string[] = [];
     const reader = await open(await conn(s));
-    await reader.watch({ onRecord: (r) => seen.push(r), onInvalid: (key, why) => invalid.push(`${key}: ${why}`), onRefusedIdentity: (text, why) => invalid.push(`${text}: ${why}`) });
+    await reader.watch({
+      onRecord: (r) => seen.push(r),
+      onInvalid: (key, why) => invalid.push(`${key}: ${why}`),
+      onRefusedIdentity: (text, why) => invalid.push(`${text}: ${why}`),
+    });
     // resolved once the stored ones are in
     // a record whose identity fails the identity rule is refused (a key an earlier version or anyone with access wrote)
     expect(seen.map((r) => r.identity).sort()).toEqual(['web1.example.net']);
@@ -108,38 +141,69 @@ describe('HistoryBucket against nats-server', () => {
     })();
     await expect(b.write(record('x'.repeat(4100), 1))).rejects.toBeInstanceOf(HistoryWriteRefusedError);
     await expect(b.write(record('a*b', 1))).rejects.toBeInstanceOf(HistoryWriteRefusedError);
-    await expect(b.write(record('n1.example.net', 1, { error: 'x'.repeat(10_000) }))).rejects.toThrow(/the broker refuses the history record of "n1\.example\.net"/);
+    await expect(b.write(record('n1.example.net', 1, { error: 'x'.repeat(10_000) }))).rejects.toThrow(
+      /the broker refuses the history record of "n1\.example\.net"/,
+    );
     await b.write(record('n1.example.net', 2));
     expect(statuses.filter((t) => t === 'disconnect')).toEqual([]);
   });
 
   it('says why when the account has no JetStream', async () => {
     const plain = await server({ jetstream: false });
-    await expect(HistoryBucket.open({ nc: await conn(plain), bucket: 'HIST', ttlMs: HOUR, apiPrefix: '$JS.API', site: 'dc1' })).rejects.toThrow(
-      new HistoryUnavailableError('could not open the history bucket HIST: no JetStream answers under $JS.API for this connection\'s account (JetStream off, or not given to the account)'),
+    await expect(
+      HistoryBucket.open({ nc: await conn(plain), bucket: 'HIST', ttlMs: HOUR, apiPrefix: '$JS.API', site: 'dc1' }),
+    ).rejects.toThrow(
+      new HistoryUnavailableError(
+        "could not open the history bucket HIST: no JetStream answers under $JS.API for this connection's account (JetStream off, or not given to the account)",
+      ),
     );
     // JetStream on, but not for the provisioner's account (as a Choria Broker's provisioning account)
     const accounts = await server({
-      config: 'accounts: { JS: { jetstream: enabled, users: [{ user: js, password: js }] }, PROV: { users: [{ user: prov, password: prov }] } }\n',
+      config:
+        'accounts: { JS: { jetstream: enabled, users: [{ user: js, password: js }] }, PROV: { users: [{ user: prov, password: prov }] } }\n',
     });
-    await expect(HistoryBucket.open({ nc: await conn(accounts, { user: 'prov', pass: 'prov' }), bucket: 'HIST', ttlMs: HOUR, apiPrefix: '$JS.API', site: 'dc1' })).rejects.toThrow(/no JetStream answers under \$JS\.API/);
+    await expect(
+      HistoryBucket.open({
+        nc: await conn(accounts, { user: 'prov', pass: 'prov' }),
+        bucket: 'HIST',
+        ttlMs: HOUR,
+        apiPrefix: '$JS.API',
+        site: 'dc1',
+      }),
+    ).rejects.toThrow(/no JetStream answers under \$JS\.API/);
   });
 
   it('a Streams user (no stream creation) is told how to get the bucket made, then uses the one an admin made', async () => {
     const s = await server({ choriaAccounts: true });
     const { user, password } = CHORIA_BROKER_LOGINS.streamsUser;
     const asUser = await conn(s, { user, pass: password });
-    await expect(HistoryBucket.open({ nc: asUser, bucket: 'HIST', ttlMs: 168 * HOUR, apiPrefix: '$JS.API', site: 'dc1' })).rejects.toThrow(
+    await expect(
+      HistoryBucket.open({ nc: asUser, bucket: 'HIST', ttlMs: 168 * HOUR, apiPrefix: '$JS.API', site: 'dc1' }),
+    ).rejects.toThrow(
       /^could not open the history bucket HIST: this connection may use Choria Streams but not create the bucket \(.*STREAM\.CREATE\.KV_HIST.*\): have a Streams admin create it once, e\.g\. `choria kv add HIST --history 1 --ttl 168h`, or give the provisioner's client JWT --stream-admin$/,
     );
     // an admin (the account's unrestricted default login) makes it; the user binds to it as it is
-    await (await conn(s)).jetstreamManager().then((jsm) => jsm.streams.add({ name: 'KV_HIST', subjects: ['$KV.HIST.>'], max_msgs_per_subject: 1, allow_direct: true, allow_rollup_hdrs: true }));
+    await (
+      await conn(s)
+    )
+      .jetstreamManager()
+      .then((jsm) =>
+        jsm.streams.add({
+          name: 'KV_HIST',
+          subjects: ['$KV.HIST.>'],
+          max_msgs_per_subject: 1,
+          allow_direct: true,
+          allow_rollup_hdrs: true,
+        }),
+      );
     const b = await open(asUser, 'dc1', 168 * HOUR);
     expect(b.info).toMatchObject({ bucket: 'HIST', created: false });
     const seen: NodeRecord[] = [];
     await b.watch({ onRecord: (r) => seen.push(r), onInvalid: () => undefined, onRefusedIdentity: () => undefined });
     await b.write(record('web1.example.net', 1000));
-    await until('its own write to come back through the watch', () => seen.some((r) => r.identity === 'web1.example.net'));
+    await until('its own write to come back through the watch', () =>
+      seen.some((r) => r.identity === 'web1.example.net'),
+    );
   });
 
   it('keeps following through a broker restart, and NodeHistory writes what failed meanwhile', async () => {
@@ -147,21 +211,51 @@ describe('HistoryBucket against nats-server', () => {
     const seen: NodeRecord[] = [];
     const rewatched: string[] = [];
     const reader = await open(await conn(s));
-    await reader.watch({ onRecord: (r) => seen.push(r), onInvalid: () => undefined, onRefusedIdentity: () => undefined, onRewatch: (err) => rewatched.push(String(err)) });
+    await reader.watch({
+      onRecord: (r) => seen.push(r),
+      onInvalid: () => undefined,
+      onRefusedIdentity: () => undefined,
+      onRewatch: (err) => rewatched.push(String(err)),
+    });
     const errors: unknown[] = [];
     let backAgain = 0;
-    const h = new NodeHistory({ policy: { backoffMs: 0, backoffMaxMs: 0, quarantineAfter: 0 }, instance: 'prov1', ttlMs: HOUR, onWriteError: (e) => errors.push(e), onWritten: () => backAgain++ });
+    const h = new NodeHistory({
+      policy: { backoffMs: 0, backoffMaxMs: 0, quarantineAfter: 0 },
+      instance: 'prov1',
+      ttlMs: HOUR,
+      onWriteError: (e) => errors.push(e),
+      onWritten: () => backAgain++,
+    });
     h.attach(await open(await conn(s)));
-    h.attempted('before', { outcome: 'failed', message: 'x', at: Date.now(), durationMs: 1, configured: false, discoveredAt: Date.now() });
+    h.attempted('before', {
+      outcome: 'failed',
+      message: 'x',
+      at: Date.now(),
+      durationMs: 1,
+      configured: false,
+      discoveredAt: Date.now(),
+    });
     await until('the first record to be followed', () => seen.some((r) => r.identity === 'before'));
 
     await s.restart();
-    h.attempted('during', { outcome: 'failed', message: 'x', at: Date.now(), durationMs: 1, configured: false, discoveredAt: Date.now() });
+    h.attempted('during', {
+      outcome: 'failed',
+      message: 'x',
+      at: Date.now(),
+      durationMs: 1,
+      configured: false,
+      discoveredAt: Date.now(),
+    });
     await until('the write to fail or land', () => h.pendingWrites === 0 || errors.length > 0, 15_000);
-    await until('the record written after the restart to be followed', async () => {
-      h.flush();
-      return seen.some((r) => r.identity === 'during');
-    }, 30_000, { stepMs: 250 });
+    await until(
+      'the record written after the restart to be followed',
+      async () => {
+        h.flush();
+        return seen.some((r) => r.identity === 'during');
+      },
+      30_000,
+      { stepMs: 250 },
+    );
     expect(h.pendingWrites).toBe(0);
     if (errors.length > 0) expect(backAgain).toBe(1);
   }, 60_000);

@@ -27,7 +27,11 @@ class NoJetStream {
 
 function historySync(): HistorySync {
   const config = testConfig('history_store: kv\n');
-  const history = new NodeHistory({ policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 }, instance: 'prov1.example.net', ttlMs: 86_400_000 });
+  const history = new NodeHistory({
+    policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 },
+    instance: 'prov1.example.net',
+    ttlMs: 86_400_000,
+  });
   return new HistorySync({ history, config, logger: silentLogger(), readOnly: false, retryMs: 10 });
 }
 

@@ -1,11 +1,39 @@
 import { describe, expect, it } from 'vitest';
-import { HistoryWriteRefusedError, NodeHistory, PROMPT_WRITE_MS, UNSTEADY_HOLD_MS, backoffAfter, decodeRecord, encodeRecord, historyKey, identityOfKey, siteFilter, MAX_ERROR_CHARS, type AttemptReport, type HistoryBacking, type NodeRecord } from '../../../src/provisioner/history/index.js';
+import {
+  HistoryWriteRefusedError,
+  NodeHistory,
+  PROMPT_WRITE_MS,
+  UNSTEADY_HOLD_MS,
+  backoffAfter,
+  decodeRecord,
+  encodeRecord,
+  historyKey,
+  identityOfKey,
+  siteFilter,
+  MAX_ERROR_CHARS,
+  type AttemptReport,
+  type HistoryBacking,
+  type NodeRecord,
+} from '../../../src/provisioner/history/index.js';
 
 const DAY = 86_400_000;
 
-function history(opts: { backoffMs?: number; quarantineAfter?: number; capacity?: number; ttlMs?: number; maxWritesInFlight?: number } = {}): NodeHistory {
+function history(
+  opts: {
+    backoffMs?: number;
+    quarantineAfter?: number;
+    capacity?: number;
+    ttlMs?: number;
+    maxWritesInFlight?: number;
+  } = {},
+): NodeHistory {
   return new NodeHistory({
-    policy: { backoffMs: opts.backoffMs ?? 1000, backoffMaxMs: 10_000, quarantineAfter: opts.quarantineAfter ?? 0, random: () => 1 - 1e-12 },
+    policy: {
+      backoffMs: opts.backoffMs ?? 1000,
+      backoffMaxMs: 10_000,
+      quarantineAfter: opts.quarantineAfter ?? 0,
+      random: () => 1 - 1e-12,
+    },
     instance: 'prov1.example.net',
     ttlMs: opts.ttlMs ?? DAY,
     ...(opts.capacity !== undefined ? { capacity: opts.capacity } : {}),
@@ -13,8 +41,22 @@ function history(opts: { backoffMs?: number; quarantineAfter?: number; capacity?
   });
 }
 
-const failed = (at: number, message = 'boom'): AttemptReport => ({ outcome: 'failed', message, at, durationMs: 12, configured: false, discoveredAt: at - 5 });
-const provisioned = (at: number): AttemptReport => ({ outcome: 'provisioned', message: undefined, at, durationMs: 30, configured: true, discoveredAt: at - 5 });
+const failed = (at: number, message = 'boom'): AttemptReport => ({
+  outcome: 'failed',
+  message,
+  at,
+  durationMs: 12,
+  configured: false,
+  discoveredAt: at - 5,
+});
+const provisioned = (at: number): AttemptReport => ({
+  outcome: 'provisioned',
+  message: undefined,
+  at,
+  durationMs: 30,
+  configured: true,
+  discoveredAt: at - 5,
+});
 
 /** A backing whose writes are settled by the test. */
 class ManualBacking implements HistoryBacking {
@@ -42,7 +84,9 @@ describe('back-off policy', () => {
   it('doubles the back-off from the base to the cap, jittered to 50-100 %', () => {
     const low = { backoffMs: 60_000, backoffMaxMs: 1_800_000, quarantineAfter: 0, random: () => 0 };
     const high = { ...low, random: () => 1 - 1e-12 };
-    expect([1, 2, 3, 4, 5, 6, 7].map((n) => backoffAfter(n, high))).toEqual([60_000, 120_000, 240_000, 480_000, 960_000, 1_800_000, 1_800_000]);
+    expect([1, 2, 3, 4, 5, 6, 7].map((n) => backoffAfter(n, high))).toEqual([
+      60_000, 120_000, 240_000, 480_000, 960_000, 1_800_000, 1_800_000,
+    ]);
     expect(backoffAfter(1, low)).toBe(30_000);
     expect(backoffAfter(40, high)).toBe(1_800_000); // no overflow
     expect(backoffAfter(3, { ...high, backoffMs: 0 })).toBe(0); // off, as upstream
@@ -58,7 +102,14 @@ describe('NodeHistory', () => {
     h.attempted('n1', failed(1000));
     expect(h.holdsBack('n1', 2999)).toBe('backoff');
     const q = h.attempted('n1', failed(3000, 'CSR refused'));
-    expect(q).toMatchObject({ failures: 3, attempts: 3, quarantinedAt: 3000, error: 'CSR refused', instance: 'prov1.example.net', firstSeen: -5 });
+    expect(q).toMatchObject({
+      failures: 3,
+      attempts: 3,
+      quarantinedAt: 3000,
+      error: 'CSR refused',
+      instance: 'prov1.example.net',
+      firstSeen: -5,
+    });
     expect(h.holdsBack('n1', 10_000_000)).toBe('quarantined');
     expect(h.quarantinedCount()).toBe(1);
     // a reboot without release-on-startup keeps the quarantine
@@ -73,10 +124,24 @@ describe('NodeHistory', () => {
   it('counts attempts across outcomes, resets failures on success and keeps a back-off through a non-failure', () => {
     const h = history();
     h.attempted('n1', failed(100));
-    const gone = h.attempted('n1', { outcome: 'gone', message: 'no reply', at: 200, durationMs: 2000, configured: false, discoveredAt: 150 });
+    const gone = h.attempted('n1', {
+      outcome: 'gone',
+      message: 'no reply',
+      at: 200,
+      durationMs: 2000,
+      configured: false,
+      discoveredAt: 150,
+    });
     expect(gone).toMatchObject({ attempts: 2, failures: 1, notBefore: 1100, firstSeen: 95 });
     const ok = h.attempted('n1', provisioned(5000));
-    expect(ok).toMatchObject({ attempts: 3, failures: 0, notBefore: undefined, provisionedAt: 5000, error: undefined, configuredAt: undefined });
+    expect(ok).toMatchObject({
+      attempts: 3,
+      failures: 0,
+      notBefore: undefined,
+      provisionedAt: 5000,
+      error: undefined,
+      configuredAt: undefined,
+    });
     // a failed attempt that configured the node remembers when (the next attempt's configuredAt)
     expect(h.attempted('n1', { ...failed(6000), configured: true }).configuredAt).toBe(6000);
     h.release('n1', 7000, { rebooted: true });
@@ -107,7 +172,14 @@ describe('NodeHistory', () => {
     const mine = h.attempted('n1', failed(1000));
     expect(h.merge({ ...mine, outcome: 'deferred', updatedAt: 999 })).toBe(false);
     expect(h.merge(mine)).toBe(false);
-    const theirs: NodeRecord = { ...mine, outcome: 'provisioned', instance: 'prov2', failures: 0, notBefore: undefined, updatedAt: 2000 };
+    const theirs: NodeRecord = {
+      ...mine,
+      outcome: 'provisioned',
+      instance: 'prov2',
+      failures: 0,
+      notBefore: undefined,
+      updatedAt: 2000,
+    };
     expect(h.merge(theirs)).toBe(true);
     expect(h.get('n1')).toEqual(theirs);
     expect(h.holdsBack('n1', 1500)).toBeUndefined();
@@ -211,33 +283,55 @@ describe('history records and keys', () => {
     expect(r.error).toHaveLength(MAX_ERROR_CHARS);
     const stored = encodeRecord(r);
     expect(stored.byteLength).toBeLessThan(1024);
-    expect(JSON.parse(new TextDecoder().decode(stored))).toMatchObject({ format: 'choria-provisioner:node:1', quarantinedAt: '2026-12-02T00:00:00.000Z' });
+    expect(JSON.parse(new TextDecoder().decode(stored))).toMatchObject({
+      format: 'choria-provisioner:node:1',
+      quarantinedAt: '2026-12-02T00:00:00.000Z',
+    });
     expect(decodeRecord(stored)).toEqual(r);
   });
 
   it('drops what an earlier version quoted of the output of a helper from a stored error', () => {
-    const good = JSON.parse(new TextDecoder().decode(encodeRecord(history().attempted('n1', failed(5))))) as Record<string, unknown>;
-    const older = 'helper /h failed for n1: exited with status 1; stdout: "{\\"password\\":\\"hunter2\\"}"; stderr: "-----BEGIN PRIVATE KEY-----"';
+    const good = JSON.parse(new TextDecoder().decode(encodeRecord(history().attempted('n1', failed(5))))) as Record<
+      string,
+      unknown
+    >;
+    const older =
+      'helper /h failed for n1: exited with status 1; stdout: "{\\"password\\":\\"hunter2\\"}"; stderr: "-----BEGIN PRIVATE KEY-----"';
     const r = decodeRecord(new TextEncoder().encode(JSON.stringify({ ...good, error: older })));
     expect(r.error).toBe('helper /h failed for n1: exited with status 1 (what the helper printed is not shown)');
-    expect(decodeRecord(new TextEncoder().encode(JSON.stringify({ ...good, error: 'signed eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.c2ln' }))).error).toBe('signed [redacted]');
+    expect(
+      decodeRecord(
+        new TextEncoder().encode(JSON.stringify({ ...good, error: 'signed eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.c2ln' })),
+      ).error,
+    ).toBe('signed [redacted]');
   });
 
   it("drops the helper's defer or shutdown message an earlier version stored, and keeps this version's wording", () => {
-    const good = JSON.parse(new TextDecoder().decode(encodeRecord(history().attempted('n1', failed(5))))) as Record<string, unknown>;
-    const shown = (outcome: string, error: string): string | undefined => decodeRecord(new TextEncoder().encode(JSON.stringify({ ...good, outcome, error }))).error;
-    expect(shown('deferred', 'configuration defered: waiting for the CMDB, pass=abc')).toBe('configuration defered by the helper (its message is not shown)');
+    const good = JSON.parse(new TextDecoder().decode(encodeRecord(history().attempted('n1', failed(5))))) as Record<
+      string,
+      unknown
+    >;
+    const shown = (outcome: string, error: string): string | undefined =>
+      decodeRecord(new TextEncoder().encode(JSON.stringify({ ...good, outcome, error }))).error;
+    expect(shown('deferred', 'configuration defered: waiting for the CMDB, pass=abc')).toBe(
+      'configuration defered by the helper (its message is not shown)',
+    );
     expect(shown('shutdown', 'not in the CMDB')).toBe('shut down on request of the helper (its message is not shown)');
     const now = "configuration defered by the helper; its message is in the provisioner's log";
     expect(shown('deferred', now)).toBe(now);
-    expect(shown('shutdown', 'shut down on request of the helper, without a message')).toBe('shut down on request of the helper, without a message');
+    expect(shown('shutdown', 'shut down on request of the helper, without a message')).toBe(
+      'shut down on request of the helper, without a message',
+    );
     // other outcomes are the provisioner's own words, kept
     expect(shown('failed', 'not in the CMDB')).toBe('not in the CMDB');
   });
 
   it('refuses a stored value that is not a record, naming the problem', () => {
     const enc = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(v));
-    const good = JSON.parse(new TextDecoder().decode(encodeRecord(history().attempted('n1', failed(5))))) as Record<string, unknown>;
+    const good = JSON.parse(new TextDecoder().decode(encodeRecord(history().attempted('n1', failed(5))))) as Record<
+      string,
+      unknown
+    >;
     expect(() => decodeRecord(new TextEncoder().encode('{'))).toThrow(/not JSON/);
     expect(() => decodeRecord(enc([]))).toThrow(/not a JSON object/);
     expect(() => decodeRecord(enc({ ...good, format: 'x' }))).toThrow(/format "x"/);
@@ -260,7 +354,8 @@ describe('history records and keys', () => {
       expect(key.startsWith(siteFilter(site).slice(0, -1))).toBe(true);
     }
     expect(historyKey('dc1', 'web1.example.net')).toBe('dc1.web1.example.net');
-    for (const identity of ['.odd..name.', 'ünïcode host', '=looks-encoded', 'x'.repeat(4100), 'a*b']) expect(historyKey('dc1', identity)).toBeUndefined();
+    for (const identity of ['.odd..name.', 'ünïcode host', '=looks-encoded', 'x'.repeat(4100), 'a*b'])
+      expect(historyKey('dc1', identity)).toBeUndefined();
     expect(identityOfKey('dc2', historyKey('dc1', 'n1') as string)).toBeUndefined();
     // an earlier version's encoded identity reads back to its text, for the identity rule to refuse
     expect(identityOfKey('dc1', `dc1.=${Buffer.from('odd name').toString('base64url')}`)).toBe('odd name');
@@ -287,7 +382,14 @@ describe('NodeHistory: configure and restart recorded before they are sent', () 
     expect(stored.outcome).toBeUndefined();
     expect(stored.configuredAt).toBe(1000);
     // the attempt was cancelled after configure went out: the mark stays for the next owner
-    h.attempted('n1', { outcome: 'cancelled', message: 'lease lapsed', at: 2000, durationMs: 5, configured: true, discoveredAt: 900 });
+    h.attempted('n1', {
+      outcome: 'cancelled',
+      message: 'lease lapsed',
+      at: 2000,
+      durationMs: 5,
+      configured: true,
+      discoveredAt: 900,
+    });
     expect(h.get('n1')?.configuredAt).toBe(1000);
     // success clears it
     h.attempted('n1', provisioned(3000));
@@ -315,7 +417,12 @@ describe('NodeHistory: configure and restart recorded before they are sent', () 
 
   it('a wait that runs out, or a slow write, stops the waiting for UNSTEADY_HOLD_MS; a prompt shared copy is waited for again after it', async () => {
     let mono = 0;
-    const h = new NodeHistory({ policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 }, instance: 'p', ttlMs: DAY, monotonic: () => mono });
+    const h = new NodeHistory({
+      policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 },
+      instance: 'p',
+      ttlMs: DAY,
+      monotonic: () => mono,
+    });
     const backing = new ManualBacking();
     h.attach(backing);
     expect(h.sharedCopyIsPrompt()).toBe(true);
@@ -343,14 +450,23 @@ describe('NodeHistory: configure and restart recorded before they are sent', () 
   });
 
   it('a node sent restart is held for the restart window, except when its startup event proves it started again', () => {
-    const h = new NodeHistory({ policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 }, instance: 'p', ttlMs: DAY, restartWindowMs: 20_000 });
+    const h = new NodeHistory({
+      policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 },
+      instance: 'p',
+      ttlMs: DAY,
+      restartWindowMs: 20_000,
+    });
     void h.sending('n1', 'restart', 10_000, 2000);
     expect(h.holdsBack('n1', 10_500, 'discovery')).toBe('restarting');
     expect(h.holdsBack('n1', 29_999, 'discovery')).toBe('restarting');
     expect(h.holdsBack('n1', 29_999, 'event')).toBeUndefined();
     expect(h.holdsBack('n1', 30_000, 'discovery')).toBeUndefined();
     // a restart recorded by another instance comes in through merge() and holds the same way
-    const other = new NodeHistory({ policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 }, instance: 'q', ttlMs: DAY });
+    const other = new NodeHistory({
+      policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 },
+      instance: 'q',
+      ttlMs: DAY,
+    });
     other.merge(h.get('n1') as NodeRecord);
     expect(other.holdsBack('n1', 11_000)).toBe('restarting');
   });

@@ -7,7 +7,12 @@ import { connect, type NatsConnection } from 'nats';
 import { Provisioner } from '../../../src/provisioner/provisioner.js';
 import { HistoryBucket, NodeHistory } from '../../../src/provisioner/history/index.js';
 import type { HostJob, HostResult } from '../../../src/host/types.js';
-import { addElectionBucket, CHORIA_BROKER_LOGINS, startNatsServer, type RunningNatsServer } from '@choria-provisioner/test-support/nats-server';
+import {
+  addElectionBucket,
+  CHORIA_BROKER_LOGINS,
+  startNatsServer,
+  type RunningNatsServer,
+} from '@choria-provisioner/test-support/nats-server';
 import { testConfig, testSettings } from '@choria-provisioner/test-support/settings';
 import { until } from '@choria-provisioner/test-support/wait';
 import { captureLogger } from '../../choria/support/logger.js';
@@ -23,7 +28,11 @@ async function server(opts: { jetstream: boolean; port?: number }): Promise<Runn
   return s;
 }
 
-function provisioner(url: string, runner: (job: HostJob) => Promise<HostResult>, extra: { dryRun?: boolean; yaml?: string } = {}) {
+function provisioner(
+  url: string,
+  runner: (job: HostJob) => Promise<HostResult>,
+  extra: { dryRun?: boolean; yaml?: string } = {},
+) {
   const log = captureLogger('info');
   const config = testConfig(`workers: 2\nhistory_bucket: HIST\n${extra.yaml ?? ''}`);
   const p = new Provisioner({
@@ -57,7 +66,9 @@ describe('Provisioner node history', () => {
     await new Promise((r) => setTimeout(r, 1000)); // three more tries of the bucket
     const fallbacks = log.lines.filter((l) => l.includes('Keeping the node history in memory only'));
     expect(fallbacks).toEqual([
-      expect.stringMatching(/^warn: Keeping the node history in memory only: could not open the history bucket HIST: no JetStream answers under \$JS\.API .*trying the bucket again every 300 ms/),
+      expect.stringMatching(
+        /^warn: Keeping the node history in memory only: could not open the history bucket HIST: no JetStream answers under \$JS\.API .*trying the bucket again every 300 ms/,
+      ),
     ]);
     expect(p.status().history).toMatchObject({ store: 'memory', nodes: 1, pendingWrites: 1 });
 
@@ -81,18 +92,39 @@ describe('Provisioner node history', () => {
     const nc = await connect({ servers: s.url });
     cleanups.push(() => nc.close());
     // another instance of the site quarantined n1
-    const other = new NodeHistory({ policy: { backoffMs: 0, backoffMaxMs: 0, quarantineAfter: 1 }, instance: 'prov-b', ttlMs: 3_600_000 });
-    const bucket = await HistoryBucket.open({ nc, bucket: 'HIST', ttlMs: 3_600_000, apiPrefix: '$JS.API', site: 'test' });
+    const other = new NodeHistory({
+      policy: { backoffMs: 0, backoffMaxMs: 0, quarantineAfter: 1 },
+      instance: 'prov-b',
+      ttlMs: 3_600_000,
+    });
+    const bucket = await HistoryBucket.open({
+      nc,
+      bucket: 'HIST',
+      ttlMs: 3_600_000,
+      apiPrefix: '$JS.API',
+      site: 'test',
+    });
     cleanups.push(async () => bucket.close());
     other.attach(bucket);
-    other.attempted('n1', { outcome: 'failed', message: 'CSR refused', at: Date.now(), durationMs: 3, configured: false, discoveredAt: Date.now() });
+    other.attempted('n1', {
+      outcome: 'failed',
+      message: 'CSR refused',
+      at: Date.now(),
+      durationMs: 3,
+      configured: false,
+      discoveredAt: Date.now(),
+    });
     await until('the record stored', () => other.pendingWrites === 0);
 
     const jobs: string[] = [];
-    const { p } = provisioner(s.url, async (job) => {
-      jobs.push(job.identity);
-      return { outcome: 'dry_run', message: 'dry run: would send choria_provision#configure' };
-    }, { dryRun: true });
+    const { p } = provisioner(
+      s.url,
+      async (job) => {
+        jobs.push(job.identity);
+        return { outcome: 'dry_run', message: 'dry run: would send choria_provision#configure' };
+      },
+      { dryRun: true },
+    );
     await p.start();
     expect(p.status().history).toMatchObject({ store: 'kv', readOnly: true, nodes: 1 });
     expect(p.offer('n1', 'discovery')).toBe(false);
@@ -108,7 +140,10 @@ describe('Provisioner node history', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(await bucketKeys(nc)).toEqual(['test.n1']);
     const stored = await (await nc.jetstream().views.kv('HIST', { bindOnly: true })).get('test.n1');
-    expect(stored?.json<{ instance: string; quarantinedAt?: string }>()).toMatchObject({ instance: 'prov-b', quarantinedAt: expect.any(String) });
+    expect(stored?.json<{ instance: string; quarantinedAt?: string }>()).toMatchObject({
+      instance: 'prov-b',
+      quarantinedAt: expect.any(String),
+    });
   }, 30_000);
 });
 
@@ -125,11 +160,20 @@ describe('on a broker with the Choria Broker account layout (no JetStream in the
     cleanups.push(() => s.stop());
     const log = captureLogger('info');
     const { config, choria } = provisionerLogin(s.url);
-    const p = new Provisioner({ config, choria, logger: log.logger, hostRunner: async () => ({ outcome: 'provisioned' }), helper: () => ({}), stopTimeoutMs: 2000 });
+    const p = new Provisioner({
+      config,
+      choria,
+      logger: log.logger,
+      hostRunner: async () => ({ outcome: 'provisioned' }),
+      helper: () => ({}),
+      stopTimeoutMs: 2000,
+    });
     cleanups.push(() => p.stop());
     await p.start();
     expect(p.status().history).toMatchObject({ store: 'kv', bucket: 'HIST', connection: 'choria' });
-    expect(log.text()).toMatch(/Keeping the node history in the bucket HIST of the choria account \(over a second connection: the provisioner's own account has no JetStream\)/);
+    expect(log.text()).toMatch(
+      /Keeping the node history in the bucket HIST of the choria account \(over a second connection: the provisioner's own account has no JetStream\)/,
+    );
     expect(log.text()).not.toMatch(/in memory only/);
     p.offer('n1', 'discovery');
     await until('the attempt', () => p.status().hosts[0]?.state === 'held');
@@ -148,7 +192,13 @@ describe('on a broker with the Choria Broker account layout (no JetStream in the
     const s = await startNatsServer({ choriaAccounts: true });
     cleanups.push(() => s.stop());
     const { config } = provisionerLogin(s.url);
-    const p = new Provisioner({ config, choria: testSettings(s.url, config), hostRunner: async () => ({ outcome: 'provisioned' }), helper: () => ({}), stopTimeoutMs: 2000 });
+    const p = new Provisioner({
+      config,
+      choria: testSettings(s.url, config),
+      hostRunner: async () => ({ outcome: 'provisioned' }),
+      helper: () => ({}),
+      stopTimeoutMs: 2000,
+    });
     cleanups.push(() => p.stop());
     await p.start();
     expect(p.status().history).toMatchObject({ store: 'kv', connection: 'provisioner' });
@@ -161,7 +211,14 @@ describe('on a broker with the Choria Broker account layout (no JetStream in the
     const { config: base, choria } = provisionerLogin(s.url);
     const config = testConfig('workers: 2\nhistory_bucket: HIST\nleader_election: true\n');
     expect(base.site).toBe(config.site);
-    const p = new Provisioner({ config, choria, hostRunner: async () => ({ outcome: 'provisioned' }), helper: () => ({}), stopTimeoutMs: 2000, electionSplayMs: 0 });
+    const p = new Provisioner({
+      config,
+      choria,
+      hostRunner: async () => ({ outcome: 'provisioned' }),
+      helper: () => ({}),
+      stopTimeoutMs: 2000,
+      electionSplayMs: 0,
+    });
     cleanups.push(() => p.stop());
     await p.start();
     await until('leader', () => p.isLeader === true, 15_000);
