@@ -18,6 +18,27 @@ export default tseslint.config(
     rules: { 'no-control-regex': 'off' },
   },
   {
+    // Every line of the packages' sources is at most 120 characters: code, strings, template literals, regular
+    // expressions, comments and URLs alike (prettier wraps code at 120 but leaves strings and comments as they are).
+    // max-len is deprecated in ESLint core (kept until ESLint 11; @stylistic/max-len carries it on).
+    files: ['packages/*/src/**/*.{ts,mts,cts,js,mjs,cjs}'],
+    rules: {
+      'max-len': [
+        'error',
+        {
+          code: 120,
+          tabWidth: 1,
+          ignoreComments: false,
+          ignoreTrailingComments: false,
+          ignoreUrls: false,
+          ignoreStrings: false,
+          ignoreTemplateLiterals: false,
+          ignoreRegExpLiterals: false,
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.js', '**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly' } },
   },

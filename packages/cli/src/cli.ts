@@ -85,7 +85,8 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
             type: 'boolean',
             default: false,
             describe:
-              'Discover, fetch, check and run the helper for every node, but send nothing that changes a node (configure, restart, shutdown, release_update)',
+              'Discover, fetch, check and run the helper for every node, but send nothing that changes a node ' +
+              '(configure, restart, shutdown, release_update)',
           }),
       async (args) => {
         code = await runCommand(
@@ -131,7 +132,9 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
           .option('json', { type: 'boolean', default: false, describe: 'Print the raw JSON' })
           .option('token-file', {
             type: 'string',
-            describe: `File holding the site's monitor_api_token, to list the nodes of a site that sets one (default: the ${TOKEN_ENV} environment variable)`,
+            describe:
+              `File holding the site's monitor_api_token, to list the nodes of a site that sets one ` +
+              `(default: the ${TOKEN_ENV} environment variable)`,
           }),
       async (args) => {
         code = await statusCommand({ url: args.url, json: args.json, tokenFile: args['token-file'] }, io);

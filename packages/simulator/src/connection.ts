@@ -78,7 +78,8 @@ export class ConnectionGroup implements NodeLink {
     if (!this.ctx.fleetSpeaks(req.version)) {
       this.fleetViolation(
         'protocol-version',
-        `${req.version} broadcast request ${req.requestId} on ${msg.subject}, but no simulated node speaks ${req.version}`,
+        `${req.version} broadcast request ${req.requestId} on ${msg.subject}, ` +
+          `but no simulated node speaks ${req.version}`,
       );
       return;
     }
@@ -92,7 +93,8 @@ export class ConnectionGroup implements NodeLink {
     if (!ttlAccepted(req, Date.now())) {
       this.fleetViolation(
         'ttl-expired',
-        `broadcast request ${req.requestId} created at ${new Date(req.timeMs).toISOString()} with ttl ${req.ttl}s is outside its validity`,
+        `broadcast request ${req.requestId} created at ${new Date(req.timeMs).toISOString()} ` +
+          `with ttl ${req.ttl}s is outside its validity`,
       );
       return;
     }

@@ -81,7 +81,9 @@ export function attachControl(fleet: ControllableFleet, nc: NatsConnection): voi
         text = JSON.stringify({
           ...fleet.summary(),
           truncated: true,
-          error: `the report is larger than the broker's max_payload of ${max} bytes: ask for pages with {"offset":0,"limit":100} or totals with {"summary":true}`,
+          error:
+            `the report is larger than the broker's max_payload of ${max} bytes: ` +
+            `ask for pages with {"offset":0,"limit":100} or totals with {"summary":true}`,
         });
       }
       if (msg.reply !== undefined && msg.reply !== '') msg.respond(text);

@@ -417,7 +417,8 @@ export class SimulatedNode implements ProvisionHost {
     if (!ttlAccepted(req, this.nowMs())) {
       this.violation(
         'ttl-expired',
-        `request ${req.requestId} created at ${new Date(req.timeMs).toISOString()} with ttl ${req.ttl}s is outside its validity`,
+        `request ${req.requestId} created at ${new Date(req.timeMs).toISOString()} ` +
+          `with ttl ${req.ttl}s is outside its validity`,
       );
       return;
     }
@@ -511,7 +512,8 @@ export class SimulatedNode implements ProvisionHost {
       } else if (!req.replyTo.startsWith(REPLY_SUBJECT_PREFIX)) {
         this.violation(
           'reply-subject',
-          `request ${req.requestId} asks for replies on ${req.replyTo}; provisioning servers may only publish to provisioning.reply.>`,
+          `request ${req.requestId} asks for replies on ${req.replyTo}; ` +
+            `provisioning servers may only publish to provisioning.reply.>`,
         );
         replyAllowed = false;
       }

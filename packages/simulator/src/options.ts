@@ -62,7 +62,10 @@ export interface FleetOptions {
   jwt?: FleetJwtOptions;
   /** keys to verify server JWTs received by configure */
   serverJwtVerification?: ServerJwtVerification;
-  /** server version reported by inventory and events (default 0.29.4); an older release lacks what it lacked (agents/releases.ts) */
+  /**
+   * server version reported by inventory and events (default 0.29.4);
+   * an older release lacks what it lacked (agents/releases.ts)
+   */
   version?: VersionOption;
   /** nodes allow in-place updates (also implied by jwt.update) */
   upgradable?: boolean;

@@ -55,9 +55,10 @@ setInterval(
     const children = descendants(pid);
     writeSync(
       2,
-      `${name}: watchdog: the event loop has not turned for ${(stalledMs / 1000).toFixed(1)} s (limit ${(limitMs / 1000).toFixed(1)} s)` +
-        `${doing === '' ? '' : `, while ${doing}`}; stopping pid ${pid}${children.length > 0 ? ` and its ${children.length} child processes` : ''} instead of hanging.` +
-        ' This is a bug: please report it with this message.\n',
+      `${name}: watchdog: the event loop has not turned for ${(stalledMs / 1000).toFixed(1)} s ` +
+        `(limit ${(limitMs / 1000).toFixed(1)} s)${doing === '' ? '' : `, while ${doing}`}; ` +
+        `stopping pid ${pid}${children.length > 0 ? ` and its ${children.length} child processes` : ''}` +
+        ' instead of hanging. This is a bug: please report it with this message.\n',
     );
     for (const child of children) {
       try {

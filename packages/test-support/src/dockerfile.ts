@@ -5,7 +5,9 @@ export interface Dockerfile {
   readonly instructions: readonly string[];
   /** the arguments of every `op` instruction, in order */
   all(op: string): string[];
-  /** the exec-form arguments of the last `op` instruction (after any `--flag=value` options and, for HEALTHCHECK, `CMD`) */
+  /**
+   * the exec-form arguments of the last `op` instruction (after any `--flag=value` options and, for HEALTHCHECK, `CMD`)
+   */
   execForm(op: string): string[];
 }
 

@@ -222,7 +222,10 @@ export async function driveUntilProvisioned(
   );
 }
 
-/** The value of one metric series (0 when absent), e.g. metricValue(r, 'choria_provisioner_outcomes', {outcome: 'failed'}). */
+/**
+ * The value of one metric series (0 when absent),
+ * e.g. metricValue(r, 'choria_provisioner_outcomes', {outcome: 'failed'}).
+ */
 export async function metricValue(
   registry: Registry,
   name: string,

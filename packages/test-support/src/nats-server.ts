@@ -81,21 +81,26 @@ export function choriaBrokerAccounts(): string {
     '    jetstream: enabled',
     '    users: [',
     '      { user: "choria-default", password: "unused-default-login" }',
-    `      { user: "${streamsUser.user}", password: "${streamsUser.password}", permissions: { publish: { allow: [ ${streamsUserPublish} ] }, subscribe: { allow: ">" } } }`,
+    `      { user: "${streamsUser.user}", password: "${streamsUser.password}", ` +
+      `permissions: { publish: { allow: [ ${streamsUserPublish} ] }, subscribe: { allow: ">" } } }`,
     '    ]',
     '    exports: [',
-    '      { service: "$JS.API.STREAM.INFO.KV_CHORIA_LEADER_ELECTION", response_type: singleton, accounts: [provisioning] }',
+    '      { service: "$JS.API.STREAM.INFO.KV_CHORIA_LEADER_ELECTION", ' +
+      'response_type: singleton, accounts: [provisioning] }',
     '      { service: "$KV.CHORIA_LEADER_ELECTION.provisioner", response_type: singleton, accounts: [provisioning] }',
     '    ]',
     '    imports: [ { stream: { account: provisioning, subject: "choria.lifecycle.>" } } ]',
     '  }',
     '  provisioning {',
-    `    users: [ { user: "${provisioner.user}", password: "${provisioner.password}" }, { user: "${node.user}", password: "${node.password}" } ]`,
+    `    users: [ { user: "${provisioner.user}", password: "${provisioner.password}" }, ` +
+      `{ user: "${node.user}", password: "${node.password}" } ]`,
     '    exports: [ { stream: "choria.lifecycle.>", accounts: [choria] } ]',
     '    imports: [',
-    '      { service: { account: choria, subject: "$JS.API.STREAM.INFO.KV_CHORIA_LEADER_ELECTION" }, to: "choria.streams.STREAM.INFO.KV_CHORIA_LEADER_ELECTION" }',
+    '      { service: { account: choria, subject: "$JS.API.STREAM.INFO.KV_CHORIA_LEADER_ELECTION" }, ' +
+      'to: "choria.streams.STREAM.INFO.KV_CHORIA_LEADER_ELECTION" }',
     '      { service: { account: choria, subject: "$KV.CHORIA_LEADER_ELECTION.provisioner" } }',
-    '      { service: { account: choria, subject: "$KV.CHORIA_LEADER_ELECTION.provisioner" }, to: "choria.streams.$KV.CHORIA_LEADER_ELECTION.provisioner" }',
+    '      { service: { account: choria, subject: "$KV.CHORIA_LEADER_ELECTION.provisioner" }, ' +
+      'to: "choria.streams.$KV.CHORIA_LEADER_ELECTION.provisioner" }',
     '    ]',
     '  }',
     '}',

@@ -30,7 +30,9 @@ export async function installPacked(repoRoot: string, dir: string): Promise<Pack
     if (/ENOTCACHED|only-if-cached/.test(text)) {
       return {
         ok: false,
-        reason: `the npm cache lacks packages the tarballs need (run "npm ci" in the repository first): ${text.split('\n').find((l) => /request to/.test(l)) ?? text.slice(0, 200)}`,
+        reason:
+          `the npm cache lacks packages the tarballs need (run "npm ci" in the repository first): ` +
+          `${text.split('\n').find((l) => /request to/.test(l)) ?? text.slice(0, 200)}`,
       };
     }
     throw new Error(`npm ci of the packed packages failed: ${text.slice(0, 2000)}`, { cause: err });

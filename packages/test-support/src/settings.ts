@@ -29,7 +29,10 @@ export function testSettings(
   identity = 'provisioner.example.net',
   extra = '',
 ): ChoriaSettings {
-  const text = `identity = ${identity}\nplugin.choria.middleware_hosts = ${url}\nplugin.security.provider = file\n${extra}`;
+  const text =
+    `identity = ${identity}\n` +
+    `plugin.choria.middleware_hosts = ${url}\n` +
+    `plugin.security.provider = file\n${extra}`;
   return applyProvisionerOverrides(parseChoriaConfig(text, 'test-choria.cfg'), config);
 }
 
@@ -41,7 +44,8 @@ export function writeCliConfig(dir: string, site: string): string {
   const choria = join(dir, 'choria.cfg');
   writeFileSync(
     choria,
-    'identity = prov.example.net\nplugin.choria.middleware_hosts = nats://127.0.0.1:4222\nplugin.security.provider = file\n',
+    'identity = prov.example.net\nplugin.choria.middleware_hosts = nats://127.0.0.1:4222\n' +
+      'plugin.security.provider = file\n',
   );
   const config = join(dir, 'provisioner.yaml');
   writeFileSync(

@@ -32,7 +32,8 @@ export function readTokenOrSay(
     return tokenOf(opts);
   } catch (err) {
     io.err(
-      `choria-provisioner: could not read the token file ${opts.tokenFile ?? ''}: ${err instanceof Error ? err.message : String(err)}`,
+      `choria-provisioner: could not read the token file ${opts.tokenFile ?? ''}: ` +
+        `${err instanceof Error ? err.message : String(err)}`,
     );
     return undefined;
   }

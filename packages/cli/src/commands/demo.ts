@@ -20,7 +20,8 @@ const MAX_WORKERS = 1_000;
 export async function demoCommand(opts: DemoOptions, io: CliIO, extra: Partial<DemoSettings> = {}): Promise<number> {
   if (!Number.isInteger(opts.nodes) || opts.nodes < 1 || opts.nodes > MAX_NODES) {
     io.err(
-      `choria-provisioner: --nodes must be a whole number from 1 to ${MAX_NODES}, got ${opts.nodes}\nRun with --help for usage.`,
+      `choria-provisioner: --nodes must be a whole number from 1 to ${MAX_NODES}, got ${opts.nodes}\n` +
+        `Run with --help for usage.`,
     );
     return EXIT.usage;
   }
@@ -29,13 +30,15 @@ export async function demoCommand(opts: DemoOptions, io: CliIO, extra: Partial<D
     (!Number.isInteger(opts.workers) || opts.workers < 1 || opts.workers > MAX_WORKERS)
   ) {
     io.err(
-      `choria-provisioner: --workers must be a whole number from 1 to ${MAX_WORKERS}, got ${opts.workers}\nRun with --help for usage.`,
+      `choria-provisioner: --workers must be a whole number from 1 to ${MAX_WORKERS}, got ${opts.workers}\n` +
+        `Run with --help for usage.`,
     );
     return EXIT.usage;
   }
   if (opts.watchdogS !== undefined && !(Number.isFinite(opts.watchdogS) && opts.watchdogS >= 0)) {
     io.err(
-      `choria-provisioner: --watchdog must be 0 (off) or a number of seconds, got ${opts.watchdogS}\nRun with --help for usage.`,
+      `choria-provisioner: --watchdog must be 0 (off) or a number of seconds, got ${opts.watchdogS}\n` +
+        `Run with --help for usage.`,
     );
     return EXIT.usage;
   }

@@ -43,7 +43,8 @@ function describe(r: HelperTestReport): string {
   lines.push('stderr:', r.stderr.trim() === '' ? '  (empty)' : r.stderr.trimEnd(), '');
   lines.push('warnings:', ...(r.warnings.length === 0 ? ['  (none)'] : r.warnings.map((w) => `  ${w}`)), '');
   lines.push(
-    `result: ${r.ok ? 'OK' : 'FAILED'}: ${r.outcome}${r.durationMs !== undefined ? ` (helper ${Math.round(r.durationMs)} ms)` : ''}`,
+    `result: ${r.ok ? 'OK' : 'FAILED'}: ` +
+      `${r.outcome}${r.durationMs !== undefined ? ` (helper ${Math.round(r.durationMs)} ms)` : ''}`,
   );
   return shown(lines.join('\n'));
 }

@@ -21,7 +21,8 @@ function monitorTls(configs: readonly ProvisionerConfig[]): { cert: string; key:
   const wanted = new Set(configs.map((c) => `${c.monitorTlsCert}\n${c.monitorTlsKey}`));
   if (wanted.size > 1)
     throw new Error(
-      `the sites on monitor port ${configs[0]?.monitorPort ?? ''} name different monitor_tls_cert / monitor_tls_key files (${configs.map((c) => c.source).join(', ')})`,
+      `the sites on monitor port ${configs[0]?.monitorPort ?? ''} name different monitor_tls_cert / monitor_tls_key ` +
+        `files (${configs.map((c) => c.source).join(', ')})`,
     );
   const c = configs[0];
   if (c === undefined || c.monitorTlsCert === '') return undefined;
@@ -83,7 +84,8 @@ function loadSites(opts: RunOptions, io: CliIO): Site[] | undefined {
     const prev = names.get(s.config.site);
     if (prev !== undefined) {
       io.err(
-        `choria-provisioner: ${s.file} and ${prev} both use site "${s.config.site}": every config needs its own site so metrics can tell them apart`,
+        `choria-provisioner: ${s.file} and ${prev} both use site "${s.config.site}": ` +
+          `every config needs its own site so metrics can tell them apart`,
       );
       failed = true;
     }

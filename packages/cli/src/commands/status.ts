@@ -44,7 +44,8 @@ function roleOf(c: CoordinationStatus | undefined): string {
   const m = c.membership;
   return m === undefined
     ? ', active/active'
-    : `, active/active member of "${m.group}" (${m.state}, ${m.members.length} members, ${c.foreignNodes ?? 0} nodes seen owned elsewhere)`;
+    : `, active/active member of "${m.group}" (${m.state}, ${m.members.length} members, ` +
+        `${c.foreignNodes ?? 0} nodes seen owned elsewhere)`;
 }
 
 function historyLine(h: ProvisionerStatus['history'] | undefined): string | undefined {
@@ -53,7 +54,10 @@ function historyLine(h: ProvisionerStatus['history'] | undefined): string | unde
   if (h.store === 'kv') {
     const ttl = h.ttlMs === undefined || h.ttlMs === 0 ? 'no age limit' : `kept ${Math.round(h.ttlMs / 3_600_000)} h`;
     const where = h.connection === 'choria' ? ' in the choria account' : '';
-    return `history: bucket ${h.bucket ?? '?'}${where} (shared, ${ttl}${h.readOnly === true ? ', read only' : ''}), ${h.nodes} nodes${pending}`;
+    return (
+      `history: bucket ${h.bucket ?? '?'}${where} (shared, ${ttl}${h.readOnly === true ? ', read only' : ''}), ` +
+      `${h.nodes} nodes${pending}`
+    );
   }
   return `history: this process only, ${h.nodes} nodes${h.reason !== undefined ? ` (${h.reason})` : ''}`;
 }
@@ -65,9 +69,12 @@ export function formatStatus(body: unknown): string {
   const out: string[] = [];
   for (const s of sites) {
     if (!isSiteStatus(s)) throw new Error('status reply has a malformed site entry');
+    const leader = s.leader === undefined ? '' : s.leader ? ', leader' : ', standby';
+    const hosts =
+      s.hostsNeedToken === true ? Object.values(s.hostCounts ?? {}).reduce((a, n) => a + n, 0) : s.hosts.length;
     out.push(
-      `site ${s.site === '' ? '(none)' : s.site}: ${s.paused ? 'paused' : 'running'}${s.leader === undefined ? '' : s.leader ? ', leader' : ', standby'}${roleOf(s.coordination)}, ` +
-        `queue ${s.queue}, busy workers ${s.busyWorkers}/${s.workers}, hosts ${s.hostsNeedToken === true ? Object.values(s.hostCounts ?? {}).reduce((a, n) => a + n, 0) : s.hosts.length}`,
+      `site ${s.site === '' ? '(none)' : s.site}: ${s.paused ? 'paused' : 'running'}${leader}` +
+        `${roleOf(s.coordination)}, queue ${s.queue}, busy workers ${s.busyWorkers}/${s.workers}, hosts ${hosts}`,
     );
     if (s.hostsNeedToken === true)
       out.push(
@@ -130,7 +137,8 @@ export async function statusCommand(opts: StatusOptions, io: CliIO): Promise<num
       // the port says why (a Host it does not know, a bad query): shown with visible escapes
       const why = visibleStrings(await res.json().catch(() => ({}))) as { error?: unknown };
       io.err(
-        `choria-provisioner: ${url} answered ${res.status} ${res.statusText}${typeof why.error === 'string' ? `: ${why.error}` : ''}`,
+        `choria-provisioner: ${url} answered ${res.status} ${res.statusText}` +
+          `${typeof why.error === 'string' ? `: ${why.error}` : ''}`,
       );
       return EXIT.runtime;
     }

@@ -37,6 +37,10 @@ function describeConfig(c: ProvisionerConfig): string[] {
   const features = Object.entries(c.features)
     .filter(([, on]) => on)
     .map(([f]) => f);
+  const nodeHistory =
+    c.historyStore === 'kv'
+      ? `bucket ${c.historyBucket} (${c.historyTtlMs / 3_600_000} h, memory when unreachable)`
+      : 'this process only (history_store: memory)';
   return [
     `  site:               ${c.site === '' ? '(none)' : c.site}`,
     `  workers:            ${c.workers}`,
@@ -46,7 +50,7 @@ function describeConfig(c: ProvisionerConfig): string[] {
     `  features:           ${features.length > 0 ? features.join(', ') : '(none)'}`,
     `  lifecycle events:   choria.lifecycle.event.startup.${c.lifecycleComponent}`,
     `  coordination:       ${describeCoordination(c)}`,
-    `  node history:       ${c.historyStore === 'kv' ? `bucket ${c.historyBucket} (${c.historyTtlMs / 3_600_000} h, memory when unreachable)` : 'this process only (history_store: memory)'}`,
+    `  node history:       ${nodeHistory}`,
     `  monitor port:       ${c.monitorPort > 0 ? c.monitorPort : 'off'}`,
     `  log:                ${c.logfile ?? 'stdout'} at ${c.loglevel}`,
   ];
@@ -86,11 +90,16 @@ export async function validateCommand(opts: ValidateOptions, io: CliIO): Promise
     let choriaLines: string[] = [];
     try {
       const choria = loadSiteChoria(config, { choriaConfig: opts.choriaConfig });
+      const brokers =
+        choria.middlewareHosts.length > 0
+          ? choria.middlewareHosts.join(', ')
+          : '(none: plugin.choria.middleware_hosts is not set)';
       choriaLines = [
         `  choria config:      ${choria.source}`,
         `  identity:           ${choria.identity}`,
-        `  brokers:            ${choria.middlewareHosts.length > 0 ? choria.middlewareHosts.join(', ') : '(none: plugin.choria.middleware_hosts is not set)'}`,
-        `  security:           ${choria.securityProvider}, protocol ${selectProtocol(choria).version}, ${choria.protocolSecure ? 'signed' : 'insecure'} requests, TLS ${choria.tls ? 'on' : 'off'}`,
+        `  brokers:            ${brokers}`,
+        `  security:           ${choria.securityProvider}, protocol ${selectProtocol(choria).version}, ` +
+          `${choria.protocolSecure ? 'signed' : 'insecure'} requests, TLS ${choria.tls ? 'on' : 'off'}`,
         `  broker user:        ${choria.natsUser ?? '(none)'}`,
       ];
       if (choria.middlewareHosts.length === 0)

@@ -36,7 +36,10 @@ export class Interruption {
     return await Promise.race([work, this.#interrupted]);
   }
 
-  /** Waits for a start-up step unless a signal comes first; what it started after the signal is stopped again with `stopLate`. */
+  /**
+   * Waits for a start-up step unless a signal comes first; what
+   * it started after the signal is stopped again with `stopLate`.
+   */
   async starting<T>(step: Promise<T>, stopLate: (started: T) => Promise<void>): Promise<T> {
     try {
       return await this.race(step);

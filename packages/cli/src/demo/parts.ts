@@ -113,7 +113,8 @@ export async function startDemoParts(d: DemoStart): Promise<DemoParts> {
   const metricsUrl = `${monitor.url}/metrics`;
   const statusUrl = `${monitor.url}/status`;
   io.out(
-    `  provisioner provisioner.demo, helper ${[keys.helperScript, ...keys.helperArgs].join(' ')} (pool of ${config.helperPoolSize})`,
+    `  provisioner provisioner.demo, helper ${[keys.helperScript, ...keys.helperArgs].join(' ')} ` +
+      `(pool of ${config.helperPoolSize})`,
   );
   io.out(`  status page ${monitor.url}/  metrics ${metricsUrl}  status ${statusUrl}  (while the demo runs)`);
 
@@ -158,12 +159,15 @@ async function startBroker(d: DemoStart): Promise<DemoNatsServer> {
   return broker;
 }
 
-/** Writes the site's provisioner YAML and Choria client configuration into `dir` and loads them as the command would. */
+/**
+ * Writes the site's provisioner YAML and Choria client configuration into `dir` and loads them as the command would.
+ */
 function writeSite(d: DemoStart, broker: DemoNatsServer, keys: DemoKeys, dir: string): Site {
   const helperFile = join(HELPERS_DIR, keys.helperScript);
   if (!existsSync(helperFile))
     throw new Error(
-      `the demo helper ${helperFile} is missing: this installation of choria-provisioner is incomplete (in a checkout, run "npm run build")`,
+      `the demo helper ${helperFile} is missing: this installation of choria-provisioner is incomplete ` +
+        `(in a checkout, run "npm run build")`,
     );
   const choriaFile = join(dir, 'choria.cfg');
   writeFileSync(

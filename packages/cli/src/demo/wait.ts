@@ -64,7 +64,8 @@ export async function waitForFleet(parts: DemoParts, w: DemoWait): Promise<WaitE
       if (Date.now() - startedAt > w.deadlineMs)
         return {
           doneAt,
-          interruption: `the deadline of ${(w.deadlineMs / 1000).toFixed(0)} s passed before every node was provisioned`,
+          interruption:
+            `the deadline of ${(w.deadlineMs / 1000).toFixed(0)} s passed ` + 'before every node was provisioned',
         };
       const st = provisioner.status({ limit: 0 });
       if (

@@ -500,7 +500,9 @@ export class ChoriaClient {
       .then((answer) => {
         if (answer !== 'late' || this.#closed || this.link.state.changes !== linkBefore) return;
         this.#logger.warn(
-          `${SILENT_TIMEOUTS} requests in a row timed out while nothing at all came in on the broker connection, and the broker did not answer a ping within ${formatMs(PATH_PROBE_MS)}: its path went silent, replacing the connection`,
+          `${SILENT_TIMEOUTS} requests in a row timed out while nothing at all came in on the broker connection, ` +
+            `and the broker did not answer a ping within ${formatMs(PATH_PROBE_MS)}: ` +
+            `its path went silent, replacing the connection`,
         );
         this.nats
           .reconnect()

@@ -55,7 +55,9 @@ export function noReplyCame(err: unknown): boolean {
   return err instanceof RpcTimeoutError || err instanceof RpcReplyLostError;
 }
 
-/** The broker cannot carry the request (its subject is too long, or it is larger than max_payload): nothing was sent. */
+/**
+ * The broker cannot carry the request (its subject is too long, or it is larger than max_payload): nothing was sent.
+ */
 export class RpcUnsendableError extends RpcError {}
 
 /** The caller's AbortSignal fired while the request was outstanding. */

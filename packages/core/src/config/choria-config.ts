@@ -184,7 +184,9 @@ export function loadChoriaConfig(file?: string, opts: ChoriaLoadOptions = {}): C
       const label = 'Choria client configuration';
       throw new ConfigError(label, [
         {
-          message: `${label}: none found; looked for ${candidates.join(', ')}; give one with --choria-config or the choria_config key`,
+          message:
+            `${label}: none found; looked for ${candidates.join(', ')}; ` +
+            `give one with --choria-config or the choria_config key`,
         },
       ]);
     }
@@ -229,7 +231,8 @@ export function checkChoriaSettings(settings: ChoriaSettings): readonly string[]
   const out: string[] = [];
   if (settings.middlewareHosts.length === 0) {
     out.push(
-      `${label}: plugin.choria.middleware_hosts is not set; give the broker address(es), e.g. nats://broker.example.net:4222 (DNS SRV lookup is not supported)`,
+      `${label}: plugin.choria.middleware_hosts is not set; give the broker address(es), e.g. ` +
+        `nats://broker.example.net:4222 (DNS SRV lookup is not supported)`,
     );
   }
   // The puppet provider always has derived paths; only the file provider can lack them.

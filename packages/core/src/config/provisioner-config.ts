@@ -112,7 +112,8 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
   for (const name of yaml.monitor_allowed_hosts) {
     if (!/^[A-Za-z0-9_.-]+$/.test(name))
       problems.add(
-        `monitor_allowed_hosts: ${JSON.stringify(name)} must be a host name without port (letters, digits, ".", "-", "_")`,
+        `monitor_allowed_hosts: ${JSON.stringify(name)} must be a host name without port ` +
+          `(letters, digits, ".", "-", "_")`,
         'monitor_allowed_hosts',
       );
   }
@@ -195,7 +196,8 @@ function coordinationMode(yaml: ValidatedYaml, problems: ProblemCollector): Coor
   if (asked === undefined) return yaml.leader_election ? 'leader_election' : 'none';
   if (yaml.leader_election && asked !== 'leader_election') {
     problems.add(
-      `coordination ${JSON.stringify(asked)} contradicts leader_election: true; remove leader_election or set coordination: leader_election`,
+      `coordination ${JSON.stringify(asked)} contradicts leader_election: true; ` +
+        `remove leader_election or set coordination: leader_election`,
       'coordination',
     );
   }
@@ -283,7 +285,8 @@ function readDurations(
     serverJwtValidity = read('server_jwt_validity');
     if (serverJwtValidity <= 0 && !problems.has('server_jwt_validity')) {
       problems.add(
-        `server_jwt_validity ${JSON.stringify(yaml.server_jwt_validity)} must be greater than zero (server JWTs would be born expired)`,
+        `server_jwt_validity ${JSON.stringify(yaml.server_jwt_validity)} must be greater than zero ` +
+          `(server JWTs would be born expired)`,
         'server_jwt_validity',
       );
     }
@@ -324,7 +327,8 @@ function checkRequiredCombinations(
   if (features.jwt && missing('jwt_verify_cert')) {
     if (features.ed25519) {
       problems.add(
-        "features.ed25519 requires jwt_verify_cert (the Organization Issuer public key that verifies the nodes' provisioning.jwt)",
+        'features.ed25519 requires jwt_verify_cert ' +
+          "(the Organization Issuer public key that verifies the nodes' provisioning.jwt)",
         'jwt_verify_cert',
       );
     } else {
@@ -355,7 +359,8 @@ function checkRequiredCombinations(
   }
   if (yaml.choria_insecure && yaml.broker_provisioning_password !== '') {
     warn(
-      'choria_insecure is true while broker_provisioning_password is set: a Choria Broker only accepts the provisioner user over verified TLS',
+      'choria_insecure is true while broker_provisioning_password is set: ' +
+        'a Choria Broker only accepts the provisioner user over verified TLS',
     );
   }
 }

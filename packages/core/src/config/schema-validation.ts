@@ -133,7 +133,9 @@ function describeError(error: ErrorObject, schema: ObjectSchema): SchemaIssue {
       const expected = String(params['type']);
       return {
         key,
-        message: `${key} must be ${withArticle(expected)}, got ${secret ? withArticle(kindOf(value)) : describeValue(value)}${typeHint(expected, value)}`,
+        message:
+          `${key} must be ${withArticle(expected)}, ` +
+          `got ${secret ? withArticle(kindOf(value)) : describeValue(value)}${typeHint(expected, value)}`,
       };
     }
     case 'enum':

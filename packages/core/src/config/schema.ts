@@ -86,7 +86,10 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     default: 0,
     'x-default-text': 'number of CPUs',
     description:
-      'Size of the worker pool: the maximum number of nodes provisioned at once and of helper processes running at once (a node watched after a lost reply gives its worker to the next one meanwhile). 0 or absent means one worker per CPU.',
+      'Size of the worker pool: ' +
+      'the maximum number of nodes provisioned at once and of helper processes running at once ' +
+      '(a node watched after a lost reply gives its worker to the next one meanwhile). ' +
+      '0 or absent means one worker per CPU.',
   },
   interval: {
     type: 'string',
@@ -95,13 +98,15 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-min-duration': '1m',
     'x-max-duration': MAX_TIMER_DURATION,
     description:
-      'Period of the broadcast discovery that finds nodes waiting in provisioning mode. Also bounds how long a discovered node may wait in the queue (2 × interval).',
+      'Period of the broadcast discovery that finds nodes waiting in provisioning mode. ' +
+      'Also bounds how long a discovered node may wait in the queue (2 × interval).',
   },
   logfile: {
     type: 'string',
     'x-default-text': 'stdout',
     description:
-      'Where the log goes: stdout, stderr, discard, or a file path (opened for append, lines JSON formatted). Empty or absent means stdout.',
+      'Where the log goes: stdout, stderr, discard, or a file path (opened for append, lines JSON formatted). ' +
+      'Empty or absent means stdout.',
   },
   loglevel: {
     type: 'string',
@@ -113,7 +118,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     type: 'string',
     default: '',
     description:
-      'Command run for every node, split shell-style (quotes honoured, no shell involved). It receives the node data as JSON on stdin and answers with a JSON decision on stdout.',
+      'Command run for every node, split shell-style (quotes honoured, no shell involved). ' +
+      'It receives the node data as JSON on stdin and answers with a JSON decision on stdout.',
   },
   helper_timeout: {
     type: 'string',
@@ -130,7 +136,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     default: 'process',
     'x-extension': true,
     description:
-      'process: one helper process per node (upstream). pool: long-lived helper processes speaking JSON lines (one request line in, one reply line out), which skips the per-node process start.',
+      'process: one helper process per node (upstream). pool: long-lived helper processes speaking JSON lines ' +
+      '(one request line in, one reply line out), which skips the per-node process start.',
   },
   helper_pool_size: {
     type: 'integer',
@@ -139,7 +146,10 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-default-text': 'workers',
     'x-extension': true,
     description:
-      'Most long-lived helper processes with helper_mode pool; 0 means one per worker, so every worker can have a helper run in flight. One per CPU core starts at once; more start only while all are busy and finish after 30 s idle. Set it to the CPU count for a helper that computes rather than waits.',
+      'Most long-lived helper processes with helper_mode pool; ' +
+      '0 means one per worker, so every worker can have a helper run in flight. ' +
+      'One per CPU core starts at once; more start only while all are busy and finish after 30 s idle. ' +
+      'Set it to the CPU count for a helper that computes rather than waits.',
   },
   helper_pool_depth: {
     type: 'integer',
@@ -148,7 +158,9 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     default: 1,
     'x-extension': true,
     description:
-      'Requests a pool helper process may have unanswered with helper_mode pool: 1 writes the next request only after the reply; more lets one write carry several (replies still one per request, in order).',
+      'Requests a pool helper process may have unanswered with helper_mode pool: ' +
+      '1 writes the next request only after the reply; more lets one write carry several ' +
+      '(replies still one per request, in order).',
   },
   helper_spawner: {
     type: 'string',
@@ -156,14 +168,21 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     default: 'node',
     'x-extension': true,
     description:
-      'What starts the helper processes with helper_mode process. node (the default): a bare Node process, the same on every host. python3 (opt-in, 3.9 or later): a Python companion that starts helpers with posix_spawn, which costs less CPU than node, whose start copies the page tables of a Node process for every helper (Node 24 still starts processes with fork); a run fails when it cannot come up. auto: python3 where it works, else node. none: the provisioner process itself, the slowest: each start forks the provisioner on its event loop.',
+      'What starts the helper processes with helper_mode process. ' +
+      'node (the default): a bare Node process, the same on every host. ' +
+      'python3 (opt-in, 3.9 or later): a Python companion that starts helpers with posix_spawn, which costs less CPU ' +
+      'than node, whose start copies the page tables of a Node process for every helper ' +
+      '(Node 24 still starts processes with fork); a run fails when it cannot come up. ' +
+      'auto: python3 where it works, else node. ' +
+      'none: the provisioner process itself, the slowest: each start forks the provisioner on its event loop.',
   },
   token: {
     type: 'string',
     default: '',
     'x-secret': true,
     description:
-      'The provisioning token (the --token given to choria jwt provisioning, claim cht). Sent with every choria_provision request; servers refuse requests carrying the wrong token.',
+      'The provisioning token (the --token given to choria jwt provisioning, claim cht). ' +
+      'Sent with every choria_provision request; servers refuse requests carrying the wrong token.',
   },
   lifecycle_component: {
     type: 'string',
@@ -171,13 +190,16 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     pattern: '^[^.>*\\s]*$',
     'x-pattern-hint': "must not contain '.', '>', '*' or whitespace (it becomes part of a NATS subject)",
     description:
-      'Component name of the startup lifecycle events that trigger immediate provisioning. Only change it when servers use a custom component (embedded servers).',
+      'Component name of the startup lifecycle events that trigger immediate provisioning. ' +
+      'Only change it when servers use a custom component (embedded servers).',
   },
   choria_insecure: {
     type: 'boolean',
     default: false,
     description:
-      'Legacy mode for the old embedded provisioning broker: no TLS to the broker and no protocol security, security provider forced to file. A modern Choria Broker refuses the provisioner user without verified TLS, so keep this false there.',
+      'Legacy mode for the old embedded provisioning broker: ' +
+      'no TLS to the broker and no protocol security, security provider forced to file. ' +
+      'A modern Choria Broker refuses the provisioner user without verified TLS, so keep this false there.',
   },
   site: {
     type: 'string',
@@ -190,7 +212,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     maximum: 65535,
     default: 0,
     description:
-      'When greater than 0, Prometheus metrics are served over HTTP on this port of every interface, path /metrics. 0 turns the endpoint off.',
+      'When greater than 0, Prometheus metrics are served over HTTP on this port of every interface, path /metrics. ' +
+      '0 turns the endpoint off.',
   },
   broker_port: {
     type: 'integer',
@@ -198,39 +221,49 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     deprecated: true,
     'x-ignored': 'broker_port is ignored: the embedded broker it configured was removed upstream in 0.11',
     description:
-      'Accepted and ignored (left over from the embedded broker removed upstream in 0.11); a non-zero value gives a warning.',
+      'Accepted and ignored (left over from the embedded broker removed upstream in 0.11); ' +
+      'a non-zero value gives a warning.',
   },
   broker_provisioning_password: {
     type: 'string',
     default: '',
     'x-secret': true,
     description:
-      "Password of the broker's provisioning account (plugin.choria.network.provisioning.client_password on the broker). When set, the provisioner connects as user provisioner, which places it in the provisioning account.",
+      "Password of the broker's provisioning account " +
+      '(plugin.choria.network.provisioning.client_password on the broker). ' +
+      'When set, the provisioner connects as user provisioner, which places it in the provisioning account.',
   },
   cert_deny_list: {
     type: 'array',
     items: { type: 'string' },
     default: DEFAULT_CERT_DENY_LIST,
     description:
-      'Regular expressions; a CSR whose common name or any DNS name matches one is refused (pki feature), so a node cannot obtain a client or privileged identity. An entry wrapped in slashes has them stripped. An empty list means the default.',
+      'Regular expressions; a CSR whose common name or any DNS name matches one is refused (pki feature), ' +
+      'so a node cannot obtain a client or privileged identity. ' +
+      'An entry wrapped in slashes has them stripped. An empty list means the default.',
   },
   jwt_verify_cert: {
     type: 'string',
     default: '',
     description:
-      "How to verify each node's provisioning.jwt: a file holding a PEM RSA public key or certificate, or a hex ed25519 public key; when no such file exists the value itself is taken as a hex ed25519 public key (the Organization Issuer's).",
+      "How to verify each node's provisioning.jwt: " +
+      'a file holding a PEM RSA public key or certificate, or a hex ed25519 public key; ' +
+      "when no such file exists the value itself is taken as a hex ed25519 public key (the Organization Issuer's).",
   },
   jwt_signing_key: {
     type: 'string',
     default: '',
     description:
-      'Path of the private key that signs server JWTs (ed25519 feature): a PEM RSA private key or an ed25519 seed file of 64 hex characters. Re-read for every node, so rotation needs no restart.',
+      'Path of the private key that signs server JWTs (ed25519 feature): ' +
+      'a PEM RSA private key or an ed25519 seed file of 64 hex characters. ' +
+      'Re-read for every node, so rotation needs no restart.',
   },
   jwt_signing_token: {
     type: 'string',
     default: '',
     description:
-      "Path of the provisioner's own client JWT (created with --server-provisioner --issuer). When set, server JWTs are chain-issued under the Organization Issuer. Re-read for every node.",
+      "Path of the provisioner's own client JWT (created with --server-provisioner --issuer). " +
+      'When set, server JWTs are chain-issued under the Organization Issuer. Re-read for every node.',
   },
   server_jwt_validity: {
     type: 'string',
@@ -244,13 +277,15 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     deprecated: true,
     'x-ignored': 'rego_policy is ignored: the Open Policy Agent gate was removed upstream in December 2021',
     description:
-      'Accepted and ignored (an Open Policy Agent gate removed upstream in December 2021); a non-empty value gives a warning.',
+      'Accepted and ignored (an Open Policy Agent gate removed upstream in December 2021); ' +
+      'a non-empty value gives a warning.',
   },
   leader_election: {
     type: 'boolean',
     default: false,
     description:
-      'Active/standby clustering through a Choria Streams leader election: the process starts paused and only provisions while it is the leader.',
+      'Active/standby clustering through a Choria Streams leader election: ' +
+      'the process starts paused and only provisions while it is the leader.',
   },
   leader_election_key: {
     type: 'string',
@@ -260,7 +295,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
       'must be a valid key-value key (letters, digits, - / = _ and single dots, no leading or trailing dot)',
     'x-extension': true,
     description:
-      'Key in the election bucket the provisioners campaign for. Only provisioners using the same key compete, so separate installations sharing a broker can each elect a leader.',
+      'Key in the election bucket the provisioners campaign for. Only provisioners using the same key compete, ' +
+      'so separate installations sharing a broker can each elect a leader.',
   },
   leader_election_bucket: {
     type: 'string',
@@ -275,7 +311,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     default: '',
     'x-extension': true,
     description:
-      'PEM certificate (chain) file: with monitor_tls_key, the monitor port serves HTTPS. Sites sharing a port must name the same files.',
+      'PEM certificate (chain) file: with monitor_tls_key, the monitor port serves HTTPS. ' +
+      'Sites sharing a port must name the same files.',
   },
   monitor_tls_key: {
     type: 'string',
@@ -290,7 +327,11 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-default-text': 'empty',
     'x-extension': true,
     description:
-      'Host names, besides IP addresses, localhost and the bind address, that a request to the monitor port may name in its Host header to get the status page, /status, /nodes or a control request; any other name gets 403 (a defence against DNS rebinding). List the names operators and tools use for this host. /metrics, /healthz and /readyz answer any Host. Sites sharing a port: every name any of them lists.',
+      'Host names, besides IP addresses, localhost and the bind address, ' +
+      'that a request to the monitor port may name in its Host header to get the status page, /status, /nodes ' +
+      'or a control request; any other name gets 403 (a defence against DNS rebinding). ' +
+      'List the names operators and tools use for this host. /metrics, /healthz and /readyz answer any Host. ' +
+      'Sites sharing a port: every name any of them lists.',
   },
   monitor_api_token: {
     type: 'string',
@@ -298,7 +339,11 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-extension': true,
     'x-secret': true,
     description:
-      'Bearer token of the monitor port: the control requests (POST /pause, /resume, /nodes/<identity>/release, /nodes/<identity>/retry) need it, and with it set the site lists its nodes (/nodes, the hosts of /status, the status page table) only to requests presenting it. Empty refuses the control requests and lists the nodes to anyone. Never logged.',
+      'Bearer token of the monitor port: ' +
+      'the control requests (POST /pause, /resume, /nodes/<identity>/release, /nodes/<identity>/retry) need it, ' +
+      'and with it set the site lists its nodes (/nodes, the hosts of /status, the status page table) ' +
+      'only to requests presenting it. ' +
+      'Empty refuses the control requests and lists the nodes to anyone. Never logged.',
   },
   retry_backoff: {
     type: 'string',
@@ -307,7 +352,9 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-max-duration': MAX_TIMER_DURATION,
     'x-extension': true,
     description:
-      'After a failed attempt a node is not tried again for this long, doubling with every failure in a row up to retry_backoff_max (each wait jittered to 50-100 %). 0 retries at the next discovery or startup event, as upstream does; 1m is a good start.',
+      'After a failed attempt a node is not tried again for this long, ' +
+      'doubling with every failure in a row up to retry_backoff_max (each wait jittered to 50-100 %). ' +
+      '0 retries at the next discovery or startup event, as upstream does; 1m is a good start.',
   },
   retry_backoff_max: {
     type: 'string',
@@ -323,7 +370,9 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     default: 0,
     'x-extension': true,
     description:
-      'After this many failed attempts in a row a node is quarantined: not tried again until it is released (or boots again, see quarantine_release_on_startup). 0 never quarantines, as upstream.',
+      'After this many failed attempts in a row a node is quarantined: ' +
+      'not tried again until it is released (or boots again, see quarantine_release_on_startup). ' +
+      '0 never quarantines, as upstream.',
   },
   quarantine_release_on_startup: {
     type: 'boolean',
@@ -337,7 +386,10 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     default: 'kv',
     'x-extension': true,
     description:
-      'Where the per-node history (first seen, attempts, last outcome and error, back-off, quarantine) lives: kv keeps it in a JetStream key-value bucket shared by every instance of the site and kept across restarts, falling back to memory (with one warning) when the bucket cannot be reached; memory keeps it in this process only. See docs/operations.md#node-history.',
+      'Where the per-node history (first seen, attempts, last outcome and error, back-off, quarantine) lives: ' +
+      'kv keeps it in a JetStream key-value bucket shared by every instance of the site and kept across restarts, ' +
+      'falling back to memory (with one warning) when the bucket cannot be reached; ' +
+      'memory keeps it in this process only. See docs/operations.md#node-history.',
   },
   history_bucket: {
     type: 'string',
@@ -346,7 +398,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-pattern-hint': 'must be a valid bucket name (letters, digits, - and _)',
     'x-extension': true,
     description:
-      'The key-value bucket of the node history; created (file storage, one value per key) when it does not exist, used as it is when it does.',
+      'The key-value bucket of the node history; created (file storage, one value per key) when it does not exist, ' +
+      'used as it is when it does.',
   },
   history_ttl: {
     type: 'string',
@@ -356,7 +409,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-max-duration': '8760h',
     'x-extension': true,
     description:
-      "How long a node's history is kept after its last change (the bucket's max age when the provisioner creates it; the same limit in memory).",
+      "How long a node's history is kept after its last change " +
+      "(the bucket's max age when the provisioner creates it; the same limit in memory).",
   },
   history_api_prefix: {
     type: 'string',
@@ -373,7 +427,9 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-max-duration': '1m',
     'x-extension': true,
     description:
-      "The first try of an attempt's first request waits this long; without a reply, rpcutil#ping gets as long, and a node that answers neither is dropped as gone until the next discovery or startup event. 0 turns it off (every try waits its full upstream timeout).",
+      "The first try of an attempt's first request waits this long; without a reply, rpcutil#ping gets as long, " +
+      'and a node that answers neither is dropped as gone until the next discovery or startup event. ' +
+      '0 turns it off (every try waits its full upstream timeout).',
   },
   coordination: {
     type: 'string',
@@ -381,7 +437,11 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-extension': true,
     'x-default-text': 'leader_election when leader_election is true, else none',
     description:
-      'How the instances of one site share the fleet: none (a single instance; several unelected ones meet only at the node lock), leader_election (one leader provisions, the rest stand by) or active_active (every instance provisions its share, nodes assigned by rendezvous hashing over the live members). See docs/ha.md.',
+      'How the instances of one site share the fleet: ' +
+      'none (a single instance; several unelected ones meet only at the node lock), ' +
+      'leader_election (one leader provisions, the rest stand by) ' +
+      'or active_active (every instance provisions its share, ' +
+      'nodes assigned by rendezvous hashing over the live members). See docs/ha.md.',
   },
   coordination_group: {
     type: 'string',
@@ -391,7 +451,9 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-extension': true,
     'x-default-text': 'the site, with other characters replaced by _, or "provisioner" when the site is empty',
     description:
-      'active_active: instances with the same group share one fleet. Heartbeats go to provisioning.coordination.<group>.members, finished nodes to provisioning.coordination.<group>.done.',
+      'active_active: instances with the same group share one fleet. ' +
+      'Heartbeats go to provisioning.coordination.<group>.members, ' +
+      'finished nodes to provisioning.coordination.<group>.done.',
   },
   coordination_heartbeat: {
     type: 'string',
@@ -401,7 +463,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-max-duration': '1m',
     'x-extension': true,
     description:
-      'active_active: how often an instance announces itself. A member not heard for 3 heartbeats is gone and its share moves to the others.',
+      'active_active: how often an instance announces itself. ' +
+      'A member not heard for 3 heartbeats is gone and its share moves to the others.',
   },
   coordination_lock_retry: {
     type: 'string',
@@ -411,14 +474,17 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-max-duration': MAX_TIMER_DURATION,
     'x-extension': true,
     description:
-      "active_active: when a node this instance owns answers that another provisioner holds its lock, try again after this long (go-choria's lock lasts 2 minutes), unless the holder reports it finished first.",
+      'active_active: when a node this instance owns answers that another provisioner holds its lock, ' +
+      "try again after this long (go-choria's lock lasts 2 minutes), unless the holder reports it finished first.",
   },
   coordination_handover: {
     type: 'boolean',
     default: true,
     'x-extension': true,
     description:
-      'active_active: an instance with nothing queued asks the member with the longest queue for some of its queued nodes, so that no instance idles while another still has a backlog. Sent on provisioning.coordination.<group>.work.<process>.',
+      'active_active: an instance with nothing queued asks the member with the longest queue for some of its ' +
+      'queued nodes, so that no instance idles while another still has a backlog. ' +
+      'Sent on provisioning.coordination.<group>.work.<process>.',
   },
   streams_api_prefix: {
     type: 'string',
@@ -427,13 +493,15 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-pattern-hint': 'must be a NATS subject prefix (dot separated tokens, no wildcards or whitespace)',
     'x-extension': true,
     description:
-      'JetStream API prefix under which the broker exposes Choria Streams to the provisioning account; the leader election requests are sent under it.',
+      'JetStream API prefix under which the broker exposes Choria Streams to the provisioning account; ' +
+      'the leader election requests are sent under it.',
   },
   upgrades_repository: {
     type: 'string',
     default: '',
     description:
-      'Base URL (http or https) of a go-updater style release repository used for in-place upgrades of the Choria binary.',
+      'Base URL (http or https) of a go-updater style release repository ' +
+      'used for in-place upgrades of the Choria binary.',
   },
   upgrades_optional: {
     type: 'boolean',
@@ -445,7 +513,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-extension': true,
     'x-default-text': '--choria-config, else the Choria client lookup',
     description:
-      'Path of the Choria client configuration (key = value file) used to reach the broker. When set it wins over the --choria-config flag.',
+      'Path of the Choria client configuration (key = value file) used to reach the broker. ' +
+      'When set it wins over the --choria-config flag.',
   },
   features: {
     type: 'object',
@@ -455,13 +524,17 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     description: 'Feature flags, see the features.* keys.',
     properties: {
       pki: featureFlag(
-        'x509 enrolment: fetch a CSR from each node and check its names against cert_deny_list. Cannot be combined with ed25519.',
+        'x509 enrolment: fetch a CSR from each node and check its names against cert_deny_list. ' +
+          'Cannot be combined with ed25519.',
       ),
       jwt: featureFlag(
-        "Fetch and verify each node's provisioning.jwt and pass its claims to the helper; also needed to deliver private keys. Forced on by ed25519.",
+        "Fetch and verify each node's provisioning.jwt and pass its claims to the helper; " +
+          'also needed to deliver private keys. Forced on by ed25519.',
       ),
       ed25519: featureFlag(
-        'Organization Issuer enrolment: the node creates an ed25519 key pair and the provisioner mints its server JWT. Implies jwt; cannot be combined with pki.',
+        'Organization Issuer enrolment: ' +
+          'the node creates an ed25519 key pair and the provisioner mints its server JWT. ' +
+          'Implies jwt; cannot be combined with pki.',
       ),
       upgrades: featureFlag("Honour the helper's upgrade field (in-place Choria upgrades and downgrades)."),
     },
@@ -471,10 +544,12 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-removed': {
       severity: 'error',
       message:
-        'leader_election_name was removed upstream and replaced by the boolean leader_election; remove it and set leader_election: true, otherwise every replica provisions at once (two active provisioners)',
+        'leader_election_name was removed upstream and replaced by the boolean leader_election; ' +
+        'remove it and set leader_election: true, otherwise every replica provisions at once (two active provisioners)',
     },
     description:
-      'Removed upstream (replaced by the boolean leader_election). Rejected: the Helm chart still emits it, and ignoring it silently would run every replica as an active provisioner.',
+      'Removed upstream (replaced by the boolean leader_election). Rejected: ' +
+      'the Helm chart still emits it, and ignoring it silently would run every replica as an active provisioner.',
   },
   management: {
     deprecated: true,

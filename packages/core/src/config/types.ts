@@ -30,7 +30,10 @@ export interface ProvisionerConfig {
   readonly helperPoolSize: number;
   /** extension: requests a pool process may have unanswered (1: one at a time) */
   readonly helperPoolDepth: number;
-  /** extension: what starts process helpers: "node" (default), "python3", "auto" (python3 where it works, else node) or "none" (the provisioner's own process) */
+  /**
+   * extension: what starts process helpers: "node" (default), "python3", "auto"
+   * (python3 where it works, else node) or "none" (the provisioner's own process)
+   */
   readonly helperSpawner: 'auto' | 'python3' | 'node' | 'none';
   readonly token: string;
   readonly lifecycleComponent: string;
@@ -44,7 +47,9 @@ export interface ProvisionerConfig {
   readonly jwtSigningToken: string;
   /** `server_jwt_validity` in milliseconds */
   readonly serverJwtValidityMs: number;
-  /** extension: how the instances of a site share the fleet (`coordination`, derived from leader_election when absent) */
+  /**
+   * extension: how the instances of a site share the fleet (`coordination`, derived from leader_election when absent)
+   */
   readonly coordination: CoordinationMode;
   /** coordination === 'leader_election' (the upstream `leader_election` key) */
   readonly leaderElection: boolean;

@@ -42,7 +42,8 @@ export function readYamlMapping(text: string, problems: ProblemCollector): Recor
   if (value === null || value === undefined) return {};
   if (typeof value !== 'object' || Array.isArray(value)) {
     problems.add(
-      `the file must be a mapping of keys to values (like "workers: 4"), not ${Array.isArray(value) ? 'a list' : `a single ${typeof value}`}`,
+      `the file must be a mapping of keys to values (like "workers: 4"), ` +
+        `not ${Array.isArray(value) ? 'a list' : `a single ${typeof value}`}`,
     );
     return undefined;
   }

@@ -1,7 +1,7 @@
 // Fencing: whether this instance may still work on nodes, asked immediately before every request of
 // an attempt (above all those that change the node: gencsr, gen25519, configure, restart, shutdown,
-// release_update) and before the helper's reply is acted on. A provisioner acts on a node only while its right to act holds (a leader's
-// lease on the election key, an active/active member's own heartbeat); a process that was paused
+// release_update) and before the helper's reply is acted on. A provisioner acts on a node only while its right to act
+// holds (a leader's lease on the election key, an active/active member's own heartbeat); a process that was paused
 // (a long GC pause, a stopped VM, SIGSTOP) must not send what it decided before the pause, because
 // another instance may have taken the node meanwhile. go-choria makes a new private key at every
 // `gencsr` and `gen25519`, so a configure sent by the old owner after the new owner's `gencsr`

@@ -386,7 +386,8 @@ export class Host {
         return;
       }
       this.#log.info(
-        `${this.identity}: finishing configure and restart (at most ${graceMs} ms, while this instance may still act) before stopping: ${errorText(job.reason)}`,
+        `${this.identity}: finishing configure and restart ` +
+          `(at most ${graceMs} ms, while this instance may still act) before stopping: ${errorText(job.reason)}`,
       );
       timer = setTimeout(() => unit.abort(job.reason), graceMs);
     };
@@ -612,7 +613,9 @@ export class Host {
     const upgrade = this.#wantsUpgrade(reply) ? `choria_provision#release_update to ${reply.upgrade ?? ''}, then ` : '';
     return {
       outcome: 'dry_run',
-      message: `dry run: would send ${upgrade}choria_provision#configure with ${[settings, ...parts].join(', ')}, then choria_provision#restart`,
+      message:
+        `dry run: would send ${upgrade}choria_provision#configure with ${[settings, ...parts].join(', ')}, ` +
+        `then choria_provision#restart`,
     };
   }
 
@@ -672,7 +675,8 @@ export class Host {
     } catch (err) {
       if (cfg.upgradesOptional && !(err instanceof LockedElsewhereError) && !this.#job.signal.aborted) {
         this.#log.warn(
-          `Version update of ${this.identity} failed, continuing because upgrades_optional is set: ${failureTexts(err, this.#mask).message}`,
+          `Version update of ${this.identity} failed, continuing because upgrades_optional is set: ` +
+            `${failureTexts(err, this.#mask).message}`,
         );
         return 'not_needed';
       }
@@ -753,7 +757,8 @@ export class Host {
       if (err instanceof StepFailedError && err.last instanceof RpcAbortedError) {
         this.#configured = false;
         this.#log.info(
-          `${this.identity} refused the restart (${this.#mask(publicStatusMessage(err.last.reply.statusmsg))}): it does not have its configuration, configuring it`,
+          `${this.identity} refused the restart (${this.#mask(publicStatusMessage(err.last.reply.statusmsg))}): ` +
+            `it does not have its configuration, configuring it`,
         );
         return false;
       }

@@ -82,7 +82,8 @@ export class NodeGoneError extends ProvisionerError {
     readonly waitedMs: number,
   ) {
     super(
-      `${identity} is gone: no reply to ${step} and to rpcutil#ping within ${waitedMs} ms; it comes back with the next discovery or startup event`,
+      `${identity} is gone: no reply to ${step} and to rpcutil#ping within ${waitedMs} ms; ` +
+        `it comes back with the next discovery or startup event`,
     );
   }
 }
@@ -194,7 +195,8 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
     let investigated = false;
     const probeThisTry = probing !== undefined && attempt === 1;
     const linkBefore = link.state;
-    // sent while the servers may still be reconnecting: it may be lost on the way, so do not wait the full timeout for it
+    // sent while the servers may still be reconnecting: it may be
+    // lost on the way, so do not wait the full timeout for it
     const quick = readOnly && !probeThisTry && free < MAX_FREE_TRIES && !link.settled;
     try {
       const shortMs = probeThisTry ? probing.timeoutMs : quick ? UNSETTLED_TRY_MS : undefined;
@@ -239,19 +241,23 @@ export async function rpcStep<T>(ctx: StepContext, req: StepRequest<T>): Promise
           if (link.settledSince(linkBefore))
             throw new NodeGoneError(ctx.identity, name, Math.round(performance.now() - started));
           ctx.logger.info(
-            `${ctx.identity} did not answer ${name} nor rpcutil#ping while the broker connection was down or just back; not taken as gone, trying again with the full timeout`,
+            `${ctx.identity} did not answer ${name} nor rpcutil#ping ` +
+              `while the broker connection was down or just back; ` +
+              `not taken as gone, trying again with the full timeout`,
           );
           continue;
         }
         if (!link.settledSince(linkBefore)) {
           ctx.logger.info(
-            `${ctx.identity} did not answer ${name} within ${probing.timeoutMs} ms, and the broker connection was down or just back: trying again`,
+            `${ctx.identity} did not answer ${name} within ${probing.timeoutMs} ms, ` +
+              `and the broker connection was down or just back: trying again`,
           );
           continue;
         }
         // it answered: slow, not gone; the next tries get the full timeout at once
         ctx.logger.info(
-          `${ctx.identity} did not answer ${name} within ${probing.timeoutMs} ms but answered rpcutil#ping after ${Math.round(performance.now() - checkStarted)} ms; trying again with the full timeout`,
+          `${ctx.identity} did not answer ${name} within ${probing.timeoutMs} ms but answered rpcutil#ping after ` +
+            `${Math.round(performance.now() - checkStarted)} ms; trying again with the full timeout`,
         );
         continue;
       }
@@ -349,11 +355,13 @@ async function untilHeard(ctx: StepContext, name: RpcName): Promise<void> {
   if (ctx.pause.paused) throw pausedError(name);
   if (heard.how === 'heard' && heard.pings > 1) {
     ctx.logger.info(
-      `${ctx.identity} answered rpcutil#ping after ${heard.waitedMs} ms (${heard.pings} pings) while the servers were reconnecting to the broker; sending ${name}`,
+      `${ctx.identity} answered rpcutil#ping after ${heard.waitedMs} ms (${heard.pings} pings) ` +
+        `while the servers were reconnecting to the broker; sending ${name}`,
     );
   } else if (heard.how === 'unheard') {
     ctx.logger.info(
-      `${ctx.identity} answered none of ${heard.pings} rpcutil#ping in ${heard.waitedMs} ms after the broker connection came back; sending ${name} anyway`,
+      `${ctx.identity} answered none of ${heard.pings} rpcutil#ping in ${heard.waitedMs} ms ` +
+        `after the broker connection came back; sending ${name} anyway`,
     );
   }
 }
@@ -385,7 +393,8 @@ async function investigate(
     ctx,
     'warn',
     (reason) =>
-      `The reply of ${name} from ${ctx.identity} was lost (${reason}); checking whether the node acted before sending anything more`,
+      `The reply of ${name} from ${ctx.identity} was lost (${reason}); ` +
+      `checking whether the node acted before sending anything more`,
     err,
   );
   ctx.onWatching?.();
@@ -406,7 +415,8 @@ async function investigate(
       onBack: () => (back = true),
       onBusy: () =>
         ctx.logger.info(
-          `${ctx.identity} still answers discovery but its provisioning agent is busy, still carrying out ${name}: watching it until it acts`,
+          `${ctx.identity} still answers discovery but its provisioning agent is busy, still carrying out ${name}: ` +
+            `watching it until it acts`,
         ),
     });
   } catch (probeErr) {

@@ -26,9 +26,14 @@ export interface MonitorServerOptions {
   /** default "0.0.0.0" like upstream; tests use 127.0.0.1 */
   host?: string;
   registry: Registry;
-  /** JSON served at /status (`?limit=N`: describe at most N nodes a site; `token`: the bearer token presented, if any) */
+  /**
+   * JSON served at /status (`?limit=N`: describe at most N nodes a site; `token`: the bearer token presented, if any)
+   */
   status?: (query: StatusQuery) => unknown;
-  /** /nodes: one page of one site's nodes (the status page's table), with the bearer token presented, if any; with `status` it enables the page at / */
+  /**
+   * /nodes: one page of one site's nodes (the status page's table), with the
+   * bearer token presented, if any; with `status` it enables the page at /
+   */
   nodes?: (query: NodeQuery) => { status: number; body: unknown };
   /** /readyz: 200 when `ready`, else 503; `sites` is served as the reason */
   ready?: () => { ready: boolean; sites: unknown };
@@ -115,7 +120,9 @@ export interface HealthReport {
 
 const DEFAULT_STALL_LIMIT_MS = 10_000;
 
-/** What shows nodes or changes the site: answered only to a known Host (host-check.ts); POSTs are all control requests. */
+/**
+ * What shows nodes or changes the site: answered only to a known Host (host-check.ts); POSTs are all control requests.
+ */
 const SHOWS_NODES: ReadonlySet<string> = new Set(['/', '/status', '/nodes']);
 
 // every text served is shown through visibleText: it may hold what a node sent
@@ -147,7 +154,9 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
     if ((req.method === 'POST' || SHOWS_NODES.has(path)) && !knownHost(req.headers.host)) {
       req.resume();
       json(res, 403, {
-        error: `this port answers ${path} only to a Host it is known by: an IP address, localhost, its bind address or a name in monitor_allowed_hosts`,
+        error:
+          `this port answers ${path} only to a Host it is known by: ` +
+          `an IP address, localhost, its bind address or a name in monitor_allowed_hosts`,
       });
       return;
     }
@@ -259,7 +268,8 @@ export async function startMonitorServer(opts: MonitorServerOptions): Promise<Mo
     }
     res.writeHead(404, { 'content-type': 'text/plain' });
     res.end(
-      `not found: try ${opts.nodes !== undefined ? '/ (the status page), ' : ''}/metrics, /status, ${opts.nodes !== undefined ? '/nodes, ' : ''}/healthz or /readyz\n`,
+      `not found: try ${opts.nodes !== undefined ? '/ (the status page), ' : ''}/metrics, /status, ` +
+        `${opts.nodes !== undefined ? '/nodes, ' : ''}/healthz or /readyz\n`,
     );
   };
   let server: Server;

@@ -37,7 +37,9 @@ export function monitorRoutes(provisioners: readonly Provisioner[]): MonitorRout
         return {
           status: 401,
           body: {
-            error: `the nodes of ${site} are listed only with its monitor_api_token (Authorization: Bearer <monitor_api_token>)`,
+            error:
+              `the nodes of ${site} are listed only with its monitor_api_token ` +
+              `(Authorization: Bearer <monitor_api_token>)`,
           },
         };
       }

@@ -60,13 +60,19 @@ export class SiteLease implements NodeFence {
       const end = this.#opts.election()?.leaseEndsAt() ?? 0;
       if (end === 0) return 'this instance is not the leader (leadership was lost or never won)';
       if (now >= end)
-        return `this instance's leadership lease ran out ${formatMs(now - end)} ago by its own clock (it was paused or could not refresh the election key)`;
+        return (
+          `this instance's leadership lease ran out ${formatMs(now - end)} ago by its own clock ` +
+          `(it was paused or could not refresh the election key)`
+        );
     }
     if (this.#opts.membership !== undefined) {
       const end = this.#opts.membership()?.leaseEndsAt() ?? 0;
       if (end === 0) return 'this active/active member has not heard its own heartbeat yet';
       if (now >= end)
-        return `this active/active member's lease ran out ${formatMs(now - end)} ago by its own clock (the others take its share over; it was paused or cut off)`;
+        return (
+          `this active/active member's lease ran out ${formatMs(now - end)} ago by its own clock ` +
+          `(the others take its share over; it was paused or cut off)`
+        );
     }
     return undefined;
   }
@@ -77,7 +83,9 @@ export class SiteLease implements NodeFence {
       const done = await this.#opts.history.sending(identity, what, this.#wallClock(), SENDING_RECORD_WAIT_MS);
       if (done === 'late')
         this.#opts.logger.warn(
-          `The node history did not take the ${what} record of ${identity} within ${formatMs(SENDING_RECORD_WAIT_MS)}: sending ${what} without it (and the next ones, until the history takes writes promptly again)`,
+          `The node history did not take the ${what} record of ${identity} within ` +
+            `${formatMs(SENDING_RECORD_WAIT_MS)}: sending ${what} without it (and the next ones, ` +
+            `until the history takes writes promptly again)`,
         );
     } catch (err) {
       this.#opts.logger.warn(

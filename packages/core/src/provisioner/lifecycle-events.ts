@@ -33,7 +33,8 @@ export function listenToNodeLifecycle(client: ChoriaClient, o: NodeLifecycleOpti
   const onEvent = (ev: ReceivedLifecycleEvent): void => {
     if (ev.type === 'shutdown') return o.leftProvisioning(ev.identity);
     if (ev.type !== 'startup') return;
-    // the node booted again: whatever made it fail may be gone, and what it was configured with before is no longer a given
+    // the node booted again: whatever made it fail may be gone,
+    // and what it was configured with before is no longer a given
     const released = o.history.release(ev.identity, Date.now(), {
       rebooted: true,
       keepQuarantine: !o.config.quarantineReleaseOnStartup,

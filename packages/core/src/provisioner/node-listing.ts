@@ -51,7 +51,10 @@ export interface KnownNode {
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-/** Every node this instance knows: the active list first, in the order added; then the history's others, least recently changed first. */
+/**
+ * Every node this instance knows: the active list first, in the order
+ * added; then the history's others, least recently changed first.
+ */
 export function* knownNodes(list: ActiveList, history: NodeHistory): Generator<KnownNode> {
   const seen = new Set<string>();
   for (const e of list.entries()) {

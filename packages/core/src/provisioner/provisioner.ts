@@ -206,7 +206,8 @@ export class Provisioner {
     if (this.#state !== 'new') throw new Error(`provisioner for site "${this.config.site}" was already started`);
     this.#state = 'starting';
     this.logger.info(
-      `Starting choria-provisioner ${this.version} for site "${this.config.site}" with ${this.config.workers} workers${this.#opts.dryRun === true ? ' (dry run: nothing is sent that changes a node)' : ''}`,
+      `Starting choria-provisioner ${this.version} for site "${this.config.site}" with ${this.config.workers} ` +
+        `workers${this.#opts.dryRun === true ? ' (dry run: nothing is sent that changes a node)' : ''}`,
     );
     if (this.config.leaderElection) this.pause();
 
@@ -326,7 +327,10 @@ export class Provisioner {
     this.#helper?.killNow?.();
   }
 
-  /** Runs one broadcast discovery and offers every node found; skipped while paused. A call during a discovery gets that one's count. */
+  /**
+   * Runs one broadcast discovery and offers every node found; skipped
+   * while paused. A call during a discovery gets that one's count.
+   */
   readonly discover: () => Promise<number> = singleFlight(async () => {
     const client = this.#client;
     if (client === undefined || this.#state !== 'running') return 0;
@@ -412,9 +416,9 @@ export class Provisioner {
     } else {
       if (source === 'discovery') this.metrics.discovered();
       else if (source === 'event') this.metrics.eventDiscovered();
-      this.logger.info(
-        `Adding ${identity} to the provision list after ${source === 'discovery' ? 'discovering it' : source === 'event' ? 'receiving an event' : 'an operator asked'}`,
-      );
+      const after =
+        source === 'discovery' ? 'discovering it' : source === 'event' ? 'receiving an event' : 'an operator asked';
+      this.logger.info(`Adding ${identity} to the provision list after ${after}`);
     }
     this.#gauges.load();
     return true;
@@ -551,7 +555,10 @@ export class Provisioner {
     return !this.paused;
   }
 
-  /** Once a second: the waits that are over end, unseen foreign nodes and old history records go, nodes let go while the right to act lapsed are looked for again. */
+  /**
+   * Once a second: the waits that are over end, unseen foreign nodes and old history
+   * records go, nodes let go while the right to act lapsed are looked for again.
+   */
   #sweep(): void {
     const now = Date.now();
     const due = this.#list.takeDue(now);

@@ -68,7 +68,8 @@ export class OutcomeRecorder {
     });
     if (record.quarantinedAt === now)
       logger.warn(
-        `Quarantined ${identity} after ${record.failures} failed attempts in a row: release it with the API or restart it`,
+        `Quarantined ${identity} after ${record.failures} failed attempts in a row: ` +
+          `release it with the API or restart it`,
       );
     else if (meaning === 'failure' && record.notBefore !== undefined)
       logger.info(`Not trying ${identity} again before ${iso(record.notBefore)} (failure ${record.failures} in a row)`);
@@ -100,7 +101,8 @@ export function logOutcome(
       break;
     case 'deferred':
       logger.warn(
-        `Deferred ${identity} on request of the helper${result.helperMessage !== undefined ? `: ${result.helperMessage}` : ', which gave no message'}`,
+        `Deferred ${identity} on request of the ` +
+          `helper${result.helperMessage !== undefined ? `: ${result.helperMessage}` : ', which gave no message'}`,
       );
       break;
     case 'upgraded':
@@ -118,7 +120,8 @@ export function logOutcome(
     case 'skipped_locked':
       if (lockWaitUntil !== undefined)
         logger.info(
-          `Waiting for the provisioning lock of ${identity}: another provisioner holds it; trying again at ${iso(lockWaitUntil)}`,
+          `Waiting for the provisioning lock of ${identity}: another provisioner holds it; ` +
+            `trying again at ${iso(lockWaitUntil)}`,
         );
       else logger.info(`Skipping ${identity}: another provisioner holds its provisioning lock`);
       break;

@@ -34,7 +34,8 @@ export function siteHistory(opts: SiteHistoryOptions): { history: NodeHistory; s
     ttlMs: config.historyTtlMs,
     onWriteError: (err) =>
       logger.warn(
-        `Could not write the node history to bucket ${config.historyBucket}, keeping changes until it can: ${errorText(err)}`,
+        `Could not write the node history to bucket ${config.historyBucket}, keeping changes until it can: ` +
+          `${errorText(err)}`,
       ),
     onWritten: () => logger.info(`Writing the node history to bucket ${config.historyBucket} again`),
     onWriteRefused: (err) => logger.warn(`Not writing a record of the node history again: ${errorText(err)}`),

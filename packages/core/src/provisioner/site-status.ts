@@ -37,7 +37,10 @@ export interface ProvisionerStatus {
    * it: `hosts` is empty (hostCounts still counts every node)
    */
   hostsNeedToken?: true;
-  /** nodes this instance finished (provisioned, shut down, upgraded) and failed attempts, per slot over the last 10 minutes */
+  /**
+   * nodes this instance finished (provisioned, shut down, upgraded)
+   * and failed attempts, per slot over the last 10 minutes
+   */
   recent: ThroughputSeries;
 }
 

@@ -66,7 +66,9 @@ export class WorkQueue<T> {
     return new Promise((resolve, reject) => this.#waiters.push({ resolve, reject }));
   }
 
-  /** Takes the oldest item like pop(), but resolves to undefined once the queue is closed (a consumer's signal to end). */
+  /**
+   * Takes the oldest item like pop(), but resolves to undefined once the queue is closed (a consumer's signal to end).
+   */
   async next(): Promise<T | undefined> {
     try {
       return await this.pop();

@@ -1,7 +1,10 @@
 // Hex decoding with Go's encoding/hex rules and error texts, which upstream's messages quote.
 // Buffer.from(x, 'hex') silently stops at the first bad character, so it cannot be used for input checks.
 
-/** Decodes hex (either case) or throws Go's error text: `encoding/hex: invalid byte: U+002F '/'`, `encoding/hex: odd length hex string`. */
+/**
+ * Decodes hex (either case) or throws Go's error text:
+ * `encoding/hex: invalid byte: U+002F '/'`, `encoding/hex: odd length hex string`.
+ */
 export function decodeHexStrict(text: string | Uint8Array): Buffer {
   // Go decodes bytes; work on the UTF-8 bytes of a string so the reported "byte" matches.
   const bytes = typeof text === 'string' ? Buffer.from(text, 'utf8') : Buffer.from(text);

@@ -120,12 +120,15 @@ function maskShapes(text: string): string {
 
 // ---- keys and values ----
 
+/** A quoted key and its separator: groups 1 to 3 of KEY_AND_SEPARATOR. */
+const QUOTED_KEY_AND_SEPARATOR = /(\\*)(["'])([^"'\\\r\n]{1,200}?)\1\2[ \t]*(?:=>|:=|[:=])[ \t]*/;
+/** A bare key and its separator (the `:` of `://` is none): group 4 of KEY_AND_SEPARATOR. */
+const BARE_KEY_AND_SEPARATOR = /(?<![\w.$-])([A-Za-z_$][\w.$-]{0,199})[ \t]*(?:=>|:=|=|:(?!\/\/))[ \t]*/;
 /**
  * A key and its separator: a quoted key (with any depth of backslash escaping, the same before
  * both quotes) or a bare one, then `:`, `=`, `:=` or `=>`. The value is read by `valueEnd`.
  */
-const KEY_AND_SEPARATOR =
-  /(\\*)(["'])([^"'\\\r\n]{1,200}?)\1\2[ \t]*(?:=>|:=|[:=])[ \t]*|(?<![\w.$-])([A-Za-z_$][\w.$-]{0,199})[ \t]*(?:=>|:=|=|:(?!\/\/))[ \t]*/g;
+const KEY_AND_SEPARATOR = new RegExp(`${QUOTED_KEY_AND_SEPARATOR.source}|${BARE_KEY_AND_SEPARATOR.source}`, 'g');
 
 /** Authorization schemes: the credentials follow the scheme's name. */
 const AUTH_SCHEME = /^(?:Bearer|Basic|Token|Digest|Negotiate)[ \t]+/i;

@@ -125,7 +125,8 @@ function certificateKeyMismatch(certificatePem: string, publicKeyPem: string): s
     .toString();
   return certKey === nodeKey
     ? undefined
-    : 'configure sent a certificate for a private key the node no longer has (a later gencsr replaced it): the server cannot load its TLS pair and will not start';
+    : 'configure sent a certificate for a private key the node no longer has (a later gencsr replaced it): ' +
+        'the server cannot load its TLS pair and will not start';
 }
 
 function configTrue(v: string | undefined): boolean {
@@ -382,7 +383,8 @@ export class ChoriaProvisionAgent {
     if (this.host.state.configuration === undefined && this.host.state.bootConfigFile === 'missing') {
       return this.refuse(
         action,
-        `Configuration ${CONFIG_FILE} could not be parsed, restart cannot continue: open ${CONFIG_FILE}: no such file or directory`,
+        `Configuration ${CONFIG_FILE} could not be parsed, restart cannot continue: open ${CONFIG_FILE}: ` +
+          `no such file or directory`,
         'restart-refused',
       );
     }

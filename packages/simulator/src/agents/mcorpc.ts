@@ -47,18 +47,24 @@ export function parseRpcRequest(payload: Buffer): { ok: true; body: RpcRequestBo
   } catch (e) {
     return {
       ok: false,
-      error: `could not parse incoming message as a MCollective SimpleRPC Request: ${e instanceof Error ? e.message : String(e)}`,
+      error:
+        `could not parse incoming message as a MCollective SimpleRPC Request: ` +
+        `${e instanceof Error ? e.message : String(e)}`,
     };
   }
   const fail = (what: string, field: string, type: string): { ok: false; error: string } => ({
     ok: false,
-    error: `could not parse incoming message as a MCollective SimpleRPC Request: json: cannot unmarshal ${what} into Go struct field Request.${field} of type ${type}`,
+    error:
+      `could not parse incoming message as a MCollective SimpleRPC Request: json: ` +
+      `cannot unmarshal ${what} into Go struct field Request.${field} of type ${type}`,
   });
   if (v.t === 'null') return { ok: true, body: { agent: '', action: '', data: undefined } };
   if (v.t !== 'obj') {
     return {
       ok: false,
-      error: `could not parse incoming message as a MCollective SimpleRPC Request: json: cannot unmarshal ${goKindName(v)} into Go value of type mcorpc.Request`,
+      error:
+        `could not parse incoming message as a MCollective SimpleRPC Request: json: ` +
+        `cannot unmarshal ${goKindName(v)} into Go value of type mcorpc.Request`,
     };
   }
   const body: RpcRequestBody = { agent: '', action: '', data: undefined };

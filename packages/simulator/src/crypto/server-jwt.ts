@@ -1,7 +1,7 @@
 // Checks a server JWT received in `configure` the way the node (and the broker it connects to
 // afterwards) would judge it: purpose, identity, public key, validity, signature,
-// and for chain-issued tokens the full chain (organisation signature, then chain signature). A real node writes the file whatever it
-// contains and simply fails to connect later; the simulator records each problem as a violation.
+// and for chain-issued tokens the full chain (organisation signature, then chain signature). A real node writes the
+// file whatever it contains and simply fails to connect later; the simulator records each problem as a violation.
 import { verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import { ed25519PublicFromHex, rsaPublicFromPem } from './keys.js';

@@ -1,6 +1,6 @@
 // Server-side decoding of an incoming request: Transport -> Secure Request -> Request -> payload,
-// following go-choria's order of checks (envelope, signature, inner request, payload rule). Collective, TTL and filter checks are
-// separate functions because a broadcast is decoded once and checked per node.
+// following go-choria's order of checks (envelope, signature, inner request, payload rule). Collective, TTL and filter
+// checks are separate functions because a broadcast is decoded once and checked per node.
 import { goStdBase64Decode } from './base64.js';
 import type { DecodeResult, DecodedRequest, ProtocolVersion, RequestFilter } from './types.js';
 import { describeSchemaErrors, type ProtocolValidators } from './validate.js';
@@ -74,7 +74,9 @@ export function decodeRequest(data: Uint8Array, validators: ProtocolValidators):
   else {
     return {
       ok: false,
-      detail: `transport: do not know how to create a TransportMessage from protocol ${JSON.stringify(transport['protocol'] ?? null)}`,
+      detail:
+        `transport: do not know how to create a TransportMessage from protocol ` +
+        `${JSON.stringify(transport['protocol'] ?? null)}`,
     };
   }
   const fail = (detail: string, requestId?: string): DecodeResult =>

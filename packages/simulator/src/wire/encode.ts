@@ -31,7 +31,9 @@ export function encodeReply(p: ReplyParams): Buffer {
       `"requestid":${goJsonStringify(p.requestId)},"senderid":${goJsonStringify(p.identity)},` +
       `"agent":${goJsonStringify(p.agent)},"time":${Math.floor(p.nowMs / 1000)}}}`;
     const replyBytes = Buffer.from(reply, 'utf8');
-    const secure = `{"protocol":"${PROTOCOL.v1.secureReply}","message":${goJsonStringify(reply)},"hash":"${sha256Base64(replyBytes)}"}`;
+    const secure =
+      `{"protocol":"${PROTOCOL.v1.secureReply}","message":${goJsonStringify(reply)},` +
+      `"hash":"${sha256Base64(replyBytes)}"}`;
     const transport =
       `{"protocol":"${PROTOCOL.v1.transport}","data":"${Buffer.from(secure, 'utf8').toString('base64')}",` +
       `"headers":{"mc_sender":${goJsonStringify(p.identity)},"seen-by":${goJsonStringify(hop)}}}`;
@@ -44,7 +46,9 @@ export function encodeReply(p: ReplyParams): Buffer {
     `"request":${goJsonStringify(p.requestId)},"sender":${goJsonStringify(p.identity)},` +
     `"agent":${goJsonStringify(p.agent)},"time":${nanos.toString()}}`;
   const replyBytes = Buffer.from(reply, 'utf8');
-  const secure = `{"protocol":"${PROTOCOL.v2.secureReply}","reply":"${replyBytes.toString('base64')}","hash":"${sha256Base64(replyBytes)}"}`;
+  const secure =
+    `{"protocol":"${PROTOCOL.v2.secureReply}","reply":"${replyBytes.toString('base64')}",` +
+    `"hash":"${sha256Base64(replyBytes)}"}`;
   const transport =
     `{"protocol":"${PROTOCOL.v2.transport}","data":"${Buffer.from(secure, 'utf8').toString('base64')}",` +
     `"headers":{"sender":${goJsonStringify(p.identity)},"trace":${goJsonStringify(hop)}}}`;

@@ -136,7 +136,8 @@ export async function createBroker(o: BrokerOptions): Promise<LabBroker> {
       while (!(await listening(port))) {
         if (p.gone())
           throw new Error(
-            `broker ${name} exited during start-up; its log ${logFile} ends with: ${readFileSync(logFile, 'utf8').slice(-2000)}`,
+            `broker ${name} exited during start-up; its log ${logFile} ends with: ` +
+              `${readFileSync(logFile, 'utf8').slice(-2000)}`,
           );
         if (Date.now() > deadline)
           throw new Error(`broker ${name} did not listen on 127.0.0.1:${port} within 30 s (log: ${logFile})`);

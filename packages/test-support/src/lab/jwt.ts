@@ -63,7 +63,8 @@ export async function writeKeyPair(choria: string, seedFile: string): Promise<La
     return { seedFile, publicKey: m[1] };
   } catch (err) {
     throw new Error(
-      `could not make the ed25519 key pair ${seedFile} with ${choria} jwt keys: ${err instanceof Error ? err.message : String(err)}`,
+      `could not make the ed25519 key pair ${seedFile} with ${choria} jwt keys: ` +
+        `${err instanceof Error ? err.message : String(err)}`,
       { cause: err },
     );
   }
@@ -107,7 +108,8 @@ async function writeClientJwt(
     await run(choria, args, { timeout: 30_000 });
   } catch (err) {
     throw new Error(
-      `could not write ${what} ${o.file} with ${choria} jwt client: ${err instanceof Error ? err.message : String(err)}`,
+      `could not write ${what} ${o.file} with ${choria} jwt client: ` +
+        `${err instanceof Error ? err.message : String(err)}`,
       { cause: err },
     );
   }
@@ -129,7 +131,8 @@ export async function writeServerJwt(choria: string, o: ClientJwtOptions): Promi
     await run(choria, ['jwt', 'server', o.file, o.identity, o.publicKey, o.signingKey], { timeout: 30_000 });
   } catch (err) {
     throw new Error(
-      `could not write the server JWT ${o.file} with ${choria} jwt server: ${err instanceof Error ? err.message : String(err)}`,
+      `could not write the server JWT ${o.file} with ${choria} jwt server: ` +
+        `${err instanceof Error ? err.message : String(err)}`,
       { cause: err },
     );
   }

@@ -203,7 +203,8 @@ async function clusterStreamsReady(members: readonly LabBroker[], timeoutMs = 90
       if (members.some((b, i) => since(b, i).includes(STREAMS_READY))) return;
       if (Date.now() > deadline) {
         throw new Error(
-          `the cluster made no election bucket within ${timeoutMs / 1000} s, ${start} start(s) (no "${STREAMS_READY}" in ${members.map((b) => b.logFile).join(', ')})`,
+          `the cluster made no election bucket within ${timeoutMs / 1000} s, ${start} start(s) ` +
+            `(no "${STREAMS_READY}" in ${members.map((b) => b.logFile).join(', ')})`,
         );
       }
       if (failedAt === undefined && members.some((b, i) => since(b, i).includes(STREAMS_FAILED))) failedAt = Date.now();
@@ -279,5 +280,8 @@ export function provisionedIdentities(r: ProvisionedReport): string[] {
 
 /** One line a row prints: `interop <row> <kind>: <n>/<total> servers <outcome> in <s> s, configured twice: <n>`. */
 export function reportLine(row: string, kind: string, r: ProvisionedReport, outcome = 'provisioned'): string {
-  return `interop ${row} ${kind}: ${r.states.length - r.pending.length}/${r.states.length} servers ${outcome} in ${(r.ms / 1000).toFixed(1)} s, configured twice: ${r.configuredTwice.length}`;
+  return (
+    `interop ${row} ${kind}: ${r.states.length - r.pending.length}/${r.states.length} servers ${outcome} in ` +
+    `${(r.ms / 1000).toFixed(1)} s, configured twice: ${r.configuredTwice.length}`
+  );
 }

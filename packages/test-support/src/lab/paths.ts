@@ -75,7 +75,8 @@ export function compiledJwtFile(paths: LabPaths): string {
   const m = /Provisioning JWT file:\s*(\S+)/.exec(out);
   if (m?.[1] === undefined) {
     throw new Error(
-      `${paths.choria} has no provisioning JWT file compiled in (build.ProvisionJWTFile): provisioning mode cannot be entered; see docs/interop.md`,
+      `${paths.choria} has no provisioning JWT file compiled in (build.ProvisionJWTFile): ` +
+        `provisioning mode cannot be entered; see docs/interop.md`,
     );
   }
   return m[1];

@@ -25,7 +25,9 @@ export interface LabPki {
   readonly signer: LabPair;
   /** a client certificate for `identity`, made once and kept */
   client(identity: string): Promise<LabPair>;
-  /** certificate.pem, private.pem and ca.pem for `identity` in `dir` (the layout go-choria's configure action writes) */
+  /**
+   * certificate.pem, private.pem and ca.pem for `identity` in `dir` (the layout go-choria's configure action writes)
+   */
   serverPair(identity: string, dir: string): Promise<LabPair>;
 }
 

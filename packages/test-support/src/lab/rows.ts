@@ -83,11 +83,13 @@ export function assertRow(row: string, kind: string, r: ProvisionedReport, bound
   const problems: string[] = [];
   if (r.pending.length > 0)
     problems.push(
-      `${r.pending.length} of ${r.states.length} servers not provisioned within ${boundMs / 1000} s (${r.pending.slice(0, 5).join(', ')}${r.pending.length > 5 ? ', ...' : ''})`,
+      `${r.pending.length} of ${r.states.length} servers not provisioned within ${boundMs / 1000} s ` +
+        `(${r.pending.slice(0, 5).join(', ')}${r.pending.length > 5 ? ', ...' : ''})`,
     );
   else if (limitMs !== undefined && r.ms > limitMs)
     problems.push(
-      `the last of ${r.states.length} servers was provisioned after ${(r.ms / 1000).toFixed(1)} s, the limit is ${(limitMs / 1000).toFixed(1)} s`,
+      `the last of ${r.states.length} servers was provisioned after ${(r.ms / 1000).toFixed(1)} s, ` +
+        `the limit is ${(limitMs / 1000).toFixed(1)} s`,
     );
   if (r.configuredTwice.length > 0) problems.push(`configured more than once: ${r.configuredTwice.join(', ')}`);
   if (problems.length > 0)
@@ -129,7 +131,8 @@ export async function settleRow(v: RowVerdict): Promise<void> {
   if (v.c.kind !== 'ours') {
     if (v.r.states.length > 0 && v.r.pending.length === v.r.states.length) {
       throw new Error(
-        `interop row ${name}: the ${v.c.kind} provisioner provisioned none of ${v.r.states.length} servers within ${wait / 1000} s: the lab could not run it`,
+        `interop row ${name}: the ${v.c.kind} provisioner provisioned none of ${v.r.states.length} servers within ` +
+          `${wait / 1000} s: the lab could not run it`,
       );
     }
     return;

@@ -6,8 +6,8 @@ import type { DdlType } from './types.js';
 import { isPlainObject } from '../../util/values.js';
 
 /**
- * Where the server decodes an input more strictly than its DDL type says: `splay` is declared `number` but decoded into an integer (1.5 fails, negative
- * values crash the server), policy maps must map to strings.
+ * Where the server decodes an input more strictly than its DDL type says: `splay` is declared `number` but decoded into
+ * an integer (1.5 fails, negative values crash the server), policy maps must map to strings.
  */
 type Refinement = 'non-negative integer' | 'string map';
 

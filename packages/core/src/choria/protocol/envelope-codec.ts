@@ -67,7 +67,10 @@ export function transportJson(layers: EnvelopeLayers, secureJson: string, header
   if (headers.sender !== undefined && headers.sender !== '') wire[keys.sender] = headers.sender;
   if (headers.trace !== undefined && headers.trace.length > 0) wire[keys.trace[0]] = headers.trace;
   // the protocol name is a constant and base64 needs no escaping: only the headers go through JSON.stringify
-  return `{"protocol":${JSON.stringify(layers.transportProtocol)},"data":"${toBase64(secureJson)}","headers":${JSON.stringify(wire)}}`;
+  return (
+    `{"protocol":${JSON.stringify(layers.transportProtocol)},"data":"${toBase64(secureJson)}",` +
+    `"headers":${JSON.stringify(wire)}}`
+  );
 }
 
 export function parseTransport(layers: EnvelopeLayers, input: Uint8Array | string): DecodedTransport {

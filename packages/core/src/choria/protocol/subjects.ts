@@ -13,7 +13,8 @@ const BAD_TOKEN_CHARS = /[\s.*>]/;
 export function assertSubjectToken(value: string, what: string): void {
   if (value === '' || BAD_TOKEN_CHARS.test(value)) {
     throw new Error(
-      `${what} ${JSON.stringify(value)} cannot be used in a NATS subject: it must be non-empty without ".", "*", ">" or whitespace`,
+      `${what} ${JSON.stringify(value)} cannot be used in a NATS subject: ` +
+        `it must be non-empty without ".", "*", ">" or whitespace`,
     );
   }
 }

@@ -62,7 +62,10 @@ export interface EncodedRequest {
 export interface RequestDocument extends RequestAddressing {
   /** v1: Unix seconds; v2: Unix nanoseconds (a Number, so below 1 µs precision is lost) */
   readonly time: number;
-  /** payload bytes as carried (v1: the message string, v2: the base64-decoded message), before a server's extra base64 attempt */
+  /**
+   * payload bytes as carried (v1: the message string, v2: the
+   * base64-decoded message), before a server's extra base64 attempt
+   */
   readonly payload: Buffer;
 }
 

@@ -39,7 +39,10 @@ const SUBJECT_UNSAFE = /[\s.*>]/;
 
 type Entries = ReadonlyArray<readonly [string, unknown]>;
 
-/** A Request or Reply document: protocol, base64 message, addressing in Go's field order, the exact nanosecond time, the rest. */
+/**
+ * A Request or Reply document: protocol, base64 message, addressing
+ * in Go's field order, the exact nanosecond time, the rest.
+ */
 function v2Document(
   protocol: string,
   message: string,

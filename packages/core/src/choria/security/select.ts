@@ -31,7 +31,9 @@ export function selectProtocol(settings: ChoriaSettings): ProtocolSelection {
   return {
     version: 'v1',
     secure: settings.protocolSecure,
-    reason: `security provider "${settings.securityProvider}" in ${settings.source} selects protocol v1${settings.protocolSecure ? '' : ' (insecure: requests are not signed)'}`,
+    reason:
+      `security provider "${settings.securityProvider}" in ${settings.source} selects protocol ` +
+      `v1${settings.protocolSecure ? '' : ' (insecure: requests are not signed)'}`,
   };
 }
 
@@ -62,7 +64,8 @@ export function createSigner(
   }
   if (settings.protocolSecure && settings.securityProvider === 'choria') {
     throw new SecurityError(
-      `protocol v2 with protocol security needs plugin.security.choria.token_file and plugin.security.choria.seed_file in ${settings.source}`,
+      `protocol v2 with protocol security needs plugin.security.choria.token_file and ` +
+        `plugin.security.choria.seed_file in ${settings.source}`,
     );
   }
   // v2 servers in provisioning mode do not verify, but the schema still wants a non-empty caller

@@ -72,7 +72,9 @@ export function quoteExcerpt(text: string): string {
   return `${JSON.stringify(head)}… (${bytes.length} bytes)`;
 }
 
-/** The secrets the request hands to the helper (the provisioning token, the broker password), which a helper may echo. */
+/**
+ * The secrets the request hands to the helper (the provisioning token, the broker password), which a helper may echo.
+ */
 export function requestSecrets(req: HelperRequest): string[] {
   const secrets: string[] = [];
   for (const claim of ['cht', 'chpwd'] as const) {

@@ -113,7 +113,10 @@ export class PoolHelper implements HelperRunner {
   #idleCheck: NodeJS.Timeout | undefined;
   #closed = false;
 
-  /** Throws HelperCommandError when the command cannot be split. Processes start on demand, or all at once with warmUp(). */
+  /**
+   * Throws HelperCommandError when the command cannot be split.
+   * Processes start on demand, or all at once with warmUp().
+   */
   constructor(options: PoolHelperOptions) {
     const size = options.size ?? DEFAULT_POOL_SIZE;
     if (!Number.isInteger(size) || size < 1)

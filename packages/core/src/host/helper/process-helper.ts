@@ -52,7 +52,10 @@ export interface ProcessHelperOptions {
   readonly maxStderrBytes?: number;
   /** spawner processes that start the helpers; default one per core, at most MAX_SPAWNERS (see spawner.ts) */
   readonly spawners?: number;
-  /** which companion program starts the helpers: 'node' (default), 'python3', 'auto' (python3 where it works, else node), or 'none' (this process itself; see spawner.ts) */
+  /**
+   * which companion program starts the helpers: 'node' (default), 'python3', 'auto'
+   * (python3 where it works, else node), or 'none' (this process itself; see spawner.ts)
+   */
   readonly spawner?: SpawnerSetting;
 }
 
@@ -61,12 +64,16 @@ export function spawnerNotice(o: SpawnerOutcome): HelperNotice {
   if (o.unavailable !== undefined)
     return {
       level: 'warn',
-      message: `helper_spawner ${o.kind}: it cannot start the helper processes (${o.unavailable}); every helper run fails until it can`,
+      message:
+        `helper_spawner ${o.kind}: it cannot start the helper processes (${o.unavailable}); ` +
+        `every helper run fails until it can`,
     };
   if (o.fallbackReason !== undefined)
     return {
       level: 'warn',
-      message: `python3 cannot start the helper processes (${o.fallbackReason}): the node spawner starts them, at about twice the CPU per helper`,
+      message:
+        `python3 cannot start the helper processes (${o.fallbackReason}): ` +
+        `the node spawner starts them, at about twice the CPU per helper`,
     };
   if (o.kind === 'none')
     return {
@@ -116,7 +123,10 @@ export class ProcessHelper implements HelperRunner {
     return { kind: this.#spawners.companion, ...(why === undefined ? {} : { fallbackReason: why }) };
   }
 
-  /** Starts the first spawner now, so that the first node does not wait for it; `notice` hears which one starts the helpers. */
+  /**
+   * Starts the first spawner now, so that the first node does not
+   * wait for it; `notice` hears which one starts the helpers.
+   */
   warmUp(notice?: (n: HelperNotice) => void): void {
     if (this.#closed) return;
     this.#spawners.warmUp(notice === undefined ? undefined : (o) => notice(spawnerNotice(o)));
@@ -215,7 +225,8 @@ export class ProcessHelper implements HelperRunner {
               settle(
                 error(
                   'timeout',
-                  `timed out after ${this.#timeoutMs} ms: the helper spawner did not report on it ${waitMs} ms after starting it; killed it and the processes it started`,
+                  `timed out after ${this.#timeoutMs} ms: the helper spawner did not report on it ${waitMs} ms after ` +
+                    `starting it; killed it and the processes it started`,
                 ),
               );
             });
@@ -275,7 +286,10 @@ export class ProcessHelper implements HelperRunner {
 
   #timeoutReason(exitAfterMs: number | null, exitCode: number | null): string {
     if (exitAfterMs === null) return `timed out after ${this.#timeoutMs} ms; killed it and the processes it started`;
-    return `timed out after ${this.#timeoutMs} ms: it exited with status ${String(exitCode)} after ${exitAfterMs} ms but a process it started kept its stdout or stderr open; killed that process group`;
+    return (
+      `timed out after ${this.#timeoutMs} ms: it exited with status ${String(exitCode)} after ${exitAfterMs} ms ` +
+      `but a process it started kept its stdout or stderr open; killed that process group`
+    );
   }
 
   #outcome(

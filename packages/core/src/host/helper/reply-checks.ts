@@ -28,11 +28,13 @@ export function replyWarnings(reply: HelperReply, opts: ReplyWarningOptions = {}
     const provision = reply.configuration[PROVISION_KEY];
     if (provision === undefined) {
       warnings.push(
-        `configuration does not set ${PROVISION_KEY}; set it to "false", otherwise nodes whose provisioning token has --default come straight back into provisioning after the restart`,
+        `configuration does not set ${PROVISION_KEY}; set it to "false", otherwise nodes whose provisioning token ` +
+          `has --default come straight back into provisioning after the restart`,
       );
     } else if (provision !== 'false') {
       warnings.push(
-        `configuration sets ${PROVISION_KEY} to ${JSON.stringify(provision)}; set it to "false", otherwise the node may refuse to restart or stay in provisioning mode`,
+        `configuration sets ${PROVISION_KEY} to ${JSON.stringify(provision)}; ` +
+          `set it to "false", otherwise the node may refuse to restart or stay in provisioning mode`,
       );
     }
   }
@@ -43,11 +45,13 @@ export function replyWarnings(reply: HelperReply, opts: ReplyWarningOptions = {}
     if (exp < RELATIVE_EXP_LIMIT) {
       const year = new Date(exp * 1000).getUTCFullYear();
       warnings.push(
-        `server_claims.exp is ${exp}, a date in ${year}: exp must be an absolute Unix time, not a number of seconds from now; the value will be ignored and the default server_jwt_validity used`,
+        `server_claims.exp is ${exp}, a date in ${year}: exp must be an absolute Unix time, ` +
+          `not a number of seconds from now; the value will be ignored and the default server_jwt_validity used`,
       );
     } else if (exp - nowSeconds <= MIN_VALIDITY_SECONDS) {
       warnings.push(
-        `server_claims.exp ${exp} is in the past or less than 1 hour away; the value will be ignored and the default server_jwt_validity used`,
+        `server_claims.exp ${exp} is in the past or less than 1 hour away; ` +
+          `the value will be ignored and the default server_jwt_validity used`,
       );
     }
   }
@@ -65,7 +69,8 @@ export function assertConfigurable(reply: HelperReply, identity?: string): void 
     const node = identity === undefined ? 'the node' : identity;
     throw new HelperReplyError(
       'invalid-reply',
-      `configuration is empty, so there is nothing to configure on ${node}; the reply must at least set ${PROVISION_KEY} to "false" (or set "defer": true to retry later)`,
+      `configuration is empty, so there is nothing to configure on ${node}; ` +
+        `the reply must at least set ${PROVISION_KEY} to "false" (or set "defer": true to retry later)`,
     );
   }
 }
@@ -87,7 +92,8 @@ export function assertAcceptedByNode(reply: HelperReply, identity?: string): voi
     for (const name of Object.keys(reply[key] ?? {})) {
       if (!name.endsWith(ending)) {
         const why = (shown: string): string =>
-          `${key} key ${shown} does not end in "${ending}": go-choria refuses ${kind} with any other name (after writing the new configuration), so nothing was sent to ${node}`;
+          `${key} key ${shown} does not end in "${ending}": go-choria refuses ${kind} with any other name ` +
+          `(after writing the new configuration), so nothing was sent to ${node}`;
         throw new HelperReplyError('invalid-reply', why(JSON.stringify(name)), why(publicKeyName(name)));
       }
     }

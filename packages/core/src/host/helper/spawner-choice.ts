@@ -47,8 +47,8 @@ export interface SpawnerOutcome {
 
 /**
  * Which companion starts a runner's helpers: the one owner of that decision. By default node, the
- * same on every host; python3 only when the configuration asks for it. Under 'auto' it is python3 until a python3 companion fails to come up (no python3 on PATH, one older than 3.9, a
- * kernel without pidfd_open), then node for good.
+ * same on every host; python3 only when the configuration asks for it. Under 'auto' it is python3 until a python3
+ * companion fails to come up (no python3 on PATH, one older than 3.9, a kernel without pidfd_open), then node for good.
  */
 export class SpawnerChoice {
   #kind: SpawnerKind;

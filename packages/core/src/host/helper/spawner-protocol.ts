@@ -52,7 +52,10 @@ export interface UnsupportedMessage {
 export interface StartedMessage {
   readonly t: 'started';
   readonly id: number;
-  /** the helper's pid, which is also its process group's id: the provisioner kills the group itself if the companion dies */
+  /**
+   * the helper's pid, which is also its process group's id: the
+   * provisioner kills the group itself if the companion dies
+   */
   readonly pid: number;
 }
 

@@ -46,7 +46,10 @@ export {
   type SpawnerSetting,
 } from './spawner-choice.js';
 
-/** The most spawner processes a ProcessHelper starts, whatever the core count (each a Python process of ~12 MB, or a Node one of ~45 MB). */
+/**
+ * The most spawner processes a ProcessHelper starts, whatever the core
+ * count (each a Python process of ~12 MB, or a Node one of ~45 MB).
+ */
 export const MAX_SPAWNERS = 4;
 
 /** How long close() waits for the spawner to exit, after closing its channel and again after SIGKILL. */
@@ -398,7 +401,9 @@ export class HelperSpawners {
     return this.#choice.fallbackReason;
   }
 
-  /** Starts one companion now (the choice between python3 and node is made by it); `outcome` hears how it turned out. */
+  /**
+   * Starts one companion now (the choice between python3 and node is made by it); `outcome` hears how it turned out.
+   */
   warmUp(outcome?: (o: SpawnerOutcome) => void): void {
     if (outcome !== undefined) this.#choice.onOutcome(outcome);
     this.#spawners[0]?.warmUp();

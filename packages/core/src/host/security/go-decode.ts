@@ -116,7 +116,8 @@ function decodeNumericDate(item: unknown): number {
   if (typeof item === 'string') {
     if (!JSON_NUMBER.test(item)) {
       throw new GoDecodeError(
-        `could not parse NumericData: json: invalid number literal, trying to unmarshal ${JSON.stringify(JSON.stringify(item))} into Number`,
+        `could not parse NumericData: json: ` +
+          `invalid number literal, trying to unmarshal ${JSON.stringify(JSON.stringify(item))} into Number`,
       );
     }
     return Number(item);

@@ -74,7 +74,10 @@ export function parseCompactJwt(token: string): CompactJwt {
   return { header: header ?? {}, payload, signingInput: `${headerSegment}.${payloadSegment}`, signatureSegment };
 }
 
-/** Decodes the payload into the typed claims of `spec` (Go struct `structName`), as golang-jwt does before any other check. */
+/**
+ * Decodes the payload into the typed claims of `spec` (Go struct
+ * `structName`), as golang-jwt does before any other check.
+ */
 export function decodeJwtClaims<S extends StructSpec>(jwt: CompactJwt, structName: string, spec: S): Decoded<S> {
   try {
     return decodeGoStruct(structName, spec, jwt.payload);
@@ -85,7 +88,9 @@ export function decodeJwtClaims<S extends StructSpec>(jwt: CompactJwt, structNam
   }
 }
 
-/** Parses without verifying anything but the format, the claim types and a known `alg` (golang-jwt's ParseUnverified). */
+/**
+ * Parses without verifying anything but the format, the claim types and a known `alg` (golang-jwt's ParseUnverified).
+ */
 export function parseJwtUnverified<S extends StructSpec>(token: string, structName: string, spec: S): Decoded<S> {
   const jwt = parseCompactJwt(token);
   const claims = decodeJwtClaims(jwt, structName, spec);
@@ -117,7 +122,10 @@ export function decodeJwtSignature(jwt: CompactJwt): Buffer {
   return decodeSegment(jwt.signatureSegment, 'signature');
 }
 
-/** Verifies `signature` over the signed part of `jwt` for `alg` with `key`; throws {@link JwtError} when it does not verify. */
+/**
+ * Verifies `signature` over the signed part of `jwt` for `alg`
+ * with `key`; throws {@link JwtError} when it does not verify.
+ */
 export function verifyJwtSignature(jwt: CompactJwt, alg: JwtAlgorithm, key: KeyObject, signature: Buffer): void {
   const data = Buffer.from(jwt.signingInput, 'ascii');
   if (alg === 'EdDSA') {

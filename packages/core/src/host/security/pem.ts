@@ -70,7 +70,9 @@ export function decodeFirstPemBlock(text: string | Buffer): PemBlock | null {
   }
 }
 
-/** PEM text as Go's pem.Encode writes it: `Proc-Type` first, other headers sorted, 64-character lines, final newline. */
+/**
+ * PEM text as Go's pem.Encode writes it: `Proc-Type` first, other headers sorted, 64-character lines, final newline.
+ */
 export function encodePem(block: { type: string; headers?: ReadonlyMap<string, string>; bytes: Uint8Array }): string {
   const lines = [`-----BEGIN ${block.type}-----`];
   const headers = block.headers ?? new Map<string, string>();

@@ -176,7 +176,8 @@ function claimInputs(
 
   if (validityMs <= HOUR_MS) {
     input.onWarning?.(
-      `Server validity ${formatDuration(validityMs)} is too short, setting to default ${formatDuration(input.defaultValidityMs)}`,
+      `Server validity ${formatDuration(validityMs)} is too short, ` +
+        `setting to default ${formatDuration(input.defaultValidityMs)}`,
     );
     validityMs = input.defaultValidityMs;
   }

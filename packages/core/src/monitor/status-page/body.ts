@@ -6,7 +6,9 @@ export const STATUS_PAGE_BODY = `<header>
   <span id="updated" class="muted">loading…</span>
   <span id="error" role="alert"></span>
   <span id="notice" role="status"></span>
-  <label class="auth" title="the site's monitor_api_token: needed to see the nodes of a site that sets it, and to pause, resume, release and retry; kept in this tab only">API token <input id="token" type="password" autocomplete="off" placeholder="for the nodes and the actions"></label>
+  <label class="auth" title="the site's monitor_api_token: needed to see the nodes of a site that sets it, \
+and to pause, resume, release and retry; kept in this tab only">API token \
+<input id="token" type="password" autocomplete="off" placeholder="for the nodes and the actions"></label>
 </header>
 <main id="sites" aria-label="sites"></main>
 <section id="nodes">
@@ -31,5 +33,6 @@ export const STATUS_PAGE_BODY = `<header>
       <tbody id="node-rows"></tbody>
     </table>
   </div>
-  <div class="pager"><button id="prev" type="button">‹ previous</button><span id="range"></span><button id="next" type="button">next ›</button></div>
+  <div class="pager"><button id="prev" type="button">‹ previous</button><span id="range"></span>\
+<button id="next" type="button">next ›</button></div>
 </section>`;

@@ -240,7 +240,8 @@ export class Membership {
       setTimeout(() => {
         if (this.#state === 'forming') {
           this.#unavailable(
-            `no heartbeat of its own came back on ${this.#subjects.members} within ${FORMING_HEARTBEATS} heartbeats (does the broker allow the provisioner to publish and subscribe there?)`,
+            `no heartbeat of its own came back on ${this.#subjects.members} within ${FORMING_HEARTBEATS} heartbeats ` +
+              `(does the broker allow the provisioner to publish and subscribe there?)`,
           );
         }
       }, heartbeatMs * FORMING_HEARTBEATS),
@@ -382,7 +383,8 @@ export class Membership {
     if (!this.#settled) return;
     this.#settled = false;
     this.#opts.logger.warn(
-      `Active/active member ${this.member} of group "${this.group}" was not running for ${Math.round(gapMs)} ms: not acting on ownership until it has heard the group again`,
+      `Active/active member ${this.member} of group "${this.group}" was not running for ${Math.round(gapMs)} ms: ` +
+        `not acting on ownership until it has heard the group again`,
     );
     this.#opts.onChange();
     this.#timers.push(setTimeout(() => this.#settleAfterPendingMessages(), this.#opts.heartbeatMs));
@@ -455,7 +457,9 @@ export class Membership {
     if (hb.instance === this.instance && !this.#warnedIncarnations.has(hb.incarnation)) {
       this.#warnedIncarnations.add(hb.incarnation);
       this.#opts.logger.error(
-        `Another process announces itself as ${this.instance} in active/active group "${this.group}": the two split the fleet like any two members, but the node lock cannot tell them apart, so nothing else keeps them off one node; give every instance its own identity`,
+        `Another process announces itself as ${this.instance} in active/active group "${this.group}": ` +
+          `the two split the fleet like any two members, but the node lock cannot tell them apart, ` +
+          `so nothing else keeps them off one node; give every instance its own identity`,
       );
     }
     if (hb.leaving) {
@@ -558,7 +562,8 @@ export class Membership {
       if (now - p.seenAt > p.heartbeat.intervalMs * MEMBER_TIMEOUT_HEARTBEATS) {
         this.#peers.delete(member);
         this.#opts.logger.warn(
-          `Active/active member ${label(p.heartbeat)} of group "${this.group}" was not heard for ${now - p.seenAt} ms, taking over its share`,
+          `Active/active member ${label(p.heartbeat)} of group "${this.group}" ` +
+            `was not heard for ${now - p.seenAt} ms, taking over its share`,
         );
         gone = true;
       }
@@ -585,7 +590,8 @@ export class Membership {
     if (this.#state === 'unavailable' || this.#stopped) return;
     this.#state = 'unavailable';
     this.#opts.logger.warn(
-      `Active/active membership for group "${this.group}" is unavailable, continuing lock-only (every instance tries every node, in random order, and the node lock keeps them apart): ${reason}`,
+      `Active/active membership for group "${this.group}" is unavailable, continuing lock-only ` +
+        `(every instance tries every node, in random order, and the node lock keeps them apart): ${reason}`,
     );
     this.#changed();
   }

@@ -195,7 +195,8 @@ export class LeaderElection {
     // together do not all ask at once; said in the log since it is most of the time to a first win
     const splay = Math.floor(this.#random() * this.#splayMs);
     this.#logger.info(
-      `Campaigning for leader election ${this.#ref.key} in bucket ${this.#ref.bucket} as ${this.#identity} (bucket TTL ${formatMs(ttlMs)}; first campaign after a random wait of ${splay} ms)`,
+      `Campaigning for leader election ${this.#ref.key} in bucket ${this.#ref.bucket} as ${this.#identity} ` +
+        `(bucket TTL ${formatMs(ttlMs)}; first campaign after a random wait of ${splay} ms)`,
       { election: this.#ref.key, bucket: this.#ref.bucket, splayMs: splay },
     );
     if (!(await abortableSleep(splay, signal))) return;
@@ -335,7 +336,9 @@ export class LeaderElection {
     if (!this.#holding) {
       this.#holding = true;
       this.#logger.warn(
-        `Could not refresh ${this.#ref.key} in bucket ${this.#ref.bucket} (${errorText(err)}); still the leader for up to ${formatMs(holdUntil - performance.now())} while retrying: the key cannot expire before then`,
+        `Could not refresh ${this.#ref.key} in bucket ${this.#ref.bucket} (${errorText(err)}); ` +
+          `still the leader for up to ${formatMs(holdUntil - performance.now())} while retrying: ` +
+          `the key cannot expire before then`,
         { election: this.#ref.key, bucket: this.#ref.bucket },
       );
     }

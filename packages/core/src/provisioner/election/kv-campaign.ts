@@ -167,7 +167,8 @@ export async function bucketTtlMs(nc: NatsConnection, ref: KvBucketRef = {}): Pr
       throw new ElectionKvError(
         'stream-not-found',
         subject,
-        `could not ${what} via ${subject}: stream not found (JetStream API error 404/10059): the stream KV_${r.bucket} does not exist; ` +
+        `could not ${what} via ${subject}: stream not found (JetStream API error 404/10059): ` +
+          `the stream KV_${r.bucket} does not exist; ` +
           'the Choria Broker creates it when Choria Streams is enabled, up to about 70 s after it starts',
         10059,
       );
@@ -184,7 +185,8 @@ export async function bucketTtlMs(nc: NatsConnection, ref: KvBucketRef = {}): Pr
   const perSubject = config['max_msgs_per_subject'];
   if (typeof perSubject !== 'number' || perSubject < 1) {
     throw bad(
-      `stream KV_${r.bucket} is not a KV bucket: config.max_msgs_per_subject is ${JSON.stringify(perSubject)}, must be >= 1`,
+      `stream KV_${r.bucket} is not a KV bucket: config.max_msgs_per_subject is ${JSON.stringify(perSubject)}, ` +
+        `must be >= 1`,
     );
   }
   return maxAge / 1_000_000;
@@ -213,7 +215,9 @@ async function writeKey(
   const subject = kvKeySubject(r);
   const hdrs = headers();
   hdrs.set('Nats-Expected-Last-Subject-Sequence', String(expectedLastSeq));
-  const hint = `no responders: is Choria Streams enabled and the election key ${r.key} of bucket ${r.bucket} imported into this account?`;
+  const hint =
+    `no responders: is Choria Streams enabled and the election key ${r.key} of bucket ${r.bucket} ` +
+    `imported into this account?`;
   const reply = await jsonRequest(nc, subject, value, hdrs, r.timeoutMs, what, hint);
   return parseAck(reply, subject, what);
 }

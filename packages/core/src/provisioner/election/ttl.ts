@@ -12,7 +12,9 @@ export function campaignIntervalMs(ttlMs: number): number {
 
 /** Why a bucket TTL cannot be used for an election, or undefined when it is fine. */
 export function electionTtlProblem(ttlMs: number): string | undefined {
-  const need = `the election needs ${formatMs(ELECTION_TTL_MIN_MS)} <= TTL <= ${formatMs(ELECTION_TTL_MAX_MS)} (broker setting plugin.choria.network.stream.leader_election_ttl)`;
+  const need =
+    `the election needs ${formatMs(ELECTION_TTL_MIN_MS)} <= TTL <= ${formatMs(ELECTION_TTL_MAX_MS)} ` +
+    `(broker setting plugin.choria.network.stream.leader_election_ttl)`;
   if (!Number.isFinite(ttlMs) || ttlMs <= 0) return `bucket TTL is not set (max_age 0 keeps keys forever); ${need}`;
   if (ttlMs < 1_000) return `bucket TTL ${formatMs(ttlMs)} is below 1 s; ${need}`;
   if (ttlMs > ELECTION_TTL_MAX_MS) return `bucket TTL ${formatMs(ttlMs)} is above 1 h; ${need}`;
@@ -20,7 +22,10 @@ export function electionTtlProblem(ttlMs: number): string | undefined {
   if (interval < 1_000)
     return `campaign interval ${formatMs(interval)} (0.75 x TTL ${formatMs(ttlMs)}) is below 1 s; ${need}`;
   if (ttlMs - interval < 1_000) {
-    return `campaign interval ${formatMs(interval)} (0.75 x TTL) is less than 1 s shorter than the bucket TTL ${formatMs(ttlMs)}; ${need}`;
+    return (
+      `campaign interval ${formatMs(interval)} (0.75 x TTL) is less than 1 s shorter than the bucket TTL ` +
+      `${formatMs(ttlMs)}; ${need}`
+    );
   }
   return undefined;
 }

@@ -22,7 +22,10 @@ import { historyKey, identityOfKey, siteFilter } from './keys.js';
 import { decodeRecord, encodeRecord, type NodeRecord } from './record.js';
 import { HistoryWriteRefusedError, type HistoryBacking } from './node-history.js';
 
-/** The byte limit of a bucket created here: 100,000 records of up to 1.3 KiB (BENCHMARKS.md, "Node history": 432 B each as written). */
+/**
+ * The byte limit of a bucket created here: 100,000 records of up to
+ * 1.3 KiB (BENCHMARKS.md, "Node history": 432 B each as written).
+ */
 export const HISTORY_BUCKET_MAX_BYTES = 128 * 1024 * 1024;
 /** A value limit well above the largest record (identity ≤ 255 bytes, error ≤ 400 characters). */
 export const HISTORY_MAX_VALUE_BYTES = 4096;
@@ -76,12 +79,16 @@ function unavailableReason(err: unknown, apiPrefix: string, bucket: string, ttlM
   ) {
     return (
       `this connection may use Choria Streams but not create the bucket (${errorText(err)}): ` +
-      `have a Streams admin create it once, e.g. \`choria kv add ${bucket} --history 1 --ttl ${Math.max(1, Math.round(ttlMs / 3_600_000))}h\`, ` +
+      `have a Streams admin create it once, e.g. ` +
+      `\`choria kv add ${bucket} --history 1 --ttl ${Math.max(1, Math.round(ttlMs / 3_600_000))}h\`, ` +
       `or give the provisioner's client JWT --stream-admin`
     );
   }
   if (err instanceof NatsError && err.code === ErrorCode.NoResponders) {
-    return `no JetStream answers under ${apiPrefix} for this connection's account (JetStream off, or not given to the account)`;
+    return (
+      `no JetStream answers under ${apiPrefix} for this connection's account (JetStream off, ` +
+      `or not given to the account)`
+    );
   }
   if (err instanceof NatsError && err.code === ErrorCode.Timeout)
     return `JetStream did not answer under ${apiPrefix} in time`;
@@ -140,7 +147,8 @@ export class HistoryBucket implements HistoryBacking {
       return new HistoryBucket(kv, opts.site, { bucket: opts.bucket, ttlMs: Math.round(maxAgeNs / 1e6), created });
     } catch (err) {
       throw new HistoryUnavailableError(
-        `could not open the history bucket ${opts.bucket}: ${unavailableReason(err, opts.apiPrefix, opts.bucket, opts.ttlMs)}`,
+        `could not open the history bucket ${opts.bucket}: ` +
+          `${unavailableReason(err, opts.apiPrefix, opts.bucket, opts.ttlMs)}`,
         { cause: err },
       );
     }

@@ -92,7 +92,8 @@ export class HistorySync {
     if (this.#stopped) return;
     if (config.historyStore === 'memory') {
       logger.info(
-        'Keeping the node history in memory (history_store: memory): it is not shared with other instances and ends with this process',
+        'Keeping the node history in memory (history_store: memory): ' +
+          'it is not shared with other instances and ends with this process',
       );
       return;
     }
@@ -103,7 +104,9 @@ export class HistorySync {
     this.#fallback = reason;
     const retryMs = this.#opts.retryMs ?? 60_000;
     logger.warn(
-      `Keeping the node history in memory only: ${reason}. It is not shared with other instances and ends with this process; trying the bucket again every ${formatMs(retryMs)} (docs/operations.md#node-history)`,
+      `Keeping the node history in memory only: ${reason}. ` +
+        `It is not shared with other instances and ends with this process; ` +
+        `trying the bucket again every ${formatMs(retryMs)} (docs/operations.md#node-history)`,
     );
     const retry = setInterval(() => {
       void this.#bindAnywhere(nc).then((again) => {
@@ -111,7 +114,8 @@ export class HistorySync {
         clearInterval(retry);
         this.#fallback = undefined;
         logger.warn(
-          `The node history bucket ${config.historyBucket} is reachable now (over the ${this.#connection ?? 'provisioner'} connection): keeping the history there`,
+          `The node history bucket ${config.historyBucket} is reachable now ` +
+            `(over the ${this.#connection ?? 'provisioner'} connection): keeping the history there`,
         );
       });
     }, retryMs);
@@ -210,12 +214,20 @@ export class HistorySync {
     }
     const ttl =
       bucket.info.ttlMs > 0 ? `kept ${formatMs(bucket.info.ttlMs)} after each change` : 'kept without an age limit';
+    const account =
+      connection === 'choria'
+        ? " of the choria account (over a second connection: the provisioner's own account has no JetStream)"
+        : '';
     logger.info(
-      `Keeping the node history in the bucket ${name}${connection === 'choria' ? " of the choria account (over a second connection: the provisioner's own account has no JetStream)" : ''} (${bucket.info.created ? 'created now, ' : ''}${history.size} nodes known, ${ttl}${readOnly ? '; read only for the dry run' : ''})${loaded ? '' : `; still loading after ${formatMs(loadTimeoutMs)}`}`,
+      `Keeping the node history in the bucket ${name}${account} ` +
+        `(${bucket.info.created ? 'created now, ' : ''}${history.size} nodes known, ${ttl}` +
+        `${readOnly ? '; read only for the dry run' : ''})` +
+        `${loaded ? '' : `; still loading after ${formatMs(loadTimeoutMs)}`}`,
     );
     if (bucket.info.ttlMs > 0 && bucket.info.ttlMs !== config.historyTtlMs) {
       logger.warn(
-        `The history bucket ${name} keeps records for ${formatMs(bucket.info.ttlMs)}, not history_ttl ${formatMs(config.historyTtlMs)}: an existing bucket is used as it is`,
+        `The history bucket ${name} keeps records for ${formatMs(bucket.info.ttlMs)}, ` +
+          `not history_ttl ${formatMs(config.historyTtlMs)}: an existing bucket is used as it is`,
       );
     }
     return undefined;

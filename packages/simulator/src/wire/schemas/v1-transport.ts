@@ -43,7 +43,8 @@ export const v1TransportSchema = {
                 {
                   type: 'string',
                   description:
-                    'The incoming end point - typically a NATS server name. Blank string if this is where a message starts like a request',
+                    'The incoming end point - typically a NATS server name. ' +
+                    'Blank string if this is where a message starts like a request',
                 },
                 {
                   type: 'string',
@@ -53,7 +54,8 @@ export const v1TransportSchema = {
                 {
                   type: 'string',
                   description:
-                    'The outgoing end point - typically a NATS server name. Blank string if this is where the message ends like a client receiving a reply',
+                    'The outgoing end point - typically a NATS server name. ' +
+                    'Blank string if this is where the message ends like a client receiving a reply',
                 },
               ],
             },
