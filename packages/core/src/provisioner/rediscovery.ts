@@ -4,7 +4,7 @@
 // once the servers have had time to reconnect (they do on their own schedule), and once more for
 // the slow ones. A discovery costs one broadcast; a node already known is not offered twice.
 
-/** After a reconnect: when the servers should be back (the link's fleet-reconnect time), and once more for stragglers. */
+/** After a reconnect: when the servers should be back (the link's fleet-reconnect time), and again for stragglers. */
 export function rediscoveryDelaysMs(fleetReconnectMs: number): readonly number[] {
   return [fleetReconnectMs, 3 * fleetReconnectMs];
 }

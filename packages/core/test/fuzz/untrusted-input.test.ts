@@ -144,18 +144,16 @@ describe('replies of every action', () => {
       // what a sender can encode at all (a v1 reply carries a non-empty message)
       const sendable = bodyOf.filter((b) => b !== '');
       const envelope = fc.oneof(
-        fc
-          .tuple(hostileText, sendable)
-          .map(
-            ([sender, body]) =>
-              codec.encodeReply({
-                requestId: 'b2f4ab8f1e4b5b57a9d3c6e3f2a1d0c9',
-                sender,
-                agent: 'choria_provision',
-                timeNs: nowNanoseconds(),
-                body,
-              }).transportJson,
-          ),
+        fc.tuple(hostileText, sendable).map(
+          ([sender, body]) =>
+            codec.encodeReply({
+              requestId: 'b2f4ab8f1e4b5b57a9d3c6e3f2a1d0c9',
+              sender,
+              agent: 'choria_provision',
+              timeNs: nowNanoseconds(),
+              body,
+            }).transportJson,
+        ),
         fc
           .tuple(hostileText, sendable)
           .map(([sender, body]) => {

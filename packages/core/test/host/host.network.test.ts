@@ -45,9 +45,7 @@ const ok = (ctx: RpcContext, data: unknown = {}): RpcReplyBody => ({
   data,
 });
 
-async function setup(
-  onRpc: (ctx: RpcContext) => RpcReplyBody | undefined,
-): Promise<{
+async function setup(onRpc: (ctx: RpcContext) => RpcReplyBody | undefined): Promise<{
   client: ChoriaClient;
   sent: () => string[];
   helped: HelperRequest[];

@@ -183,19 +183,15 @@ describe('HistoryBucket against nats-server', () => {
       /^could not open the history bucket HIST: this connection may use Choria Streams but not create the bucket \(.*STREAM\.CREATE\.KV_HIST.*\): have a Streams admin create it once, e\.g\. `choria kv add HIST --history 1 --ttl 168h`, or give the provisioner's client JWT --stream-admin$/,
     );
     // an admin (the account's unrestricted default login) makes it; the user binds to it as it is
-    await (
-      await conn(s)
-    )
-      .jetstreamManager()
-      .then((jsm) =>
-        jsm.streams.add({
-          name: 'KV_HIST',
-          subjects: ['$KV.HIST.>'],
-          max_msgs_per_subject: 1,
-          allow_direct: true,
-          allow_rollup_hdrs: true,
-        }),
-      );
+    await (await conn(s)).jetstreamManager().then((jsm) =>
+      jsm.streams.add({
+        name: 'KV_HIST',
+        subjects: ['$KV.HIST.>'],
+        max_msgs_per_subject: 1,
+        allow_direct: true,
+        allow_rollup_hdrs: true,
+      }),
+    );
     const b = await open(asUser, 'dc1', 168 * HOUR);
     expect(b.info).toMatchObject({ bucket: 'HIST', created: false });
     const seen: NodeRecord[] = [];
