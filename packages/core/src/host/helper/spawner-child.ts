@@ -4,14 +4,14 @@
 // pipes and bounded output, and reports back. Imports nothing of the library: it must start fast
 // and stay small.
 import type { FromSpawner, ToSpawner } from './spawner-protocol.js';
-import { helperRunner } from './spawner-runner.js';
+import { processLauncher } from './spawner-runner.js';
 
 function send(m: FromSpawner): void {
   // a pipe's writes are synchronous on Linux: a report is out before the next line runs
   process.stdout.write(`${JSON.stringify(m)}\n`);
 }
 
-const runner = helperRunner(send, { ...process.env });
+const runner = processLauncher(send, { ...process.env });
 
 // The provisioner closed the channel or died: no helper outlives it (a clean stop has none running).
 function shutDown(): void {

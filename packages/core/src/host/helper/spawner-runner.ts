@@ -30,8 +30,8 @@ function keep(b: Captured, chunk: Buffer, limit: number): void {
   b.keptBytes += part.length;
 }
 
-/** What starts helpers: run and kill messages in, reports out through `send`. */
-export interface HelperRunner {
+/** What starts helper processes for a spawner: run and kill messages in, reports out through `send`. */
+export interface ProcessLauncher {
   run(m: RunMessage): void;
   /** Kills a run's process group (a run not started yet never starts). */
   kill(id: number): void;
@@ -44,7 +44,7 @@ export interface HelperRunner {
  * that caused them. `env` is the helpers' environment when a run message carries none (a plain
  * copy: spawn() walks the environment object for every child, and process.env is slow to walk).
  */
-export function helperRunner(send: (m: FromSpawner) => void, env: NodeJS.ProcessEnv): HelperRunner {
+export function processLauncher(send: (m: FromSpawner) => void, env: NodeJS.ProcessEnv): ProcessLauncher {
   const runs = new Map<number, Run>();
 
   /**

@@ -33,7 +33,7 @@ import {
   type SpawnerOutcome,
   type SpawnerSetting,
 } from './spawner-choice.js';
-import { helperRunner, type HelperRunner } from './spawner-runner.js';
+import { processLauncher, type ProcessLauncher } from './spawner-runner.js';
 import { killProcessGroup } from './spawn.js';
 import { errorText, isPlainObject as isRecord } from '../../util/values.js';
 import { settledWithin } from '../../util/deadline.js';
@@ -113,7 +113,7 @@ export class HelperSpawner {
   #child: ChildProcess | undefined;
   #childKind: SpawnerKind = 'node';
   /** helper_spawner none: the runner in this process that takes the companion's place */
-  #inline: HelperRunner | undefined;
+  #inline: ProcessLauncher | undefined;
   /** the companion said it is ready: lines go straight to it */
   #ready = false;
   /** run messages not written yet (the companion is starting), by run id */
@@ -219,7 +219,9 @@ export class HelperSpawner {
     const kind = this.#choice.kind;
     if (kind === 'none') {
       // its reports come from later turns of the event loop, as a companion's would
-      this.#inline = helperRunner((m) => this.#onMessage(m as unknown as Record<string, unknown>), { ...process.env });
+      this.#inline = processLauncher((m) => this.#onMessage(m as unknown as Record<string, unknown>), {
+        ...process.env,
+      });
       this.#childKind = kind;
       this.#ready = true;
       this.#choice.cameUp(kind);
