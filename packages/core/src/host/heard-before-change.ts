@@ -8,7 +8,7 @@
 // request sent. A node that answers nothing within the budget is sent the request anyway: the
 // request's own timeout and the lost-reply watch then decide, as they did before.
 import type { ChoriaClient } from '../choria/client.js';
-import { RpcAbortError, noReplyCame } from '../choria/errors.js';
+import { NodeProbe } from './node-probe.js';
 import { sleep } from '../util/backoff.js';
 
 export interface HeardBeforeChangeOptions {
@@ -37,6 +37,7 @@ export type HeardBeforeChange =
 export async function heardBeforeChange(opts: HeardBeforeChangeOptions): Promise<HeardBeforeChange> {
   const { client } = opts;
   if (client.link.settled) return { how: 'settled' };
+  const probe = new NodeProbe(client, opts.identity, opts.signal);
   const started = performance.now();
   const waited = (): number => Math.round(performance.now() - started);
   let pings = 0;
@@ -54,20 +55,9 @@ export async function heardBeforeChange(opts: HeardBeforeChangeOptions): Promise
     if (left <= 0) break;
     opts.mayAsk();
     pings++;
-    try {
-      await client.rpc(
-        opts.identity,
-        'rpcutil',
-        'ping',
-        {},
-        { signal: opts.signal, timeoutMs: Math.max(1, Math.min(opts.pingTimeoutMs, left)) },
-      );
-      return { how: 'heard', pings, waitedMs: waited() };
-    } catch (err) {
-      if (err instanceof RpcAbortError || opts.signal.aborted) throw err;
-      // any answer, if only a refusal, means the node is connected
-      if (!noReplyCame(err)) return { how: 'heard', pings, waitedMs: waited() };
-    }
+    // any answer, if only a refusal, means the node is connected (the probe's rule)
+    const timeoutMs = Math.max(1, Math.min(opts.pingTimeoutMs, left));
+    if ((await probe.ping(timeoutMs)) === 'answered') return { how: 'heard', pings, waitedMs: waited() };
   }
   return { how: 'unheard', pings, waitedMs: waited() };
 }

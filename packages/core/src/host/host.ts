@@ -31,13 +31,7 @@ import {
 import { NodeReleaseError, nodeHasFeature } from './node-release.js';
 import { LifecycleWitness } from './lifecycle-witness.js';
 import type { LostReplyTimings } from './lost-reply.js';
-import {
-  RpcAbortError,
-  RpcAbortedError,
-  RpcStatusError,
-  RpcTimeoutError,
-  RpcUnknownActionError,
-} from '../choria/errors.js';
+import { RpcAbortedError, RpcStatusError, RpcUnknownActionError } from '../choria/errors.js';
 import {
   LockedElsewhereError,
   NodeGoneError,
@@ -69,6 +63,7 @@ import { SecretSet, maskKnownSecrets, redactSecrets, secretValuesOf } from '../u
 import { configSecrets } from '../config/provisioner-config.js';
 import { publicStatusMessage } from '../choria/errors.js';
 import { assertMayChange } from './fence.js';
+import { NodeProbe } from './node-probe.js';
 
 /** What a host runner is built from: the public settings (docs/embedding.md). */
 export interface HostRunnerSettings {
@@ -290,16 +285,9 @@ export class Host {
     };
   }
 
-  /** Whether the node answers anything to rpcutil#ping (which provisioning-mode servers serve) within `timeoutMs`. */
+  /** Whether the node answers anything to rpcutil#ping within `timeoutMs` (the one probe's rule of silence). */
   async #answersPing(timeoutMs: number): Promise<boolean> {
-    try {
-      await this.#deps.client.rpc(this.identity, 'rpcutil', 'ping', {}, { signal: this.#job.signal, timeoutMs });
-      return true;
-    } catch (err) {
-      if (err instanceof RpcTimeoutError) return false;
-      if (err instanceof RpcAbortError) throw err;
-      return true; // a refusal or a broken connection: not evidence that the node is gone
-    }
+    return (await new NodeProbe(this.#deps.client, this.identity, this.#job.signal).ping(timeoutMs)) === 'answered';
   }
 
   async provision(): Promise<HostResult> {

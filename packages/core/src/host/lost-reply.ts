@@ -5,12 +5,10 @@
 // counts it as an error. Instead the node is observed without a directed request: lifecycle
 // events it published, and broadcast discovery with an identity filter (a node still in
 // provisioning mode answers it, one that left does not).
-import type { ChoriaClient, RpcReply } from '../choria/client.js';
-import { ClientClosedError, RpcAbortError, noReplyCame } from '../choria/errors.js';
+import type { ChoriaClient } from '../choria/client.js';
 import { sleep } from '../util/backoff.js';
-import { rpmVersionCompare } from '../util/rpmvercmp.js';
 import type { LifecycleWitness, WitnessedType } from './lifecycle-witness.js';
-import { parseInventoryReply } from './node-replies.js';
+import { NodeProbe } from './node-probe.js';
 import type { LostReplyFinding } from './types.js';
 
 /** The node-changing actions and what proves each happened. */
@@ -151,7 +149,7 @@ const MISSES_FOR_ABSENT = 3;
 /**
  * Observes the node until it is clear whether it acted. Rejects only when `signal` aborts.
  * A node that answers every probe past the action's delay did not act (release_update: unless its
- * agent is still busy with it, see agentBusy); one that stops answering did (restart, shutdown,
+ * agent is still busy with it, see NodeProbe.agentBusy); one that stops answering did (restart, shutdown,
  * release_update) or vanished (configure: `gone`).
  */
 export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostReplyFinding> {
@@ -161,6 +159,7 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
   const probeTimeout = t.probeTimeoutMs ?? 2_000;
   const interval = t.probeIntervalMs ?? 500;
   const link = req.client.link;
+  const probe = new NodeProbe(req.client, req.identity, req.signal);
   const maxBusy = t.maxBusyMs ?? DEFAULT_MAX_BUSY_MS;
   const busyRecheck = t.busyRecheckMs ?? DEFAULT_BUSY_RECHECK_MS;
   const firstProbe = performance.now();
@@ -171,7 +170,7 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
   /** An action that may run long, watched for less than maxBusy, whose agent was found busy lately or is now. */
   const stillBusy = async (): Promise<boolean> => {
     if (!rule.mayRunLong || performance.now() - firstProbe >= maxBusy) return false;
-    return performance.now() < busyUntil || (await agentBusy(req, probeTimeout));
+    return performance.now() < busyUntil || (await probe.agentBusy(req.token ?? '', probeTimeout));
   };
 
   let misses = 0;
@@ -179,25 +178,18 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
     if (proven()) return 'acted';
     const before = link.state;
     const probeStart = performance.now();
-    const answered = await req.client.discover({
-      agent: 'choria_provision',
-      identityFilter: [req.identity],
-      timeoutMs: probeTimeout,
-      initialWaitMs: probeTimeout,
-      limit: 1,
-      signal: req.signal,
-    });
+    const present = await probe.present(probeTimeout);
     if (proven()) return 'acted';
     // A probe across a broker outage, or while the servers may still be reconnecting, proves
     // nothing either way: a present node could not answer, and the node may not have acted yet.
     const settled = link.settledSince(before, probeStart);
-    if (!settled && !(answered as readonly string[]).includes(req.identity)) {
+    if (!settled && !present) {
       misses = 0;
       deadline = Math.max(deadline, link.state.upSince + link.fleetReconnectMs + margin);
       await sleep(interval, req.signal);
       continue;
     }
-    if ((answered as readonly string[]).includes(req.identity)) {
+    if (present) {
       misses = 0;
       // Waiting cannot tell more: its `provisioned` event may be lost with the broker, and the
       // restart that follows either way is what tells (a node not configured refuses it)
@@ -216,7 +208,7 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
         if (
           rule.versionTells &&
           req.targetVersion !== undefined &&
-          (await runsVersion(req, req.targetVersion, probeTimeout))
+          (await probe.runsVersion(req.targetVersion, probeTimeout))
         ) {
           req.onBack?.();
           return 'acted';
@@ -228,51 +220,5 @@ export async function confirmAfterLostReply(req: ConfirmRequest): Promise<LostRe
       return rule.goneMeansActed ? 'acted' : 'gone';
     }
     await sleep(interval, req.signal);
-  }
-}
-
-/**
- * One short question of the watch: the node's reply, or the error that took its place. A cancelled
- * watch or a closed client ends the watch (thrown); any other failure is an answer to sort.
- */
-async function ask(
-  req: ConfirmRequest,
-  agent: string,
-  action: string,
-  data: Record<string, unknown>,
-  timeoutMs: number,
-): Promise<RpcReply | Error> {
-  try {
-    return await req.client.rpc(req.identity, agent, action, data, { timeoutMs, signal: req.signal });
-  } catch (err) {
-    if (err instanceof RpcAbortError || err instanceof ClientClosedError || !(err instanceof Error)) throw err;
-    return err;
-  }
-}
-
-/**
- * Whether the node's provisioning agent is still working on an earlier request. go-choria runs the
- * agent's actions one at a time under one mutex, `jwt` included; so a node that answers discovery
- * but not `jwt` within `timeoutMs` is in the middle of an action. Any answer to `jwt` (its token,
- * or a refusal) means the agent is idle. `jwt` only reads: if it runs later, nothing changes.
- */
-async function agentBusy(req: ConfirmRequest, timeoutMs: number): Promise<boolean> {
-  const answer = await ask(req, 'choria_provision', 'jwt', { token: req.token ?? '' }, timeoutMs);
-  // no answer in time: busy (or the answer was lost, which watching a while longer survives)
-  return noReplyCame(answer);
-}
-
-/**
- * Whether the node reports running `version` (rpcutil#inventory, which answers outside the
- * provisioning agent's mutex). No answer proves nothing: the caller's verdict stands.
- */
-async function runsVersion(req: ConfirmRequest, version: string, timeoutMs: number): Promise<boolean> {
-  const answer = await ask(req, 'rpcutil', 'inventory', {}, timeoutMs);
-  if (answer instanceof Error) return false; // no answer, or a refusal
-  try {
-    const reported = parseInventoryReply(answer.data).version;
-    return reported !== '' && rpmVersionCompare(reported, version) === 0;
-  } catch {
-    return false; // an inventory without a version
   }
 }
