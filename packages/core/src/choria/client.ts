@@ -6,7 +6,6 @@ import type { Logger } from 'winston';
 import type { ChoriaSettings } from '../config/types.js';
 import { formatMs } from '../util/duration.js';
 import { PATH_PROBE_MS, SILENT_TIMEOUTS, SilentPathDetector } from './silent-path.js';
-import { afterPendingIo } from '../util/io-timer.js';
 import { connectChoria } from './connector.js';
 import { closeNatsConnection } from './nats-close.js';
 import { actionTimeoutMs } from './ddl/registry.js';
@@ -19,7 +18,6 @@ import {
   RpcInputError,
   RpcReplyLostError,
   RpcResponseCountError,
-  RpcTimeoutError,
   RpcUnsendableError,
   SecurityError,
   type RpcStatusDetails,
@@ -35,6 +33,7 @@ import {
 } from './lifecycle.js';
 import { IdentityRefusedError, RefusedIdentities, shownIdentity, type NodeIdentity } from './identity.js';
 import { BrokerLink } from './link.js';
+import { DirectedRequest, DiscoveryRequest, LOST_REPLY_TEXT, type RequestMux } from './request.js';
 import { codecFor, DISCOVERY_PAYLOAD } from './protocol/codec.js';
 import { agentFilter, type Filter } from './protocol/filter.js';
 import { newKsuid, newV1RequestId, nowNanoseconds, RandomPool } from './protocol/ids.js';
@@ -139,19 +138,9 @@ export interface LifecycleSubscription {
   unsubscribe(): void;
 }
 
-interface PendingRequest {
-  onMessage(msg: Msg): void;
-  onClose(err: Error): void;
-  /** the connection came back after this request was sent: its reply may be lost */
-  onReconnect?(): void;
-  /** directed RPCs only: when the request was published (performance.now()) */
-  sentAt?: number;
-}
-
 const DEFAULT_DISCOVERY_AGENT = 'choria_provision';
 const DEFAULT_DISCOVERY_TIMEOUT_MS = 2_000;
 const DEFAULT_DISCOVERY_WINDOW_MS = 300;
-const LOST_REPLY_TEXT = 'the broker connection was lost while waiting for the reply';
 /**
  * The longest subject published: every subject built here (an identity passes the identity rule)
  * is far shorter, and the broker's control line (4,096 bytes by default) holds the subject too.
@@ -176,7 +165,7 @@ export class ChoriaClient {
   readonly #ttl: number;
   readonly #replyPrefix: string;
   readonly #replySubscription: Subscription;
-  readonly #pending = new Map<string, PendingRequest>();
+  readonly #pending: RequestMux = new Map();
   readonly #entropy = new RandomPool();
   readonly #outbox: { subject: string; bytes: Uint8Array; what: string; fail: (err: Error) => void }[] = [];
   readonly #lifecycleSubscriptions = new Set<Subscription>();
@@ -313,69 +302,20 @@ export class ChoriaClient {
       DISCOVERY_PAYLOAD,
     );
 
-    return await new Promise<NodeIdentity[]>((resolve, reject) => {
-      const found = new Set<NodeIdentity>();
-      let lastReplyAt: number | undefined;
-      let windowDeadline = 0;
-      let windowTimer: NodeJS.Timeout | undefined;
-      let settled = false;
-
-      const cleanup = (): void => {
-        settled = true;
-        clearTimeout(overallTimer);
-        clearTimeout(windowTimer);
-        this.#pending.delete(id);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const finish = (): void => {
-        if (settled) return;
-        cleanup();
-        this.#logger.debug(`discovery found ${found.size} nodes`, { requestId: id });
-        resolve([...found]);
-      };
-      const fail = (err: Error): void => {
-        if (settled) return;
-        cleanup();
-        reject(err);
-      };
-      const onAbort = (): void =>
-        fail(new RpcAbortError(`discovery aborted: ${errorText(signal?.reason)}`, signal?.reason));
-      // one timer for the sliding window, moved only when a reply brings the deadline forward
-      const armWindow = (deadline: number): void => {
-        clearTimeout(windowTimer);
-        windowDeadline = deadline;
-        windowTimer = setTimeout(onWindow, Math.max(0, deadline - performance.now()));
-      };
-      const onWindow = (): void => {
-        if (lastReplyAt === undefined) return finish();
-        const due = lastReplyAt + windowMs;
-        if (performance.now() >= due) return finish();
-        armWindow(due);
-      };
-
-      const overallTimer = setTimeout(finish, timeoutMs);
-      armWindow(performance.now() + initialWaitMs);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.#pending.set(id, {
-        onMessage: (msg) => {
-          const sender = this.#discoverySender(msg, id);
-          if (sender === undefined) return;
-          if (!found.has(sender)) {
-            found.add(sender);
-            try {
-              opts.onFound?.(sender);
-            } catch (err) {
-              return fail(err instanceof Error ? err : new Error(String(err)));
-            }
-          }
-          if (opts.limit !== undefined && found.size >= opts.limit) return finish();
-          lastReplyAt = performance.now();
-          if (windowDeadline > lastReplyAt + windowMs) armWindow(lastReplyAt + windowMs);
-        },
-        onClose: fail,
-      });
-      this.#publish(subject, bytes, 'discovery request', fail);
+    const request = new DiscoveryRequest({
+      id,
+      mux: this.#pending,
+      ...(signal !== undefined ? { signal } : {}),
+      logger: this.#logger,
+      timeoutMs,
+      initialWaitMs,
+      windowMs,
+      ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
+      ...(opts.onFound !== undefined ? { onFound: opts.onFound } : {}),
+      sender: (msg) => this.#discoverySender(msg, id),
     });
+    this.#publish(subject, bytes, 'discovery request', (err) => request.fail(err));
+    return await request.promise;
   }
 
   /**
@@ -406,66 +346,23 @@ export class ChoriaClient {
     const id = this.#newRequestId();
     const encoded = this.#encode(id, agent, subject, agentFilter(agent), encodeRpcRequest(agent, action, data));
 
-    return await new Promise<RpcReply>((resolve, reject) => {
-      let responses = 0;
-      let settled = false;
-      const started = performance.now();
-      const receivedBefore = this.nats.stats().inMsgs;
-
-      const cleanup = (): void => {
-        settled = true;
-        timer.cancel();
-        this.#pending.delete(id);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const fail = (err: Error): void => {
-        if (settled) return;
-        cleanup();
-        reject(err);
-      };
-      const onAbort = (): void =>
-        fail(new RpcAbortError(`${what} aborted: ${errorText(signal?.reason)}`, signal?.reason));
-      // a reply that arrived in time while this loop was busy is read before the limit applies
-      let timer = afterPendingIo(timeoutMs, () => {
-        const others = responses > 0 ? `, received ${responses} responses from other identities` : '';
-        fail(new RpcTimeoutError(`${what} timed out after ${formatMs(timeoutMs)}${others}`, timeoutMs, responses));
-        this.#timedOut(this.nats.stats().inMsgs - receivedBefore);
-      });
-      const grace = opts.reconnectGraceMs ?? 0;
-      const onReconnect = (): void => {
-        if (settled) return;
-        timer.cancel();
-        timer = afterPendingIo(grace, () =>
-          fail(new RpcReplyLostError(`${LOST_REPLY_TEXT} (no late reply within ${formatMs(grace)})`)),
-        );
-      };
-
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.#pending.set(id, {
-        onMessage: (msg) => {
-          if (settled) return;
-          const reply = this.#decodeReply(msg, id, what);
-          if (reply === undefined) return;
-          // a sender that fails the identity rule is no node: refused, and not counted as a response
-          if (reply.sender !== identity && this.refusals.admit(reply.sender, 'reply') === undefined) return;
-          responses++;
-          if (reply.sender !== identity) {
-            this.#logger.warn(`unexpected reply from ${reply.sender} to ${what}`, { requestId: id });
-            return;
-          }
-          cleanup();
-          try {
-            resolve(this.#rpcResult(reply, identity, what, responses, performance.now() - started));
-          } catch (err) {
-            reject(err as Error);
-          }
-        },
-        onClose: fail,
-        ...(grace > 0 ? { onReconnect } : {}),
-        sentAt: performance.now(),
-      });
-      this.#publish(encoded.subject, encoded.bytes, what, fail);
+    const receivedBefore = this.nats.stats().inMsgs;
+    const request = new DirectedRequest<RpcReply>({
+      id,
+      mux: this.#pending,
+      ...(signal !== undefined ? { signal } : {}),
+      logger: this.#logger,
+      identity,
+      what,
+      timeoutMs,
+      reconnectGraceMs: opts.reconnectGraceMs ?? 0,
+      decode: (msg) => this.#decodeReply(msg, id, what),
+      admitSender: (sender) => this.refusals.admit(sender, 'reply') !== undefined,
+      result: (reply, responses, durationMs) => this.#rpcResult(reply, identity, what, responses, durationMs),
+      timedOut: () => this.#timedOut(this.nats.stats().inMsgs - receivedBefore),
     });
+    this.#publish(encoded.subject, encoded.bytes, what, (err) => request.fail(err));
+    return await request.promise;
   }
 
   /**
