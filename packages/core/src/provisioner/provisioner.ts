@@ -111,16 +111,7 @@ export class Provisioner {
     this.#queue = new WorkQueue(capacity);
     this.#list = new ActiveList({ holdMs: opts.holdMs ?? 60_000, lockRetryMs: opts.config.coordinationLockRetryMs });
     this.#policy = new WorkPolicy(capacity);
-    this.#share = new FleetShare({
-      list: this.#list,
-      policy: this.#policy,
-      logger: this.logger,
-      running: () => this.#state === 'running',
-      offer: (identity, source, reportedVersion) => this.offer(identity, source, reportedVersion),
-      listChanged: () => this.#gauges.load(),
-      membershipChanged: () => this.#gauges.coordination(),
-      handedOver: (direction, n) => this.metrics.handedOver(opts.choria.identity, direction, n),
-    });
+    this.#share = this.#fleetShare();
     this.#connection = {
       site: opts.config.site,
       choria: opts.choria,
@@ -144,14 +135,7 @@ export class Provisioner {
       ...(opts.config.leaderElection ? { election: () => this.#election } : {}),
       ...(opts.config.coordination === 'active_active' ? { membership: () => this.#policy.membership } : {}),
     });
-    this.#recorder = new OutcomeRecorder({
-      metrics: this.metrics,
-      history,
-      onSuccess: (identity) => {
-        this.#policy.forgetHandover(identity);
-        this.#policy.membership?.announceDone(identity);
-      },
-    });
+    this.#recorder = this.#outcomeRecorder(history);
     const parts = {
       config: opts.config,
       identity: opts.choria.identity,
@@ -178,6 +162,32 @@ export class Provisioner {
     }));
     // every in-flight node listens for stop(): more than the default 10 is normal, not a leak
     setMaxListeners(0, this.#stop.signal);
+  }
+
+  /** How this instance's list follows the other provisioners of its site (fleet-share.ts). */
+  #fleetShare(): FleetShare {
+    return new FleetShare({
+      list: this.#list,
+      policy: this.#policy,
+      logger: this.logger,
+      running: () => this.#state === 'running',
+      offer: (identity, source, reportedVersion) => this.offer(identity, source, reportedVersion),
+      listChanged: () => this.#gauges.load(),
+      membershipChanged: () => this.#gauges.coordination(),
+      handedOver: (direction, n) => this.metrics.handedOver(this.choria.identity, direction, n),
+    });
+  }
+
+  /** Where each attempt's outcome goes: metrics, history, and on success the end of a hand-over. */
+  #outcomeRecorder(history: NodeHistory): OutcomeRecorder {
+    return new OutcomeRecorder({
+      metrics: this.metrics,
+      history,
+      onSuccess: (identity) => {
+        this.#policy.forgetHandover(identity);
+        this.#policy.membership?.announceDone(identity);
+      },
+    });
   }
 
   get paused(): boolean {
