@@ -12,7 +12,7 @@ import type { NodeIdentity } from '../choria/identity.js';
 import type { ProvisionerConfig } from '../config/types.js';
 import { isWaiting, type ActiveEntry, type ActiveList, type DiscoverySource } from './active-list.js';
 import { Membership, type GrantedNode } from './coordination/index.js';
-import { WorkHandover, type TakenHow } from './work-handover.js';
+import { WorkHandover, type WorkHandoverOptions } from './work-handover.js';
 import type { WorkPolicy } from './work-policy.js';
 
 export interface FleetShareOptions {
@@ -40,13 +40,8 @@ export interface JoinOptions {
   readonly report: () => { owned: number; provisioned: number; queued: number };
   /** nothing queued and a worker free: this instance could take queued nodes from a busier member */
   readonly idle: () => boolean;
-  /** adds a node another member handed over (Provisioner's path for it) */
-  readonly take: (
-    identity: NodeIdentity,
-    source: DiscoverySource,
-    reportedVersion: string | undefined,
-    how: TakenHow,
-  ) => boolean;
+  /** adds a node a hand-over moved to this instance (Provisioner's path for it) */
+  readonly take: WorkHandoverOptions['take'];
 }
 
 export class FleetShare {
