@@ -87,9 +87,36 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
 
   const matched = matchKeys(document, properties);
   matched.warnings.forEach(warn);
+  const present = presentSettings(matched.value, properties, problems, warn);
 
+  const { data, issues } = validateWithSchema(present, provisionerConfigSchema);
+  for (const issue of issues) problems.add(issue.message, issue.key.replace(/\[\d+\]$/, ''));
+  const yaml = data as unknown as ValidatedYaml;
+
+  warnAboutIgnoredKeys(present, properties, warn);
+  const durations = readDurations(yaml, properties, problems);
+  const features = checkFeatures(yaml, problems);
+  const coordination = coordinationMode(yaml, problems);
+  checkMonitorSettings(yaml, problems);
+  checkRequiredCombinations(yaml, features, opts, problems, warn);
+
+  problems.throwIfAny();
+
+  return deepFreeze(settingsFromYaml(source, yaml, { durations, features, coordination }, opts));
+}
+
+/**
+ * The settings the file gives a value: keys the schema marks `x-removed` are reported (an error or
+ * a warning, as the schema says) and left out, and so are keys without a value.
+ */
+function presentSettings(
+  matched: Readonly<Record<string, unknown>>,
+  properties: Readonly<Record<string, PropertySchema>>,
+  problems: ProblemCollector,
+  warn: (message: string) => void,
+): Record<string, unknown> {
   const present: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(matched.value)) {
+  for (const [key, value] of Object.entries(matched)) {
     const removed = properties[key]?.['x-removed'];
     if (removed !== undefined) {
       if (removed.severity === 'error') problems.add(removed.message, key);
@@ -100,36 +127,30 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
     if (value === null) continue;
     present[key] = isPlainObject(value) ? withoutNulls(value) : value;
   }
+  return present;
+}
 
-  const { data, issues } = validateWithSchema(present, provisionerConfigSchema);
-  for (const issue of issues) problems.add(issue.message, issue.key.replace(/\[\d+\]$/, ''));
-  const yaml = data as unknown as ValidatedYaml;
+/** What the checks made of the validated YAML: the durations parsed, the features and the coordination mode. */
+interface CheckedSettings {
+  durations: Durations;
+  features: ProvisionerConfig['features'];
+  coordination: CoordinationMode;
+}
 
-  warnAboutIgnoredKeys(present, properties, warn);
-  const durations = readDurations(yaml, properties, problems);
-  const features = checkFeatures(yaml, problems);
-  const coordination = coordinationMode(yaml, problems);
-  for (const name of yaml.monitor_allowed_hosts) {
-    if (!/^[A-Za-z0-9_.-]+$/.test(name))
-      problems.add(
-        `monitor_allowed_hosts: ${JSON.stringify(name)} must be a host name without port ` +
-          `(letters, digits, ".", "-", "_")`,
-        'monitor_allowed_hosts',
-      );
-  }
-  if ((yaml.monitor_tls_cert === '') !== (yaml.monitor_tls_key === '')) {
-    problems.add(
-      'monitor_tls_cert and monitor_tls_key go together: set both for HTTPS on the monitor port, or neither',
-      yaml.monitor_tls_cert === '' ? 'monitor_tls_cert' : 'monitor_tls_key',
-    );
-  }
-  checkRequiredCombinations(yaml, features, opts, problems, warn);
-
-  problems.throwIfAny();
-
+/**
+ * The configuration of a file that passed every check: the validated YAML's values under the configuration's
+ * names, where an empty or zero value stands for its fallback (workers, helper_pool_size, lifecycle_component,
+ * cert_deny_list, logfile, choria_config).
+ */
+function settingsFromYaml(
+  source: string,
+  yaml: ValidatedYaml,
+  { durations, features, coordination }: CheckedSettings,
+  opts: LoadOptions,
+): ProvisionerConfig {
   const cpus = cpuCount(opts);
   const workers = yaml.workers === 0 ? cpus : yaml.workers;
-  return deepFreeze({
+  return {
     source,
     workers,
     intervalMs: durations.interval,
@@ -181,7 +202,7 @@ export function parseProvisionerConfig(text: string, source: string, opts: LoadO
     upgradesOptional: yaml.upgrades_optional,
     features,
     choriaConfig: yaml.choria_config === undefined || yaml.choria_config.trim() === '' ? undefined : yaml.choria_config,
-  });
+  };
 }
 
 /** Reads and parses the provisioner configuration file. Throws {@link ConfigError}. */
@@ -209,6 +230,24 @@ function coordinationGroup(yaml: ValidatedYaml): string {
   if (yaml.coordination_group !== '') return yaml.coordination_group;
   const fromSite = yaml.site.replace(/[^-\w]/g, '_');
   return fromSite === '' ? 'provisioner' : fromSite;
+}
+
+/** The monitor port's own settings: host names without ports, and a TLS certificate only with its key. */
+function checkMonitorSettings(yaml: ValidatedYaml, problems: ProblemCollector): void {
+  for (const name of yaml.monitor_allowed_hosts) {
+    if (!/^[A-Za-z0-9_.-]+$/.test(name))
+      problems.add(
+        `monitor_allowed_hosts: ${JSON.stringify(name)} must be a host name without port ` +
+          `(letters, digits, ".", "-", "_")`,
+        'monitor_allowed_hosts',
+      );
+  }
+  if ((yaml.monitor_tls_cert === '') !== (yaml.monitor_tls_key === '')) {
+    problems.add(
+      'monitor_tls_cert and monitor_tls_key go together: set both for HTTPS on the monitor port, or neither',
+      yaml.monitor_tls_cert === '' ? 'monitor_tls_cert' : 'monitor_tls_key',
+    );
+  }
 }
 
 function cpuCount(opts: LoadOptions): number {

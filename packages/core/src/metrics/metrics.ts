@@ -160,7 +160,25 @@ function summary<L extends string>(
   return new SumCountSummary<L>(name, help, labelNames, registry);
 }
 
+/**
+ * Registers every metric in `registry`, or finds it there when another instance registered it. /metrics
+ * lists the metrics in the order they were registered: the order of the groups below and within them.
+ */
 function register(registry: Registry): MetricSet {
+  return {
+    ...discoveryMetrics(registry),
+    ...rpcAndHelperMetrics(registry),
+    ...workMetrics(registry),
+    ...lossMetrics(registry),
+    ...electionMetrics(registry),
+    ...coordinationMetrics(registry),
+  };
+}
+
+/** How many discovery cycles ran and failed, and how many nodes discovery and startup events found. */
+function discoveryMetrics(
+  registry: Registry,
+): Pick<MetricSet, 'discoverCycles' | 'discovered' | 'eventDiscovered' | 'discoveryErrors'> {
   const s = ['site'] as const;
   return {
     discoverCycles: counter(registry, 'choria_provisioner_discover_cycles', 'How many discovery cycles were run', s),
@@ -177,6 +195,18 @@ function register(registry: Registry): MetricSet {
       s,
     ),
     discoveryErrors: counter(registry, 'choria_provisioner_discovery_errors', 'How many discovery runs failed', s),
+  };
+}
+
+/** How long the RPCs and the helper took, and how often they failed. */
+function rpcAndHelperMetrics(
+  registry: Registry,
+): Pick<
+  MetricSet,
+  'rpcTime' | 'rpcErrors' | 'helperTime' | 'helperDuration' | 'helperErrors' | 'helperShutdownRequests'
+> {
+  const s = ['site'] as const;
+  return {
     rpcTime: summary(registry, 'choria_provisioner_rpc_time', 'How long each RPC try took, in seconds', [
       'site',
       'rpc',
@@ -201,6 +231,18 @@ function register(registry: Registry): MetricSet {
       'How many nodes were shut down on request of the helper',
       s,
     ),
+  };
+}
+
+/** How the attempts ended, and how busy the workers and the work queue are. */
+function workMetrics(
+  registry: Registry,
+): Pick<
+  MetricSet,
+  'provisionErrors' | 'provisioned' | 'busyWorkers' | 'waitingNodes' | 'workQueueEntries' | 'paused' | 'outcomes'
+> {
+  const s = ['site'] as const;
+  return {
     provisionErrors: counter(
       registry,
       'choria_provisioner_provision_errors',
@@ -226,6 +268,15 @@ function register(registry: Registry): MetricSet {
       'site',
       'outcome',
     ] as const),
+  };
+}
+
+/** What the provisioner could not take in or lost on the way: events, identities, nodes, replies. */
+function lossMetrics(
+  registry: Registry,
+): Pick<MetricSet, 'eventErrors' | 'refusedIdentities' | 'queueFull' | 'lostReplies'> {
+  const s = ['site'] as const;
+  return {
     eventErrors: counter(registry, 'choria_provisioner_event_errors', 'Lifecycle events that could not be parsed', s),
     refusedIdentities: counter(
       registry,
@@ -240,6 +291,14 @@ function register(registry: Registry): MetricSet {
       'Lost replies of node-changing actions, by what watching the node then found (acted, not_acted, gone, unsure)',
       ['site', 'rpc', 'finding'] as const,
     ),
+  };
+}
+
+/** The leader election: labelled by election and identity instead of site. */
+function electionMetrics(
+  registry: Registry,
+): Pick<MetricSet, 'electionCampaigns' | 'electionLeader' | 'electionInterval'> {
+  return {
     electionCampaigns: counter(registry, 'choria_election_campaigns', 'Leader election campaigns', [
       'election',
       'identity',
@@ -253,6 +312,18 @@ function register(registry: Registry): MetricSet {
       'election',
       'identity',
     ] as const),
+  };
+}
+
+/** How the instances of a site share its nodes, and the nodes held back in quarantine. */
+function coordinationMetrics(
+  registry: Registry,
+): Pick<
+  MetricSet,
+  'coordinationMode' | 'coordinationMembers' | 'ownedNodes' | 'quarantined' | 'foreignNodes' | 'handedOver'
+> {
+  const s = ['site'] as const;
+  return {
     // `identity` is the instance's Choria identity, which tells several instances of one site
     // apart (not `instance`: Prometheus sets that label itself when it scrapes)
     coordinationMode: gauge(

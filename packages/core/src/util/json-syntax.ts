@@ -77,105 +77,136 @@ function scanNumber(text: string, i: number): number {
   return i;
 }
 
+/** Where the scanner is: the offset in the text, the structures open around it and what may come next. */
+interface Scan {
+  readonly text: string;
+  /** the arrays and objects open at `i`, innermost last */
+  readonly stack: ('object' | 'array')[];
+  expect: Expect;
+  /** offset in UTF-16 units */
+  i: number;
+}
+
+/** What one step of the scanner found: the text's first syntax error, or undefined to scan on. */
+type Step = JsonSyntaxProblem | undefined;
+
 /** The first syntax error of `text`, or undefined when it is one JSON value. */
 export function jsonSyntaxProblem(text: string): JsonSyntaxProblem | undefined {
-  const stack: ('object' | 'array')[] = [];
-  let expect: Expect = 'value';
-  let i = 0;
-  const at = (problem: string, index: number): JsonSyntaxProblem => ({
-    problem,
-    position: Buffer.byteLength(text.slice(0, index), 'utf8'),
-    atEnd: index >= text.length,
-  });
-  const expected = (index: number): JsonSyntaxProblem =>
-    expect === 'end' ? at('more text after the JSON value', index) : at(`${EXPECTED_TEXT[expect]} expected`, index);
-  /** after a complete value: what the enclosing structure expects next */
-  const afterValue = (): Expect =>
-    stack.length === 0 ? 'end' : stack[stack.length - 1] === 'object' ? 'object-next' : 'array-next';
-
+  const scan: Scan = { text, stack: [], expect: 'value', i: 0 };
   for (;;) {
-    while (i < text.length && isSpace(text.charCodeAt(i))) i++;
-    if (i >= text.length) return expect === 'end' ? undefined : expected(i);
-    const c = text.charCodeAt(i);
-    switch (expect) {
-      case 'end':
-        return expected(i);
-      case 'colon':
-        if (c !== 0x3a) return expected(i);
-        i++;
-        expect = 'value';
-        continue;
-      case 'object-next':
-      case 'array-next': {
-        const close = expect === 'object-next' ? 0x7d : 0x5d;
-        if (c === 0x2c) {
-          i++;
-          expect = expect === 'object-next' ? 'key' : 'value';
-          continue;
-        }
-        if (c !== close) return expected(i);
-        i++;
-        stack.pop();
-        expect = afterValue();
-        continue;
-      }
-      case 'key-or-close-object':
-      case 'key': {
-        if (c === 0x7d && expect === 'key-or-close-object') {
-          i++;
-          stack.pop();
-          expect = afterValue();
-          continue;
-        }
-        if (c !== 0x22) return expected(i);
-        const end = scanString(text, i + 1);
-        if (typeof end !== 'number') return at(end.problem, end.at);
-        i = end;
-        expect = 'colon';
-        continue;
-      }
-      case 'value':
-      case 'value-or-close-array': {
-        if (c === 0x5d && expect === 'value-or-close-array') {
-          i++;
-          stack.pop();
-          expect = afterValue();
-          continue;
-        }
-        if (c === 0x7b) {
-          i++;
-          stack.push('object');
-          expect = 'key-or-close-object';
-          continue;
-        }
-        if (c === 0x5b) {
-          i++;
-          stack.push('array');
-          expect = 'value-or-close-array';
-          continue;
-        }
-        if (c === 0x22) {
-          const end = scanString(text, i + 1);
-          if (typeof end !== 'number') return at(end.problem, end.at);
-          i = end;
-          expect = afterValue();
-          continue;
-        }
-        if (c === 0x2d || isDigit(c)) {
-          const end = scanNumber(text, i);
-          if (end < 0) return at('an invalid number', i);
-          i = end;
-          expect = afterValue();
-          continue;
-        }
-        const literal = ['true', 'false', 'null'].find((w) => text.startsWith(w, i));
-        if (literal === undefined) return expected(i);
-        i += literal.length;
-        expect = afterValue();
-        continue;
-      }
-    }
+    while (scan.i < text.length && isSpace(text.charCodeAt(scan.i))) scan.i++;
+    if (scan.i >= text.length) return scan.expect === 'end' ? undefined : expected(scan);
+    const problem = step(scan, text.charCodeAt(scan.i));
+    if (problem !== undefined) return problem;
   }
+}
+
+/** Reads the token starting with `c` (at `scan.i`, not a space) as what `scan.expect` allows. */
+function step(scan: Scan, c: number): Step {
+  switch (scan.expect) {
+    case 'end':
+      return expected(scan);
+    case 'colon':
+      if (c !== 0x3a) return expected(scan);
+      scan.i++;
+      scan.expect = 'value';
+      return undefined;
+    case 'object-next':
+    case 'array-next':
+      return readAfterMember(scan, c);
+    case 'key-or-close-object':
+    case 'key':
+      return readKey(scan, c);
+    case 'value':
+    case 'value-or-close-array':
+      return readValue(scan, c);
+  }
+}
+
+/** The problem `problem` at `index` (UTF-16 units), its position counted in UTF-8 bytes. */
+function at(text: string, problem: string, index: number): JsonSyntaxProblem {
+  return { problem, position: Buffer.byteLength(text.slice(0, index), 'utf8'), atEnd: index >= text.length };
+}
+
+/** What was expected at the scanner's offset did not come. */
+function expected(scan: Scan): JsonSyntaxProblem {
+  return scan.expect === 'end'
+    ? at(scan.text, 'more text after the JSON value', scan.i)
+    : at(scan.text, `${EXPECTED_TEXT[scan.expect]} expected`, scan.i);
+}
+
+/** After a complete value: what the enclosing structure expects next. */
+function afterValue(scan: Scan): Expect {
+  return scan.stack.length === 0
+    ? 'end'
+    : scan.stack[scan.stack.length - 1] === 'object'
+      ? 'object-next'
+      : 'array-next';
+}
+
+/** Steps over the `]` or `}` at the offset: the innermost structure is a complete value. */
+function closeStructure(scan: Scan): Step {
+  scan.i++;
+  scan.stack.pop();
+  scan.expect = afterValue(scan);
+  return undefined;
+}
+
+/** Steps over the `[` or `{` at the offset. */
+function openStructure(scan: Scan, structure: 'object' | 'array'): Step {
+  scan.i++;
+  scan.stack.push(structure);
+  scan.expect = structure === 'object' ? 'key-or-close-object' : 'value-or-close-array';
+  return undefined;
+}
+
+/** After a member of an object or an element of an array: `,` or the structure's closing bracket. */
+function readAfterMember(scan: Scan, c: number): Step {
+  if (c === 0x2c) {
+    scan.i++;
+    scan.expect = scan.expect === 'object-next' ? 'key' : 'value';
+    return undefined;
+  }
+  if (c !== (scan.expect === 'object-next' ? 0x7d : 0x5d)) return expected(scan);
+  return closeStructure(scan);
+}
+
+/** A member's key (or, right after `{`, the `}` of an empty object). */
+function readKey(scan: Scan, c: number): Step {
+  if (c === 0x7d && scan.expect === 'key-or-close-object') return closeStructure(scan);
+  if (c !== 0x22) return expected(scan);
+  const end = scanString(scan.text, scan.i + 1);
+  if (typeof end !== 'number') return at(scan.text, end.problem, end.at);
+  scan.i = end;
+  scan.expect = 'colon';
+  return undefined;
+}
+
+/** A value (or, right after `[`, the `]` of an empty array). */
+function readValue(scan: Scan, c: number): Step {
+  if (c === 0x5d && scan.expect === 'value-or-close-array') return closeStructure(scan);
+  if (c === 0x7b) return openStructure(scan, 'object');
+  if (c === 0x5b) return openStructure(scan, 'array');
+  if (c === 0x22) {
+    const end = scanString(scan.text, scan.i + 1);
+    if (typeof end !== 'number') return at(scan.text, end.problem, end.at);
+    return endValue(scan, end);
+  }
+  if (c === 0x2d || isDigit(c)) {
+    const end = scanNumber(scan.text, scan.i);
+    if (end < 0) return at(scan.text, 'an invalid number', scan.i);
+    return endValue(scan, end);
+  }
+  const literal = ['true', 'false', 'null'].find((w) => scan.text.startsWith(w, scan.i));
+  if (literal === undefined) return expected(scan);
+  return endValue(scan, scan.i + literal.length);
+}
+
+/** A string, number or literal value ends at `end`. */
+function endValue(scan: Scan, end: number): Step {
+  scan.i = end;
+  scan.expect = afterValue(scan);
+  return undefined;
 }
 
 /** "`,` or `}` expected at position 148", or "… at position 154 (the end of the text)". */

@@ -1,10 +1,10 @@
 // The status page's script, as it runs in the browser. It is type-checked and linted here like any
-// module; the page inlines its source (page.ts) and calls it with the browser's `document`,
-// `sessionStorage` and `fetch`, so it must stay one self-contained function: nothing from outside at run time
-// (the `import type`s below vanish in the build). It polls /status and /nodes every 2 s and builds
-// the DOM with textContent only: nothing a node or a helper said is ever parsed as HTML. The API
-// token typed into the page goes with every request: a site that sets monitor_api_token lists its
-// nodes only to it.
+// module; the page inlines the source of the class below (page.ts) and runs it with the browser's
+// `document`, `sessionStorage` and `fetch`, so it must stay one self-contained class: nothing from
+// outside it at run time (the `import type`s below vanish in the build), its methods reach each
+// other through `this`. It polls /status and /nodes every 2 s and builds the DOM with textContent
+// only: nothing a node or a helper said is ever parsed as HTML. The API token typed into the page
+// goes with every request: a site that sets monitor_api_token lists its nodes only to it.
 import type { PageControl, PageDocument, PageElement, PageEvent, PageFetch, PageStorage } from './browser.js';
 import type { HostStatus, NodePage } from '../../provisioner/node-listing.js';
 import type { ProvisionerStatus } from '../../provisioner/site-status.js';
@@ -29,22 +29,49 @@ interface ControlBody {
   sites?: { site: string; result: string }[];
 }
 
-export function statusPageClient(document: PageDocument, sessionStorage: PageStorage, fetch: PageFetch): void {
-  'use strict';
-  const POLL_MS = 2000;
-  const PAGE_SIZE = 100;
-  const view: View = { site: undefined, state: '', search: '', sort: 'identity', order: 'asc', offset: 0 };
+/**
+ * The status page's script, run as `new StatusPageClient(document, sessionStorage, fetch).start()`. page.ts inlines
+ * this class's source as the whole script: its fields and methods use only `this`, their arguments and the browser.
+ */
+export class StatusPageClient {
+  private readonly POLL_MS = 2000;
+  private readonly PAGE_SIZE = 100;
   // the token is kept for this tab only (sessionStorage) and sent only as a bearer header to this origin
-  const TOKEN_KEY = 'choria-provisioner-api-token';
-  const ACTIVE = ['queued', 'provisioning', 'held', 'locked'];
-  const $ = <T extends PageElement = PageElement>(id: string): T => document.getElementById(id) as T;
-  let sitesCache: ProvisionerStatus[] = [];
+  private readonly TOKEN_KEY = 'choria-provisioner-api-token';
+  private readonly ACTIVE = ['queued', 'provisioning', 'held', 'locked'];
   /** The monitor port answered 401: the site lists its nodes only to its monitor_api_token. */
-  class NeedsToken extends Error {}
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  private readonly NeedsToken = class NeedsToken extends Error {};
+  private readonly view: View = { site: undefined, state: '', search: '', sort: 'identity', order: 'asc', offset: 0 };
+  private sitesCache: ProvisionerStatus[] = [];
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private searchTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly document: PageDocument;
+  private readonly sessionStorage: PageStorage;
+  private readonly fetch: PageFetch;
 
-  function el(tag: string, attrs: Attrs | undefined, ...children: Child[]): PageElement {
-    const e = document.createElement(tag);
+  constructor(document: PageDocument, sessionStorage: PageStorage, fetch: PageFetch) {
+    this.document = document;
+    this.sessionStorage = sessionStorage;
+    // called as a plain function: the browser's fetch refuses to run as a method of another object
+    this.fetch = (url, init) => fetch(url, init);
+  }
+
+  /** Fills the token field, listens to the controls and polls, once the markup above the script is there. */
+  start(): void {
+    this.$<PageControl>('token').value = this.sessionStorage.getItem(this.TOKEN_KEY) || '';
+    this.listenToToken();
+    this.listenToFilters();
+    this.listenToPager();
+    this.listenToSorting();
+    void this.poll();
+  }
+
+  private $<T extends PageElement = PageElement>(id: string): T {
+    return this.document.getElementById(id) as T;
+  }
+
+  private el(tag: string, attrs: Attrs | undefined, ...children: Child[]): PageElement {
+    const e = this.document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v === undefined || v === null || v === false) continue;
       if (k === 'class') e.className = String(v);
@@ -54,13 +81,18 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
       if (c !== undefined && c !== null) e.append(typeof c === 'string' || typeof c === 'number' ? String(c) : c);
     return e;
   }
-  const svg = (tag: string, attrs: Attrs): PageElement => {
-    const e = document.createElementNS('http://www.w3.org/2000/svg', tag);
+
+  private svg(tag: string, attrs: Attrs): PageElement {
+    const e = this.document.createElementNS('http://www.w3.org/2000/svg', tag);
     for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
     return e;
-  };
-  const num = (n: number): string => Number(n).toLocaleString('en');
-  function ago(iso: string | undefined): string {
+  }
+
+  private num(n: number): string {
+    return Number(n).toLocaleString('en');
+  }
+
+  private ago(iso: string | undefined): string {
     if (!iso) return '';
     const s = Math.round((Date.parse(iso) - Date.now()) / 1000);
     const a = Math.abs(s);
@@ -69,7 +101,7 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
     return s >= 0 ? 'in ' + text : text + ' ago';
   }
 
-  function role(s: ProvisionerStatus): [string, string] | undefined {
+  private role(s: ProvisionerStatus): [string, string] | undefined {
     const c = s.coordination;
     if (c.effective === 'active_active')
       return [
@@ -83,8 +115,8 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
     return undefined;
   }
 
-  function chart(recent: ThroughputSeries | undefined): PageElement {
-    const box = svg('svg', { class: 'chart', viewBox: '0 0 300 64', preserveAspectRatio: 'none', role: 'img' });
+  private chart(recent: ThroughputSeries | undefined): PageElement {
+    const box = this.svg('svg', { class: 'chart', viewBox: '0 0 300 64', preserveAspectRatio: 'none', role: 'img' });
     if (!recent) return box;
     const perMin = 60000 / recent.slotMs;
     const ok = recent.provisioned.map((n) => n * perMin);
@@ -95,53 +127,74 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
       const h1 = (v / max) * 60;
       const h2 = ((failed[i] ?? 0) / max) * 60;
       if (h1 > 0)
-        box.append(svg('rect', { class: 'ok', x: i * w + 0.5, y: 64 - h1, width: Math.max(1, w - 1), height: h1 }));
+        box.append(
+          this.svg('rect', { class: 'ok', x: i * w + 0.5, y: 64 - h1, width: Math.max(1, w - 1), height: h1 }),
+        );
       if (h2 > 0)
         box.append(
-          svg('rect', { class: 'failed', x: i * w + 0.5, y: 64 - h1 - h2, width: Math.max(1, w - 1), height: h2 }),
+          this.svg('rect', { class: 'failed', x: i * w + 0.5, y: 64 - h1 - h2, width: Math.max(1, w - 1), height: h2 }),
         );
     });
-    const title = svg('title', {});
+    const title = this.svg('title', {});
     title.textContent = 'nodes per minute, last ' + Math.round((recent.slotMs * ok.length) / 60000) + ' minutes';
     box.prepend(title);
     box.setAttribute('aria-label', title.textContent);
     return box;
   }
 
-  function lastMinute(recent: ThroughputSeries): number {
+  private lastMinute(recent: ThroughputSeries): number {
     const slots = Math.max(1, Math.round(60000 / recent.slotMs));
     return recent.provisioned.slice(-slots).reduce((a, n) => a + n, 0);
   }
 
-  function siteCard(s: ProvisionerStatus): PageElement {
-    const badges = el(
+  private siteCard(s: ProvisionerStatus): PageElement {
+    return this.el(
+      'article',
+      { class: 'site', 'data-site': s.site },
+      this.el(
+        'h2',
+        {},
+        'site ' + (s.site === '' ? '(none)' : s.site),
+        this.el('span', { class: 'muted' }, ' ' + s.identity + ' · ' + s.version),
+      ),
+      this.siteBadges(s),
+      this.siteStats(s),
+      this.stateCounts(s),
+      this.chart(s.recent),
+      this.el('div', { class: 'chart-caption' }, 'nodes per minute over the last 10 minutes (red: failed)'),
+    );
+  }
+
+  /** Running or paused, connected or not, its role, dry run, the pause/resume button and the history store. */
+  private siteBadges(s: ProvisionerStatus): PageElement {
+    const badges = this.el(
       'div',
       { class: 'badges' },
-      el(
+      this.el(
         'span',
         { class: 'badge ' + (s.paused ? 'warn' : 'good'), 'data-field': 'run-state' },
         s.paused ? 'paused' : 'running',
       ),
-      el(
+      this.el(
         'span',
         { class: 'badge ' + (s.connected ? 'good' : 'bad'), 'data-field': 'connection' },
         s.connected ? 'connected' : 'not connected',
       ),
     );
-    const r = role(s);
-    if (r) badges.append(el('span', { class: 'badge ' + r[1], 'data-field': 'role' }, r[0]));
-    if (s.dryRun) badges.append(el('span', { class: 'badge warn', 'data-field': 'dry-run' }, 'dry run'));
-    const toggle = el(
+    const r = this.role(s);
+    if (r) badges.append(this.el('span', { class: 'badge ' + r[1], 'data-field': 'role' }, r[0]));
+    if (s.dryRun) badges.append(this.el('span', { class: 'badge warn', 'data-field': 'dry-run' }, 'dry run'));
+    const toggle = this.el(
       'button',
       { type: 'button', class: 'act', 'data-action': s.paused ? 'resume' : 'pause' },
       s.paused ? 'resume' : 'pause',
     );
-    toggle.addEventListener('click', () => act((s.paused ? 'resume' : 'pause') + siteParam(s.site)));
+    toggle.addEventListener('click', () => this.act((s.paused ? 'resume' : 'pause') + this.siteParam(s.site)));
     badges.append(toggle);
     if (s.history) {
       const h = s.history;
       badges.append(
-        el(
+        this.el(
           'span',
           { class: 'badge' + (h.store === 'kv' ? '' : ' warn'), 'data-field': 'history', title: h.reason || '' },
           h.store === 'kv'
@@ -150,9 +203,14 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
         ),
       );
     }
+    return badges;
+  }
+
+  /** The busy workers, the queue and how many nodes finished in the last minute. */
+  private siteStats(s: ProvisionerStatus): PageElement {
     const stat = (label: string, value: string, field: string): PageElement =>
-      el('div', {}, el('dt', {}, label), el('dd', { 'data-field': field }, value));
-    const stats = el(
+      this.el('div', {}, this.el('dt', {}, label), this.el('dd', { 'data-field': field }, value));
+    return this.el(
       'dl',
       { class: 'stats' },
       stat(
@@ -163,128 +221,122 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
           (s.watchingNodes > 0 ? ' (+' + s.watchingNodes + ' watching after a lost reply)' : ''),
         'workers',
       ),
-      stat('queue', num(s.queue), 'queue'),
-      stat('finished in the last minute', s.recent ? num(lastMinute(s.recent)) : '-', 'rate'),
-    );
-    const counts = el('ul', { class: 'counts', 'aria-label': 'nodes per state' });
-    for (const [state, n] of Object.entries(s.hostCounts).sort()) {
-      const b = el(
-        'button',
-        { type: 'button', 'data-count': state, title: 'show the ' + state + ' nodes' },
-        el('b', {}, num(n)),
-        state,
-      );
-      b.addEventListener('click', () => {
-        view.site = s.site;
-        view.state = state;
-        view.offset = 0;
-        reload();
-      });
-      counts.append(el('li', {}, b));
-    }
-    return el(
-      'article',
-      { class: 'site', 'data-site': s.site },
-      el(
-        'h2',
-        {},
-        'site ' + (s.site === '' ? '(none)' : s.site),
-        el('span', { class: 'muted' }, ' ' + s.identity + ' · ' + s.version),
-      ),
-      badges,
-      stats,
-      counts,
-      chart(s.recent),
-      el('div', { class: 'chart-caption' }, 'nodes per minute over the last 10 minutes (red: failed)'),
+      stat('queue', this.num(s.queue), 'queue'),
+      stat('finished in the last minute', s.recent ? this.num(this.lastMinute(s.recent)) : '-', 'rate'),
     );
   }
 
-  function renderSites(sites: ProvisionerStatus[]): void {
-    sitesCache = sites;
-    $('sites').replaceChildren(...sites.map(siteCard));
+  /** The nodes per state, each a button that shows that state's nodes of the site in the table. */
+  private stateCounts(s: ProvisionerStatus): PageElement {
+    const counts = this.el('ul', { class: 'counts', 'aria-label': 'nodes per state' });
+    for (const [state, n] of Object.entries(s.hostCounts).sort()) {
+      const b = this.el(
+        'button',
+        { type: 'button', 'data-count': state, title: 'show the ' + state + ' nodes' },
+        this.el('b', {}, this.num(n)),
+        state,
+      );
+      b.addEventListener('click', () => {
+        this.view.site = s.site;
+        this.view.state = state;
+        this.view.offset = 0;
+        this.reload();
+      });
+      counts.append(this.el('li', {}, b));
+    }
+    return counts;
+  }
+
+  private renderSites(sites: ProvisionerStatus[]): void {
+    const view = this.view;
+    this.sitesCache = sites;
+    this.$('sites').replaceChildren(...sites.map((s) => this.siteCard(s)));
     if (view.site === undefined || !sites.some((s) => s.site === view.site))
       view.site = sites.length > 0 ? sites[0]?.site : undefined;
     const current = sites.find((s) => s.site === view.site);
     const states = current ? Object.keys(current.hostCounts).sort() : [];
     if (view.state !== '' && !states.includes(view.state)) states.push(view.state);
     // the menus are rebuilt only when their choices change: not under the user's hand every poll
-    replaceOptions(
-      $<PageControl>('site'),
+    this.replaceOptions(
+      this.$<PageControl>('site'),
       sites.map((s) => [s.site, s.site === '' ? '(none)' : s.site]),
       view.site,
     );
-    replaceOptions(
-      $<PageControl>('state'),
+    this.replaceOptions(
+      this.$<PageControl>('state'),
       [['', 'every state'], ...states.map((st): [string, string] => [st, st])],
       view.state,
     );
   }
 
-  function replaceOptions(select: PageControl, choices: [string, string][], selected: string | undefined): void {
+  private replaceOptions(select: PageControl, choices: [string, string][], selected: string | undefined): void {
     const key = JSON.stringify([choices, selected]);
     if (select.dataset['choices'] === key) return;
     select.dataset['choices'] = key;
     select.replaceChildren(
-      ...choices.map(([value, label]) => el('option', { value, selected: value === selected }, label)),
+      ...choices.map(([value, label]) => this.el('option', { value, selected: value === selected }, label)),
     );
   }
 
-  function nodeActions(n: HostStatus): PageElement[] {
+  private nodeActions(n: HostStatus): PageElement[] {
     const buttons: PageElement[] = [];
     const add = (action: string, label: string): void => {
-      const b = el('button', { type: 'button', class: 'act', 'data-action': action }, label);
+      const b = this.el('button', { type: 'button', class: 'act', 'data-action': action }, label);
       b.addEventListener('click', () =>
-        act('nodes/' + encodeURIComponent(n.identity) + '/' + action + siteParam(view.site)),
+        this.act('nodes/' + encodeURIComponent(n.identity) + '/' + action + this.siteParam(this.view.site)),
       );
       buttons.push(b);
     };
     if (n.state === 'quarantined') add('release', 'release');
-    if (!ACTIVE.includes(n.state)) add('retry', 'retry now');
+    if (!this.ACTIVE.includes(n.state)) add('retry', 'retry now');
     return buttons;
   }
 
-  function renderNodes(page: NodePage): void {
-    const rows = page.nodes.map((n) =>
-      el(
-        'tr',
-        { 'data-identity': n.identity },
-        el('td', { class: 'identity' }, n.identity),
-        el('td', { 'data-field': 'state' }, n.state),
-        el('td', {}, n.step || ''),
-        el('td', {}, String(n.attempts)),
-        el('td', { class: 'error', 'data-field': 'lastError' }, n.lastError || ''),
-        el('td', { title: n.nextAttemptAt || '' }, ago(n.nextAttemptAt)),
-        el('td', { title: n.updatedAt || '' }, ago(n.updatedAt)),
-        el('td', {}, ...nodeActions(n)),
-      ),
+  private nodeRow(n: HostStatus): PageElement {
+    return this.el(
+      'tr',
+      { 'data-identity': n.identity },
+      this.el('td', { class: 'identity' }, n.identity),
+      this.el('td', { 'data-field': 'state' }, n.state),
+      this.el('td', {}, n.step || ''),
+      this.el('td', {}, String(n.attempts)),
+      this.el('td', { class: 'error', 'data-field': 'lastError' }, n.lastError || ''),
+      this.el('td', { title: n.nextAttemptAt || '' }, this.ago(n.nextAttemptAt)),
+      this.el('td', { title: n.updatedAt || '' }, this.ago(n.updatedAt)),
+      this.el('td', {}, ...this.nodeActions(n)),
     );
-    $('node-rows').replaceChildren(...rows);
+  }
+
+  private renderNodes(page: NodePage): void {
+    const view = this.view;
+    this.$('node-rows').replaceChildren(...page.nodes.map((n) => this.nodeRow(n)));
     const first = page.total === 0 ? 0 : page.offset + 1;
-    $('range').textContent = num(first) + '–' + num(page.offset + page.nodes.length) + ' of ' + num(page.total);
-    $<PageControl>('prev').disabled = page.offset === 0;
-    $<PageControl>('next').disabled = page.offset + page.nodes.length >= page.total;
-    for (const th of document.querySelectorAll('th[data-sort]'))
+    this.$('range').textContent =
+      this.num(first) + '–' + this.num(page.offset + page.nodes.length) + ' of ' + this.num(page.total);
+    this.$<PageControl>('prev').disabled = page.offset === 0;
+    this.$<PageControl>('next').disabled = page.offset + page.nodes.length >= page.total;
+    for (const th of this.document.querySelectorAll('th[data-sort]'))
       th.setAttribute(
         'aria-sort',
         th.dataset['sort'] === view.sort ? (view.order === 'asc' ? 'ascending' : 'descending') : 'none',
       );
   }
 
-  function notice(text: string, bad: boolean): void {
-    const n = $('notice');
+  private notice(text: string, bad: boolean): void {
+    const n = this.$('notice');
     n.textContent = text;
     n.className = bad ? 'bad' : '';
   }
 
   /** A control request (POST) with the token; says what came of it and polls again. */
-  async function act(path: string): Promise<void> {
-    const token = sessionStorage.getItem(TOKEN_KEY) || '';
+  private async act(path: string): Promise<void> {
+    const token = this.sessionStorage.getItem(this.TOKEN_KEY) || '';
     if (token === '') {
-      notice("enter the API token (the site's monitor_api_token) first", true);
+      this.notice("enter the API token (the site's monitor_api_token) first", true);
       return;
     }
     try {
-      const res = await fetch(path, {
+      const res = await this.fetch(path, {
         method: 'POST',
         cache: 'no-store',
         headers: { authorization: 'Bearer ' + token },
@@ -292,133 +344,156 @@ export function statusPageClient(document: PageDocument, sessionStorage: PageSto
       const body = (await res.json().catch(() => ({}))) as ControlBody;
       const said = (body.sites || []).map((s) => (s.site === '' ? '(none)' : s.site) + ': ' + s.result).join('; ');
       // a refusal says why in `error`, or per site (a retry no paused site can take: 409)
-      if (res.ok) notice(said, false);
-      else notice(body.error || said || path.split('?')[0] + ' answered ' + res.status, true);
+      if (res.ok) this.notice(said, false);
+      else this.notice(body.error || said || path.split('?')[0] + ' answered ' + res.status, true);
     } catch (err) {
-      notice('could not reach the provisioner: ' + (err as Error).message, true);
+      this.notice('could not reach the provisioner: ' + (err as Error).message, true);
     }
-    void poll();
+    void this.poll();
   }
-  const siteParam = (site: string | undefined): string => '?site=' + encodeURIComponent(site ?? '');
+
+  private siteParam(site: string | undefined): string {
+    return '?site=' + encodeURIComponent(site ?? '');
+  }
 
   /** A GET with the token, when one was entered: a site with monitor_api_token lists its nodes only to it. */
-  async function getJson<T>(path: string): Promise<T> {
-    const token = sessionStorage.getItem(TOKEN_KEY) || '';
+  private async getJson<T>(path: string): Promise<T> {
+    const token = this.sessionStorage.getItem(this.TOKEN_KEY) || '';
     const headers: Record<string, string> = { accept: 'application/json' };
     if (token !== '') headers['authorization'] = 'Bearer ' + token;
-    const res = await fetch(path, { cache: 'no-store', headers });
-    if (res.status === 401) throw new NeedsToken();
+    const res = await this.fetch(path, { cache: 'no-store', headers });
+    if (res.status === 401) throw new this.NeedsToken();
     if (!res.ok) throw new Error(path.split('?')[0] + ' answered ' + res.status);
     return (await res.json()) as T;
   }
 
   /** The /nodes query of what the table shows now. */
-  function nodesQuery(): string {
+  private nodesQuery(): string {
+    const view = this.view;
     const q = new URLSearchParams({
       site: view.site ?? '',
       sort: view.sort,
       order: view.order,
       offset: String(view.offset),
-      limit: String(PAGE_SIZE),
+      limit: String(this.PAGE_SIZE),
     });
     if (view.state !== '') q.set('state', view.state);
     if (view.search !== '') q.set('search', view.search);
     return q.toString();
   }
 
-  async function refreshNodes(): Promise<void> {
-    if (view.site === undefined) return;
-    const wanted = nodesQuery();
+  private async refreshNodes(): Promise<void> {
+    if (this.view.site === undefined) return;
+    const wanted = this.nodesQuery();
     let page: NodePage;
     try {
-      page = await getJson<NodePage>('nodes?' + wanted);
+      page = await this.getJson<NodePage>('nodes?' + wanted);
     } catch (err) {
-      if (!(err instanceof NeedsToken)) throw err;
-      if (wanted === nodesQuery()) renderLocked();
+      if (!(err instanceof this.NeedsToken)) throw err;
+      if (wanted === this.nodesQuery()) this.renderLocked();
       return;
     }
     // a slower answer to an older question must not overwrite a newer one
-    if (wanted === nodesQuery()) renderNodes(page);
+    if (wanted === this.nodesQuery()) this.renderNodes(page);
   }
 
   /** The site lists its nodes only to its token: the table says so instead. */
-  function renderLocked(): void {
+  private renderLocked(): void {
     const text =
-      (sessionStorage.getItem(TOKEN_KEY) || '') === ''
+      (this.sessionStorage.getItem(this.TOKEN_KEY) || '') === ''
         ? "this site lists its nodes only with its API token (the site's monitor_api_token): enter it above"
         : "the API token entered is not this site's monitor_api_token";
-    $('node-rows').replaceChildren(
-      el('tr', {}, el('td', { colspan: 8, class: 'locked', 'data-field': 'locked' }, text)),
+    this.$('node-rows').replaceChildren(
+      this.el('tr', {}, this.el('td', { colspan: 8, class: 'locked', 'data-field': 'locked' }, text)),
     );
-    $('range').textContent = '';
-    $<PageControl>('prev').disabled = true;
-    $<PageControl>('next').disabled = true;
+    this.$('range').textContent = '';
+    this.$<PageControl>('prev').disabled = true;
+    this.$<PageControl>('next').disabled = true;
   }
+
   /** After the user changed the view: errors show at the next poll. */
-  const reload = (): void => void refreshNodes().catch(() => undefined);
-
-  async function poll(): Promise<void> {
-    clearTimeout(timer);
-    try {
-      const status = await getJson<{ sites?: ProvisionerStatus[] }>('status?limit=0');
-      renderSites(status.sites || []);
-      await refreshNodes();
-      $('error').textContent = '';
-      $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
-      document.body.dataset['polls'] = String(Number(document.body.dataset['polls'] || 0) + 1);
-    } catch (err) {
-      $('error').textContent = 'could not reach the provisioner: ' + (err as Error).message;
-    }
-    timer = setTimeout(() => void poll(), POLL_MS);
+  private reload(): void {
+    void this.refreshNodes().catch(() => undefined);
   }
 
-  const inputValue = (e: PageEvent): string => (e.target as PageControl).value;
-  $<PageControl>('token').value = sessionStorage.getItem(TOKEN_KEY) || '';
-  $('token').addEventListener('change', (e) => {
-    const t = inputValue(e).trim();
-    if (t === '') sessionStorage.removeItem(TOKEN_KEY);
-    else sessionStorage.setItem(TOKEN_KEY, t);
-    reload();
-  });
-  let searchTimer: ReturnType<typeof setTimeout> | undefined;
-  $('search').addEventListener('input', (e) => {
-    clearTimeout(searchTimer);
-    searchTimer = setTimeout(() => {
-      view.search = inputValue(e).trim();
-      view.offset = 0;
-      reload();
-    }, 250);
-  });
-  $('state').addEventListener('change', (e) => {
-    view.state = inputValue(e);
-    view.offset = 0;
-    reload();
-  });
-  $('site').addEventListener('change', (e) => {
-    view.site = inputValue(e);
-    view.state = '';
-    view.offset = 0;
-    renderSites(sitesCache);
-    reload();
-  });
-  $('prev').addEventListener('click', () => {
-    view.offset = Math.max(0, view.offset - PAGE_SIZE);
-    reload();
-  });
-  $('next').addEventListener('click', () => {
-    view.offset += PAGE_SIZE;
-    reload();
-  });
-  for (const th of document.querySelectorAll('th[data-sort]')) {
-    th.addEventListener('click', () => {
-      if (view.sort === th.dataset['sort']) view.order = view.order === 'asc' ? 'desc' : 'asc';
-      else {
-        view.sort = th.dataset['sort'] ?? 'identity';
-        view.order = 'asc';
-      }
-      view.offset = 0;
-      reload();
+  private async poll(): Promise<void> {
+    clearTimeout(this.timer);
+    try {
+      const status = await this.getJson<{ sites?: ProvisionerStatus[] }>('status?limit=0');
+      this.renderSites(status.sites || []);
+      await this.refreshNodes();
+      this.$('error').textContent = '';
+      this.$('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
+      this.document.body.dataset['polls'] = String(Number(this.document.body.dataset['polls'] || 0) + 1);
+    } catch (err) {
+      this.$('error').textContent = 'could not reach the provisioner: ' + (err as Error).message;
+    }
+    this.timer = setTimeout(() => void this.poll(), this.POLL_MS);
+  }
+
+  private inputValue(e: PageEvent): string {
+    return (e.target as PageControl).value;
+  }
+
+  /** The token typed in is kept for this tab (an empty one forgotten), and the table asked again with it. */
+  private listenToToken(): void {
+    this.$('token').addEventListener('change', (e) => {
+      const t = this.inputValue(e).trim();
+      if (t === '') this.sessionStorage.removeItem(this.TOKEN_KEY);
+      else this.sessionStorage.setItem(this.TOKEN_KEY, t);
+      this.reload();
     });
   }
-  void poll();
+
+  /** The identity search (once typing pauses for 250 ms), the state menu and the site menu. */
+  private listenToFilters(): void {
+    const view = this.view;
+    this.$('search').addEventListener('input', (e) => {
+      clearTimeout(this.searchTimer);
+      this.searchTimer = setTimeout(() => {
+        view.search = this.inputValue(e).trim();
+        view.offset = 0;
+        this.reload();
+      }, 250);
+    });
+    this.$('state').addEventListener('change', (e) => {
+      view.state = this.inputValue(e);
+      view.offset = 0;
+      this.reload();
+    });
+    this.$('site').addEventListener('change', (e) => {
+      view.site = this.inputValue(e);
+      view.state = '';
+      view.offset = 0;
+      this.renderSites(this.sitesCache);
+      this.reload();
+    });
+  }
+
+  private listenToPager(): void {
+    this.$('prev').addEventListener('click', () => {
+      this.view.offset = Math.max(0, this.view.offset - this.PAGE_SIZE);
+      this.reload();
+    });
+    this.$('next').addEventListener('click', () => {
+      this.view.offset += this.PAGE_SIZE;
+      this.reload();
+    });
+  }
+
+  /** A column's header sorts by it; a second click on the same column reverses the order. */
+  private listenToSorting(): void {
+    const view = this.view;
+    for (const th of this.document.querySelectorAll('th[data-sort]')) {
+      th.addEventListener('click', () => {
+        if (view.sort === th.dataset['sort']) view.order = view.order === 'asc' ? 'desc' : 'asc';
+        else {
+          view.sort = th.dataset['sort'] ?? 'identity';
+          view.order = 'asc';
+        }
+        view.offset = 0;
+        this.reload();
+      });
+    }
+  }
 }

@@ -5,11 +5,14 @@
 // and style, and requests to this origin.
 import { createHash } from 'node:crypto';
 import { STATUS_PAGE_BODY } from './body.js';
-import { statusPageClient } from './client.js';
+import { StatusPageClient } from './client.js';
 import { STATUS_PAGE_STYLE } from './style.js';
 
-/** The client's compiled source, called with the browser's globals once the markup above the script is there. */
-const SCRIPT = `\n(${statusPageClient.toString()})(document, sessionStorage, fetch);\n`;
+/**
+ * The client class's compiled source (all the script runs: it uses nothing outside the class), started with the
+ * browser's globals once the markup above the script is there. The CSP hash below is of exactly this text.
+ */
+const SCRIPT = `\nnew (${StatusPageClient.toString()})(document, sessionStorage, fetch).start();\n`;
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('base64');
 
