@@ -57,7 +57,7 @@ export {
   type VerificationKey,
 } from './host/security/index.js';
 export { Host, createHostRunner, type HostDeps, type HostRunnerSettings } from './host/host.js';
-export { LockedElsewhereError, StepFailedError } from './host/rpc-step.js';
+export { LockedElsewhereError, StepFailedError } from './host/step.js';
 export { testHelper, parseSavedRequest, type HelperTestInput, type HelperTestReport } from './host/helper-test.js';
 export { NODE_FEATURE_RELEASES, NodeReleaseError, type NodeFeature } from './host/node-release.js';
 

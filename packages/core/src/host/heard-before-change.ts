@@ -2,7 +2,7 @@
 // that changes a node (configure, restart, shutdown, release_update), published before its target
 // is back, reaches nobody: it waits out its whole timeout (22 s) and then the lost-reply watch,
 // although the node may have been back a second later. Read-only steps already retry quickly in
-// that window (rpc-step.ts); a node-changing request cannot simply be sent twice. So while the
+// that window (read-step.ts); a node-changing request cannot simply be sent twice. So while the
 // link is unsettled, the node is pinged first (rpcutil#ping, short tries, which provisioning-mode
 // servers answer outside the provisioning agent's lock) until it answers, and only then is the
 // request sent. A node that answers nothing within the budget is sent the request anyway: the

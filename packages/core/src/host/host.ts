@@ -37,10 +37,11 @@ import {
   NodeGoneError,
   StepFailedError,
   abortError,
-  rpcStep,
   type StepContext,
   type StepResult,
-} from './rpc-step.js';
+} from './step.js';
+import { readStep } from './read-step.js';
+import { changeStep } from './change-step.js';
 import {
   claimsForHelper,
   encryptKeyForNode,
@@ -100,12 +101,6 @@ export interface HostDeps extends HostRunnerSettings {
 const DEFAULT_COMMIT_GRACE_MS = 8_000;
 
 const ignoreReply = (): undefined => undefined;
-
-/** The parsed reply of a step that reads the node (only node-changing steps can end without one). */
-function replyOf<T>(result: StepResult<T>): T {
-  if (!result.replied) throw new Error('a reading step ended without a reply');
-  return result.value;
-}
 
 /**
  * The helper asked to stop here: nothing changes on the node. Its `msg` is the helper's own text,
@@ -440,7 +435,7 @@ export class Host {
   async #claimLock(): Promise<void> {
     if (nodeHasFeature(this.#job.reportedVersion, 'provisioningLock') === false) return; // nothing to claim
     this.#step('lock');
-    await rpcStep(this.#ctx, {
+    await readStep(this.#ctx, {
       agent: 'choria_provision',
       action: 'jwt',
       data: { token: this.#deps.config.token },
@@ -452,14 +447,12 @@ export class Host {
   async #fetchJwt(): Promise<void> {
     this.#step('jwt');
     const cfg = this.#deps.config;
-    const reply = replyOf(
-      await rpcStep(this.#ctx, {
-        agent: 'choria_provision',
-        action: 'jwt',
-        data: { token: cfg.token },
-        parse: parseJwtReply,
-      }),
-    );
+    const reply = await readStep(this.#ctx, {
+      agent: 'choria_provision',
+      action: 'jwt',
+      data: { token: cfg.token },
+      parse: parseJwtReply,
+    });
     try {
       const claims = this.#keys.verify(reply.jwt, cfg.jwtVerifyCert);
       this.#facts.jwtClaims = claimsForHelper(claims) as HelperJwtClaims;
@@ -478,9 +471,9 @@ export class Host {
       throw new NodeReleaseError(this.identity, 'gen25519', `runs go-choria ${version ?? ''}`, needs);
     const nonce = newRequestId();
     const data = { nonce, token: this.#deps.config.token };
-    let step: StepResult<Ed25519Reply>;
+    let reply: Ed25519Reply;
     try {
-      step = await rpcStep(this.#ctx, {
+      reply = await readStep(this.#ctx, {
         agent: 'choria_provision',
         action: 'gen25519',
         data,
@@ -497,7 +490,6 @@ export class Host {
       }
       throw err;
     }
-    const reply = replyOf(step);
     try {
       verifyNonceSignature(reply, nonce);
     } catch (err) {
@@ -508,18 +500,24 @@ export class Host {
 
   async #fetchInventory(): Promise<void> {
     this.#step('inventory');
-    this.#facts.inventory = replyOf(
-      await rpcStep(this.#ctx, { agent: 'rpcutil', action: 'inventory', data: {}, parse: parseInventoryReply }),
-    );
+    this.#facts.inventory = await readStep(this.#ctx, {
+      agent: 'rpcutil',
+      action: 'inventory',
+      data: {},
+      parse: parseInventoryReply,
+    });
   }
 
   async #fetchCsr(): Promise<void> {
     this.#step('gencsr');
     const cfg = this.#deps.config;
     const data = { cn: this.identity, token: cfg.token };
-    const reply = replyOf(
-      await rpcStep(this.#ctx, { agent: 'choria_provision', action: 'gencsr', data, parse: parseCsrReply }),
-    );
+    const reply = await readStep(this.#ctx, {
+      agent: 'choria_provision',
+      action: 'gencsr',
+      data,
+      parse: parseCsrReply,
+    });
     if (reply.csr === '') throw new Error(`could not provision ${this.identity}: no CSR received`);
     try {
       validateCsr(reply.csr, this.identity, cfg.certDenyList);
@@ -566,7 +564,7 @@ export class Host {
     this.#step('shutdown');
     const said = this.#mask(redactSecrets(reply.msg ?? ''));
     this.#log.warn(`Shutting down ${this.identity} on request of the helper: ${said}`);
-    const done = await rpcStep(this.#ctx, {
+    const done = await changeStep(this.#ctx, {
       agent: 'choria_provision',
       action: 'shutdown',
       data: { token: this.#deps.config.token },
@@ -651,7 +649,7 @@ export class Host {
     this.#log.warn(`Will attempt version update from ${current} to ${target}`);
     try {
       const data = { repository: cfg.upgradesRepository, token: cfg.token, version: target };
-      const done = await rpcStep(this.#ctx, {
+      const done = await changeStep(this.#ctx, {
         agent: 'choria_provision',
         action: 'release_update',
         data,
@@ -719,7 +717,7 @@ export class Host {
     // from the moment it may go out the node may be configured: an attempt that ends now, however,
     // leaves the next one a restart first (refused harmlessly by a node that did not take it)
     this.#configured = true;
-    const done = await rpcStep(ctx, { agent: 'choria_provision', action: 'configure', data, parse: ignoreReply });
+    const done = await changeStep(ctx, { agent: 'choria_provision', action: 'configure', data, parse: ignoreReply });
     if (done.replied) return 'configured';
     if (done.finding === 'acted')
       this.#log.info(
@@ -763,6 +761,6 @@ export class Host {
   /** The restart step itself (splay 1, as upstream). */
   #sendRestart(ctx: StepContext): Promise<StepResult<undefined>> {
     const data = { splay: 1, token: this.#deps.config.token };
-    return rpcStep(ctx, { agent: 'choria_provision', action: 'restart', data, parse: ignoreReply });
+    return changeStep(ctx, { agent: 'choria_provision', action: 'restart', data, parse: ignoreReply });
   }
 }

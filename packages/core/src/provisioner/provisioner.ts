@@ -481,7 +481,7 @@ export class Provisioner {
     // An attempt that lost the reply of a node-changing action watches the node for seconds
     // (discovery probes, host/lost-reply.ts) before it sends anything more, and one whose such
     // request is unanswered when the broker link comes back waits for a late reply first
-    // (rpc-step.ts): it gives its worker to the next node from then on, so that a broker restart
+    // (change-step.ts): it gives its worker to the next node from then on, so that a broker restart
     // that lost the replies of every attempt in flight does not hold the whole site up. Only
     // watching frees a worker: whatever the attempt sends after it (the action again, or the
     // restart after a configure) is one more request.

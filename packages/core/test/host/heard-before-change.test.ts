@@ -4,7 +4,9 @@ import { describe, expect, it } from 'vitest';
 import type { ChoriaClient } from '../../src/choria/client.js';
 import { RpcTimeoutError } from '../../src/choria/errors.js';
 import { heardBeforeChange } from '../../src/host/heard-before-change.js';
-import { rpcStep, type StepContext } from '../../src/host/rpc-step.js';
+import { changeStep } from '../../src/host/change-step.js';
+import { readStep } from '../../src/host/read-step.js';
+import type { StepContext } from '../../src/host/step.js';
 import { PauseFlag } from '../../src/util/pause.js';
 import { leaseLapsedError } from '../../src/util/cancelled.js';
 import { captureLogger } from '../choria/support/logger.js';
@@ -123,7 +125,7 @@ describe('heardBeforeChange', () => {
   });
 });
 
-describe('rpcStep after a broker outage', () => {
+describe('the steps after a broker outage', () => {
   const context = (
     client: ChoriaClient,
     pause = new PauseFlag(),
@@ -160,7 +162,7 @@ describe('rpcStep after a broker outage', () => {
   it('sends configure only once the node answered a ping, not into the void', async () => {
     const { client, calls } = scriptedClient(justBack(), 500);
     const { ctx, log } = context(client);
-    expect(await rpcStep(ctx, configure)).toEqual({ replied: true, value: 'ok' });
+    expect(await changeStep(ctx, configure)).toEqual({ replied: true, value: 'ok' });
     const sent = calls.filter((c) => c.what === 'choria_provision#configure');
     // one configure, answered: without the pings it would have gone out at once and timed out
     expect(sent).toHaveLength(1);
@@ -173,11 +175,11 @@ describe('rpcStep after a broker outage', () => {
 
   it('reads without pinging first, and changes at once on a steady link', async () => {
     const { client, calls } = scriptedClient({ up: true, changes: 0, upSince: 0 }, 0);
-    expect(await rpcStep(context(client).ctx, configure)).toEqual({ replied: true, value: 'ok' });
+    expect(await changeStep(context(client).ctx, configure)).toEqual({ replied: true, value: 'ok' });
     const { client: back, calls: backCalls } = scriptedClient(justBack(), 0);
     expect(
-      await rpcStep(context(back).ctx, { agent: 'rpcutil', action: 'inventory', data: {}, parse: () => 'inv' }),
-    ).toEqual({ replied: true, value: 'inv' });
+      await readStep(context(back).ctx, { agent: 'rpcutil', action: 'inventory', data: {}, parse: () => 'inv' }),
+    ).toBe('inv');
     expect([...calls, ...backCalls].map((c) => c.what)).toEqual(['choria_provision#configure', 'rpcutil#inventory']);
   });
 
@@ -185,7 +187,7 @@ describe('rpcStep after a broker outage', () => {
     const { client, calls } = scriptedClient(justBack(), Infinity);
     const pause = new PauseFlag();
     setTimeout(() => pause.pause(), 250);
-    await expect(rpcStep(context(client, pause).ctx, configure)).rejects.toMatchObject({
+    await expect(changeStep(context(client, pause).ctx, configure)).rejects.toMatchObject({
       name: 'CancelledError',
       reason: 'pause',
     });
