@@ -8,15 +8,13 @@
 // - when no reply came, the node is watched to learn whether it acted (lost-reply.ts) before
 //   anything is sent again; the attempt gives its worker up meanwhile (HostJob.onWatching).
 import { RpcAbortError, RpcReplyLostError, noReplyCame, repeatingCannotHelp } from '../choria/errors.js';
-import { pausedError } from '../util/cancelled.js';
+import { abortError, pausedError } from '../util/cancelled.js';
 import { ProvisionerError, publicMessageOf } from '../util/errors.js';
-import { assertMayChange } from './fence.js';
 import { heardBeforeChange, type HeardBeforeChange } from './heard-before-change.js';
 import { confirmAfterLostReply, type ChangingAction } from './lost-reply.js';
 import {
   STEP_RULES,
   UNSETTLED_TRY_MS,
-  abortError,
   backOff,
   beforeTry,
   failedTry,
@@ -98,7 +96,7 @@ async function untilHeard(ctx: StepContext, name: RpcName): Promise<void> {
       budgetMs,
       mayAsk: () => {
         if (ctx.pause.paused) throw pausedError(name);
-        assertMayChange(ctx.fence, `rpcutil#ping before ${name}`);
+        ctx.claim.assertMayAct(`rpcutil#ping before ${name}`);
       },
     });
   } catch (err) {

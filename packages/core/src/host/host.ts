@@ -9,7 +9,7 @@ import { HELPER_ASKED, type HostJob, type HostMetrics, type HostResult, type Hos
 import { formatDuration } from '../util/duration.js';
 import { newRequestId } from '../util/ids.js';
 import { PauseFlag } from '../util/pause.js';
-import { isCancelled, pausedError } from '../util/cancelled.js';
+import { abortError, isCancelled, pausedError } from '../util/cancelled.js';
 import { rpmVersionCompare } from '../util/rpmvercmp.js';
 import { assertAcceptedByNode, replyWarnings } from './helper/reply-checks.js';
 import type {
@@ -32,14 +32,7 @@ import { NodeReleaseError, nodeHasFeature } from './node-release.js';
 import { LifecycleWitness } from './lifecycle-witness.js';
 import type { LostReplyTimings } from './lost-reply.js';
 import { RpcAbortedError, RpcStatusError, RpcUnknownActionError } from '../choria/errors.js';
-import {
-  LockedElsewhereError,
-  NodeGoneError,
-  StepFailedError,
-  abortError,
-  type StepContext,
-  type StepResult,
-} from './step.js';
+import { LockedElsewhereError, NodeGoneError, StepFailedError, type StepContext, type StepResult } from './step.js';
 import { readStep } from './read-step.js';
 import { changeStep } from './change-step.js';
 import {
@@ -63,7 +56,7 @@ import { ProvisionerError, failureTexts } from '../util/errors.js';
 import { SecretSet, maskKnownSecrets, redactSecrets, secretValuesOf } from '../util/redact.js';
 import { configSecrets } from '../config/provisioner-config.js';
 import { publicStatusMessage } from '../choria/errors.js';
-import { assertMayChange } from './fence.js';
+import { Claim } from './claim.js';
 import { NodeProbe } from './node-probe.js';
 
 /** What a host runner is built from: the public settings (docs/embedding.md). */
@@ -267,7 +260,7 @@ export class Host {
       ...(deps.witness !== undefined ? { witness: deps.witness } : {}),
       ...(deps.lostReply !== undefined ? { lostReply: deps.lostReply } : {}),
       ...(job.onWatching !== undefined ? { onWatching: () => job.onWatching?.() } : {}),
-      ...(job.fence !== undefined ? { fence: job.fence } : {}),
+      claim: job.claim ?? new Claim(job.identity),
       ...(deps.config.livenessTimeoutMs > 0
         ? {
             liveness: {
@@ -303,7 +296,7 @@ export class Host {
       if (cfg.features.pki) await this.#fetchCsr();
       const reply = await this.#runHelper();
       // the helper may have taken long enough for this instance's right to act to lapse
-      assertMayChange(this.#job.fence, `acting on the helper's reply for ${this.identity}`);
+      this.#ctx.claim.assertMayAct(`acting on the helper's reply for ${this.identity}`);
       if (reply.defer === true) throw new DeferredError(reply.msg ?? '');
       if (reply.shutdown !== true) assertAcceptedByNode(reply, this.identity);
       if (this.#deps.dryRun === true) return this.#wouldSend(reply);
@@ -351,7 +344,7 @@ export class Host {
    * Runs `work` as one unit that a pause does not interrupt and a stop interrupts only
    * `commitGraceMs` after it came: once configure may have been applied, leaving before the
    * restart would leave the node configured in provisioning mode. The grace is for a stop only:
-   * the right to act must still hold for every request in it (the fence is asked before each),
+   * the right to act must still hold for every request in it (the claim is asked before each),
    * and an attempt whose right to act was lost (leadership lost, lease lapsed) ends at once, since
    * another instance may be working on the node already. Checked before it starts: an attempt
    * cancelled or paused by then sends nothing more.
@@ -361,25 +354,11 @@ export class Host {
     if (job.aborted) throw abortError(job, 'choria_provision#configure');
     if (this.#deps.pause.paused) throw pausedError('choria_provision#configure');
     const graceMs = this.#deps.commitGraceMs ?? DEFAULT_COMMIT_GRACE_MS;
-    const unit = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    const onCancel = (): void => {
-      if (isCancelled(job.reason, 'lease')) {
-        unit.abort(job.reason);
-        return;
-      }
-      this.#log.info(
-        `${this.identity}: finishing configure and restart ` +
-          `(at most ${graceMs} ms, while this instance may still act) before stopping: ${errorText(job.reason)}`,
-      );
-      timer = setTimeout(() => unit.abort(job.reason), graceMs);
-    };
-    job.addEventListener('abort', onCancel, { once: true });
+    const unit = this.#ctx.claim.commit(job, graceMs, (text) => this.#log.info(text));
     try {
       return await work({ ...this.#ctx, signal: unit.signal, pause: new PauseFlag(false) });
     } finally {
-      job.removeEventListener('abort', onCancel);
-      clearTimeout(timer);
+      unit.release();
     }
   }
 

@@ -10,11 +10,11 @@
 import { RpcReplyLostError, RpcTimeoutError, repeatingCannotHelp } from '../choria/errors.js';
 import type { LinkState } from '../choria/link.js';
 import { sleep } from '../util/backoff.js';
+import { abortError } from '../util/cancelled.js';
 import {
   NodeGoneError,
   STEP_RULES,
   UNSETTLED_TRY_MS,
-  abortError,
   backOff,
   beforeTry,
   failedTry,

@@ -6,10 +6,10 @@ import type { Logger } from 'winston';
 import type { ChoriaClient, RpcOptions } from '../choria/client.js';
 import { ProvisioningLockError, RpcAbortError } from '../choria/errors.js';
 import { FIVE_SEC, backoffDelay, sleep } from '../util/backoff.js';
-import { CancelledError, isCancelled, pausedError } from '../util/cancelled.js';
+import { abortError, isCancelled, pausedError } from '../util/cancelled.js';
 import { ProvisionerError, failureTexts, publicMessageOf } from '../util/errors.js';
 import type { PauseFlag } from '../util/pause.js';
-import { assertMayChange, type FencedSend, type NodeFence } from './fence.js';
+import type { Claim, RecordedChange } from './claim.js';
 import type { LifecycleWitness } from './lifecycle-witness.js';
 import { DEFAULT_RECONNECT_GRACE_MS, type LostReplyTimings } from './lost-reply.js';
 import type { HostMetrics, RpcName } from './types.js';
@@ -33,8 +33,8 @@ export interface StepContext {
   readonly liveness?: LivenessProbe;
   /** the attempt only watches the node from here (HostJob.onWatching) */
   readonly onWatching?: () => void;
-  /** asked right before every request of the attempt (fence.ts); none: always allowed */
-  readonly fence?: NodeFence;
+  /** the attempt's right to act on the node, asked right before every request (claim.ts) */
+  readonly claim: Claim;
   /** blanks the secrets the attempt knows of (its token, what the helper returned) out of a text */
   readonly mask?: (text: string) => string;
 }
@@ -114,8 +114,8 @@ export interface StepRule {
   /** tries, as upstream */
   readonly tries: number;
   readonly kind: StepKind;
-  /** recorded in the node's shared history before it goes out (lease.ts) */
-  readonly records?: FencedSend;
+  /** recorded in the node's shared history before it goes out (Claim.beforeSend) */
+  readonly records?: RecordedChange;
 }
 
 export const STEP_RULES: Readonly<Record<RpcName, StepRule>> = {
@@ -168,21 +168,6 @@ async function rpcWatchingAfterReconnect<T>(ctx: StepContext, changing: boolean,
   }
 }
 
-/**
- * The last word before a request goes out: the fence is asked (for every request of an attempt: a
- * read after the right lapsed is wasted at best, and is sent to a node another instance may have
- * restarted already; for a node-changing one it is what keeps two instances apart), the shared history
- * told (configure and restart), and the fence asked again, since telling it may have taken time.
- * Nothing is awaited between the last question and the send.
- */
-async function mayChangeNow(ctx: StepContext, name: RpcName, recorded: FencedSend | undefined): Promise<void> {
-  assertMayChange(ctx.fence, name);
-  if (recorded === undefined || ctx.fence?.sending === undefined) return;
-  await ctx.fence.sending(ctx.identity, recorded);
-  if (ctx.signal.aborted) throw abortError(ctx.signal, name);
-  assertMayChange(ctx.fence, name);
-}
-
 /** The attempt's first contact with the node takes the liveness probe (whatever the step); undefined after. */
 export function takeLiveness(ctx: StepContext): LivenessProbe | undefined {
   const probe = ctx.liveness !== undefined && !ctx.liveness.used ? ctx.liveness : undefined;
@@ -217,13 +202,13 @@ export async function sendTry<T>(
   const started = performance.now();
   try {
     const reply = await rpcWatchingAfterReconnect(ctx, rule.kind === 'change', async () => {
-      await mayChangeNow(ctx, name, rule.records);
+      await ctx.claim.beforeSend(name, rule.records, ctx.signal);
       return await ctx.client.rpc(ctx.identity, req.agent, req.action, req.data, options);
     });
     ctx.metrics.rpcTime(name, (performance.now() - started) / 1000);
     return req.parse(reply.data);
   } catch (err) {
-    // refused by the fence: nothing was sent, and nothing more will be
+    // refused by the claim: nothing was sent, and nothing more will be
     if (!isCancelled(err, 'lease')) ctx.metrics.rpcTime(name, (performance.now() - started) / 1000);
     throw err;
   }
@@ -270,11 +255,4 @@ export function stepFailed(ctx: StepContext, name: RpcName, made: number, last: 
 /** The step's name, as metrics and messages know it. */
 export function stepName(req: StepRequest<unknown>): RpcName {
   return `${req.agent}#${req.action}` as RpcName;
-}
-
-/** `what` was cancelled by `signal`: for the signal's reason when that is a cancellation, else a stop. */
-export function abortError(signal: AbortSignal, what: string): CancelledError {
-  const reason: unknown = signal.reason;
-  const why = reason instanceof Error ? reason.message : reason === undefined ? 'aborted' : String(reason);
-  return new CancelledError(isCancelled(reason) ? reason.reason : 'stop', `${what} was cancelled: ${why}`);
 }

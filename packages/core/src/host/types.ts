@@ -2,7 +2,7 @@
 // HostRunner, the outcome it learns (never the steps), the RPC steps by name, and the metrics a
 // Host reports to (implemented by metrics/ProvisionerMetrics, which sits above this layer).
 import type { Logger } from 'winston';
-import type { NodeFence } from './fence.js';
+import type { Claim } from './claim.js';
 
 /** The RPC steps of the pipeline, `agent#action`. */
 export type RpcName =
@@ -111,10 +111,10 @@ export interface HostJob {
   /** the go-choria version the node's startup event reported, when it came from one */
   readonly reportedVersion?: string;
   /**
-   * asked immediately before every request that changes the node, and before the helper's result
-   * is acted on (fence.ts); without one the attempt may always act (a provisioner working alone)
+   * the attempt's right to act on the node, taken from the site's lease (claim.ts); without one
+   * the attempt may always act (a provisioner working alone)
    */
-  readonly fence?: NodeFence;
+  readonly claim?: Claim;
 }
 
 /**

@@ -3,7 +3,7 @@
 // custom one may throw) ends as a HostResult.
 import type { Logger } from 'winston';
 import type { HostJob, HostResult, HostRunner } from '../host/types.js';
-import type { NodeFence } from '../host/fence.js';
+import { Claim, type ClaimSource } from '../host/claim.js';
 import { failureTexts } from '../util/errors.js';
 import type { ActiveEntry } from './active-list.js';
 
@@ -18,8 +18,8 @@ export interface Attempt {
   readonly onStep: (step: string) => void;
   /** the attempt only watches the node now (HostJob.onWatching) */
   readonly onWatching?: () => void;
-  /** whether this instance may still change the node (HostJob.fence) */
-  readonly fence?: NodeFence;
+  /** the site's lease: the attempt takes its claim on the node from it once (HostJob.claim) */
+  readonly lease?: ClaimSource;
 }
 
 /** Runs the attempt; never throws. */
@@ -34,7 +34,7 @@ export async function runAttempt(runner: HostRunner, a: Attempt): Promise<HostRe
     logger: a.logger,
     onStep: a.onStep,
     ...(a.onWatching !== undefined ? { onWatching: a.onWatching } : {}),
-    ...(a.fence !== undefined ? { fence: a.fence } : {}),
+    ...(a.lease !== undefined ? { claim: new Claim(entry.identity, a.lease) } : {}),
   };
   const onStop = (): void => abort.abort(stop.reason);
   stop.addEventListener('abort', onStop, { once: true });

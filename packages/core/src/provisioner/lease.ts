@@ -1,7 +1,8 @@
-// Whether this instance may still change nodes: the one owner of that decision (host/fence.ts asks
-// it immediately before every node-changing request). It is read on this process's monotonic clock,
-// never from what the event loop happens to deliver first: after a pause (SIGSTOP, a stopped VM, a
-// long GC pause) the lease has run out by the clock before any timer or message could say so.
+// Whether this instance may still change nodes: the one owner of that decision (each attempt's
+// claim, host/claim.ts, asks it immediately before every request of the attempt). It is read on
+// this process's monotonic clock, never from what the event loop happens to deliver first: after
+// a pause (SIGSTOP, a stopped VM, a long GC pause) the lease has run out by the clock before any
+// timer or message could say so.
 //
 // - With leader election, the leader's lease ends a bucket TTL after it sent its last refresh that
 //   succeeded, less a margin (election.ts leaseEndsAt): no other instance can win the key earlier.
@@ -16,7 +17,7 @@
 // that record at most SENDING_RECORD_WAIT_MS, and not at all while the shared copy is not taking
 // writes promptly (NodeHistory.sharedCopyIsPrompt decides), as just after a broker restart.
 import type { Logger } from 'winston';
-import type { FencedSend, NodeFence } from '../host/fence.js';
+import type { ClaimSource, RecordedChange } from '../host/claim.js';
 import { formatMs } from '../util/duration.js';
 import { errorText } from '../util/values.js';
 import type { NodeHistory } from './history/index.js';
@@ -42,7 +43,7 @@ export interface SiteLeaseOptions {
   readonly wallClock?: () => number;
 }
 
-export class SiteLease implements NodeFence {
+export class SiteLease implements ClaimSource {
   readonly #opts: SiteLeaseOptions;
   readonly #now: () => number;
   readonly #wallClock: () => number;
@@ -78,7 +79,7 @@ export class SiteLease implements NodeFence {
   }
 
   /** Records the configure or restart in the node's history before it is sent (bounded wait). */
-  async sending(identity: string, what: FencedSend): Promise<void> {
+  async recordIntent(identity: string, what: RecordedChange): Promise<void> {
     try {
       const done = await this.#opts.history.sending(identity, what, this.#wallClock(), SENDING_RECORD_WAIT_MS);
       if (done === 'late')

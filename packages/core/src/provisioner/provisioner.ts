@@ -506,7 +506,7 @@ export class Provisioner {
       stop: this.#stop.signal,
       onStep,
       onWatching,
-      fence: this.#lease,
+      lease: this.#lease,
     }).then((result) => {
       ended = true;
       if (!watching) this.#busy--;

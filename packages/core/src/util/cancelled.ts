@@ -34,3 +34,10 @@ export function leaseLapsedError(what: string, why: string): CancelledError {
 export function isCancelled(err: unknown, reason?: CancelReason): err is CancelledError {
   return err instanceof CancelledError && (reason === undefined || err.reason === reason);
 }
+
+/** `what` was cancelled by `signal`: for the signal's reason when that is a cancellation, else a stop. */
+export function abortError(signal: AbortSignal, what: string): CancelledError {
+  const reason: unknown = signal.reason;
+  const why = reason instanceof Error ? reason.message : reason === undefined ? 'aborted' : String(reason);
+  return new CancelledError(isCancelled(reason) ? reason.reason : 'stop', `${what} was cancelled: ${why}`);
+}

@@ -7,6 +7,7 @@ import { heardBeforeChange } from '../../src/host/heard-before-change.js';
 import { changeStep } from '../../src/host/change-step.js';
 import { readStep } from '../../src/host/read-step.js';
 import type { StepContext } from '../../src/host/step.js';
+import { Claim } from '../../src/host/claim.js';
 import { PauseFlag } from '../../src/util/pause.js';
 import { leaseLapsedError } from '../../src/util/cancelled.js';
 import { captureLogger } from '../choria/support/logger.js';
@@ -142,6 +143,7 @@ describe('the steps after a broker outage', () => {
     return {
       ctx: {
         identity: 'n1.example.net',
+        claim: new Claim('n1.example.net'),
         client,
         metrics,
         pause,

@@ -67,9 +67,9 @@ describe('SiteLease: whether this instance may still work on nodes', () => {
   it('sending() records the configure in the node history before it resolves', async () => {
     const h = history();
     const lease = new SiteLease({ history: h, logger: silentLogger(), wallClock: () => 1234 });
-    await lease.sending('n1', 'configure');
+    await lease.recordIntent('n1', 'configure');
     expect(h.get('n1')?.configuredAt).toBe(1234);
-    await lease.sending('n1', 'restart');
+    await lease.recordIntent('n1', 'restart');
     expect(h.get('n1')?.restartSentAt).toBe(1234);
   });
 
@@ -89,7 +89,7 @@ describe('SiteLease: whether this instance may still work on nodes', () => {
       logger.warn = ((m: string) => (warnings.push(m), logger)) as typeof logger.warn;
       const lease = new SiteLease({ history: h, logger, wallClock: () => 1 });
       let done = false;
-      const first = lease.sending('n1', 'configure').then(() => (done = true));
+      const first = lease.recordIntent('n1', 'configure').then(() => (done = true));
       await vi.advanceTimersByTimeAsync(SENDING_RECORD_WAIT_MS - 1);
       expect(done).toBe(false);
       await vi.advanceTimersByTimeAsync(1);
@@ -98,7 +98,7 @@ describe('SiteLease: whether this instance may still work on nodes', () => {
       // the next send goes at once, its record kept for writing
       mono = 100;
       let second = false;
-      void lease.sending('n2', 'restart').then(() => (second = true));
+      void lease.recordIntent('n2', 'restart').then(() => (second = true));
       await vi.advanceTimersByTimeAsync(0);
       expect(second).toBe(true);
       expect(h.get('n2')?.restartSentAt).toBe(1);

@@ -1,7 +1,6 @@
 // One cancellation error, its reason saying by what: a stop, a pause or a lapsed lease.
 import { describe, expect, it } from 'vitest';
-import { abortError } from '../../src/host/step.js';
-import { CancelledError, isCancelled, leaseLapsedError, pausedError } from '../../src/util/cancelled.js';
+import { CancelledError, abortError, isCancelled, leaseLapsedError, pausedError } from '../../src/util/cancelled.js';
 import { ProvisionerError } from '../../src/util/errors.js';
 
 describe('CancelledError', () => {

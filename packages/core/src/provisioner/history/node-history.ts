@@ -75,7 +75,7 @@ export const DEFAULT_HISTORY_CAPACITY = 100_000;
  * later than this, one that failed, or a wait that ran out makes the next sends go without
  * waiting for UNSTEADY_HOLD_MS. A broker that just came back often has JetStream answer one write
  * and time out the next for a few seconds; waiting then costs every node seconds and protects
- * nothing the fence does not (the record is still written as soon as it can be).
+ * nothing the claim does not (the record is still written as soon as it can be).
  */
 export const PROMPT_WRITE_MS = 1_000;
 export const UNSTEADY_HOLD_MS = 10_000;
@@ -164,7 +164,7 @@ export class NodeHistory {
    * (and restarts it before anything else) or restarting (and leaves it alone for the restart
    * window). Resolves 'written' once the shared copy has it, 'late' after `waitMs` without, and
    * 'not-waited' at once when there is no shared copy or it is not taking writes promptly
-   * (sharedCopyIsPrompt): the fence alone keeps instances apart then.
+   * (sharedCopyIsPrompt): the claim alone keeps instances apart then.
    */
   sending(identity: string, what: 'configure' | 'restart', at: number, waitMs: number): Promise<SendingRecord> {
     const before = this.#records.get(identity);
