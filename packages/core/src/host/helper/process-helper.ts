@@ -18,7 +18,15 @@ import { BoundedBuffer, requestSecrets } from './output.js';
 import { parseHelperReply } from './reply.js';
 import { encodeHelperRequest } from './request.js';
 import { parseHelperCommand } from './spawn.js';
-import { HelperSpawners, type SpawnerKind, type SpawnerOutcome, type SpawnerSetting } from './spawner.js';
+import {
+  HelperSpawners,
+  type SpawnedRun,
+  type SpawnerKind,
+  type SpawnerOutcome,
+  type SpawnerSetting,
+  type SpawnOutcome,
+  type SpawnRequest,
+} from './spawner.js';
 import type { HelperNotice, HelperRequest, HelperResult, HelperRunOptions, HelperRunner } from './types.js';
 import { afterPendingIo, type IoTimer } from '../../util/io-timer.js';
 import { makeRedactor, type Redactor } from '../../util/redact.js';
@@ -94,13 +102,237 @@ interface ErrorExtra {
   readonly publicReason?: string;
 }
 
+/** What every run of a ProcessHelper reads of its settings. */
+interface RunLimits {
+  /** the program that runs (argv[0]), named in errors */
+  readonly helper: string;
+  readonly timeoutMs: number;
+  readonly maxOutputBytes: number;
+  readonly maxStderrBytes: number;
+}
+
+/** Why a run failed, once it is known. */
+interface RunFailure {
+  readonly kind: HelperErrorKind;
+  readonly reason: string;
+}
+
+/** Where a run's outcome goes. */
+interface RunEnds {
+  /** the run is over: called before its promise settles */
+  over(): void;
+  resolve(result: HelperResult): void;
+  reject(error: HelperError): void;
+}
+
+/**
+ * One run of the helper as this process sees it, from the request to the spawner to its one result or
+ * error: the output the spawner reported, the failure decided here (abort, close, no report in time), the
+ * backstop timer and the abort listener. #settle is the only way out, and undoes them all.
+ */
+class ProcessRun {
+  readonly #limits: RunLimits;
+  readonly #identity: string;
+  readonly #signal: AbortSignal | undefined;
+  readonly #redact: Redactor;
+  readonly #ends: RunEnds;
+  readonly #started = performance.now();
+  #stdout: BoundedBuffer;
+  #stderr: BoundedBuffer;
+  #settled = false;
+  /** decided here (the spawner kills the group, then reports once the pipes close) or reported by the spawner */
+  #failure: RunFailure | undefined;
+  #exitCode: number | null = null;
+  #backstop: IoTimer | undefined;
+  /** the caller of cancel() waiting for the run to settle */
+  #onSettled: () => void = () => undefined;
+  #spawned: SpawnedRun | undefined;
+  readonly #onAbort = (): void =>
+    this.#fail('aborted', 'aborted by the caller; killed it and the processes it started');
+
+  constructor(limits: RunLimits, opts: HelperRunOptions, redact: Redactor, ends: RunEnds) {
+    this.#limits = limits;
+    this.#identity = opts.identity;
+    this.#signal = opts.signal;
+    this.#redact = redact;
+    this.#ends = ends;
+    this.#stdout = new BoundedBuffer(limits.maxOutputBytes);
+    this.#stderr = new BoundedBuffer(limits.maxStderrBytes);
+  }
+
+  /** Hands the run to a spawner; an abort of the caller's signal from now on kills it. */
+  start(spawners: HelperSpawners, req: SpawnRequest): void {
+    this.#spawned = spawners.run(req, {
+      onStarted: () => this.#onStarted(),
+      onDone: (o) => this.#onDone(o),
+    });
+    this.#signal?.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  /** Kills the run (the runner is closing); resolves once it has settled. */
+  cancel(): Promise<void> {
+    return new Promise<void>((done) => {
+      if (this.#settled) return done();
+      this.#onSettled = done;
+      this.#fail('aborted', 'the helper runner was closed; killed it and the processes it started');
+    });
+  }
+
+  /** The spawner started the helper: from now on it owes a report, by the helper's limit and some slack. */
+  #onStarted(): void {
+    if (this.#settled) return;
+    const { timeoutMs } = this.#limits;
+    const waitMs = timeoutMs + PIPE_CLOSE_GRACE_MS + SPAWNER_REPORT_SLACK_MS;
+    // a report that arrived while this loop was busy is read before giving up on it
+    this.#backstop = afterPendingIo(waitMs, () => {
+      if (this.#settled) return;
+      this.#spawned?.kill();
+      this.#settle(
+        this.#error(
+          'timeout',
+          `timed out after ${timeoutMs} ms: the helper spawner did not report on it ${waitMs} ms after ` +
+            `starting it; killed it and the processes it started`,
+        ),
+      );
+    });
+  }
+
+  /** The spawner's report: the run's result, or the error of the failure decided here or reported by it. */
+  #onDone(o: SpawnOutcome): void {
+    const { helper, maxOutputBytes, maxStderrBytes } = this.#limits;
+    this.#stdout = BoundedBuffer.fromParts(maxOutputBytes, o.stdout, o.stdoutBytes);
+    this.#stderr = BoundedBuffer.fromParts(maxStderrBytes, o.stderr, o.stderrBytes);
+    if (o.spawnError !== undefined)
+      return this.#settle(this.#error('spawn', `cannot start ${helper}: ${o.spawnError}`));
+    if (o.lost !== undefined) {
+      const failure = this.#failure;
+      return this.#settle(
+        failure === undefined
+          ? this.#error('spawn', `${o.lost} before ${helper} finished`)
+          : this.#error(failure.kind, failure.reason),
+      );
+    }
+    if (o.exitCode !== null) this.#exitCode = o.exitCode;
+    this.#failure ??= this.#failureReported(o);
+    const failure = this.#failure;
+    if (failure !== undefined) {
+      // pipes given up on after the grace period: no close status
+      if (o.forced) return this.#settle(this.#error(failure.kind, failure.reason));
+      this.#exitCode = o.code;
+      return this.#settle(this.#error(failure.kind, failure.reason, { signal: o.signal }));
+    }
+    this.#exitCode = o.code;
+    this.#settle(this.#outcome(o.code, o.signal));
+  }
+
+  /**
+   * The spawner killed the group itself when stdout went over the cap or the run went over
+   * its time limit (as the spawner measured it: from its spawn of the helper).
+   */
+  #failureReported(o: SpawnOutcome): RunFailure | undefined {
+    if (o.tooLarge)
+      return {
+        kind: 'too-large',
+        reason: `printed more than ${this.#limits.maxOutputBytes} bytes on stdout; killed it`,
+      };
+    if (o.timedOut) return { kind: 'timeout', reason: this.#timeoutReason(o.exitAfterMs, o.exitCode) };
+    return undefined;
+  }
+
+  /** We decided the run failed: the spawner kills the group, then reports once the pipes close. */
+  #fail(kind: HelperErrorKind, reason: string): void {
+    if (this.#settled || this.#failure !== undefined) return;
+    this.#failure = { kind, reason };
+    this.#spawned?.kill();
+  }
+
+  #settle(outcome: HelperResult | HelperError): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#backstop?.cancel();
+    this.#signal?.removeEventListener('abort', this.#onAbort);
+    this.#ends.over();
+    this.#onSettled();
+    if (outcome instanceof HelperError) this.#ends.reject(outcome);
+    else this.#ends.resolve(outcome);
+  }
+
+  #elapsed(): number {
+    return Math.round(performance.now() - this.#started);
+  }
+
+  // as printed: HelperError redacts what it quotes and keeps the sizes for its public message
+  #output(): HelperOutput {
+    return {
+      stdout: this.#stdout.toText(),
+      stderr: this.#stderr.toText(),
+      stdoutBytes: this.#stdout.totalBytes,
+      stderrBytes: this.#stderr.totalBytes,
+    };
+  }
+
+  #error(kind: HelperErrorKind, reason: string, extra: ErrorExtra = {}): HelperError {
+    return new HelperError({
+      kind,
+      helper: this.#limits.helper,
+      identity: this.#identity,
+      reason,
+      ...(extra.publicReason !== undefined ? { publicReason: extra.publicReason } : {}),
+      output: kind === 'spawn' ? undefined : this.#output(),
+      exitCode: this.#exitCode,
+      signal: extra.signal ?? null,
+      durationMs: this.#elapsed(),
+      cause: extra.cause,
+      redact: this.#redact,
+    });
+  }
+
+  #timeoutReason(exitAfterMs: number | null, exitCode: number | null): string {
+    const { timeoutMs } = this.#limits;
+    if (exitAfterMs === null) return `timed out after ${timeoutMs} ms; killed it and the processes it started`;
+    return (
+      `timed out after ${timeoutMs} ms: it exited with status ${String(exitCode)} after ${exitAfterMs} ms ` +
+      `but a process it started kept its stdout or stderr open; killed that process group`
+    );
+  }
+
+  #outcome(code: number | null, sig: NodeJS.Signals | null): HelperResult | HelperError {
+    if (sig !== null) return this.#error('signal', `was killed by signal ${sig}`, { signal: sig });
+    if (code !== 0) {
+      let hint = '';
+      try {
+        parseHelperReply(this.#stdout.toBuffer());
+        hint =
+          ' (its reply is discarded: a non-zero exit always fails the run; to retry later exit 0 with "defer": true)';
+      } catch {
+        // not a valid reply: nothing to point out
+      }
+      return this.#error('exit', `exited with status ${String(code)}${hint}`);
+    }
+    try {
+      return {
+        reply: parseHelperReply(this.#stdout.toBuffer()),
+        stderr: this.#redact(this.#stderr.toText()),
+        durationMs: this.#elapsed(),
+      };
+    } catch (err) {
+      if (err instanceof HelperReplyError)
+        return this.#error(err.kind, reasonForReplyError(err), {
+          cause: err,
+          publicReason: publicReasonForReplyError(err),
+        });
+      throw err;
+    }
+  }
+}
+
 export class ProcessHelper implements HelperRunner {
   readonly #argv: [string, ...string[]];
   readonly #timeoutMs: number;
   readonly #maxOutputBytes: number;
   readonly #maxStderrBytes: number;
-  /** cancel functions of runs in progress, so close() can stop them */
-  readonly #active = new Set<() => Promise<void>>();
+  /** runs in progress, so close() can stop them */
+  readonly #active = new Set<ProcessRun>();
   #closed = false;
   /** start the helper processes, away from this process's event loop (see spawner.ts) */
   readonly #spawners: HelperSpawners;
@@ -150,175 +382,34 @@ export class ProcessHelper implements HelperRunner {
 
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#active].map((cancel) => cancel()));
+    await Promise.all([...this.#active].map((run) => run.cancel()));
     await this.#spawners.close();
   }
 
   #runProcess(input: string, opts: HelperRunOptions, redact: Redactor): Promise<HelperResult> {
-    const { identity, signal } = opts;
-    const helper = this.program;
-    const started = performance.now();
-    let stdout = new BoundedBuffer(this.#maxOutputBytes);
-    let stderr = new BoundedBuffer(this.#maxStderrBytes);
-
+    const limits: RunLimits = {
+      helper: this.program,
+      timeoutMs: this.#timeoutMs,
+      maxOutputBytes: this.#maxOutputBytes,
+      maxStderrBytes: this.#maxStderrBytes,
+    };
     return new Promise<HelperResult>((resolve, reject) => {
-      let settled = false;
-      let failure: { kind: HelperErrorKind; reason: string } | undefined;
-      let exitCode: number | null = null;
-      let backstop: IoTimer | undefined;
-      let onSettled: () => void = () => undefined;
-
-      const elapsed = (): number => Math.round(performance.now() - started);
-      // as printed: HelperError redacts what it quotes and keeps the sizes for its public message
-      const output = (): HelperOutput => ({
-        stdout: stdout.toText(),
-        stderr: stderr.toText(),
-        stdoutBytes: stdout.totalBytes,
-        stderrBytes: stderr.totalBytes,
+      const run: ProcessRun = new ProcessRun(limits, opts, redact, {
+        over: () => this.#active.delete(run),
+        resolve,
+        reject,
       });
-
-      const settle = (outcome: HelperResult | HelperError): void => {
-        if (settled) return;
-        settled = true;
-        backstop?.cancel();
-        signal?.removeEventListener('abort', onAbort);
-        this.#active.delete(cancel);
-        onSettled();
-        if (outcome instanceof HelperError) reject(outcome);
-        else resolve(outcome);
-      };
-
-      const error = (kind: HelperErrorKind, reason: string, extra: ErrorExtra = {}): HelperError =>
-        new HelperError({
-          kind,
-          helper,
-          identity,
-          reason,
-          ...(extra.publicReason !== undefined ? { publicReason: extra.publicReason } : {}),
-          output: kind === 'spawn' ? undefined : output(),
-          exitCode,
-          signal: extra.signal ?? null,
-          durationMs: elapsed(),
-          cause: extra.cause,
-          redact,
-        });
-
-      const run = this.#spawners.run(
-        {
-          argv: this.#argv,
-          cwd: this.#options.cwd ?? process.cwd(),
-          env: this.#options.env,
-          input,
-          maxStdout: this.#maxOutputBytes,
-          maxStderr: this.#maxStderrBytes,
-          pipeGraceMs: PIPE_CLOSE_GRACE_MS,
-          timeoutMs: this.#timeoutMs,
-        },
-        {
-          onStarted: () => {
-            if (settled) return;
-            const waitMs = this.#timeoutMs + PIPE_CLOSE_GRACE_MS + SPAWNER_REPORT_SLACK_MS;
-            // a report that arrived while this loop was busy is read before giving up on it
-            backstop = afterPendingIo(waitMs, () => {
-              if (settled) return;
-              run.kill();
-              settle(
-                error(
-                  'timeout',
-                  `timed out after ${this.#timeoutMs} ms: the helper spawner did not report on it ${waitMs} ms after ` +
-                    `starting it; killed it and the processes it started`,
-                ),
-              );
-            });
-          },
-          onDone: (o) => {
-            stdout = BoundedBuffer.fromParts(this.#maxOutputBytes, o.stdout, o.stdoutBytes);
-            stderr = BoundedBuffer.fromParts(this.#maxStderrBytes, o.stderr, o.stderrBytes);
-            if (o.spawnError !== undefined) return settle(error('spawn', `cannot start ${helper}: ${o.spawnError}`));
-            if (o.lost !== undefined) {
-              return settle(
-                failure === undefined
-                  ? error('spawn', `${o.lost} before ${helper} finished`)
-                  : error(failure.kind, failure.reason),
-              );
-            }
-            if (o.exitCode !== null) exitCode = o.exitCode;
-            // The spawner killed the group itself when stdout went over the cap or the run went over
-            // its time limit (as the spawner measured it: from its spawn of the helper).
-            if (o.tooLarge && failure === undefined)
-              failure = {
-                kind: 'too-large',
-                reason: `printed more than ${this.#maxOutputBytes} bytes on stdout; killed it`,
-              };
-            if (o.timedOut && failure === undefined)
-              failure = { kind: 'timeout', reason: this.#timeoutReason(o.exitAfterMs, o.exitCode) };
-            if (failure !== undefined) {
-              // pipes given up on after the grace period: no close status
-              if (o.forced) return settle(error(failure.kind, failure.reason));
-              exitCode = o.code;
-              return settle(error(failure.kind, failure.reason, { signal: o.signal }));
-            }
-            exitCode = o.code;
-            settle(this.#outcome(o.code, o.signal, stdout, stderr, error, redact, elapsed));
-          },
-        },
-      );
-
-      // We decided the run failed: the spawner kills the group, then reports once the pipes close.
-      const fail = (kind: HelperErrorKind, reason: string): void => {
-        if (settled || failure !== undefined) return;
-        failure = { kind, reason };
-        run.kill();
-      };
-
-      const onAbort = (): void => fail('aborted', 'aborted by the caller; killed it and the processes it started');
-      signal?.addEventListener('abort', onAbort, { once: true });
-
-      const cancel = (): Promise<void> =>
-        new Promise<void>((done) => {
-          if (settled) return done();
-          onSettled = done;
-          fail('aborted', 'the helper runner was closed; killed it and the processes it started');
-        });
-      this.#active.add(cancel);
+      run.start(this.#spawners, {
+        argv: this.#argv,
+        cwd: this.#options.cwd ?? process.cwd(),
+        env: this.#options.env,
+        input,
+        maxStdout: this.#maxOutputBytes,
+        maxStderr: this.#maxStderrBytes,
+        pipeGraceMs: PIPE_CLOSE_GRACE_MS,
+        timeoutMs: this.#timeoutMs,
+      });
+      this.#active.add(run);
     });
-  }
-
-  #timeoutReason(exitAfterMs: number | null, exitCode: number | null): string {
-    if (exitAfterMs === null) return `timed out after ${this.#timeoutMs} ms; killed it and the processes it started`;
-    return (
-      `timed out after ${this.#timeoutMs} ms: it exited with status ${String(exitCode)} after ${exitAfterMs} ms ` +
-      `but a process it started kept its stdout or stderr open; killed that process group`
-    );
-  }
-
-  #outcome(
-    code: number | null,
-    sig: NodeJS.Signals | null,
-    stdout: BoundedBuffer,
-    stderr: BoundedBuffer,
-    error: (kind: HelperErrorKind, reason: string, extra?: ErrorExtra) => HelperError,
-    redact: Redactor,
-    elapsed: () => number,
-  ): HelperResult | HelperError {
-    if (sig !== null) return error('signal', `was killed by signal ${sig}`, { signal: sig });
-    if (code !== 0) {
-      let hint = '';
-      try {
-        parseHelperReply(stdout.toBuffer());
-        hint =
-          ' (its reply is discarded: a non-zero exit always fails the run; to retry later exit 0 with "defer": true)';
-      } catch {
-        // not a valid reply: nothing to point out
-      }
-      return error('exit', `exited with status ${String(code)}${hint}`);
-    }
-    try {
-      return { reply: parseHelperReply(stdout.toBuffer()), stderr: redact(stderr.toText()), durationMs: elapsed() };
-    } catch (err) {
-      if (err instanceof HelperReplyError)
-        return error(err.kind, reasonForReplyError(err), { cause: err, publicReason: publicReasonForReplyError(err) });
-      throw err;
-    }
   }
 }
