@@ -24,7 +24,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import { parseArgs } from 'node:util';
 import { URL, fileURLToPath } from 'node:url';
-import { Provisioner, Registry, createLogger, parseDuration, parseSite } from '../packages/core/dist/index.js';
+import { Registry } from 'prom-client';
+import { Provisioner, createLogger, parseDuration, parseSite } from '../packages/core/dist/index.js';
 import { startNatsServer } from './lib/nats-server.mjs';
 import { startSimulator } from './lib/simulator.mjs';
 

@@ -5,7 +5,7 @@ import { createPrivateKey, createPublicKey, randomBytes, sign } from 'node:crypt
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ksuid } from '@choria-provisioner/core';
+import { ksuid } from '@choria-provisioner/core/internal';
 
 const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 
