@@ -116,10 +116,12 @@ function writeConfigs(dir, s) {
     ...(mode === 'process' && s.spawner !== undefined ? { helper_spawner: s.spawner } : {}),
   };
   writeFileSync(config, stringifyYaml(ours));
+  // s.cli: another checkout's CLI (bench/run.mjs BENCH_BASELINE)
+  const cli = s.cli ?? CLI;
   return {
     command: process.execPath,
-    args: [...nodeArgs, CLI, 'run', '--config', config],
-    versionArgs: [CLI, '--version'],
+    args: [...nodeArgs, cli, 'run', '--config', config],
+    versionArgs: [cli, '--version'],
   };
 }
 

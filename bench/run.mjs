@@ -16,6 +16,8 @@
 //   --report FILE  print the report of such a file again instead of running (add --full for its 50,000 runs)
 // peer/* runs the upstream Go provisioner from $CHORIA_LAB_DIR/bin/choria-provisioner (default
 // ~/.cache/choria-provisioner-ts/lab) beside this project's CLI; without it, one line says so.
+// BENCH_BASELINE=DIR adds peer/* scenarios of the CLI of the built checkout in DIR (base-process,
+// base-process-python3, base-pool), with the ratios of this checkout's to them pass by pass.
 import { execFileSync, spawn } from 'node:child_process';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -66,6 +68,10 @@ const KNOBS = {
 };
 
 const full = process.argv.includes('--full');
+const BASELINE =
+  process.env.BENCH_BASELINE === undefined || process.env.BENCH_BASELINE === ''
+    ? undefined
+    : join(process.env.BENCH_BASELINE, 'packages', 'cli', 'dist', 'bin.js');
 /** The peer scenarios (bench/peer.mjs), in the order each pass runs them. */
 const PEERS = {
   upstream: { provisioner: 'upstream' },
@@ -76,6 +82,15 @@ const PEERS = {
   'process-none': { provisioner: 'process', spawner: 'none' },
   pool: { provisioner: 'pool' },
   client: { provisioner: 'client' },
+  // BENCH_BASELINE: the root of another checkout, built: its CLI beside this one's, with the same
+  // helper mode and spawner, so a change's cost is measured side by side in one run
+  ...(BASELINE === undefined
+    ? {}
+    : {
+        'base-process': { provisioner: 'process', spawner: 'node', cli: BASELINE },
+        'base-process-python3': { provisioner: 'process', spawner: 'python3', cli: BASELINE },
+        'base-pool': { provisioner: 'pool', cli: BASELINE },
+      }),
 };
 const PEER_PASSES = 3;
 /** How bare-start.mjs starts the helper (see there). */
@@ -567,6 +582,9 @@ function peerReport(results) {
     ['pool', 'process'],
     ['client', 'process'],
     ['client', 'pool'],
+    ['process', 'base-process'],
+    ['process-python3', 'base-process-python3'],
+    ['pool', 'base-pool'],
   ]) {
     const r = ratioLine(a, b);
     if (r !== undefined) lines.push(`${a}/${b}: nodes/min ${r.text}`);
