@@ -139,9 +139,8 @@ export function natsConnectionOptions(
     // minutes, 2 out) take four to six minutes of requests lost into the void.
     pingInterval: PING_INTERVAL_MS,
     maxPingOut: MAX_PINGS_OUT,
-    // nats.js otherwise builds two Errors (with stack traces) for every request, "just in case":
-    // about 30 us each of the history's JetStream writes when it was measured; our own
-    // errors say what timed out
+    // nats.js otherwise builds two Errors (with stack traces) for every request, "just in case",
+    // a cost on every history write; our own errors say what timed out
     noAsyncTraces: true,
     ...(opts.reconnectDelay !== undefined ? { reconnectDelayHandler: opts.reconnectDelay } : {}),
   };

@@ -81,9 +81,8 @@ function gauge<L extends string>(registry: Registry, name: string, help: string,
 /**
  * A summary that keeps only the count and sum of each label set. Go's default summaries export
  * only _sum and _count, which is what the dashboard divides; prom-client's Summary feeds every
- * observation into a t-digest even when no quantile is exported, which cost ~3 % of the
- * provisioner's CPU at 1,000 nodes a second (four observations per node). Only observe(), get()
- * and reset() are used on these metrics.
+ * observation into a t-digest even when no quantile is exported, a cost paid four times a node
+ * for nothing. Only observe(), get() and reset() are used on these metrics.
  */
 class SumCountSummary<L extends string> extends Summary<L> {
   readonly #name: string;

@@ -374,11 +374,10 @@ export class HelperSpawner {
 /**
  * Several spawners; each run goes to the one with the fewest runs in flight. Why more than one:
  * spawn() blocks a spawner until the new process has called exec() (libuv waits for that, so that
- * a kill right after the start cannot hit the forked copy of Node), and on a 2-core VM whose forks
- * are slow that wait was ~9 ms a helper: with 50 workers a single spawner spent most of its time
- * in it and the helpers' starts queued behind one another. With one spawner per core the starts
- * overlap (process mode 1.25 times the nodes/min on 2 cores when it was measured); more spawners than
- * cores gained nothing. A spawner starts on first use, so a site that runs one helper at a time
+ * a kill right after the start cannot hit the forked copy of Node), and on a VM whose forks are slow
+ * that wait is long: with many workers a single spawner spends most of its time in it and the
+ * helpers' starts queue behind one another. With one spawner per core the starts overlap; more
+ * spawners than cores gain nothing. A spawner starts on first use, so a site that runs one helper at a time
  * has only one.
  */
 export class HelperSpawners {

@@ -23,8 +23,8 @@ import { decodeRecord, encodeRecord, type NodeRecord } from './record.js';
 import { HistoryWriteRefusedError, type HistoryBacking } from './node-history.js';
 
 /**
- * The byte limit of a bucket created here: 100,000 records of up to
- * 1.3 KiB (BENCHMARKS.md, "Node history": 432 B each as written).
+ * The byte limit of a bucket created here: room for 100,000 records of the largest size a record
+ * may have (BENCHMARKS.md, "Node history", has the size of records as written).
  */
 export const HISTORY_BUCKET_MAX_BYTES = 128 * 1024 * 1024;
 /** A value limit well above the largest record (identity ≤ 255 bytes, error ≤ 400 characters). */
