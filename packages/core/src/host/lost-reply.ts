@@ -71,10 +71,6 @@ const RULES: Readonly<Record<ChangingAction, ActionRule>> = {
   },
 };
 
-export function isChangingAction(agent: string, action: string): action is ChangingAction {
-  return agent === 'choria_provision' && Object.hasOwn(RULES, action);
-}
-
 export interface LostReplyTimings {
   /** added to the action's own delay before a node that still answers is taken as not having acted (default 3 s) */
   readonly marginMs?: number;
