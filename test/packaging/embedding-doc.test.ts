@@ -3,84 +3,36 @@
 // each as a module of its own. The variables a fragment takes from its surroundings (the logger,
 // the site's config, a CMDB) are declared for it with the types the page says they have; the
 // public names it uses without importing them are imported for it. A renamed or removed export,
-// or a changed signature, fails here before a reader finds out. The complete example
-// (examples/embedding/two-sites.ts) runs for real in embedding.network.test.ts.
-import { readFileSync } from 'node:fs';
+// or a changed signature, fails here before a reader finds out. The examples run, one after
+// another, in embedding-doc.network.test.ts; the complete example (examples/embedding/two-sites.ts)
+// runs in embedding.network.test.ts.
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const page = readFileSync(join(root, 'docs', 'embedding.md'), 'utf8');
-const indexSource = readFileSync(join(root, 'packages', 'core', 'src', 'index.ts'), 'utf8');
-
-/** What the page's fragments take from their surroundings, with the types the page gives them. */
-const SURROUNDINGS: Readonly<Record<string, string>> = {
-  logger: 'core.Logger',
-  config: 'core.ProvisionerConfig',
-  choria: 'core.ChoriaSettings',
-  registry: "import('prom-client').Registry",
-  helper: 'core.HelperFunction',
-  provisioners: 'core.Provisioner[]',
-  monitor: 'core.MonitorServer',
-  configs: 'Record<string, core.ProvisionerConfig>',
-  settings: 'Record<string, core.ChoriaSettings>',
-  helperFor: '(site: string) => core.HelperFunction',
-  cmdb: '{ lookup(identity: string, o: { signal: AbortSignal }): Promise<{ brokers: string[] } | undefined> }',
-};
-
-function publicNames(): string[] {
-  const names: string[] = [];
-  for (const m of indexSource.matchAll(/export\s+(?:type\s+)?\{([^}]*)\}/g)) {
-    for (const part of (m[1] ?? '').split(',')) {
-      const name = part.trim().replace(/^type\s+/, '');
-      if (name !== '') names.push(name);
-    }
-  }
-  return names;
-}
-
-/** The names a fragment declares or imports itself. */
-function ownNames(code: string): Set<string> {
-  const own = new Set<string>();
-  for (const m of code.matchAll(/\b(?:const|let|var|function|class)[ \t]+([A-Za-z_$][\w$]*)/g)) own.add(m[1] ?? '');
-  for (const m of code.matchAll(/\b(?:const|let|var)[ \t]+\{([^}]*)\}/g)) {
-    for (const part of (m[1] ?? '').split(',')) own.add(part.split(':').pop()?.trim() ?? '');
-  }
-  for (const m of code.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}/g)) {
-    for (const part of (m[1] ?? '').split(','))
-      own.add(
-        part
-          .replace(/\/\*.*?\*\//g, '')
-          .replace(/^\s*type\s+/, '')
-          .trim(),
-      );
-  }
-  return own;
-}
-
-const uses = (code: string, name: string): boolean =>
-  new RegExp(`(?<![\\w$.'])${name.replace('$', '\\$')}\\b`).test(code);
+import {
+  SURROUNDINGS,
+  fragments as pageFragments,
+  publicNamesUsed,
+  root,
+  surroundingsUsed,
+} from './embedding-doc-page.js';
 
 /** The fragment as a module: what it takes from outside declared, the public names it uses imported. */
 function asModule(code: string): string {
-  const own = ownNames(code);
-  const imported = publicNames().filter((n) => !own.has(n) && uses(code, n));
-  const declared = Object.entries(SURROUNDINGS).filter(([n]) => !own.has(n) && uses(code, n));
+  const imported = publicNamesUsed(code);
   return [
     "import type * as core from '@choria-provisioner/core';",
     ...(imported.length > 0 ? [`import { ${imported.join(', ')} } from '@choria-provisioner/core';`] : []),
-    ...declared.map(([n, type]) => `declare const ${n}: ${type};`),
+    ...surroundingsUsed(code).map((n) => `declare const ${n}: ${SURROUNDINGS[n] ?? 'unknown'};`),
     code,
     'export {};',
   ].join('\n');
 }
 
-const fragments = [...page.matchAll(/```ts\n([\s\S]*?)```/g)].map((m, i) => ({
-  name: join(root, 'docs', `embedding-example-${i + 1}.mts`),
-  line: page.slice(0, m.index).split('\n').length,
-  text: asModule(m[1] ?? ''),
+const fragments = pageFragments.map((f) => ({
+  name: join(root, 'docs', `embedding-example-${f.index}.mts`),
+  line: f.line,
+  text: asModule(f.code),
 }));
 
 function diagnostics(): string[] {

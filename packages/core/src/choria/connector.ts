@@ -48,8 +48,7 @@ export const OUTAGE_RECONNECT_MAX_MS = 1_000;
  * outage so far, from 250 ms to 1 s. One connection attempt a second costs a restarting broker
  * nothing, and the provisioner is back at most ~1.25 s after the broker: every attempt in flight at
  * the outage waits for that moment (its lost-reply check cannot start before), so this bounds how
- * long a broker restart holds up the fleet. (With half the outage and 2 s at most, a broker down
- * for 3 s was rejoined up to 1.9 s after its return, in a real-broker run 1.6 s.)
+ * long a broker restart holds up the fleet.
  */
 export class OutageBackoff {
   #disconnectedAt: number | undefined;

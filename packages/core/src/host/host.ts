@@ -157,8 +157,8 @@ export function createHostRunner(deps: HostDeps): HostRunner {
 /**
  * `jwt_verify_cert` is read again when a node needs it and the last read is more than a second
  * old (a replaced file takes effect within a second, without a file read per node), and the key
- * it holds is parsed only when the setting or the file content changed: OpenSSL 3 takes ~0.2 ms to
- * import a public key, a noticeable share of a node's provisioning. Anything unusual (an
+ * it holds is parsed only when the setting or the file content changed: an OpenSSL public-key
+ * import is a noticeable share of a node's provisioning. Anything unusual (an
  * unreadable file) goes through `loadVerificationKey`, so errors read as before.
  */
 export class VerificationKeyCache {

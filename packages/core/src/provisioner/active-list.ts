@@ -24,7 +24,7 @@ export interface ActiveEntry {
   readonly attempts: number;
   readonly updatedAt: number;
   /** state held: end of the post-success hold; state locked: when the lock wait ends */
-  readonly heldUntil: number | undefined;
+  readonly waitEndsAt: number | undefined;
   /** the go-choria version of the node's latest startup event (HostJob.reportedVersion) */
   readonly reportedVersion: string | undefined;
   /**
@@ -127,7 +127,7 @@ export class ActiveList {
       step: undefined,
       attempts: pastAttempts,
       updatedAt: now,
-      heldUntil: undefined,
+      waitEndsAt: undefined,
       reportedVersion,
       startedDuringAttempt: false,
       abort: undefined,
@@ -193,7 +193,7 @@ export class ActiveList {
     const own = this.#own(entry);
     if (own === undefined) return;
     own.state = 'queued';
-    own.heldUntil = undefined;
+    own.waitEndsAt = undefined;
     own.wait = undefined;
     own.updatedAt = now;
   }
@@ -239,7 +239,7 @@ export class ActiveList {
 
   #waitUntil(own: Entry, state: 'held' | 'locked', until: number): ActiveState {
     own.state = state;
-    own.heldUntil = until;
+    own.waitEndsAt = until;
     const wait: Wait = { entry: own };
     own.wait = wait;
     this.#deadlines.push(until, wait);

@@ -10,9 +10,9 @@ import { errorText } from '../util/values.js';
  * The identities that answered; none when discovery failed or `signal` stopped it. `onFound`, when
  * given, hears each node as its reply arrives (see ChoriaClient.discover), and the discovery then
  * listens for its whole time limit: the nodes found are at work already, so ending at the first
- * quiet spell would save nothing, and a busy fleet answers late and in bursts (200 real servers
- * starting up on two cores left gaps longer than the 300 ms window between their replies, and each
- * discovery ended with a handful of the nodes).
+ * quiet spell would save nothing, and a busy fleet answers late and in bursts: servers starting up
+ * together leave gaps between their replies longer than a quiet-spell window, and a discovery that
+ * ended at the first gap would find only a handful of them.
  */
 export async function discoverNodes(
   client: ChoriaClient,

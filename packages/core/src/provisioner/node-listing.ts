@@ -108,7 +108,7 @@ function pastFields(
 
 /** When a node of the history (not on the list) may be tried again: its back-off's end, if it is still to come. */
 function nextAttempt(n: KnownNode, now: number): number | undefined {
-  if (n.entry !== undefined) return n.entry.state === 'locked' ? n.entry.heldUntil : undefined;
+  if (n.entry !== undefined) return n.entry.state === 'locked' ? n.entry.waitEndsAt : undefined;
   const r = n.record;
   return r !== undefined && r.quarantinedAt === undefined && r.notBefore !== undefined && r.notBefore > now
     ? r.notBefore
@@ -156,7 +156,7 @@ export function describeNode(n: KnownNode, now: number): HostStatus {
       identity: e.identity,
       state: e.state,
       ...(e.step !== undefined ? { step: e.step } : {}),
-      ...(e.state === 'locked' && e.heldUntil !== undefined ? { nextAttemptAt: iso(e.heldUntil) } : {}),
+      ...(e.state === 'locked' && e.waitEndsAt !== undefined ? { nextAttemptAt: iso(e.waitEndsAt) } : {}),
       attempts: e.attempts,
       source: e.source,
       ...(r !== undefined ? pastFields(r) : {}),

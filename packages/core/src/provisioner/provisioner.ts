@@ -404,7 +404,7 @@ export class Provisioner {
     const now = Date.now();
     // a failing node waits out its back-off; a quarantined one waits for an operator or a reboot
     // and a node some instance just sent `restart` waits out its restart window (node-history.ts)
-    if (this.#history.holdsBack(identity, now, source) !== undefined) return false;
+    if (this.#history.deferral(identity, now, source) !== undefined) return false;
     // another member's node is kept for when its owner leaves (unless this instance is still busy with it)
     if (!this.#policy.mayWork(identity) && this.#list.get(identity) === undefined) {
       this.#policy.noteForeign(identity, source, now, reportedVersion);
@@ -536,7 +536,7 @@ export class Provisioner {
       result.outcome === 'skipped_locked' && this.#list.isCurrent(entry) && !this.#policy.mayWork(entry.identity);
     if (toOwner) this.#share.handOver(entry);
     const settled = toOwner ? undefined : this.#list.settle(entry, result.outcome, now, this.#policy.waitsOutLocks);
-    logOutcome(logger, entry.identity, result, settled === 'locked' ? entry.heldUntil : undefined);
+    logOutcome(logger, entry.identity, result, settled === 'locked' ? entry.waitEndsAt : undefined);
     // its startup event came while the attempt ran, and could not add it then, or the attempt
     // found it back already (result.waitingAgain): the node is waiting in provisioning mode again
     // (an upgrade, a reboot), not until the next discovery

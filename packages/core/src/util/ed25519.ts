@@ -3,8 +3,8 @@
 // one reader of seed files.
 // Keys are made from seeds and raw bytes, never generated and then exported: on Node 20.20 an
 // export of a freshly generated key can deadlock during a garbage collection. Public keys are
-// imported as JWK (a few microseconds; the SPKI DER import takes OpenSSL 3 about 0.2 ms, and
-// every node's gen25519 answer needs one).
+// imported as JWK, which is much cheaper than OpenSSL's SPKI DER import, and every node's gen25519
+// answer needs one.
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ProvisionerError } from './errors.js';

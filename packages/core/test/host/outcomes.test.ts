@@ -46,7 +46,7 @@ describe('the outcome table', () => {
     expect(r.failures).toBe(0);
     expect(r.quarantinedAt).toBeUndefined();
     expect(r.notBefore).toBeUndefined();
-    expect(h.holdsBack('n1', 1_001)).toBeUndefined();
+    expect(h.deferral('n1', 1_001)).toBeUndefined();
     // a cancelled attempt that had configured the node keeps that memory for the next one
     expect(h.attempted('n2', { ...report, outcome: 'cancelled', configured: true }).configuredAt).toBe(1_000);
     expect(

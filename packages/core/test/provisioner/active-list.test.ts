@@ -104,8 +104,8 @@ describe('ActiveList', () => {
     expect(next('failed', true)).toBe('removed');
     expect(next('skipped_locked', false)).toBe('removed');
     expect(next('skipped_locked', true)).toBe('locked');
-    expect(l.get('n-provisioned-false')?.heldUntil).toBe(10 + 60_000);
-    expect(l.get('n-skipped_locked-true')?.heldUntil).toBe(10 + 120_000);
+    expect(l.get('n-provisioned-false')?.waitEndsAt).toBe(10 + 60_000);
+    expect(l.get('n-skipped_locked-true')?.waitEndsAt).toBe(10 + 120_000);
   });
 
   it('ends each wait at its own deadline, whatever order the waits began in', () => {
@@ -119,7 +119,7 @@ describe('ActiveList', () => {
     expect(l.takeDue(39)).toEqual({ released: 0, lockWaitsOver: [] });
     expect(l.takeDue(40)).toEqual({ released: 0, lockWaitsOver: [locked] });
     l.requeue(locked, 40);
-    expect(locked).toMatchObject({ state: 'queued', heldUntil: undefined });
+    expect(locked).toMatchObject({ state: 'queued', waitEndsAt: undefined });
     expect(l.takeDue(100)).toEqual({ released: 1, lockWaitsOver: [] });
     expect(l.get('held')).toBeUndefined();
     expect(l.get('locked')).toBe(locked);

@@ -16,9 +16,8 @@ export function ed25519PrivateFromSeedHex(seedHex: string): KeyObject {
   return createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
 }
 
-// Raw keys go in and out as JWK, not DER: OpenSSL 3's DER decoder/encoder costs ~0.2 ms per public
-// key import and ~0.07 ms per export here, the JWK path ~0.01 ms and ~0.001 ms, and every simulated
-// node does several of these per provisioning.
+// Raw keys go in and out as JWK, not DER: OpenSSL's DER decoder and encoder cost many times the JWK
+// path, and every simulated node does several of these per provisioning.
 export function ed25519PublicFromHex(publicHex: string): KeyObject {
   const raw = hexBytes(publicHex.trim(), 32, 'an ed25519 public key');
   return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') }, format: 'jwk' });

@@ -1,5 +1,5 @@
 // A pool of long-lived helper processes speaking JSON lines, for sites where starting an
-// interpreter per node is the bottleneck (a Ruby helper with a CA client costs ~100 ms to boot).
+// interpreter per node is the bottleneck (a Ruby helper that loads a CA client, say).
 //
 // Protocol (docs/helpers.md): the provisioner writes one request per line — exactly the JSON a
 // one-shot helper reads on stdin, which never contains a raw newline — and the helper answers each
@@ -158,7 +158,7 @@ export class PoolHelper implements HelperRunner {
   }
 
   /**
-   * Starts the warm processes now, so that their start-up (a Node helper takes ~0.2 s) overlaps
+   * Starts the warm processes now, so that their start-up (an interpreter's boot) overlaps
    * the provisioner's own instead of delaying the first nodes.
    */
   warmUp(): void {

@@ -59,8 +59,8 @@ let compiledValidator: ValidateFunction | undefined;
  * The reply validator, compiled on first use (which every CLI start would otherwise pay before its
  * first log line, `validate` included) and shared after: ajv validators are pure functions.
  * Checking the schema against JSON Schema's meta-schema first would compile that meta-schema too,
- * about three times the cost of the reply schema itself (~100 ms of a starting process on a small
- * VM, on the way to the first node's configuration), so it is off: the schema is a constant, and
+ * which costs several times the reply schema itself, on the way to the first node's
+ * configuration, so it is off: the schema is a constant, and
  * a unit test checks it against the meta-schema in strict mode.
  */
 function replyValidator(): ValidateFunction {

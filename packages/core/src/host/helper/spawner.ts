@@ -48,7 +48,7 @@ export {
 
 /**
  * The most spawner processes a ProcessHelper starts, whatever the core
- * count (each a Python process of ~12 MB, or a Node one of ~45 MB).
+ * count: each is a whole interpreter's memory.
  */
 export const MAX_SPAWNERS = 4;
 

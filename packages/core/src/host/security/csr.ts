@@ -20,8 +20,8 @@ export interface CsrNames {
 }
 
 /**
- * @peculiar/x509 (with tsyringe and reflect-metadata) takes ~0.2 s to load, a third of the CLI's
- * start-up, and only `features.pki` needs it: it is loaded at the first CSR. Through require, so
+ * @peculiar/x509 (with tsyringe and reflect-metadata) is a large share of the CLI's start-up, and
+ * only `features.pki` needs it: it is loaded at the first CSR. Through require, so
  * validateCsr stays synchronous (the package ships CommonJS beside its ES module).
  */
 const requireLazily = createRequire(import.meta.url);

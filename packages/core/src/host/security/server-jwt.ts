@@ -42,7 +42,7 @@ export interface MintServerTokenInput {
 /**
  * The signing files are read again for every token (a replaced file takes effect at once), but
  * what they hold is parsed only when their content changed: importing an Ed25519 seed through
- * PKCS#8 DER costs OpenSSL 3 about 0.6 ms, as much as the rest of a node's token.
+ * PKCS#8 DER costs OpenSSL about as much as the rest of a node's token.
  */
 export class SigningKeyCache {
   #keyFile:

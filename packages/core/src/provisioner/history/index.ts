@@ -7,7 +7,7 @@ export {
   type AttemptReport,
   type SendingRecord,
   type HistoryBacking,
-  type HoldBack,
+  type Deferral,
   type NodeHistoryOptions,
 } from './node-history.js';
 export {

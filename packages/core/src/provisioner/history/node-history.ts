@@ -58,7 +58,7 @@ export interface AttemptReport {
  * `restart` was sent to it, by any instance, less than the restart window ago: it answers
  * discovery during its restart splay, but it is leaving provisioning mode).
  */
-export type HoldBack = 'quarantined' | 'backoff' | 'restarting';
+export type Deferral = 'quarantined' | 'backoff' | 'restarting';
 
 /**
  * How long after a `restart` was sent a node is left alone: go-choria waits a random splay (2 s
@@ -148,7 +148,7 @@ export class NodeHistory {
    * Why `identity` may not be attempted now, if it may not. `source`: how it was found; a startup
    * event proves the node started again, so a restart window does not hold it.
    */
-  holdsBack(identity: string, now: number, source?: 'discovery' | 'event' | 'operator'): HoldBack | undefined {
+  deferral(identity: string, now: number, source?: 'discovery' | 'event' | 'operator'): Deferral | undefined {
     const r = this.#records.get(identity);
     if (r === undefined) return undefined;
     if (r.quarantinedAt !== undefined) return 'quarantined';

@@ -97,10 +97,10 @@ describe('NodeHistory', () => {
   it('holds a failing node back until its back-off ends, and a quarantined one until it is released', () => {
     const h = history({ quarantineAfter: 3 });
     h.attempted('n1', failed(0));
-    expect(h.holdsBack('n1', 999)).toBe('backoff');
-    expect(h.holdsBack('n1', 1000)).toBeUndefined();
+    expect(h.deferral('n1', 999)).toBe('backoff');
+    expect(h.deferral('n1', 1000)).toBeUndefined();
     h.attempted('n1', failed(1000));
-    expect(h.holdsBack('n1', 2999)).toBe('backoff');
+    expect(h.deferral('n1', 2999)).toBe('backoff');
     const q = h.attempted('n1', failed(3000, 'CSR refused'));
     expect(q).toMatchObject({
       failures: 3,
@@ -110,13 +110,13 @@ describe('NodeHistory', () => {
       instance: 'prov1.example.net',
       firstSeen: -5,
     });
-    expect(h.holdsBack('n1', 10_000_000)).toBe('quarantined');
+    expect(h.deferral('n1', 10_000_000)).toBe('quarantined');
     expect(h.quarantinedCount()).toBe(1);
     // a reboot without release-on-startup keeps the quarantine
     expect(h.release('n1', 4000, { keepQuarantine: true, rebooted: true })).toBe(false);
-    expect(h.holdsBack('n1', 10_000_000)).toBe('quarantined');
+    expect(h.deferral('n1', 10_000_000)).toBe('quarantined');
     expect(h.release('n1', 5000)).toBe(true);
-    expect(h.holdsBack('n1', 0)).toBeUndefined();
+    expect(h.deferral('n1', 0)).toBeUndefined();
     expect(h.quarantinedCount()).toBe(0);
     expect(h.get('n1')).toMatchObject({ failures: 0, attempts: 3, outcome: 'failed' });
   });
@@ -151,7 +151,7 @@ describe('NodeHistory', () => {
   it('never quarantines with quarantine_after 0 and forgets the least recently changed beyond its capacity', () => {
     const h = history({ backoffMs: 0, capacity: 2 });
     for (let i = 0; i < 50; i++) h.attempted('n1', failed(i));
-    expect(h.holdsBack('n1', 50)).toBeUndefined();
+    expect(h.deferral('n1', 50)).toBeUndefined();
     expect(h.get('n1')?.failures).toBe(50);
     h.attempted('n2', failed(60));
     h.attempted('n3', failed(61));
@@ -182,7 +182,7 @@ describe('NodeHistory', () => {
     };
     expect(h.merge(theirs)).toBe(true);
     expect(h.get('n1')).toEqual(theirs);
-    expect(h.holdsBack('n1', 1500)).toBeUndefined();
+    expect(h.deferral('n1', 1500)).toBeUndefined();
     // a change here is later than what it replaces even when this clock is behind
     expect(h.attempted('n1', failed(1500)).updatedAt).toBe(2001);
     expect(h.merge({ ...theirs, quarantinedAt: 2500, updatedAt: 3000 })).toBe(true);
@@ -457,10 +457,10 @@ describe('NodeHistory: configure and restart recorded before they are sent', () 
       restartWindowMs: 20_000,
     });
     void h.sending('n1', 'restart', 10_000, 2000);
-    expect(h.holdsBack('n1', 10_500, 'discovery')).toBe('restarting');
-    expect(h.holdsBack('n1', 29_999, 'discovery')).toBe('restarting');
-    expect(h.holdsBack('n1', 29_999, 'event')).toBeUndefined();
-    expect(h.holdsBack('n1', 30_000, 'discovery')).toBeUndefined();
+    expect(h.deferral('n1', 10_500, 'discovery')).toBe('restarting');
+    expect(h.deferral('n1', 29_999, 'discovery')).toBe('restarting');
+    expect(h.deferral('n1', 29_999, 'event')).toBeUndefined();
+    expect(h.deferral('n1', 30_000, 'discovery')).toBeUndefined();
     // a restart recorded by another instance comes in through merge() and holds the same way
     const other = new NodeHistory({
       policy: { backoffMs: 1000, backoffMaxMs: 10_000, quarantineAfter: 0 },
@@ -468,6 +468,6 @@ describe('NodeHistory: configure and restart recorded before they are sent', () 
       ttlMs: DAY,
     });
     other.merge(h.get('n1') as NodeRecord);
-    expect(other.holdsBack('n1', 11_000)).toBe('restarting');
+    expect(other.deferral('n1', 11_000)).toBe('restarting');
   });
 });
