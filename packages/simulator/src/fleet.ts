@@ -57,6 +57,8 @@ async function provisioningJwts(
         ou: o.jwt.ou,
         v2: v === 'v2',
         update: o.allowUpdate,
+        // provisioning by default is what brings a server back after reprovision
+        provisionDefault: o.reprovision?.comesBack ?? false,
         nowMs,
       },
       signer,
@@ -170,6 +172,7 @@ export class SimulatedFleet {
       logger: o.logger,
       replyHook: o.replyHook,
       reenterAfterMs: o.reenterAfterMs,
+      reprovision: o.reprovision,
     };
     const first = this.groups[0];
     if (first !== undefined) {

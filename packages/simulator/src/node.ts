@@ -20,6 +20,7 @@ import {
 import type { SimulatorLogger } from './logger.js';
 import type { ConfigFileKind, ReplyHook } from './options.js';
 import { Rng } from './random.js';
+import { answerOnFleet, type ReprovisionBehaviour } from './agents/reprovision.js';
 import { ViolationLog, type ViolationKind } from './violations.js';
 import { collectiveAccepted, decodeRequest, ttlAccepted } from './wire/decode.js';
 import { encodeReply } from './wire/encode.js';
@@ -81,6 +82,8 @@ export interface NodeRuntime {
   replyHook: ReplyHook | undefined;
   /** a restarted node re-enters provisioning mode after this long (0: never) */
   reenterAfterMs: number;
+  /** provisioned nodes answer choria_provision#reprovision on their fleet's collective (undefined: not there) */
+  reprovision: ReprovisionBehaviour | undefined;
 }
 
 /** The node's view of its (shared) NATS connection. */
@@ -132,6 +135,8 @@ export class SimulatedNode implements ProvisionHost {
   /** replies waiting for their simulated latency: still delivered when the node vanishes */
   private readonly replyTimers = new Set<NodeJS.Timeout>();
   private subscription: { unsubscribe(): void } | undefined;
+  /** while provisioned: the subscription on the fleet's collective (NodeRuntime.reprovision) */
+  private fleetSubscription: { unsubscribe(): void } | undefined;
   /** ids of the last directed requests received while listening, for observeAway */
   private readonly receivedIds: string[] = [];
   private stopped = false;
@@ -172,6 +177,7 @@ export class SimulatedNode implements ProvisionHost {
       restartCount: 0,
       shutdownCount: 0,
       updateCount: 0,
+      reprovisionCount: 0,
     };
     this.agent = new ChoriaProvisionAgent(this);
   }
@@ -237,6 +243,7 @@ export class SimulatedNode implements ProvisionHost {
 
   stop(): void {
     this.stopped = true;
+    this.leaveFleet();
     for (const t of [...this.timers, ...this.replyTimers]) clearTimeout(t);
     this.timers.clear();
     this.replyTimers.clear();
@@ -293,6 +300,7 @@ export class SimulatedNode implements ProvisionHost {
           this.lifecycle = 'provisioned';
           this.endWait();
           this.publishEvent('startup');
+          this.joinFleet();
           if (this.runtime.reenterAfterMs > 0)
             this.later(this.runtime.reenterAfterMs * (0.5 + this.rng.next()), () => this.reenter());
         });
@@ -324,6 +332,7 @@ export class SimulatedNode implements ProvisionHost {
    */
   private reenter(): void {
     if (this.lifecycle !== 'provisioned') return;
+    this.leaveFleet();
     this.state.configuration = undefined;
     this.state.cycle++;
     this.state.configuredThisCycle = 0;
@@ -331,9 +340,63 @@ export class SimulatedNode implements ProvisionHost {
     this.boot();
   }
 
+  /** A provisioned life: listens on its fleet's collective for `reprovision`, when the fleet's servers do. */
+  private joinFleet(): void {
+    const behaviour = this.runtime.reprovision;
+    if (behaviour === undefined || this.fleetSubscription !== undefined) return;
+    this.fleetSubscription = this.link.subscribe(`${behaviour.collective}.node.${this.identity}`, (data) =>
+      this.onFleetRequest(behaviour, data),
+    );
+  }
+
+  private leaveFleet(): void {
+    this.fleetSubscription?.unsubscribe();
+    this.fleetSubscription = undefined;
+  }
+
+  /** A request on the fleet's collective while provisioned (agents/reprovision.ts answers it). */
+  private onFleetRequest(behaviour: ReprovisionBehaviour, data: Uint8Array): void {
+    const decoded = decodeRequest(data, this.runtime.validators);
+    if (!decoded.ok || this.lifecycle !== 'provisioned') return;
+    const req = decoded.request;
+    if (!collectiveAccepted(req, [behaviour.collective]) || req.replyTo === undefined) return;
+    const rpc = parseRpcRequest(req.payload);
+    if (!rpc.ok) return;
+    this.count(`${req.agent}#${rpc.body.action}`);
+    const { reply, restartAfterS } = answerOnFleet(
+      behaviour,
+      req.agent,
+      rpc.body.action,
+      rpc.body.data,
+      this.state.token,
+      (b) => this.rng.int(b),
+    );
+    this.link.publish(
+      req.replyTo,
+      encodeReply({
+        version: req.version,
+        requestId: req.requestId,
+        identity: this.identity,
+        agent: req.agent,
+        body: encodeRpcReply(reply),
+        brokerUrl: this.link.brokerUrl(),
+        nowMs: this.nowMs(),
+      }),
+    );
+    if (restartAfterS === undefined) return;
+    this.state.reprovisionCount++;
+    this.leaveFleet();
+    this.later(restartAfterS * 1000 * this.runtime.timeScale, () => {
+      if (behaviour.comesBack) return this.reenter();
+      this.violation('stranded', `reprovision request ${req.requestId} sent to a node that cannot provision again`);
+      this.lifecycle = 'vanished';
+    });
+  }
+
   /** Marks the node gone without a trace (no events), as after a crash or network loss. */
   vanish(): void {
     this.lifecycle = 'vanished';
+    this.leaveFleet();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.leaveSubjects();

@@ -1,4 +1,5 @@
 // Fleet options, their defaults and validation.
+import type { ReprovisionBehaviour } from './agents/reprovision.js';
 import type { EventFormat } from './events.js';
 import type { SimulatorLogger } from './logger.js';
 import type { ServerJwtVerification } from './crypto/server-jwt.js';
@@ -103,6 +104,13 @@ export interface FleetOptions {
    * +-50 %; not scaled by timeScale. Default 0: never.
    */
   reenterAfterMs?: number;
+  /**
+   * provisioned nodes answer choria_provision#reprovision on their fleet's collective
+   * (default: they do not listen there). `comesBack` (default true): back in provisioning mode after
+   * it, as with a provisioning JWT made with --default (the JWT's `chpd` says so); false: stranded.
+   * `authorized` (default true): false refuses it as go-choria's RPC authorization does.
+   */
+  reprovision?: { collective?: string; comesBack?: boolean; authorized?: boolean };
   /** provisioning lock validity (default 120000) */
   lockMs?: number;
   /** multiplies server-side delays: restart/update/shutdown splay (default 1) */
@@ -161,6 +169,7 @@ export interface ResolvedFleetOptions {
   lostReplyActions: ReadonlySet<string>;
   replyHook: ReplyHook | undefined;
   reenterAfterMs: number;
+  reprovision: ReprovisionBehaviour | undefined;
   lockMs: number;
   timeScale: number;
   updateMs: number;
@@ -270,6 +279,14 @@ export function resolveFleetOptions(o: FleetOptions): ResolvedFleetOptions {
     lostReplyActions: new Set(o.lostReplies?.actions ?? []),
     replyHook: o.replyHook,
     reenterAfterMs: nonNegative('reenterAfterMs', o.reenterAfterMs, 0),
+    reprovision:
+      o.reprovision === undefined
+        ? undefined
+        : {
+            collective: o.reprovision.collective ?? 'mcollective',
+            comesBack: o.reprovision.comesBack ?? true,
+            authorized: o.reprovision.authorized ?? true,
+          },
     lockMs,
     timeScale,
     updateMs: nonNegative('updateMs', o.updateMs, 0),

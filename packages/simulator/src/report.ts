@@ -26,6 +26,8 @@ export interface NodeReport {
   restartCount: number;
   shutdownCount: number;
   updateCount: number;
+  /** reprovision requests it accepted while provisioned (renewals) */
+  reprovisionCount: number;
   /** how long the node has been waiting in provisioning mode (0: not waiting) */
   waitingForMs: number;
   /** the longest it waited in provisioning mode in any finished cycle */
@@ -100,6 +102,7 @@ export function nodeReport(node: SimulatedNode): NodeReport {
     restartCount: s.restartCount,
     shutdownCount: s.shutdownCount,
     updateCount: s.updateCount,
+    reprovisionCount: s.reprovisionCount,
     waitingForMs: node.waitingForMs(),
     longestWaitMs: node.longestWaitMs,
     rpcCounts: Object.fromEntries(node.stats.rpcCounts),

@@ -25,6 +25,8 @@ export const VIOLATION_KINDS = [
   'update-while-updating',
   'reply-subject',
   'refused',
+  // sent choria_provision#reprovision although it cannot come back into provisioning mode
+  'stranded',
 ] as const;
 
 export type ViolationKind = (typeof VIOLATION_KINDS)[number];

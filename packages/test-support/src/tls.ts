@@ -41,6 +41,8 @@ export interface IssueOptions {
   readonly usage: 'server' | 'client' | 'both';
   /** certify this public key instead of a fresh pair (then keyPem is empty) */
   readonly publicKey?: CryptoKey;
+  /** how long from now the certificate stays valid; default 30 days */
+  readonly validForMs?: number;
 }
 
 async function rsaPair(): Promise<CryptoKeyPair> {
@@ -87,7 +89,7 @@ export async function issueCertificate(ca: TestCa, opts: IssueOptions): Promise<
       subject: `CN=${opts.commonName}`,
       issuer: ca.cert.subject,
       notBefore: new Date(Date.now() - DAY_MS),
-      notAfter: new Date(Date.now() + 30 * DAY_MS),
+      notAfter: new Date(Date.now() + (opts.validForMs ?? 30 * DAY_MS)),
       signingKey: ca.key,
       publicKey,
       signingAlgorithm: RSA,

@@ -110,6 +110,8 @@ export interface ChoriaClientOptions {
   readonly refusals?: RefusedIdentities;
   /** how long the servers are given to reconnect after the broker link returns (BrokerLink; default 5 s) */
   readonly fleetReconnectMs?: number;
+  /** the collective requests go to (default `provisioning`; renewals reach the fleet's own) */
+  readonly collective?: string;
 }
 
 export interface ConnectClientOptions {
@@ -121,6 +123,8 @@ export interface ConnectClientOptions {
   readonly maxConnectAttempts?: number;
   readonly refusals?: RefusedIdentities;
   readonly fleetReconnectMs?: number;
+  /** the collective requests go to (default `provisioning`) */
+  readonly collective?: string;
 }
 
 export interface LifecycleSubscriptionOptions {
@@ -161,7 +165,8 @@ export class ChoriaClient {
   readonly #logger: Logger;
   readonly #signer: RequestSigner;
   readonly #codec: ProtocolCodec;
-  readonly #collective = PROVISIONING_COLLECTIVE;
+  /** where requests go and replies come: `provisioning`, unless the client was made for another (renewals) */
+  readonly #collective: string;
   readonly #ttl: number;
   readonly #replyPrefix: string;
   readonly #replySubscription: Subscription;
@@ -195,6 +200,7 @@ export class ChoriaClient {
       ...(opts.onStatus !== undefined ? { onStatus: opts.onStatus } : {}),
       ...(opts.signal !== undefined ? { signal: opts.signal } : {}),
       ...(opts.maxConnectAttempts !== undefined ? { maxConnectAttempts: opts.maxConnectAttempts } : {}),
+      ...(opts.collective !== undefined ? { collective: opts.collective } : {}),
     });
     const refusals = opts.refusals !== undefined ? { refusals: opts.refusals } : {};
     const fleet = opts.fleetReconnectMs !== undefined ? { fleetReconnectMs: opts.fleetReconnectMs } : {};
@@ -205,6 +211,7 @@ export class ChoriaClient {
       ownsConnection: true,
       ...refusals,
       ...fleet,
+      ...(opts.collective !== undefined ? { collective: opts.collective } : {}),
     });
   }
 
@@ -217,6 +224,7 @@ export class ChoriaClient {
 
     this.nats = nc;
     this.#settings = settings;
+    this.#collective = opts.collective ?? PROVISIONING_COLLECTIVE;
     this.#logger = opts.logger;
     this.#signer = signer;
     this.#codec = codecFor(version);

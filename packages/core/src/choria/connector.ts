@@ -28,6 +28,8 @@ export interface ConnectChoriaOptions {
   readonly maxConnectAttempts?: number;
   /** TCP + handshake limit per server per attempt (default 10 s) */
   readonly connectTimeoutMs?: number;
+  /** the collective of the client's inboxes (default `provisioning`) */
+  readonly collective?: string;
 }
 
 /** Reconnect/retry delays: exponential from 250 ms to 5 s, each randomised to [75 %, 125 %). */
@@ -121,7 +123,13 @@ export const MAX_PINGS_OUT = 2;
 /** The nats.js options for these settings (without connecting); exported for tests. */
 export function natsConnectionOptions(
   settings: ChoriaSettings,
-  opts: { name?: string; connectTimeoutMs?: number; credentials?: ChoriaCredentials; reconnectDelay?: () => number },
+  opts: {
+    name?: string;
+    connectTimeoutMs?: number;
+    credentials?: ChoriaCredentials;
+    reconnectDelay?: () => number;
+    collective?: string;
+  },
 ): ConnectionOptions {
   const options: ConnectionOptions = {
     servers: natsServers(settings),
@@ -148,7 +156,7 @@ export function natsConnectionOptions(
   if (opts.credentials !== undefined) {
     options.authenticator = choriaAuthenticator(opts.credentials, settings.natsUser, settings.natsPassword);
     // the broker only lets JWT clients use <collective>.reply.<md5(callerid)>.> for inboxes
-    options.inboxPrefix = replySubjectPrefix(opts.credentials.callerId).slice(0, -1);
+    options.inboxPrefix = replySubjectPrefix(opts.credentials.callerId, opts.collective).slice(0, -1);
   } else if (settings.natsUser !== undefined && settings.natsUser !== '') {
     options.user = settings.natsUser;
     if (settings.natsPassword !== undefined) options.pass = settings.natsPassword;
@@ -195,6 +203,7 @@ export async function connectChoria(settings: ChoriaSettings, opts: ConnectChori
     ...(opts.name !== undefined ? { name: opts.name } : {}),
     ...(opts.connectTimeoutMs !== undefined ? { connectTimeoutMs: opts.connectTimeoutMs } : {}),
     ...(credentials !== undefined ? { credentials } : {}),
+    ...(opts.collective !== undefined ? { collective: opts.collective } : {}),
     reconnectDelay: () => backoff.delay(),
   });
   const urls = (options.servers as string[]).join(', ');

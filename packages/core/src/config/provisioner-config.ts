@@ -67,6 +67,12 @@ interface ValidatedYaml {
   upgrades_repository: string;
   upgrades_optional: boolean;
   choria_config?: string;
+  renewal_choria_config: string;
+  renewal_window: number;
+  renewal_margin: string;
+  renewal_concurrency: number;
+  renewal_failure_limit: number;
+  renewal_return_timeout: string;
   features: { pki: boolean; jwt: boolean; ed25519: boolean; upgrades: boolean };
 }
 
@@ -202,6 +208,17 @@ function settingsFromYaml(
     upgradesOptional: yaml.upgrades_optional,
     features,
     choriaConfig: yaml.choria_config === undefined || yaml.choria_config.trim() === '' ? undefined : yaml.choria_config,
+    renewal:
+      yaml.renewal_choria_config.trim() === ''
+        ? undefined
+        : {
+            choriaConfig: yaml.renewal_choria_config,
+            windowPercent: yaml.renewal_window,
+            marginMs: durations.renewalMargin,
+            concurrency: yaml.renewal_concurrency,
+            failureLimit: yaml.renewal_failure_limit,
+            returnTimeoutMs: durations.renewalReturnTimeout,
+          },
   };
 }
 
@@ -282,6 +299,8 @@ interface Durations {
   retryBackoff: number;
   retryBackoffMax: number;
   historyTtl: number;
+  renewalMargin: number;
+  renewalReturnTimeout: number;
 }
 
 function readDurations(
@@ -299,7 +318,9 @@ function readDurations(
       | 'liveness_timeout'
       | 'retry_backoff'
       | 'retry_backoff_max'
-      | 'history_ttl',
+      | 'history_ttl'
+      | 'renewal_margin'
+      | 'renewal_return_timeout',
   ): number => {
     const prop = properties[key];
     const text = yaml[key];
@@ -340,6 +361,8 @@ function readDurations(
     retryBackoff: read('retry_backoff'),
     retryBackoffMax: read('retry_backoff_max'),
     historyTtl: read('history_ttl'),
+    renewalMargin: read('renewal_margin'),
+    renewalReturnTimeout: read('renewal_return_timeout'),
   };
 }
 

@@ -508,6 +508,60 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     default: false,
     description: 'When an upgrade is impossible or fails, continue provisioning the node instead of failing it.',
   },
+  renewal_choria_config: {
+    type: 'string',
+    default: '',
+    'x-extension': true,
+    description:
+      "Renew every renewable node's certificate or server JWT before it expires: the Choria client configuration " +
+      "(key = value file) of an identity on the fleet's own collective that may call choria_provision#reprovision. " +
+      'Empty: no renewals.',
+  },
+  renewal_window: {
+    type: 'integer',
+    minimum: 1,
+    maximum: 90,
+    default: 20,
+    'x-extension': true,
+    description:
+      "Each node renews at a random time in the last this-many percent of its credentials' validity " +
+      '(but no later than renewal_margin before they expire).',
+  },
+  renewal_margin: {
+    type: 'string',
+    format: DURATION_FORMAT,
+    default: '1m',
+    'x-min-duration': '1s',
+    'x-max-duration': MAX_TIMER_DURATION,
+    'x-extension': true,
+    description: 'The latest a renewal starts: this long before the credentials expire.',
+  },
+  renewal_concurrency: {
+    type: 'integer',
+    minimum: 1,
+    default: 10,
+    'x-extension': true,
+    description: 'At most this many nodes of the site are renewing (sent back to provisioning) at once.',
+  },
+  renewal_failure_limit: {
+    type: 'integer',
+    minimum: 1,
+    default: 3,
+    'x-extension': true,
+    description:
+      'After this many failed renewals in a row nothing more is sent until an operator resumes the renewals.',
+  },
+  renewal_return_timeout: {
+    type: 'string',
+    format: DURATION_FORMAT,
+    default: '5m',
+    'x-min-duration': '5s',
+    'x-max-duration': MAX_TIMER_DURATION,
+    'x-extension': true,
+    description:
+      'A node sent back to provisioning that is not provisioned again within this long has failed its renewal, ' +
+      'and stops the round.',
+  },
   choria_config: {
     type: 'string',
     'x-extension': true,

@@ -95,6 +95,24 @@ export interface ProvisionerConfig {
   readonly features: FeatureFlags;
   /** extension: path of the Choria client config for this site (overrides --choria-config) */
   readonly choriaConfig: string | undefined;
+  /** extension: credential renewal (`renewal_*`); undefined when `renewal_choria_config` is empty */
+  readonly renewal: RenewalSettings | undefined;
+}
+
+/** How a site renews its nodes' credentials before they expire (the `renewal_*` keys). */
+export interface RenewalSettings {
+  /** the Choria client configuration used to reach the provisioned fleet */
+  readonly choriaConfig: string;
+  /** renew in the last this-many percent of the validity */
+  readonly windowPercent: number;
+  /** ...and no later than this long before the expiry */
+  readonly marginMs: number;
+  /** at most this many nodes of the site renewing at once */
+  readonly concurrency: number;
+  /** failed renewals in a row before the renewals stop until an operator resumes them */
+  readonly failureLimit: number;
+  /** a node sent back to provisioning that is not provisioned again within this long has failed */
+  readonly returnTimeoutMs: number;
 }
 
 /** How the instances of one site share the fleet. */

@@ -1,6 +1,7 @@
 // One server's provisioning. A Host is built from a config, a
 // Choria client, a helper and metrics; it knows nothing of the scheduler, so it can be run and
 // tested alone. Nothing is kept across attempts: every attempt starts from scratch, like upstream.
+import { issuedCredentials } from './credentials.js';
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'winston';
 import type { ChoriaClient } from '../choria/client.js';
@@ -312,7 +313,14 @@ export class Host {
           return { outcome: 'upgraded', message: `updating to version ${reply.upgrade ?? ''}` };
       }
       const input: ConfigureInput = { reply, configuration: this.#configurationOf(reply), serverJwt, key };
-      return await this.#committed((ctx) => this.#configureAndRestart(ctx, input));
+      const result = await this.#committed((ctx) => this.#configureAndRestart(ctx, input));
+      const credentials = issuedCredentials({
+        certificate: reply.certificate,
+        serverJwt,
+        claims: this.#facts.jwtClaims ?? undefined,
+        configuration: input.configuration,
+      });
+      return credentials === undefined ? result : { ...result, credentials };
     } catch (err) {
       return this.#failure(err);
     }

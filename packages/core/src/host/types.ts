@@ -1,6 +1,7 @@
 // What one server's provisioning is about, for whoever drives it: the job a scheduler hands to a
 // HostRunner, the outcome it learns (never the steps), the RPC steps by name, and the metrics a
 // Host reports to (implemented by metrics/ProvisionerMetrics, which sits above this layer).
+import type { IssuedCredentials } from './credentials.js';
 import type { Logger } from 'winston';
 import type { Claim } from './claim.js';
 
@@ -148,6 +149,8 @@ export interface HostResult {
    * reply and events were lost): offer it again now rather than at the next discovery
    */
   readonly waitingAgain?: boolean;
+  /** a success that configured the node: what it was given that expires, and whether it can be renewed */
+  readonly credentials?: IssuedCredentials;
 }
 
 /**

@@ -55,7 +55,13 @@ interface MetricSet {
   foreignNodes: Gauge<Labels<'site' | 'identity'>>;
   handedOver: Counter<Labels<'site' | 'identity' | 'direction'>>;
   quarantined: Gauge<Labels<'site'>>;
+  renewals: Counter<Labels<'site' | 'event'>>;
+  renewalsDue: Gauge<Labels<'site'>>;
+  renewalsInFlight: Gauge<Labels<'site'>>;
 }
+
+/** What happened to a renewal: `reprovision` sent, the node provisioned again, or the renewal failed. */
+export type RenewalEvent = 'sent' | 'completed' | 'failed';
 
 /** What `coordination_mode` reports: the configured mode, or lock_only when active/active could not form. */
 export const COORDINATION_MODES = ['none', 'leader_election', 'active_active', 'lock_only'] as const;
@@ -171,6 +177,31 @@ function register(registry: Registry): MetricSet {
     ...lossMetrics(registry),
     ...electionMetrics(registry),
     ...coordinationMetrics(registry),
+    ...renewalMetrics(registry),
+  };
+}
+
+/** Credential renewals (renewal_*): due now, in flight across the site, and each one's course. */
+function renewalMetrics(registry: Registry): Pick<MetricSet, 'renewals' | 'renewalsDue' | 'renewalsInFlight'> {
+  return {
+    renewals: counter(
+      registry,
+      'choria_provisioner_renewals',
+      'Credential renewals by this instance: reprovision sent, the node provisioned again (completed), or failed',
+      ['site', 'event'] as const,
+    ),
+    renewalsDue: gauge(
+      registry,
+      'choria_provisioner_renewals_due',
+      'Renewable nodes whose renewal time has come and that are not renewing yet',
+      ['site'] as const,
+    ),
+    renewalsInFlight: gauge(
+      registry,
+      'choria_provisioner_renewals_in_flight',
+      'Nodes of the site sent back to provisioning for their renewal and not provisioned again yet',
+      ['site'] as const,
+    ),
   };
 }
 
@@ -478,6 +509,13 @@ export class ProvisionerMetrics implements HostMetrics {
     this.#m.quarantined.set({ site: this.site }, n);
   }
   /** active/active: `n` queued nodes given to another member or taken from one */
+  renewal(event: RenewalEvent): void {
+    this.#m.renewals.inc({ site: this.site, event });
+  }
+  setRenewals(due: number, inFlight: number): void {
+    this.#m.renewalsDue.set({ site: this.site }, due);
+    this.#m.renewalsInFlight.set({ site: this.site }, inFlight);
+  }
   handedOver(identity: string, direction: 'given' | 'taken', n: number): void {
     if (n > 0) this.#m.handedOver.inc({ site: this.site, identity, direction }, n);
   }

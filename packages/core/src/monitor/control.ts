@@ -1,4 +1,4 @@
-// The mutating operations of the monitor port (POST /pause, /resume, /nodes/<id>/release,
+// The mutating operations of the monitor port (POST /pause, /resume, /renewals/resume, /nodes/<id>/release,
 // /nodes/<id>/retry) for the provisioners of one process, and who may see a site's nodes. Each site sets its own
 // `monitor_api_token`; a request acts on the sites whose token it presents (or on the one named by
 // ?site=), so one port can serve sites run by different teams. Without any token configured the
@@ -78,6 +78,10 @@ function act(p: Provisioner, req: ControlRequest): string {
       p.resume();
       p.logger.warn('Resumed on request through the monitor port');
       return 'resumed';
+    case 'resume-renewals':
+      if (!p.resumeRenewals()) return 'renewals are off (no renewal_choria_config)';
+      p.logger.warn('Renewals resumed on request through the monitor port');
+      return 'renewals resumed';
     case 'release':
       return p.release(identity) ? `released ${identity}` : `${identity} was not quarantined`;
     case 'retry':

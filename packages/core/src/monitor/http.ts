@@ -41,7 +41,7 @@ export interface MonitorServerOptions {
   stallLimitMs?: number;
   /** serve HTTPS with this certificate chain and key (PEM text) instead of plain HTTP */
   tls?: { cert: string; key: string };
-  /** POST /pause, /resume, /nodes/<identity>/release, /nodes/<identity>/retry (see controlProvisioners) */
+  /** POST /pause, /resume, /renewals/resume, /nodes/<identity>/release or /retry (see controlProvisioners) */
   control?: (req: ControlRequest) => { status: number; body: unknown };
   /**
    * Names besides IP literals, `localhost` and `host` that a request's Host header may name to be
@@ -98,6 +98,7 @@ function bearerToken(header: string | undefined): string | undefined {
 /** The control routes: POST path -> action and node (the node's identity is checked by controlProvisioners). */
 export function parseControlPath(path: string): { action: ControlAction; identity?: string } | undefined {
   if (path === '/pause' || path === '/resume') return { action: path.slice(1) as 'pause' | 'resume' };
+  if (path === '/renewals/resume') return { action: 'resume-renewals' };
   const m = /^\/nodes\/([^/]+)\/(release|retry)$/.exec(path);
   if (m === null) return undefined;
   let identity: string;
@@ -238,7 +239,7 @@ function answerControl(
   const route = parseControlPath(url.pathname);
   if (route === undefined || control === undefined) {
     json(res, 404, {
-      error: 'not found: POST /pause, /resume, /nodes/<identity>/release or /nodes/<identity>/retry',
+      error: 'not found: POST /pause, /resume, /renewals/resume, /nodes/<identity>/release or /nodes/<identity>/retry',
     });
     return;
   }

@@ -40,6 +40,11 @@ export interface ProvisionerOptions {
   readonly makeHostRunner?: (ctx: HostRunnerContext) => HostRunner;
   /** an already connected client (embedding, tests); not closed by stop() */
   readonly client?: ChoriaClient;
+  /**
+   * renewals: an already connected client on the fleet's own collective, instead of one connected
+   * with `renewal_choria_config`; not closed by stop()
+   */
+  readonly renewalClient?: ChoriaClient;
   /** maximum random wait before the first election campaign, default 5 s (upstream) */
   readonly electionSplayMs?: number;
   /** `run --dry-run`: fetch, check and run the helper for every node, change none (HostDeps.dryRun) */

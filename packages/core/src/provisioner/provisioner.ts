@@ -46,6 +46,8 @@ import { helperFor, hostRunnerFor, type ProvisionerOptions } from './options.js'
 import { QueueFullError, WorkQueue } from './work-queue.js';
 import { SiteLease } from './lease.js';
 import { leaseLapsedError } from '../util/cancelled.js';
+import { SiteRenewals } from './renewal/site-renewals.js';
+import { isRenewing } from './renewal/plan.js';
 
 /** What Provisioner.retry() did. */
 export type RetryAnswer = 'queued' | 'not-queued' | 'paused' | 'not-an-identity';
@@ -86,6 +88,7 @@ export class Provisioner {
     () => this.discover(),
     () => !this.paused && this.#lease.refusal() === undefined,
   );
+  #renewals: SiteRenewals | undefined;
   #unwatchLink: (() => void) | undefined;
   #unwatchRefusals: (() => void) | undefined;
   #timers: NodeJS.Timeout[] = [];
@@ -281,6 +284,7 @@ export class Provisioner {
       this.#timers.push(setInterval(() => this.#share.mayBeIdle(), this.config.coordinationHeartbeatMs));
     this.#state = 'running';
     this.#gauges.load();
+    this.#startRenewals();
     // active/active: the first discovery once the membership has settled (its share known). Not
     // during the settling: the replies of a large fleet, each offered as it arrives, would queue
     // ahead of the other members' heartbeats on the connection, and the instance would settle
@@ -301,6 +305,7 @@ export class Provisioner {
     this.#unwatchLink?.();
     this.#unwatchRefusals?.();
     this.#rediscovery.stop();
+    await this.#renewals?.stop();
     await stopParts({
       site: this.config.site,
       logger: this.logger,
@@ -405,6 +410,9 @@ export class Provisioner {
     // a failing node waits out its back-off; a quarantined one waits for an operator or a reboot
     // and a node some instance just sent `restart` waits out its restart window (node-history.ts)
     if (this.#history.deferral(identity, now, source) !== undefined) return false;
+    // back in provisioning for its renewal: the hold after its last success is over
+    const held = this.#list.get(identity);
+    if (held?.state === 'held' && isRenewing(this.#history.get(identity))) this.#list.remove(held);
     // another member's node is kept for when its owner leaves (unless this instance is still busy with it)
     if (!this.#policy.mayWork(identity) && this.#list.get(identity) === undefined) {
       this.#policy.noteForeign(identity, source, now, reportedVersion);
@@ -658,6 +666,41 @@ export class Provisioner {
 
   /** A snapshot for the /status endpoint and `choria-provisioner status`. */
   status(opts: StatusQuery = {}): ProvisionerStatus {
-    return this.#report.status(opts.limit ?? 1000, Date.now());
+    const limit = opts.limit ?? 1000;
+    const status = this.#report.status(limit, Date.now());
+    return this.#renewals === undefined ? status : { ...status, renewals: this.#renewals.view(limit) };
+  }
+
+  /** Renewals that stopped after failures go on, and the failed ones are due again; false without renewals. */
+  resumeRenewals(): boolean {
+    if (this.#renewals === undefined) return false;
+    this.#renewals.renewer.resume();
+    return true;
+  }
+
+  /**
+   * Credential renewals (renewal_choria_config): this instance sends `reprovision` to a node only
+   * while it may provision that node itself: running, not paused, its right to act holding, and the
+   * node its own by the site's coordination.
+   */
+  #startRenewals(): void {
+    const settings = this.config.renewal;
+    if (settings === undefined) return;
+    this.#renewals = new SiteRenewals({
+      settings,
+      token: this.config.token,
+      history: this.#history,
+      metrics: this.metrics,
+      logger: this.logger,
+      dryRun: this.#opts.dryRun === true,
+      signal: this.#stop.signal,
+      ...(this.#opts.renewalClient !== undefined ? { client: this.#opts.renewalClient } : {}),
+      mayRenew: (identity) =>
+        this.#state === 'running' &&
+        !this.paused &&
+        this.#lease.refusal() === undefined &&
+        this.#policy.mayWork(identity),
+    });
+    void this.#renewals.start();
   }
 }

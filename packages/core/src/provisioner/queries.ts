@@ -40,7 +40,7 @@ export interface NodeQuery {
   readonly token?: string;
 }
 
-export type ControlAction = 'pause' | 'resume' | 'release' | 'retry';
+export type ControlAction = 'pause' | 'resume' | 'resume-renewals' | 'release' | 'retry';
 
 /** A control request as an operator made it. */
 export interface ControlRequest {

@@ -65,6 +65,7 @@ export class OutcomeRecorder {
       durationMs: now - attempt.startedAt,
       configured: result.configured === true,
       discoveredAt: attempt.discoveredAt,
+      credentials: result.credentials,
     });
     if (record.quarantinedAt === now)
       logger.warn(

@@ -1,5 +1,6 @@
 // What a site reports about itself: the /status snapshot, the /readyz answer and the pages of
 // its nodes (/nodes).
+import type { RenewalView } from './renewal/renewer.js';
 import type { CoordinationMode, ProvisionerConfig } from '../config/types.js';
 import type { EffectiveCoordination } from '../metrics/metrics.js';
 import type { NodeQuery } from './queries.js';
@@ -42,6 +43,8 @@ export interface ProvisionerStatus {
    * and failed attempts, per slot over the last 10 minutes
    */
   recent: ThroughputSeries;
+  /** credential renewals (renewal_choria_config set): the counts, and up to `limit` nodes of each kind */
+  renewals?: RenewalView;
 }
 
 /** How this instance shares the fleet with the other instances of its site. */

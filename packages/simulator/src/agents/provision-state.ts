@@ -42,6 +42,8 @@ export interface ProvisionState {
   restartCount: number;
   shutdownCount: number;
   updateCount: number;
+  /** reprovision requests accepted while provisioned (a renewal sends one) */
+  reprovisionCount: number;
 }
 
 export const CONFIG_FILE = '/etc/choria/server.conf';

@@ -21,6 +21,8 @@ export interface ProvisioningJwtParams {
   ou?: string | undefined;
   v2: boolean;
   update: boolean;
+  /** `chpd`: the server provisions by default (`choria jwt provisioning --default`) */
+  provisionDefault?: boolean;
   nowMs: number;
   /** validity in seconds (default one year, like the CLI's `--validity 1y`) */
   validitySeconds?: number;
@@ -31,7 +33,7 @@ export function provisioningClaims(p: ProvisioningJwtParams): Record<string, unk
   const iat = Math.floor(p.nowMs / 1000);
   const claims: Record<string, unknown> = { cht: p.token, chs: p.secure };
   if (p.brokerUrls.length > 0) claims['chu'] = p.brokerUrls.join(',');
-  claims['chpd'] = false;
+  claims['chpd'] = p.provisionDefault ?? false;
   if (p.brokerUser !== undefined && p.brokerUser !== '') claims['chusr'] = p.brokerUser;
   if (p.brokerPassword !== undefined && p.brokerPassword !== '') claims['chpwd'] = p.brokerPassword;
   claims['extensions'] = p.extensions ?? null;

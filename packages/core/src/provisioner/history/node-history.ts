@@ -5,9 +5,11 @@
 //
 // The back-off and quarantine state lives in the records too, so every instance of a site (and the
 // next process after a restart) holds a failing node back the same way.
+import type { IssuedCredentials } from '../../host/credentials.js';
 import { outcomeMeaning, type Outcome } from '../../host/types.js';
 import { backoffAfter, quarantines, type SetbackPolicy } from './backoff-policy.js';
 import { boundedError, type NodeRecord } from './record.js';
+import { isRenewing } from '../renewal/plan.js';
 import { ProvisionerError } from '../../util/errors.js';
 
 /** Where records are written so other instances and later processes see them. */
@@ -51,6 +53,8 @@ export interface AttemptReport {
   readonly configured: boolean;
   /** when this round found the node: the first seen time of a node without a record */
   readonly discoveredAt: number;
+  /** a success that configured the node: what it was given that expires */
+  readonly credentials?: IssuedCredentials | undefined;
 }
 
 /**
@@ -152,6 +156,8 @@ export class NodeHistory {
     const r = this.#records.get(identity);
     if (r === undefined) return undefined;
     if (r.quarantinedAt !== undefined) return 'quarantined';
+    // a node sent back to provisioning for its renewal is provisioned at once, whatever came before
+    if (isRenewing(r)) return undefined;
     if (r.notBefore !== undefined && r.notBefore > now) return 'backoff';
     if (source !== 'event' && r.restartSentAt !== undefined && now - r.restartSentAt < this.#restartWindowMs)
       return 'restarting';
@@ -184,7 +190,55 @@ export class NodeHistory {
       configuredAt: what === 'configure' ? at : before?.configuredAt,
       restartSentAt: what === 'restart' ? at : before?.restartSentAt,
       updatedAt: this.#laterThan(before, at),
+      ...renewalOf(before),
     };
+    return this.#putAndWait(record, waitMs);
+  }
+
+  /**
+   * A renewal's `reprovision` is about to be sent to `identity` by this instance: recorded first, as
+   * `sending` records a configure, so no instance (nor this one after a restart) sends it twice.
+   */
+  renewalSending(identity: string, at: number, waitMs: number): Promise<SendingRecord> | undefined {
+    const before = this.#records.get(identity);
+    if (before === undefined) return undefined;
+    const record: NodeRecord = {
+      ...before,
+      renewalSentAt: at,
+      renewalSentBy: this.#opts.instance,
+      renewalError: undefined,
+      updatedAt: this.#laterThan(before, at),
+    };
+    return this.#putAndWait(record, waitMs);
+  }
+
+  /** The renewal of `identity` failed: it is not tried again until an operator resumes the renewals. */
+  renewalFailed(identity: string, at: number, error: string): void {
+    const before = this.#records.get(identity);
+    if (before === undefined) return;
+    this.#put({ ...before, renewalError: boundedError(error), updatedAt: this.#laterThan(before, at) });
+    this.#write(identity);
+  }
+
+  /** Forgets every failed renewal (an operator resumed them): those nodes are due again. */
+  renewalFailuresCleared(at: number): number {
+    const failed = [...this.#records.values()].filter((r) => r.renewalError !== undefined);
+    for (const r of failed) {
+      this.#put({
+        ...r,
+        renewalError: undefined,
+        renewalSentAt: undefined,
+        renewalSentBy: undefined,
+        updatedAt: this.#laterThan(r, at),
+      });
+      this.#write(r.identity);
+    }
+    return failed.length;
+  }
+
+  /** Puts `record` and writes it; resolves as `sending` describes. */
+  #putAndWait(record: NodeRecord, waitMs: number): Promise<SendingRecord> {
+    const identity = record.identity;
     this.#put(record);
     if (!this.sharedCopyIsPrompt()) {
       this.#write(identity);
@@ -238,6 +292,8 @@ export class NodeHistory {
       // a restart sent (by this attempt or an earlier one) holds the node for the restart window
       restartSentAt: before?.restartSentAt,
       updatedAt: this.#laterThan(before, report.at),
+      // a success ends a renewal and tells what the node holds now; anything else leaves both as they were
+      ...(succeeded ? issuedTo(report.credentials, before) : renewalOf(before)),
     };
     this.#put(record);
     this.#write(identity);
@@ -401,4 +457,31 @@ export class NodeHistory {
       },
     );
   }
+}
+
+type RenewalFields = Pick<
+  NodeRecord,
+  'credentialsExpireAt' | 'notRenewable' | 'renewalSentAt' | 'renewalSentBy' | 'renewalError'
+>;
+
+/** The renewal fields of `before`, unchanged. */
+function renewalOf(before: NodeRecord | undefined): RenewalFields {
+  return {
+    credentialsExpireAt: before?.credentialsExpireAt,
+    notRenewable: before?.notRenewable,
+    renewalSentAt: before?.renewalSentAt,
+    renewalSentBy: before?.renewalSentBy,
+    renewalError: before?.renewalError,
+  };
+}
+
+/**
+ * After a success: what the node was given now, or (a success that sent no configure, such as a
+ * restart of an earlier attempt's configuration) what it was given before. Any renewal is over.
+ */
+function issuedTo(credentials: IssuedCredentials | undefined, before: NodeRecord | undefined): RenewalFields {
+  if (credentials === undefined)
+    return { credentialsExpireAt: before?.credentialsExpireAt, notRenewable: before?.notRenewable };
+  const r = credentials.renewability;
+  return { credentialsExpireAt: credentials.expiresAt, notRenewable: r.renewable ? undefined : r.reason };
 }

@@ -42,6 +42,15 @@ export interface NodeRecord {
   readonly restartSentAt: number | undefined;
   /** the record's last change: the newer of two versions wins */
   readonly updatedAt: number;
+  /** when what the last provisioning gave the node (certificate, server JWT) stops being valid */
+  readonly credentialsExpireAt?: number | undefined;
+  /** why `reprovision` would strand the node; undefined when it can be renewed or has nothing to renew */
+  readonly notRenewable?: string | undefined;
+  /** a renewal sent `reprovision` (recorded before it went out), and which instance: until the node is provisioned */
+  readonly renewalSentAt?: number | undefined;
+  readonly renewalSentBy?: string | undefined;
+  /** the renewal failed, and why (go-choria's reason, or not back in provisioning in time) */
+  readonly renewalError?: string | undefined;
 }
 
 export class HistoryRecordError extends ProvisionerError {}
@@ -67,6 +76,11 @@ export function encodeRecord(r: NodeRecord): Uint8Array {
     configuredAt: iso(r.configuredAt),
     restartSentAt: iso(r.restartSentAt),
     updatedAt: iso(r.updatedAt),
+    credentialsExpireAt: iso(r.credentialsExpireAt),
+    notRenewable: r.notRenewable,
+    renewalSentAt: iso(r.renewalSentAt),
+    renewalSentBy: r.renewalSentBy,
+    renewalError: r.renewalError,
   };
   return new TextEncoder().encode(JSON.stringify(stored));
 }
@@ -148,5 +162,10 @@ export function decodeRecord(bytes: Uint8Array): NodeRecord {
     configuredAt: time('configuredAt', false),
     restartSentAt: time('restartSentAt', false),
     updatedAt: time('updatedAt', true) as number,
+    credentialsExpireAt: time('credentialsExpireAt', false),
+    notRenewable: boundedError(maskKnownSecrets(text('notRenewable', false) ?? '') || undefined),
+    renewalSentAt: time('renewalSentAt', false),
+    renewalSentBy: text('renewalSentBy', false),
+    renewalError: boundedError(maskKnownSecrets(text('renewalError', false) ?? '') || undefined),
   };
 }

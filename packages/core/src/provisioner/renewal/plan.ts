@@ -1,0 +1,55 @@
+// When each node renews its credentials, read from its history record alone, so every instance of
+// a site and a restarted one agree without storing a plan. A node renews at a time drawn inside the
+// last `windowPercent` of its credentials' validity (from its provisioning to their expiry), and no
+// later than `marginMs` before the expiry. The draw is a hash of the identity and the expiry: a
+// fleet provisioned in one burst renews spread over the window, and a node provisioned again (new
+// credentials, a new expiry) gets a new time.
+import type { RenewalSettings } from '../../config/types.js';
+import type { NodeRecord } from '../history/record.js';
+
+/**
+ * Where a node stands with its renewal: nothing that expires (or nothing known), never to be sent
+ * `reprovision` (and why: the record says), waiting for its time, due now, sent back to provisioning
+ * and not provisioned again yet, or failed (until an operator resumes the renewals).
+ */
+export type RenewalState = 'none' | 'not-renewable' | 'scheduled' | 'due' | 'in-flight' | 'failed';
+
+/** A number in [0, 1) from the text: FNV-1a, 32 bits. */
+export function spread(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h / 2 ** 32;
+}
+
+/** When the node renews; undefined without credentials that expire. */
+export function renewalDueAt(
+  r: NodeRecord,
+  s: Pick<RenewalSettings, 'windowPercent' | 'marginMs'>,
+): number | undefined {
+  const expiresAt = r.credentialsExpireAt;
+  if (expiresAt === undefined) return undefined;
+  const issuedAt = Math.min(r.provisionedAt ?? expiresAt, expiresAt);
+  const opens = expiresAt - ((expiresAt - issuedAt) * s.windowPercent) / 100;
+  const closes = Math.max(opens, expiresAt - s.marginMs);
+  return Math.round(opens + spread(`${r.identity}@${expiresAt}`) * (closes - opens));
+}
+
+/** A renewal was sent to the node and it has not been provisioned again (nor failed) since. */
+export function isRenewing(r: NodeRecord | undefined): boolean {
+  return r?.renewalSentAt !== undefined && r.renewalError === undefined;
+}
+
+export function renewalState(
+  r: NodeRecord,
+  now: number,
+  s: Pick<RenewalSettings, 'windowPercent' | 'marginMs'>,
+): RenewalState {
+  if (r.credentialsExpireAt === undefined) return 'none';
+  if (r.renewalError !== undefined) return 'failed';
+  if (r.renewalSentAt !== undefined) return 'in-flight';
+  if (r.notRenewable !== undefined) return 'not-renewable';
+  return (renewalDueAt(r, s) ?? Infinity) <= now ? 'due' : 'scheduled';
+}

@@ -1,0 +1,103 @@
+// A site's credential renewals as a part of its Provisioner: the client on the fleet's own
+// collective (the provisioning account cannot reach provisioned servers), the renewer and the timer
+// that has it look at the site's nodes. The client comes from the Choria client configuration the
+// operator names in `renewal_choria_config`, as it is: none of the provisioning overrides apply.
+import type { Logger } from 'winston';
+import { ChoriaClient } from '../../choria/client.js';
+import { RpcReplyLostError, RpcStatusError, RpcTimeoutError } from '../../choria/errors.js';
+import { loadChoriaConfig } from '../../config/choria-config.js';
+import type { RenewalSettings } from '../../config/types.js';
+import type { ProvisionerMetrics } from '../../metrics/metrics.js';
+import { publicMessageOf } from '../../util/errors.js';
+import { errorText } from '../../util/values.js';
+import type { NodeHistory } from '../history/index.js';
+import { Renewer, type RenewalView, type ReprovisionAnswer } from './renewer.js';
+
+/** How often the renewer looks at the site's nodes. */
+export const RENEWAL_TICK_MS = 1_000;
+
+export interface SiteRenewalsOptions {
+  readonly settings: RenewalSettings;
+  /** the site's provisioning token: go-choria checks it on `reprovision` too */
+  readonly token: string;
+  readonly history: NodeHistory;
+  readonly metrics: ProvisionerMetrics;
+  readonly logger: Logger;
+  readonly mayRenew: (identity: string) => boolean;
+  readonly dryRun: boolean;
+  /** an already connected client on the fleet's collective; stop() leaves it open */
+  readonly client?: ChoriaClient;
+  readonly signal: AbortSignal;
+}
+
+/** `reprovision` to one node through `client`, its answer in the renewer's terms. */
+export async function reprovisionThrough(
+  client: ChoriaClient,
+  identity: string,
+  token: string,
+): Promise<ReprovisionAnswer> {
+  try {
+    await client.rpc(identity, 'choria_provision', 'reprovision', { token });
+    return { kind: 'accepted' };
+  } catch (err) {
+    if (err instanceof RpcTimeoutError || err instanceof RpcReplyLostError)
+      return { kind: 'no-reply', reason: publicMessageOf(err) };
+    // RpcStatusError: go-choria's own reason (wrong token, not authorized, already provisioning, ...)
+    return { kind: 'refused', reason: err instanceof RpcStatusError ? publicMessageOf(err) : errorText(err) };
+  }
+}
+
+export class SiteRenewals {
+  readonly #opts: SiteRenewalsOptions;
+  readonly renewer: Renewer;
+  #client: ChoriaClient | undefined;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(opts: SiteRenewalsOptions) {
+    this.#opts = opts;
+    this.#client = opts.client;
+    this.renewer = new Renewer({
+      settings: opts.settings,
+      history: opts.history,
+      logger: opts.logger,
+      metrics: opts.metrics,
+      mayRenew: (identity) => this.#client !== undefined && opts.mayRenew(identity),
+      reprovision: (identity) =>
+        this.#client === undefined
+          ? Promise.resolve({ kind: 'refused', reason: 'no connection to the fleet' })
+          : reprovisionThrough(this.#client, identity, opts.token),
+      dryRun: opts.dryRun,
+    });
+  }
+
+  /** Connects to the fleet (unless given a client or in a dry run) and starts looking at the nodes. */
+  async start(): Promise<void> {
+    this.#timer = setInterval(() => this.renewer.tick(), RENEWAL_TICK_MS);
+    if (this.#client !== undefined || this.#opts.dryRun) return;
+    const { settings, logger } = this.#opts;
+    try {
+      const choria = loadChoriaConfig(settings.choriaConfig);
+      this.#client = await ChoriaClient.connect(choria, {
+        logger: logger.child({ part: 'renewals' }),
+        name: 'choria-provisioner renewals',
+        collective: choria.mainCollective,
+        signal: this.#opts.signal,
+      });
+      logger.info(`Renewals reach the fleet on collective ${choria.mainCollective} as ${choria.identity}`);
+    } catch (err) {
+      if (this.#opts.signal.aborted) return;
+      logger.error(`Renewals are off: could not connect with ${settings.choriaConfig}: ${errorText(err)}`);
+    }
+  }
+
+  view(limit: number): RenewalView {
+    return this.renewer.view(limit);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.renewer.settled();
+    if (this.#opts.client === undefined) await this.#client?.close().catch(() => undefined);
+    this.#client = undefined;
+  }
+}

@@ -1,0 +1,204 @@
+import { describe, expect, it } from 'vitest';
+import { NodeHistory } from '../../../src/provisioner/history/index.js';
+import { Renewer, type ReprovisionAnswer } from '../../../src/provisioner/renewal/renewer.js';
+import { renewalDueAt } from '../../../src/provisioner/renewal/plan.js';
+import { silentLogger } from '../../../src/util/logger.js';
+import type { IssuedCredentials } from '../../../src/host/credentials.js';
+import type { RenewalSettings } from '../../../src/config/types.js';
+
+const MIN = 60_000;
+const VALIDITY = 100 * MIN;
+
+interface Lab {
+  history: NodeHistory;
+  renewer: Renewer;
+  sent: string[];
+  events: string[];
+  clock: { now: number };
+  answer: (identity: string) => ReprovisionAnswer;
+  mine: (identity: string) => boolean;
+}
+
+const renewable = (at: number): IssuedCredentials => ({ expiresAt: at + VALIDITY, renewability: { renewable: true } });
+
+function provisioned(history: NodeHistory, identity: string, at: number, credentials = renewable(at)): void {
+  history.attempted(identity, {
+    outcome: 'provisioned',
+    message: undefined,
+    at,
+    durationMs: 1,
+    configured: true,
+    discoveredAt: at,
+    credentials,
+  });
+}
+
+function lab(nodes: number, over: Partial<RenewalSettings> = {}, dryRun = false): Lab {
+  const history = new NodeHistory({
+    policy: { backoffMs: 0, backoffMaxMs: 0, quarantineAfter: 0, random: () => 0.5 },
+    instance: 'prov1.example.net',
+    ttlMs: 10 * VALIDITY,
+  });
+  for (let i = 0; i < nodes; i++) provisioned(history, `n${i}.example.net`, 0);
+  const l: Lab = {
+    history,
+    sent: [],
+    events: [],
+    clock: { now: 0 },
+    answer: () => ({ kind: 'accepted' }),
+    mine: () => true,
+    renewer: undefined as unknown as Renewer,
+  };
+  l.renewer = new Renewer({
+    settings: {
+      choriaConfig: 'fleet.cfg',
+      windowPercent: 20,
+      marginMs: MIN,
+      concurrency: 2,
+      failureLimit: 3,
+      returnTimeoutMs: 5 * MIN,
+      ...over,
+    },
+    history,
+    logger: silentLogger(),
+    metrics: { renewal: (e) => l.events.push(e), setRenewals: () => undefined },
+    mayRenew: (id) => l.mine(id),
+    reprovision: (id) => {
+      l.sent.push(id);
+      return Promise.resolve(l.answer(id));
+    },
+    dryRun,
+    now: () => l.clock.now,
+    recordWaitMs: 10,
+  });
+  return l;
+}
+
+/** One look, and the sends it started run to their end. */
+async function tick(l: Lab): Promise<void> {
+  l.renewer.tick();
+  await l.renewer.settled();
+}
+
+const allDue = 99 * MIN;
+
+describe('Renewer', () => {
+  it('starts a round with one canary and goes on only when the canary is provisioned again', async () => {
+    const l = lab(5);
+    l.clock.now = allDue;
+    await tick(l);
+    await tick(l);
+    expect(l.sent).toHaveLength(1);
+    const canary = l.sent[0] ?? '';
+    expect(l.history.get(canary)?.renewalSentAt).toBe(allDue);
+    provisioned(l.history, canary, allDue + 1_000);
+    l.clock.now += 2_000;
+    await tick(l);
+    expect(l.sent).toHaveLength(3); // the canary, then `concurrency` at once
+    await tick(l);
+    expect(l.sent).toHaveLength(3);
+    expect(l.events).toEqual(['sent', 'completed', 'sent', 'sent']);
+  });
+
+  it('sends every node reprovision once, soonest first, never more than `concurrency` at once', async () => {
+    const l = lab(6);
+    const order = [...l.history.records()]
+      .sort(
+        (a, b) =>
+          (renewalDueAt(a, { windowPercent: 20, marginMs: MIN }) ?? 0) -
+          (renewalDueAt(b, { windowPercent: 20, marginMs: MIN }) ?? 0),
+      )
+      .map((r) => r.identity);
+    l.clock.now = allDue;
+    for (let round = 0; round < 10; round++) {
+      await tick(l);
+      const inFlight = [...l.history.records()].filter((r) => r.renewalSentAt !== undefined);
+      expect(inFlight.length).toBeLessThanOrEqual(2);
+      for (const r of inFlight) provisioned(l.history, r.identity, l.clock.now + 500);
+      l.clock.now += 1_000;
+    }
+    expect(l.sent).toEqual(order);
+    expect(new Set(l.sent).size).toBe(6);
+  });
+
+  it('records a refusal with go-choria reason, and stops after `failureLimit` in a row until resumed', async () => {
+    const l = lab(4, { failureLimit: 2, concurrency: 4 });
+    l.answer = () => ({ kind: 'refused', reason: 'You are not authorized to call this agent or action' });
+    l.clock.now = allDue;
+    await tick(l); // the canary: refused
+    expect(l.renewer.stopped).toBeUndefined();
+    await tick(l); // a new round, a new canary: refused, the second in a row
+    expect(l.renewer.stopped).toContain('2 renewals failed in a row');
+    await tick(l);
+    expect(l.sent).toHaveLength(2);
+    const failed = [...l.history.records()].filter((r) => r.renewalError !== undefined);
+    expect(failed.map((r) => r.renewalError)).toEqual([
+      'refused reprovision: You are not authorized to call this agent or action',
+      'refused reprovision: You are not authorized to call this agent or action',
+    ]);
+    expect(l.renewer.view(10).counts).toMatchObject({ failed: 2, due: 2 });
+
+    l.answer = () => ({ kind: 'accepted' });
+    expect(l.renewer.resume()).toBe(2);
+    await tick(l);
+    expect(l.sent).toHaveLength(3);
+    expect(l.renewer.view(10).counts).toMatchObject({ failed: 0, 'in-flight': 1 });
+  });
+
+  it('a canary not provisioned again in time fails and stops the round with one node out', async () => {
+    const l = lab(5);
+    l.clock.now = allDue;
+    await tick(l);
+    l.clock.now += 5 * MIN + 1;
+    await tick(l);
+    await tick(l);
+    expect(l.sent).toHaveLength(1);
+    expect(l.renewer.stopped).toMatch(/not provisioned again within 5 min|not provisioned again within 300 s/);
+    expect(l.renewer.view(10).failed.map((e) => e.identity)).toEqual(l.sent);
+    expect(l.events).toEqual(['sent', 'failed']);
+  });
+
+  it('never sends reprovision to a node go-choria would strand, nor one that is not its own', async () => {
+    const l = lab(0);
+    provisioned(l.history, 'stranded.example.net', 0, {
+      expiresAt: VALIDITY,
+      renewability: { renewable: false, reason: 'made without --default' },
+    });
+    provisioned(l.history, 'other.example.net', 0);
+    l.mine = (id) => id !== 'other.example.net';
+    l.clock.now = allDue;
+    for (let i = 0; i < 3; i++) await tick(l);
+    expect(l.sent).toEqual([]);
+    const view = l.renewer.view(10);
+    expect(view.notRenewable).toEqual([
+      expect.objectContaining({ identity: 'stranded.example.net', reason: 'made without --default' }),
+    ]);
+    expect(view.counts.due).toBe(1);
+  });
+
+  it('a node provisioned again without credentials that expire later has failed its renewal', async () => {
+    const l = lab(1);
+    l.clock.now = allDue;
+    await tick(l);
+    provisioned(l.history, 'n0.example.net', allDue + 1, renewable(-1));
+    await tick(l);
+    expect(l.events).toEqual(['sent', 'failed']);
+  });
+
+  it('a dry run says what it would send and sends nothing', async () => {
+    const l = lab(3, {}, true);
+    l.clock.now = allDue;
+    await tick(l);
+    expect(l.sent).toEqual([]);
+    expect([...l.history.records()].every((r) => r.renewalSentAt === undefined)).toBe(true);
+    expect(l.renewer.view(10).counts.due).toBe(3);
+  });
+
+  it('nothing is due before its time', async () => {
+    const l = lab(3);
+    l.clock.now = 79 * MIN;
+    await tick(l);
+    expect(l.sent).toEqual([]);
+    expect(l.renewer.view(10).next).toHaveLength(3);
+  });
+});

@@ -1,0 +1,150 @@
+// Credential renewal end to end: a provisioner on a real nats-server renews the server JWTs of a
+// simulated fleet before they expire, by sending choria_provision#reprovision on the fleet's own
+// collective. The simulated servers answer reprovision as go-choria does (agents/reprovision.ts in
+// the simulator) and record a violation when one is sent to a server that cannot come back.
+import { afterEach, describe, expect, it } from 'vitest';
+import { ChoriaClient, parseProvisionerConfig, silentLogger, type Provisioner } from '@choria-provisioner/core';
+import type { SimulatedFleet } from '@choria-provisioner/simulator';
+import { FleetHarness, expectExactlyOnce, plainConfiguration } from '@choria-provisioner/test-support/fleet';
+import { testSettings } from '@choria-provisioner/test-support/settings';
+import { readVector, vectorPath } from '@choria-provisioner/test-support/vectors';
+import { until } from '@choria-provisioner/test-support/wait';
+
+const h = new FleetHarness();
+afterEach(() => h.cleanup());
+
+const orgSeedHex = readVector('tokens', 'ed25519-signer.seed').trim();
+const orgPublicHex = readVector('tokens', 'ed25519-signer.public').trim();
+const provSeedPath = vectorPath('tokens', 'ed25519-other.seed');
+const provPublicHex = readVector('tokens', 'ed25519-other.public').trim();
+
+const NODES = 10;
+// The simulated servers keep their provisioning connection when provisioned: on a broker with the
+// Choria accounts they could not hear the fleet's collective, where real servers, logged in anew
+// with their new credentials, do.
+const ONE_ACCOUNT = { choriaAccounts: false } as const;
+const CONCURRENCY = 3;
+
+/** A client on the fleet's own collective, as the operator's renewal_choria_config would give. */
+async function fleetClient(url: string): Promise<ChoriaClient> {
+  const provisioning = testSettings(
+    url,
+    parseProvisionerConfig('token: s3cret\nchoria_insecure: true\n', 'p.yaml', { requireHelper: false }),
+  );
+  const client = await ChoriaClient.connect(
+    { ...provisioning, identity: 'renewer.choria', mainCollective: 'mcollective', collectives: ['mcollective'] },
+    { logger: silentLogger(), collective: 'mcollective' },
+  );
+  h.onCleanup(() => client.close());
+  return client;
+}
+
+function renewalYaml(extra = ''): string {
+  return (
+    `workers: 4\njwt_verify_cert: ${orgPublicHex}\njwt_signing_key: ${provSeedPath}\n` +
+    'features:\n  ed25519: true\n' +
+    'server_jwt_validity: 20s\n' +
+    'renewal_choria_config: /etc/choria/renewals.cfg\n' +
+    'renewal_window: 50\nrenewal_margin: 2s\n' +
+    `renewal_concurrency: ${CONCURRENCY}\nrenewal_return_timeout: 15s\n${extra}`
+  );
+}
+
+async function fleetWith(
+  url: string,
+  reprovision: { comesBack?: boolean; authorized?: boolean },
+): Promise<SimulatedFleet> {
+  const fleet = await h.fleet(url, {
+    count: NODES,
+    jwt: { signer: 'ed25519', seedHex: orgSeedHex },
+    serverJwtVerification: { signerEd25519PublicHex: provPublicHex },
+    eventFormat: 'cloudevents',
+    timeScale: 0.05,
+    reprovision,
+  });
+  await fleet.waitForBooted(10_000);
+  return fleet;
+}
+
+async function provisioner(url: string, fleet: SimulatedFleet, yaml = renewalYaml()): Promise<Provisioner> {
+  const p = h.provisioner(url, yaml, {
+    renewalClient: await fleetClient(url),
+    helper: (req) => ({ configuration: plainConfiguration(req) }),
+  });
+  await p.start();
+  await fleet.waitForAllProvisioned(20_000);
+  expectExactlyOnce(fleet);
+  return p;
+}
+
+const exp = (n: { serverJwtClaims?: Record<string, unknown> }): number => Number(n.serverJwtClaims?.['exp'] ?? 0);
+
+describe('credential renewal', () => {
+  it('renews every server JWT before it expires, a canary first, never more than the limit at once', async () => {
+    const s = await h.broker(ONE_ACCOUNT);
+    const fleet = await fleetWith(s.url, {});
+    const p = await provisioner(s.url, fleet);
+    const first = new Map(fleet.report().nodes.map((n) => [n.identity, exp(n)]));
+    let mostOut = 0;
+    let firstOut: number | undefined;
+    await until(
+      'every node renewed',
+      () => {
+        const nodes = fleet.report().nodes;
+        const out = nodes.filter((n) => n.state !== 'provisioned').length;
+        mostOut = Math.max(mostOut, out);
+        if (out > 0) firstOut ??= out;
+        return nodes.every(
+          (n) => n.reprovisionCount >= 1 && n.state === 'provisioned' && exp(n) > (first.get(n.identity) ?? 0),
+        );
+      },
+      40_000,
+      { stepMs: 20 },
+    );
+    const nodes = fleet.report().nodes;
+    for (const n of nodes) {
+      // renewed before the first token expired: the new one was issued while the old was valid
+      expect(exp(n) - 20, n.identity).toBeLessThan(first.get(n.identity) ?? 0);
+      expect(n.cycle, n.identity).toBe(1);
+      expect(n.configuredCount, n.identity).toBe(2);
+    }
+    expect(firstOut).toBe(1); // the canary alone
+    expect(mostOut).toBeLessThanOrEqual(CONCURRENCY);
+    expect(fleet.violationCount()).toBe(0);
+    const view = p.status().renewals;
+    expect(view?.stopped).toBeUndefined();
+    expect(view?.counts.failed).toBe(0);
+  });
+
+  it('never sends reprovision to servers that cannot come back, and lists them as not renewable', async () => {
+    const s = await h.broker(ONE_ACCOUNT);
+    const fleet = await fleetWith(s.url, { comesBack: false });
+    const p = await provisioner(s.url, fleet);
+    await until('every node listed as not renewable', () => p.status().renewals?.counts['not-renewable'] === NODES);
+    // past every node's renewal time and its expiry
+    await new Promise((r) => setTimeout(r, 21_000));
+    expect(fleet.report().nodes.map((n) => n.reprovisionCount)).toEqual(new Array<number>(NODES).fill(0));
+    expect(fleet.violationCount('stranded')).toBe(0);
+    expect(p.status().renewals?.notRenewable[0]?.reason).toContain('made without --default');
+  });
+
+  it("shows go-choria's refusal, stops after repeated failures and goes on when resumed", async () => {
+    const s = await h.broker(ONE_ACCOUNT);
+    const fleet = await fleetWith(s.url, { authorized: false });
+    const p = await provisioner(s.url, fleet, renewalYaml('renewal_failure_limit: 2\n'));
+    await until('the renewals stopped', () => p.status().renewals?.stopped !== undefined, 25_000);
+    const view = p.status().renewals;
+    expect(view?.stopped).toContain('2 renewals failed in a row');
+    expect(view?.failed.map((f) => f.reason)).toEqual([
+      expect.stringContaining('You are not authorized to call this agent or action'),
+      expect.stringContaining('You are not authorized to call this agent or action'),
+    ]);
+    const sent = (): number =>
+      fleet.report().nodes.reduce((n, r) => n + (r.rpcCounts['choria_provision#reprovision'] ?? 0), 0);
+    expect(sent()).toBe(2);
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(sent()).toBe(2);
+    expect(p.resumeRenewals()).toBe(true);
+    await until('reprovision sent again after the resume', () => sent() > 2);
+  });
+});
