@@ -2,8 +2,18 @@
 // simulated fleet before they expire, by sending choria_provision#reprovision on the fleet's own
 // collective. The simulated servers answer reprovision as go-choria does (agents/reprovision.ts in
 // the simulator) and record a violation when one is sent to a server that cannot come back.
+import { existsSync } from 'node:fs';
+import puppeteer from 'puppeteer-core';
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ChoriaClient, parseProvisionerConfig, silentLogger, type Provisioner } from '@choria-provisioner/core';
+import {
+  ChoriaClient,
+  monitorRoutes,
+  parseProvisionerConfig,
+  silentLogger,
+  startMonitorServer,
+  type Provisioner,
+} from '@choria-provisioner/core';
 import type { SimulatedFleet } from '@choria-provisioner/simulator';
 import { FleetHarness, expectExactlyOnce, plainConfiguration } from '@choria-provisioner/test-support/fleet';
 import { testSettings } from '@choria-provisioner/test-support/settings';
@@ -139,12 +149,48 @@ describe('credential renewal', () => {
       expect.stringContaining('You are not authorized to call this agent or action'),
       expect.stringContaining('You are not authorized to call this agent or action'),
     ]);
-    const sent = (): number =>
-      fleet.report().nodes.reduce((n, r) => n + (r.rpcCounts['choria_provision#reprovision'] ?? 0), 0);
-    expect(sent()).toBe(2);
+    expect(sent(fleet)).toBe(2);
     await new Promise((r) => setTimeout(r, 2_000));
-    expect(sent()).toBe(2);
+    expect(sent(fleet)).toBe(2);
     expect(p.resumeRenewals()).toBe(true);
-    await until('reprovision sent again after the resume', () => sent() > 2);
+    await until('reprovision sent again after the resume', () => sent(fleet) > 2);
+  });
+
+  it.skipIf(CHROMIUM === undefined)('the status page shows why the renewals stopped, and resumes them', async () => {
+    const s = await h.broker(ONE_ACCOUNT);
+    const fleet = await fleetWith(s.url, { authorized: false });
+    const p = await provisioner(s.url, fleet, renewalYaml('renewal_failure_limit: 1\nmonitor_api_token: page-t0ken\n'));
+    await until('the renewals stopped', () => p.status().renewals?.stopped !== undefined, 25_000);
+    const monitor = await startMonitorServer({
+      port: 0,
+      host: '127.0.0.1',
+      registry: new Registry(),
+      ...monitorRoutes([p]),
+    });
+    h.onCleanup(() => monitor.close());
+    const browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+    h.onCleanup(() => browser.close());
+    const page = await browser.newPage();
+    await page.goto(`${monitor.url}/`, { waitUntil: 'load' });
+    await page.waitForSelector('[data-field="renewals-stopped"]');
+    const stopped = await page.$eval('[data-field="renewals-stopped"]', (e) => e.textContent ?? '');
+    expect(stopped).toContain('You are not authorized to call this agent or action');
+    // the nodes only to the site's token
+    expect(await page.$$eval('[data-renewal]', (l) => l.length)).toBe(0);
+    await page.type('#token', 'page-t0ken');
+    await page.$eval('#token', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
+    await page.waitForSelector('[data-renewal="failed"]');
+    await page.click('[data-action="resume-renewals"]');
+    await until(
+      'the renewals resumed from the page',
+      () => p.status().renewals?.counts.failed === 0 || sent(fleet) > 1,
+    );
   });
 });
+
+const CHROMIUM =
+  process.env['CHROMIUM_BIN'] ??
+  ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => existsSync(p));
+
+const sent = (fleet: SimulatedFleet): number =>
+  fleet.report().nodes.reduce((n, r) => n + (r.rpcCounts['choria_provision#reprovision'] ?? 0), 0);

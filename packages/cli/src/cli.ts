@@ -184,6 +184,14 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
       },
     )
     .command(
+      'renewals <action>',
+      'Resume the credential renewals of a running provisioner after they stopped (needs monitor_api_token)',
+      (y) => controlOptions(y).positional('action', { choices: ['resume'] as const, demandOption: true }),
+      async (args) => {
+        code = await controlCommand({ ...controlTarget(args), action: 'resume-renewals' }, io);
+      },
+    )
+    .command(
       ['release <identity>', 'retry <identity>'],
       'Release a quarantined node, or retry a node now, in a running provisioner (needs monitor_api_token)',
       (y) => controlOptions(y).positional('identity', { type: 'string', demandOption: true, describe: 'The node' }),

@@ -181,6 +181,59 @@ describe('choria-provisioner status', () => {
     );
   });
 
+  it('shows the renewals: the counts, why they stopped, the nodes listed', () => {
+    const site = {
+      site: 'lon',
+      paused: false,
+      queue: 0,
+      busyWorkers: 0,
+      workers: 4,
+      hosts: [],
+      renewals: {
+        stopped: '1 renewals failed in a row, the last: refused reprovision: not authorized',
+        counts: { scheduled: 1, due: 0, 'in-flight': 1, failed: 1, 'not-renewable': 1 },
+        next: [
+          {
+            identity: 'n1',
+            state: 'scheduled',
+            expiresAt: '2027-01-01T00:00:00.000Z',
+            dueAt: '2026-12-30T00:00:00.000Z',
+          },
+        ],
+        inFlight: [
+          {
+            identity: 'n2',
+            state: 'in-flight',
+            expiresAt: '2027-01-01T00:00:00.000Z',
+            sentAt: '2026-12-07T00:00:00.000Z',
+            sentBy: 'p1',
+          },
+        ],
+        failed: [
+          { identity: 'n3', state: 'failed', expiresAt: '2027-01-01T00:00:00.000Z', reason: 'refused reprovision: x' },
+        ],
+        notRenewable: [
+          { identity: 'n4', state: 'not-renewable', expiresAt: '2027-01-01T00:00:00.000Z', reason: 'no --default' },
+        ],
+      },
+    };
+    const text = formatStatus({ sites: [site] });
+    expect(text).toContain(
+      'renewals: 1 scheduled, 0 due, 1 in flight, 1 failed, 1 not renewable; ' +
+        'STOPPED until resumed (choria-provisioner renewals resume): 1 renewals failed in a row',
+    );
+    const rows = text
+      .split('\n')
+      .filter((l) => /^n\d /.test(l))
+      .map((l) => l.split(/\s{2,}/));
+    expect(rows).toEqual([
+      ['n3', 'failed', '2027-01-01T00:00:00.000Z', 'refused reprovision: x'],
+      ['n2', 'in-flight', '2026-12-07T00:00:00.000Z', '2027-01-01T00:00:00.000Z', 'sent by p1'],
+      ['n1', 'scheduled', '2026-12-30T00:00:00.000Z', '2027-01-01T00:00:00.000Z'],
+      ['n4', 'not-renewable', '2027-01-01T00:00:00.000Z', 'no --default'],
+    ]);
+  });
+
   it('exits 3 with a clear message when the endpoint is unreachable', async () => {
     const io = capture();
     expect(await main(['status', '--url', 'http://127.0.0.1:1'], io)).toBe(3);

@@ -23,6 +23,7 @@ export type {
   HistoryStoreKind,
   LogLevel,
   ProvisionerConfig,
+  RenewalSettings,
   SecurityProvider,
 } from './internal.js';
 export { DurationError, formatDuration, parseDuration } from './internal.js';
@@ -43,6 +44,7 @@ export {
   type SiteReadiness,
 } from './internal.js';
 export type { HistoryStatus } from './internal.js';
+export type { RenewalView } from './internal.js';
 export type { MembershipState, MembershipView, MemberView } from './internal.js';
 export { controlProvisioners, type ControlAction, type ControlAnswer, type ControlRequest } from './internal.js';
 export { monitorRoutes, type MonitorRoutes } from './internal.js';

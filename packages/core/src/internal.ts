@@ -65,6 +65,8 @@ export { NODE_FEATURE_RELEASES, NodeReleaseError, type NodeFeature } from './hos
 export { Provisioner, type RetryAnswer } from './provisioner/provisioner.js';
 export type { HostRunnerContext, ProvisionerOptions } from './provisioner/options.js';
 export type { CoordinationStatus, ProvisionerStatus, SiteReadiness } from './provisioner/site-status.js';
+export type { RenewalEntry, RenewalView } from './provisioner/renewal/renewer.js';
+export type { RenewalState } from './provisioner/renewal/plan.js';
 export type { HostStatus, NodePage } from './provisioner/node-listing.js';
 export {
   NODE_SORT_KEYS,

@@ -1,4 +1,4 @@
-// `choria-provisioner pause|resume|release|retry`: the control requests of a running provisioner's
+// `choria-provisioner pause|resume|release|retry|renewals resume`: the control requests of a running provisioner's
 // monitor port. The token comes from a file or the environment, never the command line (where
 // every local user could read it in the process list).
 import { readFileSync } from 'node:fs';
@@ -10,7 +10,7 @@ export const TOKEN_ENV = 'CHORIA_PROVISIONER_API_TOKEN';
 
 export interface ControlOptions {
   url: string;
-  action: 'pause' | 'resume' | 'release' | 'retry';
+  action: 'pause' | 'resume' | 'resume-renewals' | 'release' | 'retry';
   identity?: string;
   site?: string;
   tokenFile?: string;
@@ -45,7 +45,9 @@ export async function controlCommand(opts: ControlOptions, io: CliIO): Promise<n
   const path =
     opts.action === 'pause' || opts.action === 'resume'
       ? `/${opts.action}`
-      : `/nodes/${encodeURIComponent(opts.identity ?? '')}/${opts.action}`;
+      : opts.action === 'resume-renewals'
+        ? '/renewals/resume'
+        : `/nodes/${encodeURIComponent(opts.identity ?? '')}/${opts.action}`;
   const url = monitorUrl(opts.url, `${path}${opts.site !== undefined ? `?site=${encodeURIComponent(opts.site)}` : ''}`);
   let res: Response;
   try {

@@ -16,7 +16,7 @@ type SiteStatus = Pick<
   ProvisionerStatus,
   'site' | 'leader' | 'paused' | 'queue' | 'busyWorkers' | 'workers' | 'hosts'
 > &
-  Partial<Pick<ProvisionerStatus, 'coordination' | 'history' | 'hostCounts' | 'hostsNeedToken'>>;
+  Partial<Pick<ProvisionerStatus, 'coordination' | 'history' | 'hostCounts' | 'hostsNeedToken' | 'renewals'>>;
 
 function isSiteStatus(v: unknown): v is SiteStatus {
   if (typeof v !== 'object' || v === null) return false;
@@ -62,6 +62,28 @@ function historyLine(h: ProvisionerStatus['history'] | undefined): string | unde
   return `history: this process only, ${h.nodes} nodes${h.reason !== undefined ? ` (${h.reason})` : ''}`;
 }
 
+/** The site's credential renewals: a line of counts, then a table of the nodes listed. */
+function renewalLines(r: ProvisionerStatus['renewals']): string[] {
+  if (r === undefined) return [];
+  const c = r.counts;
+  const out = [
+    `renewals: ${c.scheduled} scheduled, ${c.due} due, ${c['in-flight']} in flight, ${c.failed} failed, ` +
+      `${c['not-renewable']} not renewable` +
+      (r.stopped !== undefined ? `; STOPPED until resumed (choria-provisioner renewals resume): ${r.stopped}` : ''),
+  ];
+  const rows = [['NODE', 'RENEWAL', 'AT', 'EXPIRES', 'NOTE']];
+  for (const e of [...r.failed, ...r.inFlight, ...r.next, ...r.notRenewable])
+    rows.push([
+      e.identity,
+      e.state,
+      e.dueAt ?? e.sentAt ?? '',
+      e.expiresAt,
+      e.reason ?? (e.sentBy !== undefined ? `sent by ${e.sentBy}` : ''),
+    ]);
+  if (rows.length > 1) out.push(formatTable(rows));
+  return out;
+}
+
 export function formatStatus(body: unknown): string {
   const sites =
     (typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['sites'] : undefined) ?? [];
@@ -82,6 +104,7 @@ export function formatStatus(body: unknown): string {
       );
     const history = historyLine(s.history);
     if (history !== undefined) out.push(history);
+    out.push(...renewalLines(s.renewals));
     const members = s.coordination?.membership?.members ?? [];
     if (members.length > 0) {
       const rows = [['MEMBER', 'OWNED', 'QUEUED', 'FINISHED', 'LAST HEARD']];

@@ -6,6 +6,7 @@ export type {
   HistoryStoreKind,
   LogLevel,
   ProvisionerConfig,
+  RenewalSettings,
   SecurityProvider,
 } from './types.js';
 export { ConfigError, type ConfigProblem } from './errors.js';

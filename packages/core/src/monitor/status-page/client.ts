@@ -162,7 +162,53 @@ export class StatusPageClient {
       this.stateCounts(s),
       this.chart(s.recent),
       this.el('div', { class: 'chart-caption' }, 'nodes per minute over the last 10 minutes (red: failed)'),
+      this.renewals(s),
     );
+  }
+
+  /** The site's credential renewals: the counts, why they stopped (and a button to resume), the nodes listed. */
+  private renewals(s: ProvisionerStatus): PageElement {
+    const box = this.el('div', { class: 'renewals', 'data-field': 'renewals' });
+    const r = s.renewals;
+    if (!r) return box;
+    const c = r.counts;
+    box.append(
+      this.el(
+        'div',
+        {},
+        'renewals: ' +
+          c.scheduled +
+          ' scheduled, ' +
+          c.due +
+          ' due, ' +
+          c['in-flight'] +
+          ' in flight, ' +
+          c.failed +
+          ' failed, ' +
+          c['not-renewable'] +
+          ' not renewable',
+      ),
+    );
+    if (r.stopped !== undefined) {
+      const resume = this.el('button', { type: 'button', class: 'act', 'data-action': 'resume-renewals' }, 'resume');
+      resume.addEventListener('click', () => this.act('renewals/resume' + this.siteParam(s.site)));
+      box.append(
+        this.el('div', { class: 'badge bad', 'data-field': 'renewals-stopped' }, 'stopped: ' + r.stopped),
+        resume,
+      );
+    }
+    const list = this.el('ul', { class: 'renewal-list' });
+    const shown = [...r.failed, ...r.inFlight, ...r.next].slice(0, 10);
+    for (const e of shown)
+      list.append(
+        this.el(
+          'li',
+          { 'data-renewal': e.state },
+          e.identity + ' · ' + e.state + ' · ' + (e.reason ?? 'expires ' + this.ago(e.expiresAt)),
+        ),
+      );
+    if (shown.length > 0) box.append(list);
+    return box;
   }
 
   /** Running or paused, connected or not, its role, dry run, the pause/resume button and the history store. */
@@ -419,7 +465,7 @@ export class StatusPageClient {
   private async poll(): Promise<void> {
     clearTimeout(this.timer);
     try {
-      const status = await this.getJson<{ sites?: ProvisionerStatus[] }>('status?limit=0');
+      const status = await this.getJson<{ sites?: ProvisionerStatus[] }>('status?limit=10');
       this.renderSites(status.sites || []);
       await this.refreshNodes();
       this.$('error').textContent = '';

@@ -339,14 +339,26 @@ export class NodeHistory {
     return true;
   }
 
-  /** Forgets records unchanged for the TTL (oldest first, so this stops at the first young one). */
+  /**
+   * Forgets records unchanged for the TTL (oldest first, so this stops at the first young one). A
+   * record that names credentials still valid is written again instead once it is half the TTL
+   * old, so the bucket's age limit does not drop it either: its renewal needs it, however much
+   * longer than the TTL the credentials last.
+   */
   expire(now: number): number {
     const oldest = now - this.#opts.ttlMs;
+    const refreshBefore = now - this.#opts.ttlMs / 2;
     let n = 0;
     for (const r of this.#records.values()) {
-      if (r.updatedAt > oldest) break;
-      this.#forget(r.identity);
-      n++;
+      if (r.updatedAt > refreshBefore) break;
+      if ((r.credentialsExpireAt ?? 0) > now) {
+        // put() moves it to the end: the loop meets it again as a young record and stops there
+        this.#put({ ...r, updatedAt: this.#laterThan(r, now) });
+        this.#write(r.identity);
+      } else if (r.updatedAt <= oldest) {
+        this.#forget(r.identity);
+        n++;
+      }
     }
     return n;
   }

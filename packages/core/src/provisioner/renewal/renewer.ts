@@ -44,11 +44,12 @@ export interface RenewerOptions {
 export interface RenewalEntry {
   readonly identity: string;
   readonly state: RenewalState;
-  readonly expiresAt: number;
+  /** ISO 8601, as every time of the status */
+  readonly expiresAt: string;
   /** scheduled and due: when it renews */
-  readonly dueAt?: number;
+  readonly dueAt?: string;
   /** in flight and failed: when `reprovision` was sent, and by which instance */
-  readonly sentAt?: number;
+  readonly sentAt?: string;
   readonly sentBy?: string;
   /** failed: why; not renewable: why not */
   readonly reason?: string;
@@ -207,11 +208,12 @@ export class Renewer {
     if (this.#round?.canary === identity) this.#round = undefined;
     const limit = this.#opts.settings.failureLimit;
     if (!stopsRound && this.#failuresInRow < limit) return;
+    // without the identity: the status shows why to anyone, the nodes only to the site's token
     this.#stopped = stopsRound
-      ? `the renewal of ${identity} failed: ${reason}`
-      : `${this.#failuresInRow} renewals failed in a row, the last: ${identity} ${reason}`;
+      ? `a node's renewal failed: ${reason}`
+      : `${this.#failuresInRow} renewals failed in a row, the last: ${reason}`;
     this.#round = undefined;
-    this.#opts.logger.error(`Stopped the renewals until an operator resumes them: ${this.#stopped}`);
+    this.#opts.logger.error(`Stopped the renewals until an operator resumes them, after ${identity}: ${this.#stopped}`);
   }
 
   /** The site's renewals as this instance sees them: counts, and up to `limit` nodes of each kind. */
@@ -232,9 +234,9 @@ export class Renewer {
       const entry: RenewalEntry = {
         identity: r.identity,
         state,
-        expiresAt: r.credentialsExpireAt ?? 0,
-        ...(state === 'scheduled' || state === 'due' ? { dueAt: renewalDueAt(r, s) } : {}),
-        ...(r.renewalSentAt !== undefined ? { sentAt: r.renewalSentAt, sentBy: r.renewalSentBy } : {}),
+        expiresAt: isoOf(r.credentialsExpireAt ?? 0),
+        ...(state === 'scheduled' || state === 'due' ? { dueAt: isoOf(renewalDueAt(r, s) ?? 0) } : {}),
+        ...(r.renewalSentAt !== undefined ? { sentAt: isoOf(r.renewalSentAt), sentBy: r.renewalSentBy } : {}),
         ...(state === 'failed'
           ? { reason: r.renewalError }
           : state === 'not-renewable'
@@ -251,7 +253,7 @@ export class Renewer {
               : lists.next;
       list.push(entry);
     }
-    lists.next.sort((a, b) => (a.dueAt ?? 0) - (b.dueAt ?? 0));
+    lists.next.sort((a, b) => (a.dueAt ?? '').localeCompare(b.dueAt ?? ''));
     const cut = (l: RenewalEntry[]): RenewalEntry[] => l.slice(0, limit);
     return {
       stopped: this.#stopped,
@@ -271,6 +273,8 @@ export class Renewer {
     }
   }
 }
+
+const isoOf = (ms: number): string => new Date(ms).toISOString();
 
 const iso = (r: NodeRecord): string =>
   r.credentialsExpireAt === undefined ? 'never' : `at ${new Date(r.credentialsExpireAt).toISOString()}`;

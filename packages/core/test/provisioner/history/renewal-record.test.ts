@@ -82,3 +82,32 @@ describe('a renewal in the record', () => {
     expect(history().renewalSending('unknown', 1, 0)).toBeUndefined();
   });
 });
+
+describe('a record whose credentials are still valid', () => {
+  it('outlives the history TTL: written again at half of it, until the credentials expire', () => {
+    const h = new NodeHistory({
+      policy: { backoffMs: 0, backoffMaxMs: 0, quarantineAfter: 0, random: () => 0.5 },
+      instance: 'prov1.example.net',
+      ttlMs: 1_000,
+    });
+    ended(h, 'provisioned', 0, issued(10_000));
+    h.attempted('plain', {
+      outcome: 'provisioned',
+      message: undefined,
+      at: 0,
+      durationMs: 1,
+      configured: true,
+      discoveredAt: 0,
+    });
+    expect(h.expire(499)).toBe(0);
+    expect(h.get('n1')?.updatedAt).toBe(0);
+    expect(h.expire(600)).toBe(0);
+    expect(h.get('n1')?.updatedAt).toBe(600);
+    expect(h.expire(1_000)).toBe(1); // the record without credentials goes
+    expect(h.get('plain')).toBeUndefined();
+    for (let t = 1_000; t <= 9_000; t += 100) h.expire(t);
+    expect(h.get('n1')).toBeDefined();
+    for (let t = 9_100; t <= 12_000; t += 100) h.expire(t);
+    expect(h.get('n1')).toBeUndefined();
+  });
+});
