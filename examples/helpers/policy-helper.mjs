@@ -4,10 +4,13 @@
 //     -> "shutdown": true: the node stops and stays down until someone restarts it;
 //   * the inventory fact `ready` is not true (e.g. cloud-init has not finished)
 //     -> "defer": true: nothing changes, the node is retried on the next discovery;
-//   * otherwise configure it, with action policies for the agents we expose.
-// Environment: BROKER_URL (default nats://broker.example.net:4222), HELPER_DENY_PATTERN.
+//   * otherwise configure it, with action policies for the agents we expose, and one that lets the
+//     provisioner's renewal identity call choria_provision#reprovision (docs/renewal.md).
+// Environment: BROKER_URL (default nats://broker.example.net:4222), HELPER_DENY_PATTERN,
+// RENEWER_IDENTITY (default renewals.choria).
 
 const BROKER_URL = process.env.BROKER_URL || 'nats://broker.example.net:4222';
+const RENEWER = process.env.RENEWER_IDENTITY || 'renewals.choria';
 const DENY = process.env.HELPER_DENY_PATTERN ? new RegExp(process.env.HELPER_DENY_PATTERN) : undefined;
 
 async function readStdin() {
@@ -44,6 +47,8 @@ function decide(request) {
     // File names must end in .policy; the node writes them to <config dir>/policies/.
     action_policies: {
       'rpcutil.policy': 'policy default deny\nallow\tchoria=ops.mcollective\t*\t*\t*\n',
+      // the provisioner's renewals (renewal_choria_config) may send this node back to provisioning
+      'choria_provision.policy': `policy default deny\nallow\tchoria=${RENEWER}\treprovision\t*\t*\n`,
     },
   };
 }

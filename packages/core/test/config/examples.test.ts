@@ -21,6 +21,16 @@ describe('examples/config', () => {
     expect(config.features).toEqual({ pki: true, jwt: true, ed25519: false, upgrades: false });
     expect(config.intervalMs).toBe(300_000);
     expect(basename(config.choriaConfig ?? '')).toBe('choria.cfg');
+    expect(config.renewal).toMatchObject({ windowPercent: 20, concurrency: 10, failureLimit: 3 });
+    expect(basename(config.renewal?.choriaConfig ?? '')).toBe('renewer.cfg');
+  });
+
+  it('renewer.cfg gives an x509 client on the fleet collective, used as it is', () => {
+    const settings = loadChoriaConfig(join(examples, 'renewer.cfg'), { env: {} });
+    expect(settings.identity).toBe('renewals.choria');
+    expect(settings.mainCollective).toBe('mcollective');
+    expect(settings.tls).toBe(true);
+    expect(checkChoriaSettings(settings)).toEqual([]);
   });
 
   it('provisioner-ed25519.yaml loads cleanly as an Organization Issuer HA member', () => {

@@ -6,8 +6,9 @@
 // - the configuration: the node's identity, its broker, x509 files, and a status file whose
 //   provisioning_mode the lab reads to know the node left provisioning mode;
 // - with deferRuns the first runs for a node defer;
-// - with signCsr (the pki row) the node's CSR is signed with the lab CA, and the certificate and
-//   CA go to the ssl directory the node named; otherwise the node keeps its throw-away pair;
+// - with signCsr (the pki row) the node's CSR is signed with the lab CA (valid for certValidityMs),
+//   and the certificate and CA go to the ssl directory the node named; otherwise the node keeps its
+//   throw-away pair;
 // - every run appends `<ms> <pid> <instance>` to <nodeDir>/helper.log (the lab counts helper
 //   runs per node and per provisioner instance);
 // - LAB_HELPER_DELAY_MS (from the provisioner's environment) makes every run wait that long
@@ -47,7 +48,7 @@ async function signCsr(node, csrPem) {
     subject: csr.subject,
     issuer: caCert.subject,
     notBefore: new Date(Date.now() - 60_000),
-    notAfter: new Date(Date.now() + 7 * 86400_000),
+    notAfter: new Date(Date.now() + (node.certValidityMs ?? 7 * 86400_000)),
     publicKey: await csr.publicKey.export(alg, ['verify']),
     signingKey: caKey,
     signingAlgorithm: alg,

@@ -28,6 +28,7 @@ export interface FleetSpec {
   readonly configuration?: FleetOptions['afterProvisioning']['configuration'];
   readonly deferRuns?: number;
   readonly protocolV2?: boolean;
+  readonly certValidityMs?: number;
 }
 
 export interface Lab {
@@ -139,6 +140,7 @@ export async function openLab(name: string, paths: LabPaths = labPaths()): Promi
           configuration: spec.configuration,
           deferRuns: spec.deferRuns,
           protocolV2: spec.protocolV2 ?? spec.jwt?.protocolV2,
+          certValidityMs: spec.certValidityMs,
         },
       });
       fleets.push(f);

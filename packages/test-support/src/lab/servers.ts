@@ -38,6 +38,8 @@ export interface FleetOptions {
     readonly deferRuns?: number;
     /** protocol v2: the node keeps the ed25519 seed and server JWT the provisioner gave it */
     readonly protocolV2?: boolean;
+    /** signCsr: how long the certificates the lab CA signs stay valid (default 7 days) */
+    readonly certValidityMs?: number;
   };
 }
 
@@ -54,6 +56,7 @@ export interface LabNodeFile {
   readonly configuration: Readonly<Record<string, string>>;
   readonly deferRuns: number;
   readonly protocolV2: boolean;
+  readonly certValidityMs: number;
 }
 
 export interface ServerState {
@@ -171,6 +174,7 @@ export async function createFleet(o: FleetOptions): Promise<LabFleet> {
         configuration: a.configuration ?? {},
         deferRuns: a.deferRuns ?? 0,
         protocolV2: a.protocolV2 === true,
+        certValidityMs: a.certValidityMs ?? 7 * 86_400_000,
       };
       writeFileSync(join(dir, 'lab-node.json'), JSON.stringify(node, null, 2));
     }),

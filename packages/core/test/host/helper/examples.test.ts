@@ -84,7 +84,11 @@ describe('example helpers', () => {
     expect(unready?.reply.msg).toContain('not ready');
     expect(ready?.reply.defer).toBeUndefined();
     expect(ready?.reply.configuration?.['plugin.choria.server.provision']).toBe('false');
-    expect(Object.keys(ready?.reply.action_policies ?? {})).toEqual(['rpcutil.policy']);
+    expect(Object.keys(ready?.reply.action_policies ?? {})).toEqual(['rpcutil.policy', 'choria_provision.policy']);
+    // the renewals' identity may send the node back to provisioning, and only that
+    expect(ready?.reply.action_policies?.['choria_provision.policy']).toBe(
+      'policy default deny\nallow\tchoria=renewals.choria\treprovision\t*\t*\n',
+    );
     expect(replyWarnings(ready?.reply ?? {})).toEqual([]);
   });
 });
