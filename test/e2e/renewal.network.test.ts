@@ -145,6 +145,8 @@ describe('credential renewal', () => {
     await until('the renewals stopped', () => p.status().renewals?.stopped !== undefined, 25_000);
     const view = p.status().renewals;
     expect(view?.stopped).toContain('2 renewals failed in a row');
+    // why, to anyone; which nodes, only to the site's token
+    expect(view?.stopped).not.toMatch(/node-\d+\.example\.net/);
     expect(view?.failed.map((f) => f.reason)).toEqual([
       expect.stringContaining('You are not authorized to call this agent or action'),
       expect.stringContaining('You are not authorized to call this agent or action'),

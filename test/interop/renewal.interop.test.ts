@@ -14,6 +14,7 @@ import {
   waitProvisioned,
   waitWaiting,
   withLab,
+  issuerNetwork,
   type Lab,
   type LabFleet,
   type LabProvisioner,
@@ -22,7 +23,7 @@ import {
 import { wholeNumberSetting } from '@choria-provisioner/test-support/lab/env';
 
 const { available, kinds } = interopSuite();
-const CERT_VALIDITY_MS = 4 * 60_000;
+const VALIDITY_MS = 4 * 60_000;
 const CONCURRENCY = 8;
 const RENEWER = 'renewals.choria';
 
@@ -39,6 +40,33 @@ function readText(file: string): string {
     return readFileSync(file, 'utf8');
   } catch {
     return '';
+  }
+}
+
+type Flow = 'pki' | 'ed25519';
+
+/** What the server holds now: its certificate (pki) or server JWT (ed25519), from its own disk. */
+function serverCredential(flow: Flow, fleet: LabFleet, id: string): Cert | undefined {
+  return flow === 'pki' ? serverCert(fleet, id) : serverToken(fleet, id);
+}
+
+/** The server JWT the provisioner gave it, and whether it names the public key of the server's seed. */
+function serverToken(fleet: LabFleet, id: string): Cert | undefined {
+  try {
+    const jwt = readFileSync(join(fleet.nodeDir(id), 'server.jwt'), 'utf8').trim();
+    const claims = JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8')) as {
+      exp?: number;
+      public_key?: string;
+    };
+    const seed = Buffer.from(readFileSync(join(fleet.nodeDir(id), 'server.seed'), 'utf8').trim(), 'hex');
+    const pkcs8 = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]);
+    const jwk = createPublicKey(createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' })).export({
+      format: 'jwk',
+    });
+    const publicHex = Buffer.from(jwk.x ?? '', 'base64url').toString('hex');
+    return { notAfter: (claims.exp ?? 0) * 1000, matchesKey: claims.public_key === publicHex };
+  } catch {
+    return undefined; // not written yet, or caught mid-write
   }
 }
 
@@ -112,7 +140,7 @@ interface RenewalRun {
 }
 
 /** Watches every server until each holds a certificate later than its first (or the first ones expired). */
-async function watchRenewals(fleet: LabFleet, first: ReadonlyMap<string, number>): Promise<RenewalRun> {
+async function watchRenewals(flow: Flow, fleet: LabFleet, first: ReadonlyMap<string, number>): Promise<RenewalRun> {
   const renewedAt = new Map<string, number>();
   const keyMismatch = new Set<string>();
   let most = 0;
@@ -122,7 +150,7 @@ async function watchRenewals(fleet: LabFleet, first: ReadonlyMap<string, number>
     for (const id of fleet.identities) {
       if (inProvisioning(fleet, id)) out++;
       if (renewedAt.has(id)) continue;
-      const cert = serverCert(fleet, id);
+      const cert = serverCredential(flow, fleet, id);
       if (cert === undefined || cert.notAfter <= (first.get(id) ?? Infinity)) continue;
       renewedAt.set(id, Date.now());
       if (!cert.matchesKey) keyMismatch.add(id);
@@ -143,64 +171,109 @@ async function watchRenewals(fleet: LabFleet, first: ReadonlyMap<string, number>
   };
 }
 
-/** How often each server was sent `reprovision` by the provisioners, from their logs. */
-function reprovisionsSent(provisioners: readonly LabProvisioner[], ids: readonly string[]): Map<string, number> {
+interface Sent {
+  /** per server: how often it was sent `reprovision` (answered or refused), from the provisioners' logs */
+  readonly times: Map<string, number>;
+  /** servers sent `reprovision` more than once for the same credentials (one round renews them once) */
+  readonly twice: string[];
+}
+
+function reprovisionsSent(provisioners: readonly LabProvisioner[], ids: readonly string[]): Sent {
   const logs = provisioners.map((p) => p.log()).join('\n');
-  return new Map(ids.map((id) => [id, logs.split(`Sent reprovision to ${id}`).length - 1]));
+  const count = (text: string): number => logs.split(text).length - 1;
+  const times = new Map(
+    ids.map((id) => [id, count(`Sent reprovision to ${id}`) + count(`Renewal of ${id} failed: refused reprovision`)]),
+  );
+  // a renewed server's new credentials come due again in a long row: that is a renewal of its own
+  const renewals = [...logs.matchAll(/Sent reprovision to (\S+): its credentials expire at (\S+)/g)].map(
+    (m) => `${m[1] ?? ''} ${m[2] ?? ''}`,
+  );
+  const twice = [...new Set(renewals.filter((r, i) => renewals.indexOf(r) !== i))];
+  return { times, twice };
+}
+
+/** A broker, a fleet waiting in provisioning mode, and the provisioner site's renewal settings, for one flow. */
+async function network(
+  l: Lab,
+  flow: Flow,
+  prefix: string,
+  renewals: Readonly<Record<string, unknown>>,
+): Promise<{ fleet: LabFleet; site: SiteSpec; env?: Readonly<Record<string, string>> }> {
+  const fleetSpec = { prefix, count: servers(), withConfig: false };
+  if (flow === 'pki') {
+    const b = await l.broker();
+    const url = `nats://127.0.0.1:${b.port}`;
+    const fleet = await l.fleet({
+      ...fleetSpec,
+      provisioningUrls: [url],
+      // --default: reprovision brings the server back into provisioning mode
+      jwt: { provisionByDefault: true },
+      signCsr: true,
+      certValidityMs: VALIDITY_MS,
+      configuration: { rpcauthorization: '0' },
+    });
+    const yaml = { ...renewals, renewal_choria_config: await renewerConfig(l, url) };
+    return { fleet, site: { site: 'renew', brokerUrls: [url], features: { pki: true }, yaml } };
+  }
+  // ed25519: the servers run the choria provider, which brings them back into provisioning mode
+  const net = await issuerNetwork(l, 'ours', 'provisioner.lab.example');
+  const fleet = await l.fleet({
+    ...fleetSpec,
+    // without --default a server enters provisioning mode from its configuration file
+    withConfig: true,
+    provisioningUrls: [net.url],
+    ...net.fleet,
+    configuration: { ...net.fleet.configuration, rpcauthorization: '0' },
+  });
+  const yaml = {
+    ...net.site.yaml,
+    ...renewals,
+    server_jwt_validity: `${VALIDITY_MS / 1000}s`,
+    renewal_choria_config: await net.fleetClient(RENEWER),
+  };
+  const site: SiteSpec = { ...net.site, site: 'renew', brokerUrls: [net.url], yaml };
+  return { fleet, site, env: net.env };
 }
 
 async function renewalRow(
   l: Lab,
+  flow: Flow,
   prefix: string,
   instances: number,
   restartHalfway: boolean,
-): Promise<{ run: RenewalRun; sent: Map<string, number> }> {
-  const b = await l.broker();
-  const url = `nats://127.0.0.1:${b.port}`;
-  const fleet = await l.fleet({
-    prefix,
-    count: servers(),
-    withConfig: false,
-    provisioningUrls: [url],
-    jwt: { provisionByDefault: true },
-    signCsr: true,
-    certValidityMs: CERT_VALIDITY_MS,
-    configuration: { rpcauthorization: '0' },
+): Promise<{ run: RenewalRun; sent: Sent }> {
+  const { fleet, site, env } = await network(l, flow, prefix, {
+    renewal_window: 60,
+    renewal_margin: '30s',
+    renewal_concurrency: CONCURRENCY,
+    renewal_return_timeout: '90s',
+    ...(instances > 1 ? { coordination: 'active_active' } : {}),
   });
   await fleet.start();
   await waitWaiting(fleet);
-  const site: SiteSpec = {
-    site: 'renew',
-    brokerUrls: [url],
-    features: { pki: true },
-    yaml: {
-      renewal_choria_config: await renewerConfig(l, url),
-      renewal_window: 60,
-      renewal_margin: '30s',
-      renewal_concurrency: CONCURRENCY,
-      renewal_return_timeout: '90s',
-      ...(instances > 1 ? { coordination: 'active_active' } : {}),
-    },
-  };
   const start = (name: string): Promise<LabProvisioner> =>
-    l.provisioner({ kind: 'ours', name, identity: 'provisioner.lab.example', sites: [site] });
+    l.provisioner({
+      kind: 'ours',
+      name,
+      identity: 'provisioner.lab.example',
+      sites: [site],
+      ...(env !== undefined ? { env } : {}),
+    });
   const provisioners = await Promise.all(Array.from({ length: instances }, (_, i) => start(`ours-${i + 1}`)));
   const r = await waitProvisioned([fleet], 120_000);
   expect(r.pending, 'servers not provisioned the first time').toEqual([]);
-  const first = new Map(fleet.identities.map((id) => [id, serverCert(fleet, id)?.notAfter ?? 0]));
+  const held = (id: string): number => serverCredential(flow, fleet, id)?.notAfter ?? 0;
+  const first = new Map(fleet.identities.map((id) => [id, held(id)]));
   expect(
-    [...first.values()].filter((t) => t === 0),
-    'servers without a certificate after provisioning',
+    [...first].filter(([, t]) => t === 0).map(([id]) => id),
+    'servers without credentials',
   ).toEqual([]);
-  const watching = watchRenewals(fleet, first);
+  const watching = watchRenewals(flow, fleet, first);
   if (restartHalfway) {
-    // halfway through the renewals: the provisioner stops and starts again, its history in the bucket
+    // halfway through the renewals the provisioner stops and starts again, its history in the bucket
     const half = Math.ceil(fleet.identities.length / 2);
-    while (Date.now() < Math.max(...first.values())) {
-      const renewed = fleet.identities.filter((id) => (serverCert(fleet, id)?.notAfter ?? 0) > (first.get(id) ?? 0));
-      if (renewed.length >= half) break;
-      await sleep(250);
-    }
+    const renewed = (): number => fleet.identities.filter((id) => held(id) > (first.get(id) ?? 0)).length;
+    while (renewed() < half && Date.now() < Math.max(...first.values())) await sleep(250);
     const old = provisioners.shift();
     await old?.stop('SIGTERM');
     provisioners.push(await start('ours-restarted'), ...(old === undefined ? [] : [old]));
@@ -209,43 +282,120 @@ async function renewalRow(
   return { run, sent: reprovisionsSent(provisioners, fleet.identities) };
 }
 
-function expectRenewed(name: string, run: RenewalRun, sent: Map<string, number>): void {
+function expectRenewed(name: string, run: RenewalRun, sent: Sent): void {
+  const total = [...sent.times.values()].reduce((a, n) => a + n, 0);
   console.log(
-    `interop ${name}: ${sent.size - run.notRenewed.length}/${sent.size} renewed, at most ` +
-      `${run.mostInProvisioning} in provisioning at once, reprovision sent ${[...sent.values()].reduce((a, n) => a + n, 0)} times`,
+    `interop ${name}: ${sent.times.size - run.notRenewed.length}/${sent.times.size} renewed, at most ` +
+      `${run.mostInProvisioning} in provisioning at once, reprovision sent ${total} times`,
   );
   expect(run.notRenewed, 'servers without a new certificate before the first expired').toEqual([]);
   expect(run.late, 'servers renewed after their first certificate expired').toEqual([]);
   expect(run.keyMismatch, 'servers whose new certificate does not match their key').toEqual([]);
   expect(run.notConnected, 'servers not connected with their new certificate').toEqual([]);
   expect(run.mostInProvisioning, 'servers in provisioning mode at once').toBeLessThanOrEqual(CONCURRENCY);
+  expect(sent.twice, 'servers sent reprovision twice for the same credentials').toEqual([]);
+}
+
+interface RenewalStatus {
+  readonly sites: {
+    readonly renewals?: {
+      readonly stopped?: string;
+      readonly counts: Record<string, number>;
+      readonly failed: { identity: string; reason?: string }[];
+      readonly notRenewable: { identity: string; reason?: string }[];
+    };
+  }[];
+}
+
+/**
+ * Two fleets behind one broker and one provisioner: servers that refuse `reprovision` (RPC
+ * authorization on, no policy for it) and servers whose provisioning JWT was made without
+ * --default (go-choria would strand them). Watched until every first certificate's renewal
+ * window has passed.
+ */
+async function refusalsRow(l: Lab): Promise<void> {
+  const n = Math.min(servers(), 10);
+  const b = await l.broker();
+  const url = `nats://127.0.0.1:${b.port}`;
+  const common = { count: n, provisioningUrls: [url], signCsr: true, certValidityMs: VALIDITY_MS };
+  const refusing = await l.fleet({ ...common, prefix: 'rref', withConfig: false, jwt: { provisionByDefault: true } });
+  const stranded = await l.fleet({ ...common, prefix: 'rstr', withConfig: true });
+  await Promise.all([refusing.start(), stranded.start()]);
+  await Promise.all([waitWaiting(refusing), waitWaiting(stranded)]);
+  const yaml = {
+    renewal_choria_config: await renewerConfig(l, url),
+    renewal_window: 60,
+    renewal_margin: '30s',
+    renewal_failure_limit: 2,
+  };
+  const p = await l.provisioner({
+    kind: 'ours',
+    name: 'ours',
+    identity: 'provisioner.lab.example',
+    sites: [{ site: 'renew', brokerUrls: [url], features: { pki: true }, yaml }],
+  });
+  const r = await waitProvisioned([refusing, stranded], 120_000);
+  expect(r.pending, 'servers not provisioned').toEqual([]);
+  const firsts = [...refusing.identities, ...stranded.identities].map((id) => {
+    const f = refusing.identities.includes(id) ? refusing : stranded;
+    return serverCert(f, id)?.notAfter ?? 0;
+  });
+  // past every server's renewal window (it closes renewal_margin before the expiry)
+  const windowsClosed = Math.max(...firsts) - 30_000 + 5_000;
+  while (Date.now() < windowsClosed) await sleep(2_000);
+  const status = (await p.status()) as RenewalStatus;
+  const renewals = status.sites[0]?.renewals;
+  const sent = reprovisionsSent([p], [...refusing.identities, ...stranded.identities]).times;
+  const total = [...sent.values()].reduce((a, x) => a + x, 0);
+  console.log(
+    `interop r-refusals: stopped: ${renewals?.stopped ?? 'no'}; reprovision sent ${total} times; ` +
+      `${renewals?.counts['not-renewable'] ?? 0} not renewable`,
+  );
+  expect(renewals?.stopped, 'the renewals stopped after 2 refusals in a row').toContain('2 renewals failed in a row');
+  expect(total, 'reprovision sent before the renewals stopped').toBe(2);
+  expect(renewals?.failed.map((f) => f.reason)).toEqual([
+    expect.stringContaining('You are not authorized to call this agent or action'),
+    expect.stringContaining('You are not authorized to call this agent or action'),
+  ]);
   expect(
-    [...sent].filter(([, n]) => n > 1),
-    'servers sent reprovision more than once',
+    stranded.identities.filter((id) => (sent.get(id) ?? 0) > 0),
+    'stranded servers sent reprovision',
+  ).toEqual([]);
+  expect(renewals?.counts['not-renewable']).toBe(n);
+  expect(renewals?.notRenewable[0]?.reason).toContain('made without --default');
+  // the refusing servers kept running with their first certificates
+  expect(
+    [...refusing.identities, ...stranded.identities].filter((id) => {
+      const f = refusing.identities.includes(id) ? refusing : stranded;
+      return inProvisioning(f, id);
+    }),
   ).toEqual([]);
 }
 
 describe.skipIf(!available || !kinds.includes('ours'))(
   'interop: credential renewal with real go-choria servers',
   () => {
-    it('(r) pki: certificates valid for 4 minutes renewed before they expire, a canary first, bounded', async () => {
-      await withLab('r-renewal', async (l) => {
-        const { run, sent } = await renewalRow(l, 'rnw', 1, false);
-        expectRenewed('r-renewal', run, sent);
-      });
+    const rows: [string, Flow, number, boolean][] = [
+      [
+        '(r) pki: certificates valid for 4 minutes renewed before they expire, a canary first, bounded',
+        'pki',
+        1,
+        false,
+      ],
+      ['(r) pki renewal with the provisioner restarted halfway', 'pki', 1, true],
+      ['(r) pki renewal by two active/active instances', 'pki', 2, false],
+      ['(r) ed25519: server JWTs valid for 4 minutes renewed before they expire', 'ed25519', 1, false],
+      ['(r) ed25519 renewal with the provisioner restarted halfway', 'ed25519', 1, true],
+    ];
+    it('(r) refusals: go-choria refuses reprovision (not authorized) and the renewals stop; --default-less servers are never sent it', async () => {
+      await withLab('r-refusals', refusalsRow);
     });
 
-    it('(r) pki renewal with the provisioner restarted halfway', async () => {
-      await withLab('r-renewal-restart', async (l) => {
-        const { run, sent } = await renewalRow(l, 'rnr', 1, true);
-        expectRenewed('r-renewal-restart', run, sent);
-      });
-    });
-
-    it('(r) pki renewal by two active/active instances', async () => {
-      await withLab('r-renewal-aa', async (l) => {
-        const { run, sent } = await renewalRow(l, 'rna', 2, false);
-        expectRenewed('r-renewal-aa', run, sent);
+    it.each(rows)('%s', async (name, flow, instances, restart) => {
+      const id = `r-${flow}${instances > 1 ? '-aa' : ''}${restart ? '-restart' : ''}`;
+      await withLab(id, async (l) => {
+        const { run, sent } = await renewalRow(l, flow, id.replace(/-/g, '').slice(0, 8), instances, restart);
+        expectRenewed(`${id} ${name}`, run, sent);
       });
     });
   },

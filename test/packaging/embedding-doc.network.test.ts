@@ -16,7 +16,7 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as core from '@choria-provisioner/core';
 import { SimulatedFleet } from '@choria-provisioner/simulator';
-import { startNatsServer } from '@choria-provisioner/test-support/nats-server';
+import { FleetHarness } from '@choria-provisioner/test-support/fleet';
 import {
   fragments,
   publicNamesUsed,
@@ -41,6 +41,7 @@ const harness: Harness = { surroundings: {}, meanwhile: () => Promise.resolve() 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+  await h.cleanup();
   rmSync(runDir, { recursive: true, force: true });
   delete (globalThis as Record<string, unknown>)[HARNESS];
 });
@@ -83,20 +84,11 @@ function example(marker: string): Fragment {
   return found[0] as Fragment;
 }
 
+const h = new FleetHarness();
+
 async function brokerWithFleet(name: string): Promise<{ url: string; fleet: SimulatedFleet }> {
-  const server = await startNatsServer({ jetstream: false });
-  cleanups.push(() => server.stop());
-  const fleet = await SimulatedFleet.start({
-    servers: [server.url],
-    count: NODES,
-    name,
-    identityPattern: `${name}-{i}.example.net`,
-    token: 's3cret',
-    timeScale: 0.01,
-    control: false,
-    eventFormat: 'none',
-  });
-  cleanups.push(() => fleet.stop());
+  const server = await h.broker({ choriaAccounts: false });
+  const fleet = await h.fleet(server.url, { count: NODES, name, identityPattern: `${name}-{i}.example.net` });
   await fleet.waitForBooted(10_000);
   return { url: server.url, fleet };
 }

@@ -21,6 +21,8 @@ export interface IssuerNetwork {
   readonly site: Pick<SiteSpec, 'choriaConfig' | 'features'> & { readonly yaml: Readonly<Record<string, unknown>> };
   /** a choria-provider client takes its identity from $USER */
   readonly env: Readonly<Record<string, string>>;
+  /** a client of the fleet (fleet management, signed by the issuer) as `identity`: its configuration file */
+  fleetClient(identity: string): Promise<string>;
 }
 
 /** Sets up the issuer, the broker (started) and the provisioner's credentials as `identity`. */
@@ -98,5 +100,18 @@ export async function issuerNetwork(
       yaml: { jwt_verify_cert: issuer.publicKey, jwt_signing_key: signer.seedFile, jwt_signing_token: token },
     },
     env: { USER: identity },
+    async fleetClient(client) {
+      const key = await writeKeyPair(choria, join(l.dir, `${client}.seed`));
+      const jwt = join(l.dir, `${client}.jwt`);
+      await writeOperatorClientJwt(choria, {
+        file: jwt,
+        identity: client,
+        signingKey: issuer.seedFile,
+        publicKey: key.publicKey,
+      });
+      const file = join(l.dir, `${client}-client.cfg`);
+      writeIssuerClientConfig(file, { identity: client, brokerUrl: url, tokenFile: jwt, seedFile: key.seedFile });
+      return file;
+    },
   };
 }

@@ -4,7 +4,7 @@
 // operator names in `renewal_choria_config`, as it is: none of the provisioning overrides apply.
 import type { Logger } from 'winston';
 import { ChoriaClient } from '../../choria/client.js';
-import { RpcReplyLostError, RpcStatusError, RpcTimeoutError } from '../../choria/errors.js';
+import { RpcReplyLostError, RpcStatusError, RpcTimeoutError, publicStatusMessage } from '../../choria/errors.js';
 import { loadChoriaConfig } from '../../config/choria-config.js';
 import type { RenewalSettings } from '../../config/types.js';
 import type { ProvisionerMetrics } from '../../metrics/metrics.js';
@@ -42,8 +42,14 @@ export async function reprovisionThrough(
   } catch (err) {
     if (err instanceof RpcTimeoutError || err instanceof RpcReplyLostError)
       return { kind: 'no-reply', reason: publicMessageOf(err) };
-    // RpcStatusError: go-choria's own reason (wrong token, not authorized, already provisioning, ...)
-    return { kind: 'refused', reason: err instanceof RpcStatusError ? publicMessageOf(err) : errorText(err) };
+    // go-choria's own reason (wrong token, not authorized, already provisioning, ...), as the monitor
+    // port may show a node's text, and without the node's name: the status shows why to anyone
+    if (err instanceof RpcStatusError)
+      return {
+        kind: 'refused',
+        reason: `${publicStatusMessage(err.reply.statusmsg)} (status ${err.reply.statuscode})`,
+      };
+    return { kind: 'refused', reason: publicMessageOf(err) };
   }
 }
 
