@@ -49,24 +49,25 @@ async function fleetClient(url: string): Promise<ChoriaClient> {
   return client;
 }
 
-function renewalYaml(extra = ''): string {
+function renewalYaml(extra = '', returnTimeout = '15s'): string {
   return (
     `workers: 4\njwt_verify_cert: ${orgPublicHex}\njwt_signing_key: ${provSeedPath}\n` +
     'features:\n  ed25519: true\n' +
     'server_jwt_validity: 20s\n' +
     'renewal_choria_config: /etc/choria/renewals.cfg\n' +
     'renewal_window: 50\nrenewal_margin: 2s\n' +
-    `renewal_concurrency: ${CONCURRENCY}\nrenewal_return_timeout: 15s\n${extra}`
+    `renewal_concurrency: ${CONCURRENCY}\nrenewal_return_timeout: ${returnTimeout}\n${extra}`
   );
 }
 
 async function fleetWith(
   url: string,
   reprovision: { comesBack?: boolean; authorized?: boolean },
+  provisionDefault?: boolean,
 ): Promise<SimulatedFleet> {
   const fleet = await h.fleet(url, {
     count: NODES,
-    jwt: { signer: 'ed25519', seedHex: orgSeedHex },
+    jwt: { signer: 'ed25519', seedHex: orgSeedHex, ...(provisionDefault !== undefined ? { provisionDefault } : {}) },
     serverJwtVerification: { signerEd25519PublicHex: provPublicHex },
     eventFormat: 'cloudevents',
     timeScale: 0.05,
@@ -156,6 +157,24 @@ describe('credential renewal', () => {
     expect(sent(fleet)).toBe(2);
     expect(p.resumeRenewals()).toBe(true);
     await until('reprovision sent again after the resume', () => sent(fleet) > 2);
+  });
+
+  it('a canary that does not come back stops the round with one server out', async () => {
+    const s = await h.broker(ONE_ACCOUNT);
+    // provisioning JWTs made with --default (renewable), but these servers do not come back (they die)
+    const fleet = await fleetWith(s.url, { comesBack: false }, true);
+    const p = h.provisioner(s.url, renewalYaml('', '5s'), {
+      renewalClient: await fleetClient(s.url),
+      helper: (req) => ({ configuration: plainConfiguration(req) }),
+    });
+    await p.start();
+    await fleet.waitForAllProvisioned(20_000);
+    await until('the renewals stopped', () => p.status().renewals?.stopped !== undefined, 30_000);
+    expect(p.status().renewals?.stopped).toMatch(/a node's renewal failed: not provisioned again within 5 s/);
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(sent(fleet)).toBe(1);
+    expect(fleet.violationCount('stranded')).toBe(1);
+    expect(p.status().renewals?.counts.failed).toBe(1);
   });
 
   it.skipIf(CHROMIUM === undefined)('the status page shows why the renewals stopped, and resumes them', async () => {

@@ -215,14 +215,15 @@ async function network(
     const yaml = { ...renewals, renewal_choria_config: await renewerConfig(l, url) };
     return { fleet, site: { site: 'renew', brokerUrls: [url], features: { pki: true }, yaml } };
   }
-  // ed25519: the servers run the choria provider, which brings them back into provisioning mode
+  // ed25519: an Organization Issuer network; --default brings the servers back after reprovision
+  // (the choria provider they run does not: without it they crash-loop)
   const net = await issuerNetwork(l, 'ours', 'provisioner.lab.example');
   const fleet = await l.fleet({
     ...fleetSpec,
-    // without --default a server enters provisioning mode from its configuration file
     withConfig: true,
     provisioningUrls: [net.url],
     ...net.fleet,
+    jwt: { ...net.fleet.jwt, provisionByDefault: true },
     configuration: { ...net.fleet.configuration, rpcauthorization: '0' },
   });
   const yaml = {

@@ -58,7 +58,7 @@ async function provisioningJwts(
         v2: v === 'v2',
         update: o.allowUpdate,
         // provisioning by default is what brings a server back after reprovision
-        provisionDefault: o.reprovision?.comesBack ?? false,
+        provisionDefault: o.jwt.provisionDefault ?? o.reprovision?.comesBack ?? false,
         nowMs,
       },
       signer,

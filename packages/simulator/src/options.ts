@@ -21,6 +21,11 @@ export interface FleetJwtOptions {
   extensions?: Record<string, unknown>;
   /** `chs` claim (protocol security while provisioning) */
   chs?: boolean;
+  /**
+   * `chpd` claim: provisions by default (`--default`), which is what brings a go-choria server back
+   * after reprovision; default: `reprovision.comesBack`
+   */
+  provisionDefault?: boolean;
 }
 
 /**
@@ -107,8 +112,9 @@ export interface FleetOptions {
   /**
    * provisioned nodes answer choria_provision#reprovision on their fleet's collective
    * (default: they do not listen there). `comesBack` (default true): back in provisioning mode after
-   * it, as with a provisioning JWT made with --default (the JWT's `chpd` says so); false: stranded.
-   * `authorized` (default true): false refuses it as go-choria's RPC authorization does.
+   * it, as go-choria is with a provisioning JWT made with --default (`chpd`, which follows this
+   * unless jwt.provisionDefault says otherwise); false: stranded. `authorized` (default true):
+   * false refuses it as go-choria's RPC authorization does.
    */
   reprovision?: { collective?: string; comesBack?: boolean; authorized?: boolean };
   /** provisioning lock validity (default 120000) */

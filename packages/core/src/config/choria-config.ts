@@ -102,11 +102,12 @@ export function parseChoriaConfig(text: string, source: string, opts: ChoriaPars
 
   const identity = get('identity') ?? opts.hostname ?? hostname();
 
+  const providerText = get('plugin.security.provider') ?? DEFAULT_SECURITY_PROVIDER;
+  // go-choria's default: mcollective, or choria with the choria security provider
   const collectives = splitList(get('collectives'));
-  if (collectives.length === 0) collectives.push('mcollective');
+  if (collectives.length === 0) collectives.push(providerText === 'choria' ? 'choria' : 'mcollective');
   const mainCollective = get('main_collective') ?? collectives[0] ?? 'mcollective';
 
-  const providerText = get('plugin.security.provider') ?? DEFAULT_SECURITY_PROVIDER;
   const securityProvider = SECURITY_PROVIDERS.find((p) => p === providerText);
   if (securityProvider === undefined) {
     problems.add(

@@ -4,11 +4,11 @@
 // from trusted parties (the helper, this process), never from the node.
 //
 // A go-choria server sent `choria_provision#reprovision` rewrites its configuration to
-// `plugin.choria.server.provision=1` and restarts. It comes back in provisioning mode only when its
-// provisioning JWT says to provision by default (`chpd`, made with `choria jwt provisioning
-// --default`), or when it runs the `choria` security provider, whose seed and token it then
-// removes. Any other server restarts with a configuration it cannot run with: it is stranded, so
-// such a node is never sent `reprovision`.
+// `plugin.choria.server.provision=1` (and its log settings; nothing else) and restarts. At that
+// start go-choria v0.30.2 switches to provisioning mode only when its provisioning JWT says to
+// provision by default (`chpd`, made with `choria jwt provisioning --default`). Any other server,
+// whatever security provider it ran, restarts with a configuration it cannot run with (the
+// default `puppet` provider) and is stranded: such a node is never sent `reprovision`.
 import { X509Certificate } from 'node:crypto';
 import type { HelperJwtClaims } from './helper/types.js';
 
@@ -45,17 +45,16 @@ export function tokenExpiry(jwt: string): number | undefined {
 }
 
 /** Whether `reprovision` brings the node back into provisioning mode, by go-choria's rule. */
-export function renewability(
-  claims: HelperJwtClaims | undefined,
-  configuration: Readonly<Record<string, string>>,
-): Renewability {
+export function renewability(claims: HelperJwtClaims | undefined): Renewability {
   if (claims?.chpd === true) return { renewable: true };
-  if (configuration['plugin.security.provider']?.trim() === 'choria') return { renewable: true };
-  const jwt =
-    claims === undefined
-      ? 'its provisioning JWT was not read (features.jwt is off)'
-      : 'its provisioning JWT does not provision by default (made without --default)';
-  return { renewable: false, reason: `${jwt} and it does not use the choria security provider` };
+  return {
+    renewable: false,
+    reason:
+      claims === undefined
+        ? 'its provisioning JWT was not read (features.jwt is off): it may not come back from reprovision'
+        : 'its provisioning JWT does not provision by default (made without --default): ' +
+          'go-choria would not come back from reprovision',
+  };
 }
 
 /** What a node is given by a configure: undefined when nothing of it expires. */
@@ -63,12 +62,11 @@ export function issuedCredentials(given: {
   readonly certificate: string | undefined;
   readonly serverJwt: string;
   readonly claims: HelperJwtClaims | undefined;
-  readonly configuration: Readonly<Record<string, string>>;
 }): IssuedCredentials | undefined {
   const expiries = [
     given.serverJwt !== '' ? tokenExpiry(given.serverJwt) : undefined,
     given.certificate !== undefined && given.certificate !== '' ? certificateExpiry(given.certificate) : undefined,
   ].filter((t): t is number => t !== undefined);
   if (expiries.length === 0) return undefined;
-  return { expiresAt: Math.min(...expiries), renewability: renewability(given.claims, given.configuration) };
+  return { expiresAt: Math.min(...expiries), renewability: renewability(given.claims) };
 }

@@ -318,7 +318,6 @@ export class Host {
         certificate: reply.certificate,
         serverJwt,
         claims: this.#facts.jwtClaims ?? undefined,
-        configuration: input.configuration,
       });
       return credentials === undefined ? result : { ...result, credentials };
     } catch (err) {

@@ -69,6 +69,8 @@ describe('examples/config', () => {
   it('choria-issuer.cfg gives a usable issuer client with the provisioner overrides', () => {
     const settings = loadChoriaConfig(join(examples, 'choria-issuer.cfg'), { env: {} });
     expect(settings.securityProvider).toBe('choria');
+    // go-choria's default collective with the choria security provider
+    expect(settings.mainCollective).toBe('choria');
     const yaml = load('provisioner-ed25519.yaml').config;
     expect(settings.seedFile).toBe(yaml.jwtSigningKey);
     expect(settings.tokenFile).toBe(yaml.jwtSigningToken);
