@@ -38,6 +38,18 @@ afterEach(async () => {
   fleet = undefined;
 });
 
+/**
+ * A success that configured the node names what it was given that expires (the certificate or the
+ * server JWT) and, these nodes' provisioning JWTs lacking --default, that it cannot be renewed.
+ */
+const PROVISIONED_WITH_CREDENTIALS = {
+  outcome: 'provisioned',
+  credentials: {
+    expiresAt: expect.any(Number) as number,
+    renewability: { renewable: false, reason: expect.stringContaining('made without --default') as string },
+  },
+};
+
 const plainConfig = (req: HelperRequest): Record<string, string> => ({
   identity: req.identity,
   'plugin.choria.server.provision': 'false',
@@ -187,7 +199,7 @@ describe('Host pipeline against the simulator', () => {
       },
       2,
     );
-    for (const id of f.identities()) expect(await provision(id)).toEqual({ outcome: 'provisioned' });
+    for (const id of f.identities()) expect(await provision(id)).toMatchObject(PROVISIONED_WITH_CREDENTIALS);
     await f.waitForAllProvisioned(10_000);
     expectCleanlyProvisioned(f);
     for (const n of f.report().nodes) {
@@ -270,7 +282,7 @@ describe('Host pipeline against the simulator', () => {
           };
         },
       );
-      for (const id of f.identities()) expect(await provision(id)).toEqual({ outcome: 'provisioned' });
+      for (const id of f.identities()) expect(await provision(id)).toMatchObject(PROVISIONED_WITH_CREDENTIALS);
       await f.waitForAllProvisioned(10_000);
       expectCleanlyProvisioned(f);
       const node = f.report().nodes[0];
@@ -318,7 +330,7 @@ describe('Host pipeline against the simulator', () => {
     expect(known).toMatchObject({ outcome: 'failed', message: `${old} runs go-choria 0.24.1: ${needs}` });
     expect(gen25519Asked()).toBe(1);
     // a current node, with or without a version from its event, is provisioned as before
-    expect(await provision(current, { reportedVersion: '0.29.4' })).toEqual({ outcome: 'provisioned' });
+    expect(await provision(current, { reportedVersion: '0.29.4' })).toMatchObject(PROVISIONED_WITH_CREDENTIALS);
     expect(f.report().totals.violations).toBe(0);
   });
 
