@@ -165,17 +165,11 @@ describe('choria-provisioner run', () => {
 });
 
 describe('choria-provisioner status', () => {
+  /** a running site with nothing queued, as /status gives it */
+  const LON = { site: 'lon', paused: false, queue: 0, busyWorkers: 0, workers: 4, hosts: [] };
+
   it('says when a site lists its nodes only to its token, and counts them', () => {
-    const site = {
-      site: 'lon',
-      paused: false,
-      queue: 0,
-      busyWorkers: 0,
-      workers: 4,
-      hosts: [],
-      hostCounts: { failed: 2, held: 3 },
-      hostsNeedToken: true,
-    };
+    const site = { ...LON, hostCounts: { failed: 2, held: 3 }, hostsNeedToken: true };
     expect(formatStatus({ sites: [site] })).toBe(
       'site lon: running, queue 0, busy workers 0/4, hosts 5\nnodes not listed: the site lists them only with its monitor_api_token (--token-file FILE or CHORIA_PROVISIONER_API_TOKEN)\n',
     );
@@ -183,12 +177,7 @@ describe('choria-provisioner status', () => {
 
   it('shows the renewals: the counts, why they stopped, the nodes listed', () => {
     const site = {
-      site: 'lon',
-      paused: false,
-      queue: 0,
-      busyWorkers: 0,
-      workers: 4,
-      hosts: [],
+      ...LON,
       renewals: {
         stopped: '1 renewals failed in a row, the last: refused reprovision: not authorized',
         counts: { scheduled: 1, due: 0, 'in-flight': 1, failed: 1, 'not-renewable': 1 },
