@@ -86,7 +86,7 @@ export class Provisioner {
   readonly #rediscovery = new RediscoveryAfterReconnect(() => this.discover());
   readonly #lapseRecovery = new RediscoveryAfterLapse(
     () => this.discover(),
-    () => !this.paused && this.#lease.refusal() === undefined,
+    () => this.#mayAct(),
   );
   #renewals: SiteRenewals | undefined;
   #unwatchLink: (() => void) | undefined;
@@ -671,6 +671,11 @@ export class Provisioner {
     return this.#renewals === undefined ? status : { ...status, renewals: this.#renewals.view(limit) };
   }
 
+  /** Not paused, and this instance's right to act holds. */
+  #mayAct(): boolean {
+    return !this.paused && this.#lease.refusal() === undefined;
+  }
+
   /** Renewals that stopped after failures go on, and the failed ones are due again; false without renewals. */
   resumeRenewals(): boolean {
     if (this.#renewals === undefined) return false;
@@ -695,11 +700,7 @@ export class Provisioner {
       dryRun: this.#opts.dryRun === true,
       signal: this.#stop.signal,
       ...(this.#opts.renewalClient !== undefined ? { client: this.#opts.renewalClient } : {}),
-      mayRenew: (identity) =>
-        this.#state === 'running' &&
-        !this.paused &&
-        this.#lease.refusal() === undefined &&
-        this.#policy.mayWork(identity),
+      mayRenew: (identity) => this.#state === 'running' && this.#mayAct() && this.#policy.mayWork(identity),
     });
     void this.#renewals.start();
   }

@@ -17,6 +17,7 @@ import type { RenewalEvent } from '../../metrics/metrics.js';
 import { formatMs } from '../../util/duration.js';
 import type { NodeHistory } from '../history/index.js';
 import type { NodeRecord } from '../history/record.js';
+import { SENDING_RECORD_WAIT_MS } from '../lease.js';
 import { renewalDueAt, renewalState, type RenewalState } from './plan.js';
 
 /** How a `reprovision` went: the node took it, refused it (go-choria's reason), or did not answer. */
@@ -36,7 +37,7 @@ export interface RenewerOptions {
   /** a dry run: says what it would send, sends nothing */
   readonly dryRun?: boolean;
   readonly now?: () => number;
-  /** how long a `reprovision` waits for its record to reach the shared history */
+  /** how long a `reprovision` waits for its record to reach the shared history (default: as a configure's) */
   readonly recordWaitMs?: number;
 }
 
@@ -113,14 +114,9 @@ export class Renewer {
 
   #tick(): void {
     const now = this.#now();
-    const records = [...this.#opts.history.records()];
-    this.#noteEnded(records, now);
-    const due = records
-      .filter((r) => renewalState(r, now, this.#opts.settings) === 'due')
-      .map((r) => ({ r, at: renewalDueAt(r, this.#opts.settings) ?? now }))
-      .sort((a, b) => a.at - b.at)
-      .map((d) => d.r);
-    const inFlight = records.filter((r) => renewalState(r, now, this.#opts.settings) === 'in-flight').length;
+    const { due, inFlight: renewing } = this.#look(now);
+    this.#noteEnded(renewing, now);
+    const inFlight = renewing.length;
     this.#opts.metrics.setRenewals(due.length, inFlight);
     if (this.#opts.dryRun === true) return this.#report(due);
     if (this.#stopped !== undefined) return;
@@ -152,11 +148,23 @@ export class Renewer {
     await Promise.allSettled([...this.#sending]);
   }
 
-  /** Renewals that ended since the last look: provisioned again, or not back in time. */
-  #noteEnded(records: readonly NodeRecord[], now: number): void {
-    const byId = new Map(records.map((r) => [r.identity, r]));
+  /** One pass over the site's nodes: those due (soonest first) and those in flight. */
+  #look(now: number): { due: NodeRecord[]; inFlight: NodeRecord[] } {
+    const s = this.#opts.settings;
+    const due: { r: NodeRecord; at: number }[] = [];
+    const inFlight: NodeRecord[] = [];
+    for (const r of this.#opts.history.records()) {
+      const state = renewalState(r, now, s);
+      if (state === 'in-flight') inFlight.push(r);
+      else if (state === 'due') due.push({ r, at: renewalDueAt(r, s) ?? now });
+    }
+    return { due: due.sort((a, b) => a.at - b.at).map((d) => d.r), inFlight };
+  }
+
+  /** Renewals that ended since the last look: provisioned again, or (of `inFlight`) not back in time. */
+  #noteEnded(inFlight: readonly NodeRecord[], now: number): void {
     for (const [identity, sent] of this.#sent) {
-      const r = byId.get(identity);
+      const r = this.#opts.history.get(identity);
       if (r === undefined || r.renewalSentAt === sent.sentAt) continue;
       this.#sent.delete(identity);
       if (r.renewalError !== undefined) continue;
@@ -170,9 +178,8 @@ export class Renewer {
       this.#opts.logger.info(`Renewed ${identity}: provisioned again, its credentials now expire ${iso(r)}`);
     }
     const limit = this.#opts.settings.returnTimeoutMs;
-    for (const r of records) {
-      if (renewalState(r, now, this.#opts.settings) !== 'in-flight' || !this.#opts.mayRenew(r.identity)) continue;
-      if (now - (r.renewalSentAt ?? now) <= limit) continue;
+    for (const r of inFlight) {
+      if (!this.#opts.mayRenew(r.identity) || now - (r.renewalSentAt ?? now) <= limit) continue;
       this.#failed(r.identity, `not provisioned again within ${formatMs(limit)} of reprovision`, now, true);
     }
   }
@@ -180,7 +187,11 @@ export class Renewer {
   async #send(r: NodeRecord): Promise<void> {
     const identity = r.identity;
     const sentAt = this.#now();
-    const recorded = this.#opts.history.renewalSending(identity, sentAt, this.#opts.recordWaitMs ?? 2_000);
+    const recorded = this.#opts.history.renewalSending(
+      identity,
+      sentAt,
+      this.#opts.recordWaitMs ?? SENDING_RECORD_WAIT_MS,
+    );
     if (recorded === undefined) return;
     this.#sent.set(identity, { sentAt, expiresAt: r.credentialsExpireAt ?? 0 });
     await recorded;
@@ -227,6 +238,13 @@ export class Renewer {
       failed: [],
       notRenewable: [],
     };
+    const listOf: Record<Exclude<RenewalState, 'none'>, RenewalEntry[]> = {
+      due: lists.next,
+      scheduled: lists.next,
+      'in-flight': lists.inFlight,
+      failed: lists.failed,
+      'not-renewable': lists.notRenewable,
+    };
     for (const r of this.#opts.history.records()) {
       const state = renewalState(r, now, s);
       if (state === 'none') continue;
@@ -243,15 +261,7 @@ export class Renewer {
             ? { reason: r.notRenewable }
             : {}),
       };
-      const list =
-        state === 'in-flight'
-          ? lists.inFlight
-          : state === 'failed'
-            ? lists.failed
-            : state === 'not-renewable'
-              ? lists.notRenewable
-              : lists.next;
-      list.push(entry);
+      listOf[state].push(entry);
     }
     lists.next.sort((a, b) => (a.dueAt ?? '').localeCompare(b.dueAt ?? ''));
     const cut = (l: RenewalEntry[]): RenewalEntry[] => l.slice(0, limit);
