@@ -373,6 +373,110 @@ async function refusalsRow(l: Lab): Promise<void> {
   ).toEqual([]);
 }
 
+/** A few pki servers that go-choria brings back after reprovision (--default, authorization off), waiting. */
+async function renewableFleet(l: Lab, prefix: string): Promise<{ fleet: LabFleet; site: SiteSpec }> {
+  const b = await l.broker();
+  const url = `nats://127.0.0.1:${b.port}`;
+  const fleet = await l.fleet({
+    prefix,
+    count: Math.min(servers(), 6),
+    withConfig: false,
+    provisioningUrls: [url],
+    jwt: { provisionByDefault: true },
+    signCsr: true,
+    certValidityMs: VALIDITY_MS,
+    configuration: { rpcauthorization: '0' },
+  });
+  await fleet.start();
+  await waitWaiting(fleet);
+  const yaml = {
+    renewal_choria_config: await renewerConfig(l, url),
+    renewal_window: 60,
+    renewal_margin: '30s',
+    renewal_failure_limit: 2,
+    renewal_return_timeout: '30s',
+  };
+  return { fleet, site: { site: 'renew', brokerUrls: [url], features: { pki: true }, yaml } };
+}
+
+async function startOurs(l: Lab, name: string, site: SiteSpec): Promise<LabProvisioner> {
+  return l.provisioner({ kind: 'ours', name, identity: 'provisioner.lab.example', sites: [site] });
+}
+
+async function renewalsOf(p: LabProvisioner): Promise<NonNullable<RenewalStatus['sites'][number]['renewals']>> {
+  const renewals = ((await p.status()) as RenewalStatus).sites[0]?.renewals;
+  if (renewals === undefined) throw new Error(`${p.name}: /status has no renewals`);
+  return renewals;
+}
+
+/** Waits until the renewals of `p` stopped, or `deadline` passed. */
+async function untilStopped(p: LabProvisioner, deadline: number): Promise<void> {
+  while ((await renewalsOf(p)).stopped === undefined && Date.now() < deadline) await sleep(1_000);
+}
+
+/**
+ * The operator changed the site's token after the servers were provisioned: they hold the old one
+ * and go-choria refuses reprovision with its reason; two refusals in a row stop the renewals.
+ */
+async function wrongTokenRow(l: Lab): Promise<void> {
+  const { fleet, site } = await renewableFleet(l, 'rtok');
+  const first = await startOurs(l, 'ours', site);
+  expect((await waitProvisioned([fleet], 120_000)).pending, 'servers not provisioned').toEqual([]);
+  await first.stop('SIGTERM');
+  const p = await startOurs(l, 'ours-new-token', { ...site, yaml: { ...site.yaml, token: 'a-rotated-token' } });
+  const expiries = fleet.identities.map((id) => serverCert(fleet, id)?.notAfter ?? 0);
+  await untilStopped(p, Math.max(...expiries));
+  const renewals = await renewalsOf(p);
+  const sent = reprovisionsSent([first, p], fleet.identities).times;
+  const total = [...sent.values()].reduce((a, x) => a + x, 0);
+  console.log(`interop r-wrong-token: stopped: ${renewals.stopped ?? 'no'}; reprovision sent ${total} times`);
+  expect(renewals.stopped, 'the renewals stopped after 2 refusals in a row').toContain('2 renewals failed in a row');
+  expect(total, 'reprovision sent before the renewals stopped').toBe(2);
+  expect(renewals.failed.map((f) => f.reason)).toEqual([
+    expect.stringContaining('Incorrect provision token supplied'),
+    expect.stringContaining('Incorrect provision token supplied'),
+  ]);
+  expect(
+    fleet.identities.filter((id) => inProvisioning(fleet, id)),
+    'servers in provisioning mode',
+  ).toEqual([]);
+}
+
+/**
+ * The round's canary is sent reprovision and then stopped before it restarts into provisioning
+ * mode: the round stops with that one server out, and nothing more is sent while the renewal
+ * windows of the others pass.
+ */
+async function canaryNotBackRow(l: Lab): Promise<void> {
+  const { fleet, site } = await renewableFleet(l, 'rcan');
+  const p = await startOurs(l, 'ours', site);
+  expect((await waitProvisioned([fleet], 120_000)).pending, 'servers not provisioned').toEqual([]);
+  const expiries = fleet.identities.map((id) => serverCert(fleet, id)?.notAfter ?? 0);
+  let canary: string | undefined;
+  // go-choria restarts 2 s or more after it answered reprovision: stopped before that
+  while (canary === undefined && Date.now() < Math.max(...expiries)) {
+    canary = /Sent reprovision to (\S+):/.exec(p.log())?.[1];
+    await sleep(100);
+  }
+  if (canary === undefined) throw new Error('no server was sent reprovision before the certificates expired');
+  await fleet.stop([canary]);
+  await untilStopped(p, Math.max(...expiries));
+  // past every server's renewal window (it closes renewal_margin before the expiry)
+  while (Date.now() < Math.max(...expiries) - 25_000) await sleep(2_000);
+  const renewals = await renewalsOf(p);
+  const sent = reprovisionsSent([p], fleet.identities).times;
+  const total = [...sent.values()].reduce((a, x) => a + x, 0);
+  console.log(`interop r-canary: stopped: ${renewals.stopped ?? 'no'}; reprovision sent ${total} times`);
+  expect(renewals.stopped).toContain('not provisioned again within 30s of reprovision');
+  expect(renewals.failed.map((f) => f.identity)).toEqual([canary]);
+  expect(total, 'reprovision sent to the canary only').toBe(1);
+  const others = fleet.identities.filter((id) => id !== canary);
+  expect(
+    others.filter((id) => inProvisioning(fleet, id) || !connectedSince(fleet, id, 0)),
+    'servers out besides the canary',
+  ).toEqual([]);
+}
+
 describe.skipIf(!available || !kinds.includes('ours'))(
   'interop: credential renewal with real go-choria servers',
   () => {
@@ -387,9 +491,18 @@ describe.skipIf(!available || !kinds.includes('ours'))(
       ['(r) pki renewal by two active/active instances', 'pki', 2, false],
       ['(r) ed25519: server JWTs valid for 4 minutes renewed before they expire', 'ed25519', 1, false],
       ['(r) ed25519 renewal with the provisioner restarted halfway', 'ed25519', 1, true],
+      ['(r) ed25519 renewal by two active/active instances', 'ed25519', 2, false],
     ];
     it('(r) refusals: go-choria refuses reprovision (not authorized) and the renewals stop; --default-less servers are never sent it', async () => {
       await withLab('r-refusals', refusalsRow);
+    });
+
+    it('(r) wrong token: go-choria refuses reprovision with its reason and the renewals stop', async () => {
+      await withLab('r-wrong-token', wrongTokenRow);
+    });
+
+    it('(r) a canary that does not come back stops the round with one server out', async () => {
+      await withLab('r-canary', canaryNotBackRow);
     });
 
     it.each(rows)('%s', async (name, flow, instances, restart) => {

@@ -78,7 +78,8 @@ export interface LabFleet {
   nodeDir(identity: string): string;
   /** starts every server (or the given ones) */
   start(identities?: readonly string[]): Promise<void>;
-  stop(): Promise<void>;
+  /** stops every server (or the given ones): the server and its restart loop */
+  stop(identities?: readonly string[]): Promise<void>;
   state(identity: string): ServerState;
   states(): ServerState[];
 }
@@ -220,8 +221,8 @@ export async function createFleet(o: FleetOptions): Promise<LabFleet> {
         await sleep(15);
       }
     },
-    async stop() {
-      await Promise.all([...procs.values()].map((p) => p.stop('SIGTERM', 5_000)));
+    async stop(ids = identities) {
+      await Promise.all(ids.flatMap((id) => procs.get(id) ?? []).map((p) => p.stop('SIGTERM', 5_000)));
     },
     state,
     states: () => identities.map(state),
