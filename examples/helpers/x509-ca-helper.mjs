@@ -23,6 +23,8 @@ const alg = {
   modulusLength: 2048,
 };
 const brokers = process.env.BROKER_URL ?? 'nats://broker.example.net:4222';
+// how long the certificates it signs are valid (default a year): short for a renewal demo
+const validityMs = Number(process.env.CERT_VALIDITY_S ?? 365 * 86400) * 1000;
 const CA_WAIT_MS = 10_000;
 
 function pemToDer(pem) {
@@ -110,7 +112,7 @@ async function decide(req, getCa) {
         subject: csr.subject,
         issuer: caCert.subject,
         notBefore: new Date(Date.now() - 60_000),
-        notAfter: new Date(Date.now() + 365 * 86400_000),
+        notAfter: new Date(Date.now() + validityMs),
         publicKey: await csr.publicKey.export(alg, ['verify']),
         signingKey: caKey,
         signingAlgorithm: alg,

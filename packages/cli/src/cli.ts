@@ -217,6 +217,11 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
             describe: 'Provisioning flow',
           })
           .option('nodes', { type: 'number', default: 500, describe: 'Simulated servers' })
+          .option('renew', {
+            type: 'boolean',
+            default: false,
+            describe: "Then renew every server's short-lived credentials once (modes ed25519 and pki)",
+          })
           .option('workers', { type: 'number', describe: 'Provisioner workers (default: CPU count x 4)' })
           .option('watchdog', {
             type: 'number',
@@ -226,7 +231,14 @@ export async function main(argv: string[], io: CliIO = processIO, guard?: Proces
       async (args) => {
         const { demoCommand } = await import('./commands/demo.js');
         code = await demoCommand(
-          { mode: args.mode, nodes: args.nodes, workers: args.workers, debug: args.debug, watchdogS: args.watchdog },
+          {
+            mode: args.mode,
+            nodes: args.nodes,
+            renew: args.renew,
+            workers: args.workers,
+            debug: args.debug,
+            watchdogS: args.watchdog,
+          },
           io,
           guard !== undefined ? { guard } : {},
         );

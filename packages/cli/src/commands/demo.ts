@@ -4,10 +4,13 @@ import { EXIT, processIO, type CliIO } from '../io.js';
 import { runDemo } from '../demo/run-demo.js';
 import type { DemoSettings } from '../demo/settings.js';
 import type { DemoMode } from '../demo/keys.js';
+import { RENEWABLE_MODES } from '../demo/renewal.js';
 
 export interface DemoOptions {
   mode: DemoMode;
   nodes: number;
+  /** renew every node's short-lived credentials once (ed25519 and pki) */
+  renew?: boolean;
   workers: number | undefined;
   debug: boolean;
   /** seconds; 0 turns the watchdog off */
@@ -42,12 +45,20 @@ export async function demoCommand(opts: DemoOptions, io: CliIO, extra: Partial<D
     );
     return EXIT.usage;
   }
+  if (opts.renew === true && !RENEWABLE_MODES.includes(opts.mode)) {
+    io.err(
+      `choria-provisioner: --renew needs a mode whose servers are given credentials that expire ` +
+        `(${RENEWABLE_MODES.join(' or ')}), not ${opts.mode}\nRun with --help for usage.`,
+    );
+    return EXIT.usage;
+  }
   // The live line needs a real terminal; with --debug the log lines would tear it apart.
   const terminal = io === processIO && process.stdout.isTTY && !opts.debug ? process.stdout : undefined;
   return await runDemo(
     {
       mode: opts.mode,
       nodes: opts.nodes,
+      renew: opts.renew === true,
       workers: opts.workers,
       debug: opts.debug,
       terminal,

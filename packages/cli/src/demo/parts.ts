@@ -22,6 +22,7 @@ import { SimulatedFleet } from '@choria-provisioner/simulator';
 import type { CliIO } from '../io.js';
 import type { Interruption } from './interruption.js';
 import { makeDemoKeys, type DemoKeys } from './keys.js';
+import { demoRenewal, type DemoRenewal } from './renewal.js';
 import { startDemoNats, type DemoNatsServer } from './nats.js';
 import type { DemoSettings } from './settings.js';
 import type { DemoStack } from './stack.js';
@@ -53,6 +54,8 @@ export interface DemoParts {
   readonly statusUrl: string;
   /** when the fleet started booting */
   readonly startedAt: number;
+  /** with --renew: the renewal settings the site was given */
+  readonly renewal: DemoRenewal | undefined;
 }
 
 export interface DemoStart {
@@ -84,7 +87,9 @@ export async function startDemoParts(d: DemoStart): Promise<DemoParts> {
   const dir = mkdtempSync(join(tmpdir(), 'choria-demo-'));
   stack.defer(`the temp dir ${dir}`, () => rmSync(dir, { recursive: true, force: true }));
   const keys = await makeDemoKeys(d.settings.mode, dir);
-  const { config, choria } = writeSite(d, broker, keys, dir);
+  const renewal =
+    d.settings.renew === true ? demoRenewal(d.settings.mode, d.settings.nodes, broker.url, dir) : undefined;
+  const { config, choria } = writeSite(d, broker, keys, dir, renewal?.yaml ?? '');
 
   // The runner is built from the YAML's helper settings, as the Provisioner would, but with the
   // helper's environment (broker URL, issuer key, CA dir) and a timing hook for the summary.
@@ -97,7 +102,10 @@ export async function startDemoParts(d: DemoStart): Promise<DemoParts> {
     timeoutMs: config.helperTimeoutMs,
   };
   const helper = timedRunner(
-    createHelperRunner({ ...helperSpec, env: { ...process.env, BROKER_URL: broker.url, ...keys.helperEnv } }),
+    createHelperRunner({
+      ...helperSpec,
+      env: { ...process.env, BROKER_URL: broker.url, ...keys.helperEnv, ...renewal?.helperEnv },
+    }),
     helperMs,
   );
   const registry = new Registry();
@@ -133,6 +141,7 @@ export async function startDemoParts(d: DemoStart): Promise<DemoParts> {
       bootSpreadMs: BOOT_SPREAD_MS,
       timeScale: TIME_SCALE,
       ...keys.fleet,
+      ...renewal?.fleet,
       ...(fleetLogger !== undefined ? { logger: fleetLogger } : {}),
     }),
     (f) => f.stop(),
@@ -141,7 +150,7 @@ export async function startDemoParts(d: DemoStart): Promise<DemoParts> {
   // stopped before the provisioner: no more events while it winds down
   stack.defer('the simulated fleet', () => fleet.stop());
   io.out(`  ${d.settings.nodes} simulated servers booting over ${BOOT_SPREAD_MS / 1000} s`);
-  return { provisioner, fleet, helperMs, metricsUrl, statusUrl, startedAt };
+  return { provisioner, fleet, helperMs, metricsUrl, statusUrl, startedAt, renewal };
 }
 
 async function startBroker(d: DemoStart): Promise<DemoNatsServer> {
@@ -162,7 +171,7 @@ async function startBroker(d: DemoStart): Promise<DemoNatsServer> {
 /**
  * Writes the site's provisioner YAML and Choria client configuration into `dir` and loads them as the command would.
  */
-function writeSite(d: DemoStart, broker: DemoNatsServer, keys: DemoKeys, dir: string): Site {
+function writeSite(d: DemoStart, broker: DemoNatsServer, keys: DemoKeys, dir: string, renewalYaml: string): Site {
   const helperFile = join(HELPERS_DIR, keys.helperScript);
   if (!existsSync(helperFile))
     throw new Error(
@@ -193,6 +202,7 @@ function writeSite(d: DemoStart, broker: DemoNatsServer, keys: DemoKeys, dir: st
       `helper_pool_size: ${Math.max(2, availableParallelism())}`,
       `loglevel: ${d.settings.debug ? 'debug' : 'info'}`,
       keys.yaml,
+      renewalYaml,
       '',
     ].join('\n'),
   );

@@ -1,13 +1,19 @@
 // What the demo measured, read from the parts once the wait ended: the fleet's own report (node
 // states, violations) and the provisioner's (attempts by outcome, the last errors).
 import type { DemoParts } from './parts.js';
+import type { RenewalsEnd } from './renewal.js';
 import type { DemoResult } from './summary.js';
 import type { WaitEnd } from './wait.js';
 
 /** A few distinct errors of the nodes whose last attempt failed: the summary's "why". */
 const ERRORS_SHOWN = 5;
 
-export function demoResult(parts: DemoParts, run: { mode: string; nodes: number }, end: WaitEnd): DemoResult {
+export function demoResult(
+  parts: DemoParts,
+  run: { mode: string; nodes: number },
+  end: WaitEnd,
+  renewals?: RenewalsEnd,
+): DemoResult {
   const { provisioner, fleet } = parts;
   const report = fleet.summary();
   const errors = [
@@ -26,6 +32,15 @@ export function demoResult(parts: DemoParts, run: { mode: string; nodes: number 
     errors,
     metricsUrl: parts.metricsUrl,
     statusUrl: parts.statusUrl,
-    interruption: end.interruption,
+    interruption: end.interruption ?? renewals?.interruption,
+    ...(parts.renewal !== undefined
+      ? {
+          renewals: {
+            renewed: renewals?.renewed ?? 0,
+            mostOut: renewals?.mostOut ?? 0,
+            concurrency: parts.renewal.concurrency,
+          },
+        }
+      : {}),
   };
 }

@@ -1,13 +1,15 @@
 // `choria-provisioner demo`: the whole job on an embedded default. It starts the stack (a private
 // nats-server, a provisioner with an example helper, a simulated fleet: parts.ts), waits for the
-// fleet with progress meanwhile (wait.ts), reads what happened from the fleet and the provisioner
-// (result.ts), stops everything again and prints the summary.
+// fleet with progress meanwhile (wait.ts), with --renew then until every node's credentials were
+// renewed (renewal.ts), reads what happened from the fleet and the provisioner (result.ts), stops
+// everything again and prints the summary.
 import { ConfigError, createLogger, silentLogger } from '@choria-provisioner/core';
 import { DEFAULT_WATCHDOG_S, startWatchdog } from '@choria-provisioner/simulator';
 import { EXIT, type CliIO } from '../io.js';
 import { Interruption } from './interruption.js';
 import { NATS_INSTALL_HINT, findNatsServer } from './nats.js';
 import { startDemoParts } from './parts.js';
+import { waitForRenewals } from './renewal.js';
 import { demoResult } from './result.js';
 import { defaultDeadlineMs, defaultWorkers, type DemoSettings } from './settings.js';
 import { DemoStack } from './stack.js';
@@ -16,6 +18,9 @@ import { waitForFleet } from './wait.js';
 
 /** The run ended but not every node was provisioned cleanly (the summary says why). */
 export const EXIT_NOT_PROVISIONED = 1;
+
+/** --renew: the renewals end within the credentials' validity after the last node was provisioned */
+const RENEWALS_DEADLINE_MS = 60_000;
 
 /** Runs the demo; resolves to the exit code (0 only when every node was provisioned without violations). */
 export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number> {
@@ -48,8 +53,19 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
       terminal: settings.terminal,
       io,
     });
+    const renewals =
+      parts.renewal !== undefined && end.interruption === undefined
+        ? await waitForRenewals({
+            provisioner: parts.provisioner,
+            fleet: parts.fleet,
+            nodes: settings.nodes,
+            deadline: Date.now() + RENEWALS_DEADLINE_MS + 100 * settings.nodes,
+            interrupted: () => (interruption.happened ? interruption.reason : undefined),
+            doing: (what) => watchdog?.doing(what),
+          })
+        : undefined;
     watchdog?.doing('stopping the demo');
-    const result = demoResult(parts, settings, end);
+    const result = demoResult(parts, settings, end, renewals);
     await stack.stop();
     io.out(formatSummary(result));
     return verdict(result).ok ? EXIT.ok : EXIT_NOT_PROVISIONED;

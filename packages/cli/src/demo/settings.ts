@@ -7,6 +7,8 @@ import type { TerminalSink } from './progress.js';
 export interface DemoSettings {
   readonly mode: DemoMode;
   readonly nodes: number;
+  /** short-lived credentials, renewed once after every node is provisioned (modes ed25519 and pki) */
+  readonly renew?: boolean;
   /** provisioner workers; default 4 x CPU count */
   readonly workers?: number | undefined;
   readonly debug: boolean;

@@ -25,8 +25,10 @@ export interface DemoResult {
   readonly errors: readonly string[];
   readonly metricsUrl: string | undefined;
   readonly statusUrl: string | undefined;
-  /** why the run ended before every node was provisioned: a signal or the deadline */
+  /** why the run ended before every node was provisioned (or renewed): a signal, the deadline, the renewals stopped */
   readonly interruption?: string | undefined;
+  /** --renew: nodes renewed once, the most back in provisioning mode at once, and the limit */
+  readonly renewals?: { readonly renewed: number; readonly mostOut: number; readonly concurrency: number };
 }
 
 /** Nearest-rank percentile (p in 0..100) of unsorted values; undefined when there are none. */
@@ -62,6 +64,8 @@ export function verdict(r: DemoResult): { ok: boolean; reasons: string[] } {
     const others = Object.fromEntries(Object.entries(r.nodeStates).filter(([state]) => state !== 'provisioned'));
     reasons.push(`${r.nodes - r.provisioned} of ${r.nodes} nodes were not provisioned (${formatCounts(others)})`);
   }
+  if (r.renewals !== undefined && r.renewals.renewed < r.nodes)
+    reasons.push(`${r.nodes - r.renewals.renewed} of ${r.nodes} nodes were not renewed`);
   if (r.violations > 0)
     reasons.push(
       `the simulated servers recorded ${r.violations} protocol violation(s): ${formatCounts(r.violationsByKind)}`,
@@ -80,6 +84,15 @@ export function formatSummary(r: DemoResult): string {
     ['provisioned', String(r.provisioned)],
     ['failed attempts', `${failed}${failed > 0 ? ' (retried)' : ''}`],
     ['deferred attempts', String(r.outcomes['deferred'] ?? 0)],
+    ...(r.renewals !== undefined
+      ? [
+          [
+            'renewed',
+            `${r.renewals.renewed} (at most ${r.renewals.mostOut} in provisioning at once, limit ` +
+              `${r.renewals.concurrency})`,
+          ] as [string, string],
+        ]
+      : []),
     ['violations', r.violations === 0 ? '0' : `${r.violations}: ${formatCounts(r.violationsByKind)}`],
     ['elapsed', `${(r.elapsedMs / 1000).toFixed(1)} s`],
     ['nodes/minute', nodesPerMinute(r.provisioned, r.elapsedMs).toFixed(0)],
@@ -96,7 +109,8 @@ export function formatSummary(r: DemoResult): string {
   const lines = ['', 'Demo summary', ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`), ''];
   const v = verdict(r);
   if (v.ok) {
-    lines.push(`OK: all ${r.nodes} nodes provisioned, no protocol violations.`);
+    const renewed = r.renewals !== undefined ? ' and renewed' : '';
+    lines.push(`OK: all ${r.nodes} nodes provisioned${renewed}, no protocol violations.`);
   } else {
     lines.push('FAILED:');
     for (const reason of v.reasons) lines.push(`  - ${reason}`);

@@ -205,17 +205,22 @@ export function choriaConfigFile(config: ProvisionerConfig, flag?: string): stri
   return config.choriaConfig ?? (flag === undefined || flag === '' ? undefined : flag);
 }
 
+/**
+ * What `choria_insecure` means for every connection of a site (provisioning and renewals): plain
+ * TCP, unsigned requests, the file provider without certificates. Unchanged when false.
+ */
+export function applyChoriaInsecure(settings: ChoriaSettings, insecure: boolean): ChoriaSettings {
+  if (!insecure) return settings;
+  return deepFreeze({ ...settings, securityProvider: 'file', protocolSecure: false, tls: false });
+}
+
 /** The settings the provisioner forces on its Choria client. */
 export function applyProvisionerOverrides(settings: ChoriaSettings, config: ProvisionerConfig): ChoriaSettings {
-  const insecure = config.choriaInsecure;
   const password = config.brokerProvisioningPassword;
   return deepFreeze({
-    ...settings,
+    ...applyChoriaInsecure(settings, config.choriaInsecure),
     collectives: [PROVISIONING_COLLECTIVE],
     mainCollective: PROVISIONING_COLLECTIVE,
-    securityProvider: insecure ? 'file' : settings.securityProvider,
-    protocolSecure: insecure ? false : settings.protocolSecure,
-    tls: insecure ? false : settings.tls,
     natsUser: password === '' ? settings.natsUser : PROVISIONER_NATS_USER,
     natsPassword: password === '' ? settings.natsPassword : password,
     loglevel: config.loglevel,

@@ -694,6 +694,7 @@ export class Provisioner {
     this.#renewals = new SiteRenewals({
       settings,
       token: this.config.token,
+      insecure: this.config.choriaInsecure,
       history: this.#history,
       metrics: this.metrics,
       logger: this.logger,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  applyChoriaInsecure,
   applyProvisionerOverrides,
   checkChoriaSettings,
   choriaConfigFile,
@@ -311,6 +312,13 @@ describe('provisioner overrides', () => {
     expect(out.tls).toBe(false);
     expect(out.protocolSecure).toBe(false);
     expect(out.securityProvider).toBe('file');
+  });
+
+  it('choria_insecure alone (the renewal client) keeps the collectives, identity and log settings', () => {
+    const out = applyChoriaInsecure(x509(), true);
+    expect([out.tls, out.protocolSecure, out.securityProvider]).toEqual([false, false, 'file']);
+    expect([out.collectives, out.identity, out.loglevel]).toEqual([['mcollective'], 'provisioner.mcollective', 'warn']);
+    expect(applyChoriaInsecure(x509(), false).tls).toBe(true);
   });
 
   it('broker_provisioning_password logs in as the provisioner user', () => {

@@ -1,11 +1,12 @@
 // A site's credential renewals as a part of its Provisioner: the client on the fleet's own
 // collective (the provisioning account cannot reach provisioned servers), the renewer and the timer
 // that has it look at the site's nodes. The client comes from the Choria client configuration the
-// operator names in `renewal_choria_config`, as it is: none of the provisioning overrides apply.
+// operator names in `renewal_choria_config`, as it is: none of the provisioning overrides apply but
+// the site's `choria_insecure`, which means plain connections for all of a site's.
 import type { Logger } from 'winston';
 import { ChoriaClient } from '../../choria/client.js';
 import { RpcReplyLostError, RpcStatusError, RpcTimeoutError, publicStatusMessage } from '../../choria/errors.js';
-import { loadChoriaConfig } from '../../config/choria-config.js';
+import { applyChoriaInsecure, loadChoriaConfig } from '../../config/choria-config.js';
 import type { RenewalSettings } from '../../config/types.js';
 import type { ProvisionerMetrics } from '../../metrics/metrics.js';
 import { publicMessageOf } from '../../util/errors.js';
@@ -20,6 +21,8 @@ export interface SiteRenewalsOptions {
   readonly settings: RenewalSettings;
   /** the site's provisioning token: go-choria checks it on `reprovision` too */
   readonly token: string;
+  /** the site's `choria_insecure` */
+  readonly insecure: boolean;
   readonly history: NodeHistory;
   readonly metrics: ProvisionerMetrics;
   readonly logger: Logger;
@@ -82,7 +85,7 @@ export class SiteRenewals {
     if (this.#client !== undefined || this.#opts.dryRun) return;
     const { settings, logger } = this.#opts;
     try {
-      const choria = loadChoriaConfig(settings.choriaConfig);
+      const choria = applyChoriaInsecure(loadChoriaConfig(settings.choriaConfig), this.#opts.insecure);
       this.#client = await ChoriaClient.connect(choria, {
         logger: logger.child({ part: 'renewals' }),
         name: 'choria-provisioner renewals',
