@@ -2,7 +2,8 @@
 // Example helper for Organization Issuer networks (features: jwt + ed25519): configures the node to
 // use the choria security provider with the seed it generated and the server JWT the provisioner
 // mints, and asks for server-JWT claims. Environment: BROKER_URL, ISSUER_PUBLIC (hex org issuer key),
-// SERVER_JWT_YEARS (default 5). No dependencies.
+// SERVER_JWT_YEARS (default 5; 0: no `exp`, the provisioner's server_jwt_validity decides). No
+// dependencies.
 //
 // Two ways to run it:
 //   ed25519-helper.mjs          one request on stdin, one reply on stdout (a process per node)
@@ -42,7 +43,7 @@ function decide(req) {
     msg: `configured ${req.identity} for the organization issuer`,
     configuration,
     server_claims: {
-      exp: Math.floor(Date.now() / 1000) + Math.round(years * 365 * 86400),
+      ...(years > 0 ? { exp: Math.floor(Date.now() / 1000) + Math.round(years * 365 * 86400) } : {}),
       permissions: { streams: true, submission: true },
     },
   };

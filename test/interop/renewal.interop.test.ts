@@ -409,9 +409,14 @@ async function renewalsOf(p: LabProvisioner): Promise<NonNullable<RenewalStatus[
   return renewals;
 }
 
-/** Waits until the renewals of `p` stopped, or `deadline` passed. */
+/** Waits until the renewals of `p` stopped, or `deadline` passed; a provisioner just started may not answer yet. */
 async function untilStopped(p: LabProvisioner, deadline: number): Promise<void> {
-  while ((await renewalsOf(p)).stopped === undefined && Date.now() < deadline) await sleep(1_000);
+  const stopped = (): Promise<boolean> =>
+    renewalsOf(p).then(
+      (r) => r.stopped !== undefined,
+      () => false,
+    );
+  while (!(await stopped()) && Date.now() < deadline) await sleep(1_000);
 }
 
 /**
@@ -467,7 +472,7 @@ async function canaryNotBackRow(l: Lab): Promise<void> {
   const sent = reprovisionsSent([p], fleet.identities).times;
   const total = [...sent.values()].reduce((a, x) => a + x, 0);
   console.log(`interop r-canary: stopped: ${renewals.stopped ?? 'no'}; reprovision sent ${total} times`);
-  expect(renewals.stopped).toContain('not provisioned again within 30s of reprovision');
+  expect(renewals.stopped).toContain('not provisioned again within 30 s of reprovision');
   expect(renewals.failed.map((f) => f.identity)).toEqual([canary]);
   expect(total, 'reprovision sent to the canary only').toBe(1);
   const others = fleet.identities.filter((id) => id !== canary);

@@ -173,6 +173,21 @@ describe('summary', () => {
     expect(text).toContain('FAILED:');
     expect(text).toContain('  - could not perform rpcutil#inventory on node-3.example.net: 5 tries');
   });
+
+  it('--renew: the table shows the renewals, and nodes not renewed fail the run', () => {
+    const renewed = result({ renewals: { renewed: 500, mostOut: 48, concurrency: 50 } });
+    expect(verdict(renewed).ok).toBe(true);
+    expect(formatSummary(renewed)).toMatch(/renewed\s+500 \(at most 48 in provisioning at once, limit 50\)/);
+    expect(formatSummary(renewed)).toContain('OK: all 500 nodes provisioned and renewed, no protocol violations.');
+    const short = result({
+      renewals: { renewed: 1, mostOut: 1, concurrency: 50 },
+      interruption: "the renewals stopped: a node's renewal failed: not provisioned again within 20 s of reprovision",
+    });
+    expect(verdict(short).reasons).toEqual([
+      "the renewals stopped: a node's renewal failed: not provisioned again within 20 s of reprovision",
+      '499 of 500 nodes were not renewed',
+    ]);
+  });
 });
 
 describe('nats-server lookup and helper command words', () => {
@@ -343,10 +358,11 @@ describe('choria-provisioner demo end to end (in-process, real nats-server)', ()
   async function demo(
     mode: 'plain' | 'ed25519' | 'pki' | 'jwt',
     nodes: number,
+    renew = false,
   ): Promise<{ code: number; io: ReturnType<typeof capture> }> {
     const io = capture();
     const signals = process.listenerCount('SIGINT');
-    const code = await runDemo({ mode, nodes, workers: 8, debug: false }, io);
+    const code = await runDemo({ mode, nodes, workers: 8, debug: false, renew }, io);
     expect(process.listenerCount('SIGINT')).toBe(signals);
     const pid = Number(/\(pid (\d+),/.exec(io.stdout)?.[1]);
     expect(pid).toBeGreaterThan(0);
@@ -374,6 +390,24 @@ describe('choria-provisioner demo end to end (in-process, real nats-server)', ()
     }, 40_000);
   }
 
+  for (const [mode, nodes] of [
+    ['ed25519', 30],
+    ['pki', 10],
+  ] as const) {
+    it(`${mode} --renew: provisions ${nodes} nodes, then renews each one's credentials once, exits 0`, async () => {
+      const { code, io } = await demo(mode, nodes, true);
+      expect(code, io.stdout + io.stderr).toBe(0);
+      const limit = Math.ceil(nodes / 10);
+      const line = new RegExp(`renewed\\s+${nodes} \\(at most (\\d+) in provisioning at once, limit ${limit}\\)`);
+      expect(io.stdout).toMatch(line);
+      // the canary alone first, then never more than the limit out at once
+      expect(Number(line.exec(io.stdout)?.[1])).toBeLessThanOrEqual(limit);
+      expect(io.stdout).toMatch(/violations\s+0\n/);
+      expect(io.stdout).toContain(`OK: all ${nodes} nodes provisioned and renewed, no protocol violations.`);
+      expect(io.stderr).toBe('');
+    }, 90_000);
+  }
+
   it('a missing nats-server gives exit 3 and the install hint', async () => {
     const io = capture();
     const code = await demoCommand({ mode: 'plain', nodes: 5, workers: undefined, debug: false }, io, {
@@ -393,5 +427,7 @@ describe('choria-provisioner demo end to end (in-process, real nats-server)', ()
     expect(await demoCommand({ mode: 'plain', nodes: 5, workers: 1.5, debug: false }, io)).toBe(2);
     expect(io.stderr).toContain('--nodes must be a whole number');
     expect(io.stderr).toContain('--workers must be a whole number');
+    expect(await demoCommand({ mode: 'jwt', nodes: 5, renew: true, workers: undefined, debug: false }, io)).toBe(2);
+    expect(io.stderr).toContain('--renew needs a mode whose servers are given credentials that expire');
   });
 });

@@ -19,7 +19,7 @@ const WAIT_TICK_MS = 100;
 export interface DemoRenewal {
   /** provisioner YAML lines: the renewal keys, and the server JWT validity in ed25519 mode */
   readonly yaml: string;
-  /** environment of the helper: the certificate validity in pki mode */
+  /** environment of the helper: how long the credentials it hands out are valid */
   readonly helperEnv: Readonly<Record<string, string>>;
   /** the simulated servers answer reprovision and come back into provisioning mode (--default) */
   readonly fleet: Pick<FleetOptions, 'reprovision'>;
@@ -48,7 +48,8 @@ export function demoRenewal(mode: DemoMode, nodes: number, brokerUrl: string, di
   ].join('\n');
   return {
     yaml,
-    helperEnv: mode === 'pki' ? { CERT_VALIDITY_S: String(DEMO_CREDENTIALS_S) } : {},
+    // the example helpers: a certificate of this validity; no server JWT expiry (server_jwt_validity)
+    helperEnv: mode === 'pki' ? { CERT_VALIDITY_S: String(DEMO_CREDENTIALS_S) } : { SERVER_JWT_YEARS: '0' },
     fleet: { reprovision: { collective: 'mcollective', comesBack: true } },
     concurrency,
   };
