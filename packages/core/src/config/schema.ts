@@ -198,7 +198,8 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     default: false,
     description:
       'Legacy mode for the old embedded provisioning broker: ' +
-      'no TLS to the broker and no protocol security, security provider forced to file. ' +
+      'no TLS to the broker and no protocol security, security provider forced to file; ' +
+      'the same for the renewal client (`renewal_choria_config`). ' +
       'A modern Choria Broker refuses the provisioner user without verified TLS, so keep this false there.',
   },
   site: {
