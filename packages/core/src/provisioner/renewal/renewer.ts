@@ -74,8 +74,11 @@ export class Renewer {
   #failuresInRow = 0;
   /** the round in progress: its canary, and whether the canary was provisioned again */
   #round: { canary: string; canaryBack: boolean } | undefined;
-  /** `reprovision` this instance sent and has not seen end, by identity: when, and the expiry it renews */
-  readonly #sent = new Map<string, { sentAt: number; expiresAt: number }>();
+  /**
+   * `reprovision` this instance sent and has not seen end, by identity: when, the expiry it renews,
+   * and why it had no answer if it had none (a server without an active choria_provision agent is silent)
+   */
+  readonly #sent = new Map<string, { sentAt: number; expiresAt: number; unanswered?: string }>();
   /** dry run: the nodes already reported, by the expiry they were reported for */
   readonly #reported = new Map<string, number>();
   #ticking = false;
@@ -180,7 +183,9 @@ export class Renewer {
     const limit = this.#opts.settings.returnTimeoutMs;
     for (const r of inFlight) {
       if (!this.#opts.mayRenew(r.identity) || now - (r.renewalSentAt ?? now) <= limit) continue;
-      this.#failed(r.identity, `not provisioned again within ${formatMs(limit)} of reprovision`, now, true);
+      const unanswered = this.#sent.get(r.identity)?.unanswered;
+      const silent = unanswered === undefined ? '' : `, which it did not answer (${unanswered})`;
+      this.#failed(r.identity, `not provisioned again within ${formatMs(limit)} of reprovision${silent}`, now, true);
     }
   }
 
@@ -193,7 +198,11 @@ export class Renewer {
       this.#opts.recordWaitMs ?? SENDING_RECORD_WAIT_MS,
     );
     if (recorded === undefined) return;
-    this.#sent.set(identity, { sentAt, expiresAt: r.credentialsExpireAt ?? 0 });
+    const sent: { sentAt: number; expiresAt: number; unanswered?: string } = {
+      sentAt,
+      expiresAt: r.credentialsExpireAt ?? 0,
+    };
+    this.#sent.set(identity, sent);
     await recorded;
     if (!this.#opts.mayRenew(identity)) {
       this.#failed(identity, 'this instance lost its right to act before reprovision went out', sentAt, false);
@@ -203,9 +212,10 @@ export class Renewer {
     if (answer.kind === 'refused')
       return this.#failed(identity, `refused reprovision: ${answer.reason}`, sentAt, false);
     this.#opts.metrics.renewal('sent');
-    if (answer.kind === 'no-reply')
+    if (answer.kind === 'no-reply') {
+      sent.unanswered = answer.reason;
       this.#opts.logger.warn(`Sent reprovision to ${identity} for its renewal, no reply: ${answer.reason}`);
-    else this.#opts.logger.info(`Sent reprovision to ${identity}: its credentials expire ${iso(r)}`);
+    } else this.#opts.logger.info(`Sent reprovision to ${identity}: its credentials expire ${iso(r)}`);
   }
 
   /** A failed renewal: recorded, counted, and it stops the renewals when it must. */

@@ -158,6 +158,19 @@ describe('Renewer', () => {
     expect(l.events).toEqual(['sent', 'failed']);
   });
 
+  it('a node that did not answer reprovision and is not back in time fails with both causes', async () => {
+    const l = lab(3);
+    l.answer = () => ({ kind: 'no-reply', reason: 'no reply from n0.example.net within 10 s' });
+    l.clock.now = allDue;
+    await tick(l);
+    expect(l.events).toEqual(['sent']);
+    l.clock.now += 5 * MIN + 1;
+    await tick(l);
+    expect(l.renewer.view(10).failed[0]?.reason).toMatch(
+      /^not provisioned again within .+ of reprovision, which it did not answer \(no reply from .+ within 10 s\)$/,
+    );
+  });
+
   it('never sends reprovision to a node go-choria would strand, nor one that is not its own', async () => {
     const l = lab(0);
     provisioned(l.history, 'stranded.example.net', 0, {
