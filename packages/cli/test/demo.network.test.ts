@@ -400,6 +400,7 @@ describe('choria-provisioner demo end to end (in-process, real nats-server)', ()
       const limit = Math.ceil(nodes / 10);
       const line = new RegExp(`renewed\\s+${nodes} \\(at most (\\d+) in provisioning at once, limit ${limit}\\)`);
       expect(io.stdout).toMatch(line);
+      expect(io.stdout).toContain(`renewals: ${nodes}/${nodes} renewed, 0 in provisioning mode now`);
       // the canary alone first, then never more than the limit out at once
       expect(Number(line.exec(io.stdout)?.[1])).toBeLessThanOrEqual(limit);
       expect(io.stdout).toMatch(/violations\s+0\n/);

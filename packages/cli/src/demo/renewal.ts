@@ -15,6 +15,7 @@ export const RENEWABLE_MODES: readonly DemoMode[] = ['ed25519', 'pki'];
 export const DEMO_CREDENTIALS_S = 30;
 const RETURN_TIMEOUT_S = 20;
 const WAIT_TICK_MS = 100;
+const LINE_EVERY_MS = 5_000;
 
 export interface DemoRenewal {
   /** provisioner YAML lines: the renewal keys, and the server JWT validity in ed25519 mode */
@@ -72,16 +73,27 @@ export interface RenewalsWait {
   /** why the demo must stop now (a signal), or undefined */
   readonly interrupted: () => string | undefined;
   readonly doing: (what: string) => void;
+  /** a progress line, every few seconds */
+  readonly line: (text: string) => void;
 }
 
 /** Waits until every node was sent `reprovision` and is provisioned again, the renewals stop, or the wait must end. */
 export async function waitForRenewals(w: RenewalsWait): Promise<RenewalsEnd> {
   let mostOut = 0;
+  let lineAt = Date.now();
+  w.line(
+    `renewals: every server provisioned, its credentials valid for ${DEMO_CREDENTIALS_S} s, renewed in their last half`,
+  );
   for (;;) {
     const nodes = w.fleet.report().nodes;
     const renewed = nodes.filter((n) => n.reprovisionCount >= 1 && n.state === 'provisioned').length;
-    mostOut = Math.max(mostOut, nodes.filter((n) => n.state !== 'provisioned').length);
+    const out = nodes.filter((n) => n.state !== 'provisioned').length;
+    mostOut = Math.max(mostOut, out);
     w.doing(`renewing credentials: ${renewed} of ${w.nodes} nodes renewed`);
+    if (Date.now() - lineAt >= LINE_EVERY_MS || renewed >= w.nodes) {
+      lineAt = Date.now();
+      w.line(`renewals: ${renewed}/${w.nodes} renewed, ${out} in provisioning mode now`);
+    }
     const end = (interruption: string | undefined): RenewalsEnd => ({
       renewed,
       mostOut,

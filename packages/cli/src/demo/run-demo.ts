@@ -62,6 +62,7 @@ export async function runDemo(settings: DemoSettings, io: CliIO): Promise<number
             deadline: Date.now() + RENEWALS_DEADLINE_MS + 100 * settings.nodes,
             interrupted: () => (interruption.happened ? interruption.reason : undefined),
             doing: (what) => watchdog?.doing(what),
+            line: (text) => io.out(text),
           })
         : undefined;
     watchdog?.doing('stopping the demo');
