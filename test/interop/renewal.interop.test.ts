@@ -176,6 +176,10 @@ interface Sent {
   readonly times: Map<string, number>;
   /** servers sent `reprovision` more than once for the same credentials (one round renews them once) */
   readonly twice: string[];
+  /** servers sent `reprovision` again for credentials of a renewal (they came due again in the row) */
+  readonly again: string[];
+  /** the renewal failures the provisioners logged (refused, not back in time, ...) */
+  readonly failures: string[];
 }
 
 function reprovisionsSent(provisioners: readonly LabProvisioner[], ids: readonly string[]): Sent {
@@ -189,7 +193,10 @@ function reprovisionsSent(provisioners: readonly LabProvisioner[], ids: readonly
     (m) => `${m[1] ?? ''} ${m[2] ?? ''}`,
   );
   const twice = [...new Set(renewals.filter((r, i) => renewals.indexOf(r) !== i))];
-  return { times, twice };
+  const renewedIds = renewals.map((r) => r.split(' ')[0] ?? '');
+  const again = [...new Set(renewedIds.filter((id, i) => renewedIds.indexOf(id) !== i))];
+  const failures = [...logs.matchAll(/WARN\s+Renewal of (.*?) site=/g)].map((m) => m[1] ?? '');
+  return { times, twice, again, failures };
 }
 
 /** A broker, a fleet waiting in provisioning mode, and the provisioner site's renewal settings, for one flow. */
@@ -287,8 +294,10 @@ function expectRenewed(name: string, run: RenewalRun, sent: Sent): void {
   const total = [...sent.times.values()].reduce((a, n) => a + n, 0);
   console.log(
     `interop ${name}: ${sent.times.size - run.notRenewed.length}/${sent.times.size} renewed, at most ` +
-      `${run.mostInProvisioning} in provisioning at once, reprovision sent ${total} times`,
+      `${run.mostInProvisioning} in provisioning at once, reprovision sent ${total} times` +
+      (sent.again.length > 0 ? ` (again, for renewed credentials come due: ${sent.again.join(', ')})` : ''),
   );
+  expect(sent.failures, 'renewals that failed').toEqual([]);
   expect(run.notRenewed, 'servers without a new certificate before the first expired').toEqual([]);
   expect(run.late, 'servers renewed after their first certificate expired').toEqual([]);
   expect(run.keyMismatch, 'servers whose new certificate does not match their key').toEqual([]);
