@@ -177,6 +177,28 @@ describe('credential renewal', () => {
     expect(p.status().renewals?.counts.failed).toBe(1);
   });
 
+  it('a server whose choria_provision agent is not active does not answer: its renewal fails saying so', async () => {
+    const s = await h.broker(ONE_ACCOUNT);
+    // renewable by its provisioning JWT, but nothing listens for reprovision once it is provisioned
+    // (go-choria discards a request for an agent it does not run, without a reply)
+    const fleet = await h.fleet(s.url, {
+      count: 3,
+      jwt: { signer: 'ed25519', seedHex: orgSeedHex, provisionDefault: true },
+      serverJwtVerification: { signerEd25519PublicHex: provPublicHex },
+      eventFormat: 'cloudevents',
+      timeScale: 0.05,
+    });
+    await fleet.waitForBooted(10_000);
+    // past the reprovision request's own timeout, so the failure knows it was not answered
+    const p = await provisioner(s.url, fleet, renewalYaml('', '30s'));
+    await until('the renewals stopped', () => p.status().renewals?.stopped !== undefined, 60_000);
+    expect(p.status().renewals?.stopped).toMatch(
+      /^a node's renewal failed: not provisioned again within 30 s of reprovision, which it did not answer \(.+\)$/,
+    );
+    expect(p.status().renewals?.counts.failed).toBe(1);
+    expect(fleet.report().nodes.filter((n) => n.state !== 'provisioned')).toEqual([]);
+  }, 90_000);
+
   it.skipIf(CHROMIUM === undefined)('the status page shows why the renewals stopped, and resumes them', async () => {
     const s = await h.broker(ONE_ACCOUNT);
     const fleet = await fleetWith(s.url, { authorized: false });
