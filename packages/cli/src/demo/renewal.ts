@@ -4,6 +4,7 @@
 // client configuration of its own, a canary first, a bounded number at once.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FleetOptions, SimulatedFleet } from '@choria-provisioner/simulator';
 import type { Provisioner } from '@choria-provisioner/core';
 import type { DemoMode } from './keys.js';
@@ -61,7 +62,6 @@ export interface RenewalsEnd {
   readonly renewed: number;
   /** the most nodes back in provisioning mode at once */
   readonly mostOut: number;
-  readonly doneAt: number | undefined;
   readonly interruption: string | undefined;
 }
 
@@ -94,18 +94,13 @@ export async function waitForRenewals(w: RenewalsWait): Promise<RenewalsEnd> {
       lineAt = Date.now();
       w.line(`renewals: ${renewed}/${w.nodes} renewed, ${out} in provisioning mode now`);
     }
-    const end = (interruption: string | undefined): RenewalsEnd => ({
-      renewed,
-      mostOut,
-      doneAt: interruption === undefined ? Date.now() : undefined,
-      interruption,
-    });
+    const end = (interruption: string | undefined): RenewalsEnd => ({ renewed, mostOut, interruption });
     if (renewed >= w.nodes) return end(undefined);
     const stopped = w.provisioner.status({ limit: 0 }).renewals?.stopped;
     if (stopped !== undefined) return end(`the renewals stopped: ${stopped}`);
     const interrupted = w.interrupted();
     if (interrupted !== undefined) return end(`${interrupted} before every node was renewed`);
     if (Date.now() > w.deadline) return end('the deadline passed before every node was renewed');
-    await new Promise((resolve) => setTimeout(resolve, WAIT_TICK_MS));
+    await sleep(WAIT_TICK_MS);
   }
 }

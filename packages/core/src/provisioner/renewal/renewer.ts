@@ -67,6 +67,14 @@ export interface RenewalView {
   readonly notRenewable: readonly RenewalEntry[];
 }
 
+/** A `reprovision` this instance sent: when, the expiry it renews, and why it had no answer if it had none. */
+interface SentReprovision {
+  readonly sentAt: number;
+  readonly expiresAt: number;
+  /** a server without an active choria_provision agent is silent */
+  unanswered?: string;
+}
+
 export class Renewer {
   readonly #opts: RenewerOptions;
   readonly #now: () => number;
@@ -74,11 +82,8 @@ export class Renewer {
   #failuresInRow = 0;
   /** the round in progress: its canary, and whether the canary was provisioned again */
   #round: { canary: string; canaryBack: boolean } | undefined;
-  /**
-   * `reprovision` this instance sent and has not seen end, by identity: when, the expiry it renews,
-   * and why it had no answer if it had none (a server without an active choria_provision agent is silent)
-   */
-  readonly #sent = new Map<string, { sentAt: number; expiresAt: number; unanswered?: string }>();
+  /** `reprovision` this instance sent and has not seen end, by identity */
+  readonly #sent = new Map<string, SentReprovision>();
   /** dry run: the nodes already reported, by the expiry they were reported for */
   readonly #reported = new Map<string, number>();
   #ticking = false;
@@ -198,10 +203,7 @@ export class Renewer {
       this.#opts.recordWaitMs ?? SENDING_RECORD_WAIT_MS,
     );
     if (recorded === undefined) return;
-    const sent: { sentAt: number; expiresAt: number; unanswered?: string } = {
-      sentAt,
-      expiresAt: r.credentialsExpireAt ?? 0,
-    };
+    const sent: SentReprovision = { sentAt, expiresAt: r.credentialsExpireAt ?? 0 };
     this.#sent.set(identity, sent);
     await recorded;
     if (!this.#opts.mayRenew(identity)) {
