@@ -174,6 +174,8 @@ async function watchRenewals(flow: Flow, fleet: LabFleet, first: ReadonlyMap<str
 interface Sent {
   /** per server: how often it was sent `reprovision` (answered or refused), from the provisioners' logs */
   readonly times: Map<string, number>;
+  /** all of them together */
+  readonly total: number;
   /** servers sent `reprovision` more than once for the same credentials (one round renews them once) */
   readonly twice: string[];
   /** servers sent `reprovision` again for credentials of a renewal (they came due again in the row) */
@@ -196,7 +198,8 @@ function reprovisionsSent(provisioners: readonly LabProvisioner[], ids: readonly
   const renewedIds = renewals.map((r) => r.split(' ')[0] ?? '');
   const again = [...new Set(renewedIds.filter((id, i) => renewedIds.indexOf(id) !== i))];
   const failures = [...logs.matchAll(/WARN\s+Renewal of (.*?) site=/g)].map((m) => m[1] ?? '');
-  return { times, twice, again, failures };
+  const total = [...times.values()].reduce((a, n) => a + n, 0);
+  return { times, total, twice, again, failures };
 }
 
 /** A broker, a fleet waiting in provisioning mode, and the provisioner site's renewal settings, for one flow. */
@@ -205,8 +208,9 @@ async function network(
   flow: Flow,
   prefix: string,
   renewals: Readonly<Record<string, unknown>>,
+  count = servers(),
 ): Promise<{ fleet: LabFleet; site: SiteSpec; env?: Readonly<Record<string, string>> }> {
-  const fleetSpec = { prefix, count: servers(), withConfig: false };
+  const fleetSpec = { prefix, count, withConfig: false };
   if (flow === 'pki') {
     const b = await l.broker();
     const url = `nats://127.0.0.1:${b.port}`;
@@ -291,10 +295,9 @@ async function renewalRow(
 }
 
 function expectRenewed(name: string, run: RenewalRun, sent: Sent): void {
-  const total = [...sent.times.values()].reduce((a, n) => a + n, 0);
   console.log(
     `interop ${name}: ${sent.times.size - run.notRenewed.length}/${sent.times.size} renewed, at most ` +
-      `${run.mostInProvisioning} in provisioning at once, reprovision sent ${total} times` +
+      `${run.mostInProvisioning} in provisioning at once, reprovision sent ${sent.total} times` +
       (sent.again.length > 0 ? ` (again, for renewed credentials come due: ${sent.again.join(', ')})` : ''),
   );
   expect(sent.failures, 'renewals that failed').toEqual([]);
@@ -353,17 +356,15 @@ async function refusalsRow(l: Lab): Promise<void> {
   // past every server's renewal window (it closes renewal_margin before the expiry)
   const windowsClosed = Math.max(...firsts) - 30_000 + 5_000;
   while (Date.now() < windowsClosed) await sleep(2_000);
-  const status = (await p.status()) as RenewalStatus;
-  const renewals = status.sites[0]?.renewals;
-  const sent = reprovisionsSent([p], [...refusing.identities, ...stranded.identities]).times;
-  const total = [...sent.values()].reduce((a, x) => a + x, 0);
+  const renewals = await renewalsOf(p);
+  const { times: sent, total } = reprovisionsSent([p], [...refusing.identities, ...stranded.identities]);
   console.log(
-    `interop r-refusals: stopped: ${renewals?.stopped ?? 'no'}; reprovision sent ${total} times; ` +
-      `${renewals?.counts['not-renewable'] ?? 0} not renewable`,
+    `interop r-refusals: stopped: ${renewals.stopped ?? 'no'}; reprovision sent ${total} times; ` +
+      `${renewals.counts['not-renewable'] ?? 0} not renewable`,
   );
-  expect(renewals?.stopped, 'the renewals stopped after 2 refusals in a row').toContain('2 renewals failed in a row');
+  expect(renewals.stopped, 'the renewals stopped after 2 refusals in a row').toContain('2 renewals failed in a row');
   expect(total, 'reprovision sent before the renewals stopped').toBe(2);
-  expect(renewals?.failed.map((f) => f.reason)).toEqual([
+  expect(renewals.failed.map((f) => f.reason)).toEqual([
     expect.stringContaining('You are not authorized to call this agent or action'),
     expect.stringContaining('You are not authorized to call this agent or action'),
   ]);
@@ -371,8 +372,8 @@ async function refusalsRow(l: Lab): Promise<void> {
     stranded.identities.filter((id) => (sent.get(id) ?? 0) > 0),
     'stranded servers sent reprovision',
   ).toEqual([]);
-  expect(renewals?.counts['not-renewable']).toBe(n);
-  expect(renewals?.notRenewable[0]?.reason).toContain('made without --default');
+  expect(renewals.counts['not-renewable']).toBe(n);
+  expect(renewals.notRenewable[0]?.reason).toContain('made without --default');
   // the refusing servers kept running with their first certificates
   expect(
     [...refusing.identities, ...stranded.identities].filter((id) => {
@@ -384,28 +385,16 @@ async function refusalsRow(l: Lab): Promise<void> {
 
 /** A few pki servers that go-choria brings back after reprovision (--default, authorization off), waiting. */
 async function renewableFleet(l: Lab, prefix: string): Promise<{ fleet: LabFleet; site: SiteSpec }> {
-  const b = await l.broker();
-  const url = `nats://127.0.0.1:${b.port}`;
-  const fleet = await l.fleet({
-    prefix,
-    count: Math.min(servers(), 6),
-    withConfig: false,
-    provisioningUrls: [url],
-    jwt: { provisionByDefault: true },
-    signCsr: true,
-    certValidityMs: VALIDITY_MS,
-    configuration: { rpcauthorization: '0' },
-  });
-  await fleet.start();
-  await waitWaiting(fleet);
-  const yaml = {
-    renewal_choria_config: await renewerConfig(l, url),
+  const renewals = {
     renewal_window: 60,
     renewal_margin: '30s',
     renewal_failure_limit: 2,
     renewal_return_timeout: '30s',
   };
-  return { fleet, site: { site: 'renew', brokerUrls: [url], features: { pki: true }, yaml } };
+  const { fleet, site } = await network(l, 'pki', prefix, renewals, Math.min(servers(), 6));
+  await fleet.start();
+  await waitWaiting(fleet);
+  return { fleet, site };
 }
 
 async function startOurs(l: Lab, name: string, site: SiteSpec): Promise<LabProvisioner> {
@@ -441,8 +430,7 @@ async function wrongTokenRow(l: Lab): Promise<void> {
   const expiries = fleet.identities.map((id) => serverCert(fleet, id)?.notAfter ?? 0);
   await untilStopped(p, Math.max(...expiries));
   const renewals = await renewalsOf(p);
-  const sent = reprovisionsSent([first, p], fleet.identities).times;
-  const total = [...sent.values()].reduce((a, x) => a + x, 0);
+  const { total } = reprovisionsSent([first, p], fleet.identities);
   console.log(`interop r-wrong-token: stopped: ${renewals.stopped ?? 'no'}; reprovision sent ${total} times`);
   expect(renewals.stopped, 'the renewals stopped after 2 refusals in a row').toContain('2 renewals failed in a row');
   expect(total, 'reprovision sent before the renewals stopped').toBe(2);
@@ -478,8 +466,7 @@ async function canaryNotBackRow(l: Lab): Promise<void> {
   // past every server's renewal window (it closes renewal_margin before the expiry)
   while (Date.now() < Math.max(...expiries) - 25_000) await sleep(2_000);
   const renewals = await renewalsOf(p);
-  const sent = reprovisionsSent([p], fleet.identities).times;
-  const total = [...sent.values()].reduce((a, x) => a + x, 0);
+  const { total } = reprovisionsSent([p], fleet.identities);
   console.log(`interop r-canary: stopped: ${renewals.stopped ?? 'no'}; reprovision sent ${total} times`);
   expect(renewals.stopped).toContain('not provisioned again within 30 s of reprovision');
   expect(renewals.failed.map((f) => f.identity)).toEqual([canary]);
