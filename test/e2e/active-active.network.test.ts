@@ -40,6 +40,8 @@ interface Instance {
 
 interface InstanceSpec {
   coordination?: 'active_active' | 'none';
+  /** the Choria identity (default `<name>.example.net`): replicas of one deployment share one */
+  identity?: string;
   delayMs?: number;
   /** keys set over the example's */
   yaml?: Record<string, unknown>;
@@ -84,7 +86,7 @@ class Site {
     const choria = join(this.dir, `${name}.cfg`);
     writeFileSync(
       choria,
-      `identity = ${name}.example.net\nplugin.choria.middleware_hosts = ${this.broker.url}\nplugin.security.provider = file\n`,
+      `identity = ${spec.identity ?? `${name}.example.net`}\nplugin.choria.middleware_hosts = ${this.broker.url}\nplugin.security.provider = file\n`,
     );
     const config = join(this.dir, `${name}.yaml`);
     // the documented example, with what a test on one machine must change
@@ -265,7 +267,20 @@ describe('active/active (CLI processes against a simulated fleet)', () => {
     expect(text).toMatch(/prov-c\.example\.net \(this\)/);
   }, 240_000);
 
-  it('survivors finish the fleet after SIGKILL of one instance; its in-flight nodes once their lock expired', async () => {
+  it('three instances with one identity started together never configure a node twice (per-node claims)', async () => {
+    // replicas of one deployment: one certificate, one identity, started within a second; each
+    // forms its group alone for a moment, so only the claim in the shared history keeps them apart
+    const site = await Site.start();
+    const started = ['prov-a', 'prov-b', 'prov-c'].map((n) => site.instance(n, { identity: 'prov.example.net' }));
+    await Promise.all(started);
+    await site.allProvisioned(120_000);
+    site.expectConfiguredOnce();
+    // every instance worked
+    const runs = site.helperRuns();
+    expect([...runs.perInstance.keys()].sort()).toEqual(['prov-a', 'prov-b', 'prov-c']);
+  }, 180_000);
+
+  it('survivors finish the fleet after SIGKILL of one instance; its in-flight nodes once their claim and lock expired', async () => {
     // the lock lasts 20 s here, longer than the survivors need for the rest of the fleet; they
     // try a locked node of theirs again every 3 s
     const site = await Site.start({ lockMs: 20_000 });
@@ -318,7 +333,10 @@ describe('active/active (CLI processes against a simulated fleet)', () => {
       /prov-c\.example\.net \(process [0-9a-f]{16}\) of group \\"lon\\" was not heard for \d+ ms, taking over its share/,
     );
     expect(survivors).toMatch(/Took over \d+ nodes after the active\/active membership changed/);
-    expect(survivors).toMatch(/Waiting for the provisioning lock of node-\d+/);
+    // the dead member's claims on its in-flight nodes (in the shared history), then their locks
+    expect(survivors).toMatch(
+      /Waiting for the claim on node-\d+\.example\.net: .* a process that is no longer a member/,
+    );
   }, 180_000);
 
   it('falls back to lock-only when the broker denies the subjects: every node once, no helper run for a node locked elsewhere', async () => {

@@ -18,6 +18,7 @@ import {
   withLab,
   type LabProvisioner,
 } from '@choria-provisioner/test-support/lab/index';
+import { seeded } from '@choria-provisioner/test-support/lab/nemesis';
 
 const lab = labAvailability();
 if (!lab.available) console.log(lab.skipLine);
@@ -27,18 +28,6 @@ const WAVE_SERVERS = Number(process.env['LAB_SOAK_SERVERS'] ?? '20');
 const IDENTITY = 'provisioner.lab.example';
 const FAULTS = ['pause-leader', 'silent-path', 'latency', 'restart-instance', 'restart-broker', 'none'] as const;
 type Fault = (typeof FAULTS)[number];
-
-/** mulberry32: a small seeded generator, so a failing schedule can be run again */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe.skipIf(!lab.available)('soak: a seeded schedule of faults against real go-choria servers', () => {
   it(

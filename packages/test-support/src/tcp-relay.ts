@@ -21,6 +21,8 @@ export interface TcpRelay {
   readonly accepted: number;
   /** every connection open now goes silent; new ones are relayed as usual */
   goSilent(): void;
+  /** the silent connections are reset at last (as a path that dropped its state finally does) */
+  endSilence(): void;
   /** delay every chunk by `ms` each way from now on (0: none) */
   setLatency(ms: number): void;
   close(): Promise<void>;
@@ -77,6 +79,13 @@ export async function startTcpRelay(target: string): Promise<TcpRelay> {
     },
     goSilent() {
       for (const p of pairs) p.silent = true;
+    },
+    endSilence() {
+      for (const p of [...pairs].filter((pair) => pair.silent)) {
+        p.client.destroy();
+        p.upstream.destroy();
+        pairs.delete(p);
+      }
     },
     setLatency(ms: number) {
       latencyMs = ms;

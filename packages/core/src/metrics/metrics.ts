@@ -58,6 +58,7 @@ interface MetricSet {
   renewals: Counter<Labels<'site' | 'event'>>;
   renewalsDue: Gauge<Labels<'site'>>;
   renewalsInFlight: Gauge<Labels<'site'>>;
+  renewalsStopped: Gauge<Labels<'site'>>;
 }
 
 /** What happened to a renewal: `reprovision` sent, the node provisioned again, or the renewal failed. */
@@ -182,7 +183,9 @@ function register(registry: Registry): MetricSet {
 }
 
 /** Credential renewals (renewal_*): due now, in flight across the site, and each one's course. */
-function renewalMetrics(registry: Registry): Pick<MetricSet, 'renewals' | 'renewalsDue' | 'renewalsInFlight'> {
+function renewalMetrics(
+  registry: Registry,
+): Pick<MetricSet, 'renewals' | 'renewalsDue' | 'renewalsInFlight' | 'renewalsStopped'> {
   return {
     renewals: counter(
       registry,
@@ -200,6 +203,12 @@ function renewalMetrics(registry: Registry): Pick<MetricSet, 'renewals' | 'renew
       registry,
       'choria_provisioner_renewals_in_flight',
       'Nodes of the site sent back to provisioning for their renewal and not provisioned again yet',
+      ['site'] as const,
+    ),
+    renewalsStopped: gauge(
+      registry,
+      'choria_provisioner_renewals_stopped',
+      '1 while the renewals of the site are stopped after failures and wait for an operator to resume them',
       ['site'] as const,
     ),
   };
@@ -512,9 +521,10 @@ export class ProvisionerMetrics implements HostMetrics {
   renewal(event: RenewalEvent): void {
     this.#m.renewals.inc({ site: this.site, event });
   }
-  setRenewals(due: number, inFlight: number): void {
+  setRenewals(due: number, inFlight: number, stopped: boolean): void {
     this.#m.renewalsDue.set({ site: this.site }, due);
     this.#m.renewalsInFlight.set({ site: this.site }, inFlight);
+    this.#m.renewalsStopped.set({ site: this.site }, stopped ? 1 : 0);
   }
   handedOver(identity: string, direction: 'given' | 'taken', n: number): void {
     if (n > 0) this.#m.handedOver.inc({ site: this.site, identity, direction }, n);

@@ -35,6 +35,8 @@ export interface FleetShareOptions {
 export interface JoinOptions {
   readonly config: ProvisionerConfig;
   readonly identity: string;
+  /** this process's incarnation (the node history's process names it) */
+  readonly incarnation: string;
   readonly version: string;
   /** what this instance reports in each heartbeat */
   readonly report: () => { owned: number; provisioned: number; queued: number };
@@ -60,6 +62,7 @@ export class FleetShare {
       nc: client.nats,
       group: join.config.coordinationGroup,
       instance: join.identity,
+      incarnation: join.incarnation,
       heartbeatMs: join.config.coordinationHeartbeatMs,
       logger,
       version: join.version,

@@ -28,6 +28,8 @@ import { FleetShare } from './fleet-share.js';
 import type { TakenHow } from './work-handover.js';
 import { OutcomeRecorder, logOutcome } from './record-outcome.js';
 import { runAttempt } from './attempt.js';
+import { NodeClaims, claimedRunner } from './node-claims.js';
+import { incarnationOf } from './coordination/membership.js';
 import { discoverNodes } from './discovery.js';
 import { RediscoveryAfterLapse, RediscoveryAfterReconnect } from './rediscovery.js';
 import { startLeadership } from './leadership.js';
@@ -238,7 +240,9 @@ export class Provisioner {
     // a client handed in refuses on its own: its refusals are counted as this site's too
     if (client.refusals !== this.refusals)
       this.#unwatchRefusals = client.refusals.onRefused((source) => this.metrics.refusedIdentity(source));
-    this.#runner = hostRunnerFor(this.#opts, { client, metrics: this.metrics, pause: this.pauseFlag, helper });
+    this.#runner = this.#claimed(
+      hostRunnerFor(this.#opts, { client, metrics: this.metrics, pause: this.pauseFlag, helper }),
+    );
 
     await announceStartup(client, this.version, this.logger);
 
@@ -249,17 +253,7 @@ export class Provisioner {
     // The election (whose first campaign waits a random 0-5 s, as upstream) and the membership
     // start while the history loads: neither offers a node before this instance is running.
     if (this.config.leaderElection) this.#startElection(client);
-    if (this.config.coordination === 'active_active') {
-      this.#share.join(client, {
-        config: this.config,
-        identity: this.choria.identity,
-        version: this.version,
-        report: () => ({ owned: this.#list.size, provisioned: this.#recorder.finished, queued: this.#queue.length }),
-        idle: () =>
-          this.#state === 'running' && !this.paused && this.#queue.length === 0 && this.#busy < this.config.workers,
-        take: (identity, source, reportedVersion, how) => this.#add(identity, source, reportedVersion, how),
-      });
-    }
+    if (this.config.coordination === 'active_active') this.#joinGroup(client);
     this.#gauges.coordination();
     // before any node is offered: a restarted instance holds back what the site quarantined
     await this.#historySync.start(client.nats);
@@ -458,6 +452,27 @@ export class Provisioner {
       this.#gauges.load();
       return false;
     }
+  }
+
+  /** Active/active: joins the site's group, as the process the node history names. */
+  #joinGroup(client: ChoriaClient): void {
+    this.#share.join(client, {
+      config: this.config,
+      identity: this.choria.identity,
+      incarnation: incarnationOf(this.#history.process),
+      version: this.version,
+      report: () => ({ owned: this.#list.size, provisioned: this.#recorder.finished, queued: this.#queue.length }),
+      idle: () =>
+        this.#state === 'running' && !this.paused && this.#queue.length === 0 && this.#busy < this.config.workers,
+      take: (identity, source, reportedVersion, how) => this.#add(identity, source, reportedVersion, how),
+    });
+  }
+
+  /** Active/active: every attempt under a node claim of this process (node-claims.ts). */
+  #claimed(runner: HostRunner): HostRunner {
+    if (this.config.coordination !== 'active_active') return runner;
+    const claims = new NodeClaims({ history: this.#history, liveMembers: () => this.#policy.membership?.members() });
+    return claimedRunner(runner, claims, this.#lease);
   }
 
   async #work(worker: number): Promise<void> {
@@ -696,6 +711,7 @@ export class Provisioner {
       token: this.config.token,
       insecure: this.config.choriaInsecure,
       history: this.#history,
+      siteRecord: (name) => this.#historySync.siteRecord(name),
       metrics: this.metrics,
       logger: this.logger,
       dryRun: this.#opts.dryRun === true,

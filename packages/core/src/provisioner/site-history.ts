@@ -7,6 +7,7 @@ import type { ChoriaSettings, ProvisionerConfig } from '../config/types.js';
 import { PROVISIONER_NATS_USER } from '../config/choria-config.js';
 import { errorText } from '../util/values.js';
 import { HistorySync, NodeHistory } from './history/index.js';
+import { processToken } from './node-claims.js';
 import type { HistoryConnection } from './history/index.js';
 
 export interface SiteHistoryOptions {
@@ -31,6 +32,7 @@ export function siteHistory(opts: SiteHistoryOptions): { history: NodeHistory; s
       quarantineAfter: config.quarantineAfter,
     },
     instance: opts.choria.identity,
+    process: processToken(opts.choria.identity),
     ttlMs: config.historyTtlMs,
     onWriteError: (err) =>
       logger.warn(

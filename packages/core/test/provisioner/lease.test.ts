@@ -83,7 +83,7 @@ describe('SiteLease: whether this instance may still work on nodes', () => {
         ttlMs: 86_400_000,
         monotonic: () => mono,
       });
-      h.attach({ write: () => new Promise<void>(() => undefined) }); // JetStream that never answers
+      h.attach({ write: () => new Promise<number>(() => undefined) }); // JetStream that never answers
       const warnings: string[] = [];
       const logger = silentLogger();
       logger.warn = ((m: string) => (warnings.push(m), logger)) as typeof logger.warn;

@@ -23,6 +23,7 @@ export {
   labKinds,
   rowBound,
   recordResult,
+  appendResult,
   assertRow,
   settleRow,
   siteHistory,

@@ -72,7 +72,15 @@ export function recordResult(
     configuredTwice: r.configuredTwice.length,
     ...extra,
   };
-  appendFileSync(join(labPaths().runDir, 'results.jsonl'), `${JSON.stringify(line)}\n`);
+  appendResult(line);
+}
+
+/** Appends one row's result to the lab's results.jsonl. */
+export function appendResult(line: Readonly<Record<string, unknown>>): void {
+  appendFileSync(
+    join(labPaths().runDir, 'results.jsonl'),
+    `${JSON.stringify({ at: new Date().toISOString(), ...line })}\n`,
+  );
 }
 
 /**

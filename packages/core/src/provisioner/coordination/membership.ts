@@ -84,6 +84,8 @@ export interface MembershipOptions {
   readonly group: string;
   /** this instance's Choria identity */
   readonly instance: string;
+  /** this process's random incarnation (default: drawn here); node claims name the member by it */
+  readonly incarnation?: string;
   readonly heartbeatMs: number;
   readonly logger: Logger;
   readonly version: string;
@@ -124,6 +126,11 @@ export function memberKey(instance: string, incarnation: string): string {
   return `${instance}#${incarnation}`;
 }
 
+/** The incarnation a member key names. */
+export function incarnationOf(key: string): string {
+  return key.slice(key.lastIndexOf('#') + 1);
+}
+
 export class Membership {
   readonly group: string;
   readonly instance: string;
@@ -131,7 +138,7 @@ export class Membership {
   readonly member: string;
   readonly #opts: MembershipOptions;
   readonly #subjects: CoordinationSubjects;
-  readonly #incarnation = randomBytes(8).toString('hex');
+  readonly #incarnation: string;
   readonly #peers = new Map<string, Peer>();
   readonly #now: () => number;
   readonly #warnedIncarnations = new Set<string>();
@@ -157,6 +164,7 @@ export class Membership {
     this.#opts = opts;
     this.group = opts.group;
     this.instance = opts.instance;
+    this.#incarnation = opts.incarnation ?? randomBytes(8).toString('hex');
     this.member = memberKey(opts.instance, this.#incarnation);
     this.#subjects = coordinationSubjects(opts.group);
     this.#now = opts.now ?? Date.now;

@@ -18,9 +18,10 @@ import {
 } from 'nats';
 import { ProvisionerError } from '../../util/errors.js';
 import { errorText } from '../../util/values.js';
-import { historyKey, identityOfKey, siteFilter } from './keys.js';
+import { historyKey, identityOfKey, siteFilter, siteRecordKey } from './keys.js';
 import { decodeRecord, encodeRecord, type NodeRecord } from './record.js';
-import { HistoryWriteRefusedError, type HistoryBacking } from './node-history.js';
+import type { HistoryBacking } from './node-history.js';
+import { HistoryWriteRefusedError, RevisionConflictError, type StoredVersion } from './shared-records.js';
 
 /**
  * The byte limit of a bucket created here: room for 100,000 records of the largest size a record
@@ -34,6 +35,13 @@ export class HistoryUnavailableError extends ProvisionerError {}
 
 /** JetStream's error code for a message larger than the stream's max_msg_size. */
 const JS_MESSAGE_TOO_LARGE = 10054;
+/** JetStream's error code for a publish whose expected last sequence of the subject is not the stored one. */
+const JS_WRONG_LAST_SEQUENCE = 10071;
+
+/** Whether `err` from a conditional put says the key is at another revision. */
+function wrongRevision(err: unknown): boolean {
+  return err instanceof NatsError && err.api_error?.err_code === JS_WRONG_LAST_SEQUENCE;
+}
 
 /** Whether `err` from a put is the record's own fault, so that no later try can succeed. */
 function refusedForGood(err: unknown): boolean {
@@ -53,6 +61,12 @@ export interface HistoryBucketOptions {
   readonly timeoutMs?: number;
 }
 
+/** A record of the whole site in the bucket, as bytes, with compare-and-set writes. */
+export interface SiteRecordBacking {
+  write(value: Uint8Array, revision: number): Promise<number>;
+  read(): Promise<StoredVersion<Uint8Array>>;
+}
+
 export interface HistoryBucketInfo {
   readonly bucket: string;
   /** the bucket's own max age (0: none), which may differ from history_ttl for a bucket made elsewhere */
@@ -61,7 +75,8 @@ export interface HistoryBucketInfo {
 }
 
 export interface WatchHandlers {
-  readonly onRecord: (record: NodeRecord) => void;
+  /** a record and its revision (the bucket's sequence: a later write has a higher one) */
+  readonly onRecord: (record: NodeRecord, revision: number) => void;
   readonly onInvalid: (key: string, reason: string) => void;
   /** a record's key names an identity that fails the identity rule (choria/identity.ts) */
   readonly onRefusedIdentity: (text: string, why: string) => void;
@@ -154,22 +169,77 @@ export class HistoryBucket implements HistoryBacking {
     }
   }
 
-  /** Writes `record`; rejects with HistoryWriteRefusedError when the broker will never take it. */
-  async write(record: NodeRecord): Promise<void> {
+  /**
+   * Writes `record` if its key is still at `revision` (0: no key): a JetStream KV create or update
+   * with the expected revision. Resolves the new revision; rejects with RevisionConflictError
+   * carrying what is stored now, HistoryWriteRefusedError when the broker will never take it, or
+   * the broker's error.
+   */
+  async write(record: NodeRecord, revision: number): Promise<number> {
     const key = historyKey(this.#site, record.identity);
     if (key === undefined)
       throw new HistoryWriteRefusedError(
         `no history record is written for ${shownIdentity(record.identity)}: not an identity`,
       );
+    const value = encodeRecord(record);
     try {
-      await this.#kv.put(key, encodeRecord(record));
+      return revision === 0 ? await this.#kv.create(key, value) : await this.#kv.update(key, value, revision);
     } catch (err) {
+      if (wrongRevision(err))
+        throw new RevisionConflictError(
+          `the history record of ${shownIdentity(record.identity)} is no longer at revision ${revision}`,
+          await this.read(record.identity),
+        );
       if (!refusedForGood(err)) throw err;
       throw new HistoryWriteRefusedError(
         `the broker refuses the history record of ${shownIdentity(record.identity)}: ${errorText(err)}`,
         { cause: err },
       );
     }
+  }
+
+  /** The stored version of a node's record: no key is revision 0; a value that is not its record reads as none. */
+  async read(identity: string): Promise<StoredVersion<NodeRecord>> {
+    const key = historyKey(this.#site, identity);
+    if (key === undefined) return { value: undefined, revision: 0 };
+    const entry = await this.#kv.get(key);
+    if (entry === null) return { value: undefined, revision: 0 };
+    if (entry.operation !== 'PUT') return { value: undefined, revision: entry.revision };
+    try {
+      const record = decodeRecord(entry.value);
+      return { value: record.identity === identity ? record : undefined, revision: entry.revision };
+    } catch {
+      return { value: undefined, revision: entry.revision };
+    }
+  }
+
+  /**
+   * One record of the whole site under its own key (siteRecordKey), read and written as bytes with
+   * compare-and-set: a write conditional on `revision` rejects with RevisionConflictError carrying
+   * the stored bytes and revision.
+   */
+  siteRecord(name: string): SiteRecordBacking {
+    const key = siteRecordKey(this.#site, name);
+    const read = async (): Promise<StoredVersion<Uint8Array>> => {
+      const entry = await this.#kv.get(key);
+      if (entry === null) return { value: undefined, revision: 0 };
+      return { value: entry.operation === 'PUT' ? entry.value : undefined, revision: entry.revision };
+    };
+    return {
+      read,
+      write: async (value, revision) => {
+        try {
+          return revision === 0 ? await this.#kv.create(key, value) : await this.#kv.update(key, value, revision);
+        } catch (err) {
+          if (wrongRevision(err))
+            throw new RevisionConflictError(
+              `the site record ${name} is no longer at revision ${revision}`,
+              await read(),
+            );
+          throw err;
+        }
+      },
+    };
   }
 
   /**
@@ -234,7 +304,7 @@ export class HistoryBucket implements HistoryBacking {
     }
     if (record.identity !== identity)
       return handlers.onInvalid(entry.key, `the record names ${JSON.stringify(record.identity)}`);
-    handlers.onRecord(record);
+    handlers.onRecord(record, entry.revision);
   }
 
   close(): void {

@@ -13,7 +13,7 @@ import type { Logger } from 'winston';
 import type { ProvisionerConfig } from '../../config/types.js';
 import { formatMs } from '../../util/duration.js';
 import { errorText } from '../../util/values.js';
-import { HistoryBucket } from './bucket.js';
+import { HistoryBucket, type SiteRecordBacking } from './bucket.js';
 import type { NodeHistory } from './node-history.js';
 
 /** Where the per-node history lives and how much of it this instance holds. */
@@ -152,6 +152,11 @@ export class HistorySync {
     await this.#secondaryNc?.close().catch(() => undefined);
   }
 
+  /** A record of the whole site in the shared bucket; undefined while there is none or in a dry run. */
+  siteRecord(name: string): SiteRecordBacking | undefined {
+    return this.#opts.readOnly ? undefined : this.#bucket?.siteRecord(name);
+  }
+
   status(): HistoryStatus {
     const bucket = this.#bucket;
     const history = this.#opts.history;
@@ -184,7 +189,7 @@ export class HistorySync {
       return errorText(err);
     }
     const loading = bucket.watch({
-      onRecord: (r) => history.merge(r),
+      onRecord: (r, revision) => history.merge(r, revision),
       onInvalid: (key, why) => logger.warn(`Ignoring key ${key} of the history bucket ${name}: ${why}`),
       onRefusedIdentity: (text, why) => {
         if (this.#opts.refusals !== undefined) this.#opts.refusals.refuse(text, why, 'history');

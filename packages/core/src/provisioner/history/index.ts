@@ -18,7 +18,17 @@ export {
   type HistoryBucketInfo,
   type HistoryBucketOptions,
   type WatchHandlers,
+  type SiteRecordBacking,
 } from './bucket.js';
+export {
+  SharedRecords,
+  RevisionConflictError,
+  type StoredVersion,
+  type SharedBacking,
+  type RecordChange,
+  type ChangeEnd,
+  type ChangeHandle,
+} from './shared-records.js';
 export {
   decodeRecord,
   encodeRecord,
@@ -26,9 +36,10 @@ export {
   HistoryRecordError,
   MAX_ERROR_CHARS,
   RECORD_FORMAT,
+  isRenewing,
   type NodeRecord,
 } from './record.js';
-export { historyKey, identityOfKey, siteFilter, siteToken } from './keys.js';
+export { historyKey, identityOfKey, siteFilter, siteToken, siteRecordKey } from './keys.js';
 export { backoffAfter, quarantines, type SetbackPolicy } from './backoff-policy.js';
 export {
   HistorySync,

@@ -31,3 +31,12 @@ export function identityOfKey(site: string, key: string): string | undefined {
   const rest = key.slice(prefix.length);
   return rest.startsWith('=') ? Buffer.from(rest.slice(1), 'base64url').toString('utf8') : rest;
 }
+
+/**
+ * The key of a record of the whole site (the renewal round): `=<name>=.<site>`. No node key and no
+ * site token has a `=` after its first character, so it can be neither, and the site's watch
+ * (`<site>.>`) does not deliver it.
+ */
+export function siteRecordKey(site: string, name: string): string {
+  return `=${name}=.${siteToken(site)}`;
+}

@@ -1,30 +1,42 @@
 // The site's per-node history as this instance knows it: one record a node, in memory, bounded in
-// count and age, written through to a shared copy (a key-value bucket, see bucket.ts) when there is
-// one. The shared copy's changes come back through merge(): the newer record (updatedAt) wins, so
-// an instance's own writes echoing back, or arriving out of order, change nothing.
+// count and age, shared with the other instances of the site through a key-value bucket
+// (bucket.ts) when there is one. Every change is made through shared-records.ts: applied here at
+// once, and written to the bucket conditionally on the revision it was computed from, so a late
+// write never rolls a newer record back; the bucket's versions come back through merge() and win
+// by revision, never by clock.
 //
 // The back-off and quarantine state lives in the records too, so every instance of a site (and the
 // next process after a restart) holds a failing node back the same way.
 import type { IssuedCredentials } from '../../host/credentials.js';
 import { outcomeMeaning, type Outcome } from '../../host/types.js';
 import { backoffAfter, quarantines, type SetbackPolicy } from './backoff-policy.js';
-import { boundedError, type NodeRecord } from './record.js';
-import { isRenewing } from '../renewal/plan.js';
-import { ProvisionerError } from '../../util/errors.js';
+import { boundedError, emptyRecord, encodeRecord, isRenewing, type NodeRecord } from './record.js';
+import { SharedRecords, type ChangeHandle, type SendingRecord } from './shared-records.js';
 
-/** Where records are written so other instances and later processes see them. */
+export {
+  HistoryWriteRefusedError,
+  PROMPT_WRITE_MS,
+  UNSTEADY_HOLD_MS,
+  type SendingRecord,
+  type ChangeHandle,
+} from './shared-records.js';
+
+/** Where records are written so other instances and later processes see them, with compare-and-set. */
 export interface HistoryBacking {
-  /** rejects with HistoryWriteRefusedError when this record can never be written */
-  write(record: NodeRecord): Promise<void>;
+  /**
+   * Writes `record` if its key is still at `revision` (0: no key); resolves the new revision.
+   * Rejects with RevisionConflictError (another revision is stored: it carries that version),
+   * HistoryWriteRefusedError (this record can never be written), or any other error.
+   */
+  write(record: NodeRecord, revision: number): Promise<number>;
 }
-
-/** The backing refused a record for what it is (its key or its size): writing it again meets the same refusal. */
-export class HistoryWriteRefusedError extends ProvisionerError {}
 
 export interface NodeHistoryOptions {
   readonly policy: SetbackPolicy;
   /** the Choria identity recorded as the instance of this process's attempts */
   readonly instance: string;
+  /** this process as a node claim names it (node-claims.ts processToken); the instance by default */
+  readonly process?: string;
   /** a record unchanged for this long is forgotten (the bucket's max age does the same there) */
   readonly ttlMs: number;
   /** most records kept in memory; beyond it the least recently changed is forgotten */
@@ -74,44 +86,30 @@ export const RESTART_WINDOW_MS = 20_000;
 
 export const DEFAULT_HISTORY_CAPACITY = 100_000;
 
-/**
- * sending() waits for the shared copy only while it takes writes promptly: a write acknowledged
- * later than this, one that failed, or a wait that ran out makes the next sends go without
- * waiting for UNSTEADY_HOLD_MS. A broker that just came back often has JetStream answer one write
- * and time out the next for a few seconds; waiting then costs every node seconds and protects
- * nothing the claim does not (the record is still written as soon as it can be).
- */
-export const PROMPT_WRITE_MS = 1_000;
-export const UNSTEADY_HOLD_MS = 10_000;
-
-/** How sending() ended: the shared copy took the record, the wait ran out, it did not wait, or the write failed. */
-export type SendingRecord = 'written' | 'late' | 'not-waited' | 'write-failed';
-
 export class NodeHistory {
-  /** in order of last change, oldest first (capacity and age evict from the front) */
+  /** the visible records, in order of last change, oldest first (capacity and age evict from the front) */
   readonly #records = new Map<string, NodeRecord>();
   readonly #opts: NodeHistoryOptions;
   readonly #capacity: number;
-  readonly #maxInFlight: number;
-  #backing: HistoryBacking | undefined;
-  /** records changed since their last successful write */
-  readonly #pending = new Set<string>();
-  readonly #writing = new Set<string>();
-  #failing = false;
-  /** monotonic time of the last write that failed, was slow or outlasted a sending() wait */
-  #unsteadyAt: number | undefined;
-  readonly #monotonic: () => number;
+  readonly #shared: SharedRecords<NodeRecord>;
   #quarantined = 0;
   readonly #restartWindowMs: number;
-  /** sending() calls waiting for their record to reach the shared copy */
-  readonly #waiters = new Map<string, { updatedAt: number; resolve: (r: SendingRecord) => void }[]>();
+  readonly #process: string;
 
   constructor(opts: NodeHistoryOptions) {
     this.#opts = opts;
+    this.#process = opts.process ?? opts.instance;
     this.#capacity = opts.capacity ?? DEFAULT_HISTORY_CAPACITY;
-    this.#maxInFlight = opts.maxWritesInFlight ?? 256;
     this.#restartWindowMs = opts.restartWindowMs ?? RESTART_WINDOW_MS;
-    this.#monotonic = opts.monotonic ?? (() => performance.now());
+    this.#shared = new SharedRecords<NodeRecord>({
+      same: sameRecord,
+      onVisible: (id, record) => (record === undefined ? this.#drop(id) : this.#put(record)),
+      ...(opts.maxWritesInFlight !== undefined ? { maxWritesInFlight: opts.maxWritesInFlight } : {}),
+      ...(opts.monotonic !== undefined ? { monotonic: opts.monotonic } : {}),
+      ...(opts.onWriteError !== undefined ? { onWriteError: opts.onWriteError } : {}),
+      ...(opts.onWriteRefused !== undefined ? { onWriteRefused: opts.onWriteRefused } : {}),
+      ...(opts.onWritten !== undefined ? { onWritten: opts.onWritten } : {}),
+    });
   }
 
   /**
@@ -119,21 +117,30 @@ export class NodeHistory {
    * succeed, and none was slow or failed in the last UNSTEADY_HOLD_MS.
    */
   sharedCopyIsPrompt(): boolean {
-    if (this.#backing === undefined || this.#failing) return false;
-    return this.#unsteadyAt === undefined || this.#monotonic() - this.#unsteadyAt >= UNSTEADY_HOLD_MS;
+    return this.#shared.isPrompt();
   }
 
-  #unsteady(): void {
-    this.#unsteadyAt = this.#monotonic();
+  /** whether a shared copy is attached (history_store kv, bucket reached) */
+  get shared(): boolean {
+    return this.#shared.attached;
   }
 
   get size(): number {
     return this.#records.size;
   }
 
-  /** records not yet in the shared copy (all changes while there is none) */
+  /** records with changes not yet in the shared copy (all changed ones while there is none) */
   get pendingWrites(): number {
-    return this.#pending.size + this.#writing.size;
+    return this.#shared.pendingWrites;
+  }
+
+  get instance(): string {
+    return this.#opts.instance;
+  }
+
+  /** this process as node claims name it */
+  get process(): string {
+    return this.#process;
   }
 
   get(identity: string): NodeRecord | undefined {
@@ -165,6 +172,26 @@ export class NodeHistory {
   }
 
   /**
+   * Changes the record of `identity` through the shared copy: `change` is applied to the visible
+   * record now and, when it is written, to the version stored then (shared-records.ts). Its
+   * `updatedAt` is set here. For changes owned by other modules (renewal/record-changes.ts).
+   */
+  change(
+    identity: string,
+    change: (before: NodeRecord | undefined) => NodeRecord | undefined,
+  ): ChangeHandle<NodeRecord> {
+    return this.#shared.change(identity, (before) => {
+      const after = change(before);
+      return after === undefined ? undefined : { ...after, updatedAt: laterThan(before, after.updatedAt) };
+    });
+  }
+
+  /** Waits (bounded) for a change to reach the shared copy: see SharedRecords.waitFor. */
+  waitFor(identity: string, handle: ChangeHandle<NodeRecord>, waitMs: number): Promise<SendingRecord> {
+    return this.#shared.waitFor(identity, handle, waitMs);
+  }
+
+  /**
    * A `configure` or `restart` is about to be sent to `identity` by this instance: recorded first,
    * so whoever takes the node next (another instance, the next process) knows it may be configured
    * (and restarts it before anything else) or restarting (and leaves it alone for the restart
@@ -173,131 +200,63 @@ export class NodeHistory {
    * (sharedCopyIsPrompt): the claim alone keeps instances apart then.
    */
   sending(identity: string, what: 'configure' | 'restart', at: number, waitMs: number): Promise<SendingRecord> {
-    const before = this.#records.get(identity);
-    const record: NodeRecord = {
-      identity,
-      firstSeen: before?.firstSeen ?? at,
-      attempts: before?.attempts ?? 0,
-      failures: before?.failures ?? 0,
-      outcome: before?.outcome,
-      error: before?.error,
-      instance: this.#opts.instance,
-      attemptAt: before?.attemptAt ?? at,
-      durationMs: before?.durationMs ?? 0,
-      provisionedAt: before?.provisionedAt,
-      notBefore: before?.notBefore,
-      quarantinedAt: before?.quarantinedAt,
+    const instance = this.#opts.instance;
+    const handle = this.change(identity, (before) => ({
+      ...(before ?? emptyRecord(identity, at, instance)),
+      instance,
       configuredAt: what === 'configure' ? at : before?.configuredAt,
       restartSentAt: what === 'restart' ? at : before?.restartSentAt,
-      updatedAt: this.#laterThan(before, at),
-      ...renewalOf(before),
-    };
-    return this.#putAndWait(record, waitMs);
+      updatedAt: at,
+    }));
+    return this.waitFor(identity, handle, waitMs);
   }
 
-  /**
-   * A renewal's `reprovision` is about to be sent to `identity` by this instance: recorded first, as
-   * `sending` records a configure, so no instance (nor this one after a restart) sends it twice.
-   */
-  renewalSending(identity: string, at: number, waitMs: number): Promise<SendingRecord> | undefined {
-    const before = this.#records.get(identity);
-    if (before === undefined) return undefined;
-    const record: NodeRecord = {
-      ...before,
-      renewalSentAt: at,
-      renewalSentBy: this.#opts.instance,
-      renewalError: undefined,
-      updatedAt: this.#laterThan(before, at),
-    };
-    return this.#putAndWait(record, waitMs);
-  }
-
-  /** The renewal of `identity` failed: it is not tried again until an operator resumes the renewals. */
-  renewalFailed(identity: string, at: number, error: string): void {
-    const before = this.#records.get(identity);
-    if (before === undefined) return;
-    this.#put({ ...before, renewalError: boundedError(error), updatedAt: this.#laterThan(before, at) });
-    this.#write(identity);
-  }
-
-  /** Forgets every failed renewal (an operator resumed them): those nodes are due again. */
-  renewalFailuresCleared(at: number): number {
-    const failed = [...this.#records.values()].filter((r) => r.renewalError !== undefined);
-    for (const r of failed) {
-      this.#put({
-        ...r,
-        renewalError: undefined,
-        renewalSentAt: undefined,
-        renewalSentBy: undefined,
-        updatedAt: this.#laterThan(r, at),
-      });
-      this.#write(r.identity);
-    }
-    return failed.length;
-  }
-
-  /** Puts `record` and writes it; resolves as `sending` describes. */
-  #putAndWait(record: NodeRecord, waitMs: number): Promise<SendingRecord> {
-    const identity = record.identity;
-    this.#put(record);
-    if (!this.sharedCopyIsPrompt()) {
-      this.#write(identity);
-      return Promise.resolve('not-waited');
-    }
-    let timer: NodeJS.Timeout | undefined;
-    const written = new Promise<SendingRecord>((resolve) => {
-      const waiter = { updatedAt: record.updatedAt, resolve };
-      const list = this.#waiters.get(identity) ?? [];
-      list.push(waiter);
-      this.#waiters.set(identity, list);
-      timer = setTimeout(() => {
-        this.#unsteady();
-        // a write that hangs must not keep the waiter: it is done with
-        const left = (this.#waiters.get(identity) ?? []).filter((w) => w !== waiter);
-        if (left.length === 0) this.#waiters.delete(identity);
-        else this.#waiters.set(identity, left);
-        resolve('late');
-      }, waitMs);
-    });
-    this.#write(identity);
-    return written.finally(() => clearTimeout(timer));
-  }
-
-  /** Records an ended attempt and what it means for the next one. */
+  /** Records an ended attempt and what it means for the next one; returns the visible record after it. */
   attempted(identity: string, report: AttemptReport): NodeRecord {
-    const before = this.#records.get(identity);
     const policy = this.#opts.policy;
+    const instance = this.#opts.instance;
+    const process = this.#process;
     const meaning = outcomeMeaning(report.outcome);
     const failed = meaning === 'failure';
     const succeeded = meaning === 'success';
-    const failures = failed ? (before?.failures ?? 0) + 1 : succeeded ? 0 : (before?.failures ?? 0);
-    const backoff = failed ? backoffAfter(failures, policy) : 0;
-    const quarantined = failed && quarantines(failures, policy);
-    const record: NodeRecord = {
-      identity,
-      firstSeen: before?.firstSeen ?? report.discoveredAt,
-      attempts: (before?.attempts ?? 0) + 1,
-      failures,
-      outcome: report.outcome,
-      error: report.outcome === 'provisioned' ? undefined : boundedError(report.message),
-      instance: this.#opts.instance,
-      attemptAt: report.at,
-      durationMs: Math.max(0, Math.round(report.durationMs)),
-      provisionedAt: succeeded ? report.at : before?.provisionedAt,
-      // a neutral attempt (deferred, gone, cancelled, ...) leaves a running back-off as it was
-      notBefore: failed ? (backoff > 0 ? report.at + backoff : undefined) : succeeded ? undefined : before?.notBefore,
-      quarantinedAt: quarantined ? (before?.quarantinedAt ?? report.at) : succeeded ? undefined : before?.quarantinedAt,
-      // an attempt that configured the node and did not see it restart: the next one restarts it first
-      configuredAt: report.configured && !succeeded ? (before?.configuredAt ?? report.at) : undefined,
-      // a restart sent (by this attempt or an earlier one) holds the node for the restart window
-      restartSentAt: before?.restartSentAt,
-      updatedAt: this.#laterThan(before, report.at),
-      // a success ends a renewal and tells what the node holds now; anything else leaves both as they were
-      ...(succeeded ? issuedTo(report.credentials, before) : renewalOf(before)),
-    };
-    this.#put(record);
-    this.#write(identity);
-    return record;
+    // the back-off's jitter is drawn once, so the change gives the same record whenever it is applied again
+    const jitter = policy.random?.() ?? Math.random();
+    const drawn: SetbackPolicy = { ...policy, random: () => jitter };
+    const handle = this.change(identity, (before) => {
+      const failures = failed ? (before?.failures ?? 0) + 1 : succeeded ? 0 : (before?.failures ?? 0);
+      const backoff = failed ? backoffAfter(failures, drawn) : 0;
+      const quarantined = failed && quarantines(failures, policy);
+      return {
+        identity,
+        firstSeen: before?.firstSeen ?? report.discoveredAt,
+        attempts: (before?.attempts ?? 0) + 1,
+        failures,
+        outcome: report.outcome,
+        error: report.outcome === 'provisioned' ? undefined : boundedError(report.message),
+        instance,
+        attemptAt: report.at,
+        durationMs: Math.max(0, Math.round(report.durationMs)),
+        provisionedAt: succeeded ? report.at : before?.provisionedAt,
+        // a neutral attempt (deferred, gone, cancelled, ...) leaves a running back-off as it was
+        notBefore: failed ? (backoff > 0 ? report.at + backoff : undefined) : succeeded ? undefined : before?.notBefore,
+        quarantinedAt: quarantined
+          ? (before?.quarantinedAt ?? report.at)
+          : succeeded
+            ? undefined
+            : before?.quarantinedAt,
+        // an attempt that configured the node and did not see it restart: the next one restarts it first
+        configuredAt: report.configured && !succeeded ? (before?.configuredAt ?? report.at) : undefined,
+        // a restart sent (by this attempt or an earlier one) holds the node for the restart window
+        restartSentAt: before?.restartSentAt,
+        updatedAt: report.at,
+        generation: succeeded ? (before?.generation ?? 0) + 1 : before?.generation,
+        // the attempt is over: a claim of this process on the node is given back
+        ...(before?.claimedBy === process ? {} : { claimedBy: before?.claimedBy, claimedAt: before?.claimedAt }),
+        // a success ends a renewal and tells what the node holds now; anything else leaves both as they were
+        ...(succeeded ? issuedTo(report.credentials, before) : renewalOf(before)),
+      };
+    });
+    return handle.after as NodeRecord;
   }
 
   /**
@@ -306,37 +265,19 @@ export class NodeHistory {
    * only when something changed, so every instance hearing one startup event does not rewrite it.
    */
   release(identity: string, now: number, opts: { keepQuarantine?: boolean; rebooted?: boolean } = {}): boolean {
-    const r = this.#records.get(identity);
-    if (r === undefined) return false;
-    const endQuarantine = r.quarantinedAt !== undefined && opts.keepQuarantine !== true;
-    const keepsQuarantine = r.quarantinedAt !== undefined && !endQuarantine;
-    const next: NodeRecord = {
-      ...r,
-      failures: keepsQuarantine ? r.failures : 0,
-      notBefore: keepsQuarantine ? r.notBefore : undefined,
-      quarantinedAt: endQuarantine ? undefined : r.quarantinedAt,
-      configuredAt: opts.rebooted === true ? undefined : r.configuredAt,
-      restartSentAt: opts.rebooted === true ? undefined : r.restartSentAt,
-    };
-    if (
-      next.failures === r.failures &&
-      next.notBefore === r.notBefore &&
-      next.quarantinedAt === r.quarantinedAt &&
-      next.configuredAt === r.configuredAt &&
-      next.restartSentAt === r.restartSentAt
-    )
-      return false;
-    this.#put({ ...next, updatedAt: this.#laterThan(r, now) });
-    this.#write(identity);
-    return endQuarantine;
+    const wasQuarantined = this.#records.get(identity)?.quarantinedAt !== undefined;
+    const { after } = this.change(identity, (r) => released(r, now, opts));
+    return wasQuarantined && after !== undefined && after.quarantinedAt === undefined;
   }
 
-  /** A version from the shared copy: kept when it is newer than ours. Returns true when it was. */
-  merge(record: NodeRecord): boolean {
-    const mine = this.#records.get(record.identity);
-    if (mine !== undefined && mine.updatedAt >= record.updatedAt) return false;
-    this.#put(record);
-    return true;
+  /** A version from the shared copy: kept when its revision is newer than the one known. Returns true when it was. */
+  merge(record: NodeRecord | undefined, revision: number): boolean {
+    return this.#shared.stored(record?.identity ?? '', { value: record, revision });
+  }
+
+  /** A version of `identity` from the shared copy that could not be read (kept as its revision only). */
+  mergeUnreadable(identity: string, revision: number): boolean {
+    return this.#shared.stored(identity, { value: undefined, revision });
   }
 
   /**
@@ -349,12 +290,11 @@ export class NodeHistory {
     const oldest = now - this.#opts.ttlMs;
     const refreshBefore = now - this.#opts.ttlMs / 2;
     let n = 0;
-    for (const r of this.#records.values()) {
+    for (const r of [...this.#records.values()]) {
       if (r.updatedAt > refreshBefore) break;
       if ((r.credentialsExpireAt ?? 0) > now) {
-        // put() moves it to the end: the loop meets it again as a young record and stops there
-        this.#put({ ...r, updatedAt: this.#laterThan(r, now) });
-        this.#write(r.identity);
+        // the change moves it to the end: it is young again
+        this.change(r.identity, (b) => (b === undefined ? undefined : { ...b, updatedAt: now }));
       } else if (r.updatedAt <= oldest) {
         this.#forget(r.identity);
         n++;
@@ -365,110 +305,77 @@ export class NodeHistory {
 
   /** Starts writing through to `backing`, beginning with everything changed before it was there. */
   attach(backing: HistoryBacking | undefined): void {
-    this.#backing = backing;
-    if (backing !== undefined) this.flush();
+    this.#shared.attach(
+      backing === undefined ? undefined : { write: (_id, record, revision) => backing.write(record, revision) },
+    );
   }
 
-  /** Writes pending records (again after failed writes; a successful write starts the next by itself). */
+  /** Writes pending changes (again after failed writes; a successful write starts the next by itself). */
   flush(): void {
-    if (this.#backing === undefined) return;
-    for (const identity of this.#pending) {
-      if (this.#writing.size >= this.#maxInFlight) return;
-      if (!this.#writing.has(identity)) this.#write(identity);
-    }
+    this.#shared.flush();
   }
 
   /** Resolves once nothing is in flight (or after `timeoutMs`): stop() lets the last writes land. */
-  async settle(timeoutMs: number): Promise<void> {
-    const until = Date.now() + timeoutMs;
-    while (this.#writing.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-  }
-
-  /** A change is later than the version it replaces, even on a clock that stepped back. */
-  #laterThan(before: NodeRecord | undefined, now: number): number {
-    return before !== undefined && before.updatedAt >= now ? before.updatedAt + 1 : now;
+  settle(timeoutMs: number): Promise<void> {
+    return this.#shared.settle(timeoutMs);
   }
 
   #put(record: NodeRecord): void {
-    const before = this.#records.get(record.identity);
-    if (before !== undefined) {
-      if (before.quarantinedAt !== undefined) this.#quarantined--;
-      this.#records.delete(record.identity);
-    }
+    this.#drop(record.identity);
     this.#records.set(record.identity, record);
     if (record.quarantinedAt !== undefined) this.#quarantined++;
     while (this.#records.size > this.#capacity) this.#forget(this.#records.keys().next().value as string);
   }
 
-  #forget(identity: string): void {
+  /** Takes the visible record out (the shared copy's knowledge of it stays). */
+  #drop(identity: string): void {
     const r = this.#records.get(identity);
     if (r === undefined) return;
     if (r.quarantinedAt !== undefined) this.#quarantined--;
     this.#records.delete(identity);
-    this.#pending.delete(identity);
-    this.#wake(identity, Infinity, 'not-waited');
   }
 
-  /** Resolves the sending() calls of `identity` whose change is in the version up to `updatedAt`. */
-  #wake(identity: string, updatedAt: number, result: SendingRecord = 'written'): void {
-    const list = this.#waiters.get(identity);
-    if (list === undefined) return;
-    const left = list.filter((w) => {
-      if (w.updatedAt > updatedAt) return true;
-      w.resolve(result);
-      return false;
-    });
-    if (left.length === 0) this.#waiters.delete(identity);
-    else this.#waiters.set(identity, left);
+  #forget(identity: string): void {
+    this.#drop(identity);
+    this.#shared.forget(identity);
   }
+}
 
-  /** One write per record at a time: a change during a write is written after it. */
-  #write(identity: string): void {
-    this.#pending.add(identity);
-    const backing = this.#backing;
-    if (backing === undefined || this.#writing.has(identity) || this.#writing.size >= this.#maxInFlight) return;
-    const record = this.#records.get(identity);
-    if (record === undefined) {
-      this.#pending.delete(identity);
-      return;
-    }
-    this.#pending.delete(identity);
-    this.#writing.add(identity);
-    const started = this.#monotonic();
-    backing.write(record).then(
-      () => {
-        this.#writing.delete(identity);
-        if (this.#monotonic() - started > PROMPT_WRITE_MS) this.#unsteady();
-        this.#wake(identity, record.updatedAt);
-        if (this.#failing) {
-          this.#failing = false;
-          this.#opts.onWritten?.();
-        }
-        // the next waiting change: of this node, or of the first one waiting
-        if (this.#pending.has(identity)) this.#write(identity);
-        else this.flush();
-      },
-      (err: unknown) => {
-        this.#writing.delete(identity);
-        if (err instanceof HistoryWriteRefusedError) {
-          // the same record meets the same refusal: kept in memory, not written again
-          this.#wake(identity, Infinity, 'write-failed');
-          this.#opts.onWriteRefused?.(err);
-          // its slot is free: the next waiting change goes, as after a write that succeeded
-          this.flush();
-          return;
-        }
-        this.#unsteady();
-        // a failed write does not hold the node's attempt
-        this.#wake(identity, Infinity, 'write-failed');
-        if (this.#records.has(identity)) this.#pending.add(identity);
-        if (!this.#failing) {
-          this.#failing = true;
-          this.#opts.onWriteError?.(err);
-        }
-      },
-    );
-  }
+/** Whether two records would be stored the same. */
+function sameRecord(a: NodeRecord, b: NodeRecord): boolean {
+  return Buffer.from(encodeRecord(a)).equals(Buffer.from(encodeRecord(b)));
+}
+
+/** A change is later than the version it replaces, even on a clock that stepped back. */
+function laterThan(before: NodeRecord | undefined, at: number): number {
+  return before !== undefined && before.updatedAt >= at ? before.updatedAt + 1 : at;
+}
+
+/** What release() makes of a record; undefined when nothing changes. */
+function released(
+  r: NodeRecord | undefined,
+  now: number,
+  opts: { keepQuarantine?: boolean; rebooted?: boolean },
+): NodeRecord | undefined {
+  if (r === undefined) return undefined;
+  const endQuarantine = r.quarantinedAt !== undefined && opts.keepQuarantine !== true;
+  const keepsQuarantine = r.quarantinedAt !== undefined && !endQuarantine;
+  const next: NodeRecord = {
+    ...r,
+    failures: keepsQuarantine ? r.failures : 0,
+    notBefore: keepsQuarantine ? r.notBefore : undefined,
+    quarantinedAt: endQuarantine ? undefined : r.quarantinedAt,
+    configuredAt: opts.rebooted === true ? undefined : r.configuredAt,
+    restartSentAt: opts.rebooted === true ? undefined : r.restartSentAt,
+    updatedAt: now,
+  };
+  const same =
+    next.failures === r.failures &&
+    next.notBefore === r.notBefore &&
+    next.quarantinedAt === r.quarantinedAt &&
+    next.configuredAt === r.configuredAt &&
+    next.restartSentAt === r.restartSentAt;
+  return same ? undefined : next;
 }
 
 type RenewalFields = Pick<

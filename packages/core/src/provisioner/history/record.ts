@@ -40,8 +40,16 @@ export interface NodeRecord {
   readonly configuredAt: number | undefined;
   /** restart was sent to the node (recorded before it went out): it may be in its restart window */
   readonly restartSentAt: number | undefined;
-  /** the record's last change: the newer of two versions wins */
+  /** the record's last change (for its age); which of two versions is newer is the bucket's revision */
   readonly updatedAt: number;
+  /** successful provisionings of the node recorded so far (undefined in records of earlier versions: 0) */
+  readonly generation?: number | undefined;
+  /**
+   * active/active: the provisioner process (identity#incarnation) whose attempt holds the node, and
+   * when it claimed it (node-claims.ts: a claim's life is read on each process's own clock)
+   */
+  readonly claimedBy?: string | undefined;
+  readonly claimedAt?: number | undefined;
   /** when what the last provisioning gave the node (certificate, server JWT) stops being valid */
   readonly credentialsExpireAt?: number | undefined;
   /** why `reprovision` would strand the node; undefined when it can be renewed or has nothing to renew */
@@ -76,6 +84,9 @@ export function encodeRecord(r: NodeRecord): Uint8Array {
     configuredAt: iso(r.configuredAt),
     restartSentAt: iso(r.restartSentAt),
     updatedAt: iso(r.updatedAt),
+    generation: r.generation,
+    claimedBy: r.claimedBy,
+    claimedAt: iso(r.claimedAt),
     credentialsExpireAt: iso(r.credentialsExpireAt),
     notRenewable: r.notRenewable,
     renewalSentAt: iso(r.renewalSentAt),
@@ -162,10 +173,39 @@ export function decodeRecord(bytes: Uint8Array): NodeRecord {
     configuredAt: time('configuredAt', false),
     restartSentAt: time('restartSentAt', false),
     updatedAt: time('updatedAt', true) as number,
+    generation: o['generation'] === undefined ? undefined : count('generation'),
+    claimedBy: text('claimedBy', false),
+    claimedAt: time('claimedAt', false),
     credentialsExpireAt: time('credentialsExpireAt', false),
     notRenewable: boundedError(maskKnownSecrets(text('notRenewable', false) ?? '') || undefined),
     renewalSentAt: time('renewalSentAt', false),
     renewalSentBy: text('renewalSentBy', false),
     renewalError: boundedError(maskKnownSecrets(text('renewalError', false) ?? '') || undefined),
+  };
+}
+
+/** A renewal sent the node `reprovision` and it has not been provisioned again (nor failed) since. */
+export function isRenewing(r: NodeRecord | undefined): boolean {
+  return r?.renewalSentAt !== undefined && r.renewalError === undefined;
+}
+
+/** The record of a node before anything happened to it: found at `at`, no attempt ended yet. */
+export function emptyRecord(identity: string, at: number, instance: string): NodeRecord {
+  return {
+    identity,
+    firstSeen: at,
+    attempts: 0,
+    failures: 0,
+    outcome: undefined,
+    error: undefined,
+    instance,
+    attemptAt: at,
+    durationMs: 0,
+    provisionedAt: undefined,
+    notBefore: undefined,
+    quarantinedAt: undefined,
+    configuredAt: undefined,
+    restartSentAt: undefined,
+    updatedAt: at,
   };
 }

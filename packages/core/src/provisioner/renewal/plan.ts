@@ -6,6 +6,7 @@
 // credentials, a new expiry) gets a new time.
 import type { RenewalSettings } from '../../config/types.js';
 import type { NodeRecord } from '../history/record.js';
+export { isRenewing } from '../history/record.js';
 
 /**
  * Where a node stands with its renewal: nothing that expires (or nothing known), never to be sent
@@ -35,11 +36,6 @@ export function renewalDueAt(
   const opens = expiresAt - ((expiresAt - issuedAt) * s.windowPercent) / 100;
   const closes = Math.max(opens, expiresAt - s.marginMs);
   return Math.round(opens + spread(`${r.identity}@${expiresAt}`) * (closes - opens));
-}
-
-/** A renewal was sent to the node and it has not been provisioned again (nor failed) since. */
-export function isRenewing(r: NodeRecord | undefined): boolean {
-  return r?.renewalSentAt !== undefined && r.renewalError === undefined;
 }
 
 export function renewalState(

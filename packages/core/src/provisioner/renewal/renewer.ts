@@ -1,24 +1,41 @@
 // Renews the credentials of a site's provisioned nodes before they expire: at each node's time
 // (plan.ts) it sends the node `choria_provision#reprovision` on the fleet's own collective; the node
 // restarts into provisioning mode and the site provisions it again, which ends the renewal (its
-// history record then names the new credentials).
+// history record then names a later generation and the new credentials).
 //
-// The renewer decides only when and to whom `reprovision` goes, in rounds. A round starts with one
-// node, the canary, and goes on only once the canary is provisioned again; then up to
-// `concurrency` nodes of the site renew at once (counted over the shared history, so across the
-// instances). A node not provisioned again within `returnTimeoutMs` fails its renewal and stops the
-// renewals, as do `failureLimit` failures in a row (a refused `reprovision`, say): nothing more is
-// sent until an operator resumes them. Every `reprovision` is recorded in the node's history before
-// it goes (NodeHistory.renewalSending), so neither another instance nor this one after a restart
-// sends it twice; which instance may renew which node is the site's own rule (`mayRenew`).
+// The renewer decides when and to whom `reprovision` goes, in rounds shared by every instance of
+// the site (round.ts): a round starts with one node, the canary, and goes on only once the canary
+// is provisioned again; then up to `concurrency` nodes of the site renew at once, each holding a
+// slot of the shared round, taken with compare-and-set before anything is recorded or sent. A node
+// not provisioned again within `returnTimeoutMs` fails its renewal and stops the renewals, as do
+// `failureLimit` failures in a row (a refused `reprovision`, say): nothing more is sent until an
+// operator resumes them, and an error says so at an interval until then. Every `reprovision` is
+// recorded in the node's history before it goes, as a change that holds only for the generation
+// and credentials seen due (record-changes.ts), so neither another instance nor a stale view sends
+// it twice, and a failure is counted only when its record holds on the shared copy. Which instance
+// may renew which node is the site's own rule (`mayRenew`).
 import type { Logger } from 'winston';
 import type { RenewalSettings } from '../../config/types.js';
 import type { RenewalEvent } from '../../metrics/metrics.js';
 import { formatMs } from '../../util/duration.js';
 import type { NodeHistory } from '../history/index.js';
 import type { NodeRecord } from '../history/record.js';
+import type { ChangeEnd } from '../history/shared-records.js';
 import { SENDING_RECORD_WAIT_MS } from '../lease.js';
-import { renewalDueAt, renewalState, type RenewalState } from './plan.js';
+import { renewalDueAt, renewalState } from './plan.js';
+import {
+  basisOf,
+  renewalCleared,
+  renewalFailed,
+  renewalFellShort,
+  renewalSent,
+  renewalWithdrawn,
+  type RenewalBasis,
+} from './record-changes.js';
+import { RoundStore, roundChanges, type RenewalSlot } from './round.js';
+import { renewalView, type RenewalView } from './view.js';
+
+export type { RenewalEntry, RenewalView } from './view.js';
 
 /** How a `reprovision` went: the node took it, refused it (go-choria's reason), or did not answer. */
 export type ReprovisionAnswer =
@@ -26,11 +43,16 @@ export type ReprovisionAnswer =
   | { readonly kind: 'refused'; readonly reason: string }
   | { readonly kind: 'no-reply'; readonly reason: string };
 
+export interface RenewerMetrics {
+  renewal(event: RenewalEvent): void;
+  setRenewals(due: number, inFlight: number, stopped: boolean): void;
+}
+
 export interface RenewerOptions {
   readonly settings: RenewalSettings;
   readonly history: NodeHistory;
   readonly logger: Logger;
-  readonly metrics: { renewal(event: RenewalEvent): void; setRenewals(due: number, inFlight: number): void };
+  readonly metrics: RenewerMetrics;
   /** this instance may send `reprovision` to the node now (running, not paused, its right to act, its node) */
   readonly mayRenew: (identity: string) => boolean;
   readonly reprovision: (identity: string) => Promise<ReprovisionAnswer>;
@@ -39,81 +61,67 @@ export interface RenewerOptions {
   readonly now?: () => number;
   /** how long a `reprovision` waits for its record to reach the shared history (default: as a configure's) */
   readonly recordWaitMs?: number;
+  /** the site's round (default: one of this instance's own, until a shared copy is attached to it) */
+  readonly round?: RoundStore;
+  /** how often an error says that the renewals are stopped (default STOPPED_SAY_MS) */
+  readonly stoppedSayMs?: number;
 }
 
-/** One node in the renewal view. */
-export interface RenewalEntry {
-  readonly identity: string;
-  readonly state: RenewalState;
-  /** ISO 8601, as every time of the status */
-  readonly expiresAt: string;
-  /** scheduled and due: when it renews */
-  readonly dueAt?: string;
-  /** in flight and failed: when `reprovision` was sent, and by which instance */
-  readonly sentAt?: string;
-  readonly sentBy?: string;
-  /** failed: why; not renewable: why not */
-  readonly reason?: string;
-}
+/** How often a stopped renewal says so, as an error with what expires next. */
+export const STOPPED_SAY_MS = 60_000;
+/** A slot for which no `reprovision` was ever recorded (its taker died) is given back after this. */
+export const UNUSED_SLOT_MS = 45_000;
+const DAY_MS = 86_400_000;
 
-export interface RenewalView {
-  /** the renewals stopped, and why; undefined while they run */
-  readonly stopped: string | undefined;
-  readonly counts: Readonly<Record<Exclude<RenewalState, 'none'>, number>>;
-  /** up to `limit` of each: the next renewals (soonest first), those in flight, failed and not renewable */
-  readonly next: readonly RenewalEntry[];
-  readonly inFlight: readonly RenewalEntry[];
-  readonly failed: readonly RenewalEntry[];
-  readonly notRenewable: readonly RenewalEntry[];
-}
-
-/** A `reprovision` this instance sent: when, the expiry it renews, and why it had no answer if it had none. */
+/** A `reprovision` this instance sent: when, the facts it renews, and why it had no answer if it had none. */
 interface SentReprovision {
   readonly sentAt: number;
-  readonly expiresAt: number;
-  /** a server without an active choria_provision agent is silent */
+  readonly basis: RenewalBasis;
   unanswered?: string;
 }
 
 export class Renewer {
   readonly #opts: RenewerOptions;
   readonly #now: () => number;
-  #stopped: string | undefined;
-  #failuresInRow = 0;
-  /** the round in progress: its canary, and whether the canary was provisioned again */
-  #round: { canary: string; canaryBack: boolean } | undefined;
+  readonly #round: RoundStore;
   /** `reprovision` this instance sent and has not seen end, by identity */
   readonly #sent = new Map<string, SentReprovision>();
+  /** nodes whose failure is being recorded (it counts once the shared copy has it) */
+  readonly #judging = new Set<string>();
   /** dry run: the nodes already reported, by the expiry they were reported for */
   readonly #reported = new Map<string, number>();
-  #ticking = false;
   readonly #sending = new Set<Promise<void>>();
+  #saidStoppedAt: number | undefined;
+  #ticking = false;
 
   constructor(opts: RenewerOptions) {
     this.#opts = opts;
     this.#now = opts.now ?? Date.now;
+    this.#round = opts.round ?? new RoundStore();
   }
 
   get stopped(): string | undefined {
-    return this.#stopped;
+    return this.#round.round.stopped;
   }
 
   /** An operator resumes stopped renewals: the failed ones are due again. */
   resume(): number {
-    this.#stopped = undefined;
-    this.#failuresInRow = 0;
-    this.#round = undefined;
-    this.#sent.clear();
-    const cleared = this.#opts.history.renewalFailuresCleared(this.#now());
-    this.#opts.logger.info(`Renewals resumed; ${cleared} failed renewal(s) are due again`);
-    return cleared;
+    const now = this.#now();
+    this.#round.change(roundChanges.resumed());
+    this.#saidStoppedAt = undefined;
+    const history = this.#opts.history;
+    const failed = [...history.records()].filter((r) => r.renewalError !== undefined);
+    for (const r of failed) history.change(r.identity, renewalCleared(now));
+    this.#opts.logger.info(`Renewals resumed; ${failed.length} failed renewal(s) are due again`);
+    return failed.length;
   }
 
-  /** One look at the site's nodes: ends what ended, starts sending what is due. */
+  /** One look at the site's nodes: ends what ended, tends the round, starts sending what is due. */
   tick(): void {
     if (this.#ticking) return;
     this.#ticking = true;
     try {
+      void this.#round.refresh();
       this.#tick();
     } finally {
       this.#ticking = false;
@@ -122,33 +130,27 @@ export class Renewer {
 
   #tick(): void {
     const now = this.#now();
-    const { due, inFlight: renewing } = this.#look(now);
-    this.#noteEnded(renewing, now);
-    const inFlight = renewing.length;
-    this.#opts.metrics.setRenewals(due.length, inFlight);
+    const { due, inFlight } = this.#look(now);
+    this.#noteEnded(inFlight, now);
+    const round = this.#round.round;
+    this.#opts.metrics.setRenewals(due.length, inFlight.length, round.stopped !== undefined);
     if (this.#opts.dryRun === true) return this.#report(due);
-    if (this.#stopped !== undefined) return;
-    const mine = due.filter((r) => this.#opts.mayRenew(r.identity));
-    if (mine.length === 0 && inFlight === 0) this.#round = undefined;
-    if (this.#round === undefined) {
+    this.#tendRound(due.length + inFlight.length, now);
+    if (round.stopped !== undefined) return this.#sayStopped(round.stopped, now);
+    const taken = new Set(this.#round.round.slots.map((s) => s.identity));
+    const mine = due.filter(
+      (r) => !taken.has(r.identity) && !this.#sent.has(r.identity) && this.#opts.mayRenew(r.identity),
+    );
+    const r = this.#round.round;
+    if (r.canary === undefined) {
       const canary = mine[0];
-      if (canary === undefined) return;
-      this.#round = { canary: canary.identity, canaryBack: false };
-      this.#opts.logger.info(`Starting a renewal round with ${canary.identity} as its canary (${due.length} due)`);
-      return this.#start(canary);
+      if (canary !== undefined && this.#take(canary, true, now))
+        this.#opts.logger.info(`Starting a renewal round with ${canary.identity} as its canary (${due.length} due)`);
+      return;
     }
-    if (!this.#round.canaryBack) return;
-    const room = Math.max(0, this.#opts.settings.concurrency - inFlight);
-    for (const r of mine.slice(0, room)) this.#start(r);
-  }
-
-  /** Sends `reprovision` without holding up the next look; `settled()` waits for the sends in progress. */
-  #start(r: NodeRecord): void {
-    const sending = this.#send(r).catch((err: unknown) => {
-      this.#opts.logger.warn(`Renewal of ${r.identity}: ${err instanceof Error ? err.message : String(err)}`);
-    });
-    this.#sending.add(sending);
-    void sending.finally(() => this.#sending.delete(sending));
+    if (!r.canaryBack) return;
+    const room = Math.max(0, this.#opts.settings.concurrency - r.slots.length);
+    for (const node of mine.slice(0, room)) this.#take(node, false, now);
   }
 
   /** Resolves once the sends in progress have ended (a stopping provisioner waits for them). */
@@ -169,122 +171,197 @@ export class Renewer {
     return { due: due.sort((a, b) => a.at - b.at).map((d) => d.r), inFlight };
   }
 
+  /**
+   * Gives back the slots whose node's history says they are done (provisioned again, failed, or
+   * never sent `reprovision` by a taker that died), marks the canary back, and ends a
+   * round with nothing left in it. Any instance may: each change holds only on the facts it saw.
+   */
+  #tendRound(pending: number, now: number): void {
+    const r = this.#round.round;
+    const history = this.#opts.history;
+    const done = r.slots.filter((slot) => {
+      const rec = history.get(slot.identity);
+      if (rec === undefined) return true;
+      const generation = rec.generation ?? 0;
+      if (generation > slot.generation) return true;
+      if (rec.renewalError !== undefined) return true;
+      return rec.renewalSentAt === undefined && now - slot.takenAt > UNUSED_SLOT_MS;
+    });
+    if (done.length > 0) this.#round.change(roundChanges.giveBack(done));
+    const canary = r.canary;
+    if (canary !== undefined && !r.canaryBack) {
+      const rec = history.get(canary.identity);
+      if (rec !== undefined && (rec.generation ?? 0) > canary.generation && rec.renewalError === undefined)
+        this.#round.change(roundChanges.canaryBack(canary.identity, canary.generation));
+    }
+    if (canary !== undefined && r.slots.length === done.length && pending === 0)
+      this.#round.change(roundChanges.ended(canary.identity));
+  }
+
+  /** Takes a slot of the round for `node` and, once the shared round has it, renews the node. */
+  #take(node: NodeRecord, asCanary: boolean, now: number): boolean {
+    const slot: RenewalSlot = {
+      identity: node.identity,
+      generation: node.generation ?? 0,
+      takenAt: now,
+      takenBy: this.#opts.history.instance,
+    };
+    const change = this.#round.change(roundChanges.take(slot, asCanary, this.#opts.settings.concurrency));
+    if (!change.applied) return false;
+    this.#start(node, async () => {
+      const how = await this.#bounded(change.ended);
+      if (how !== 'written' && how !== 'local') {
+        if (how === undefined) this.#round.change(roundChanges.giveBack([slot], asCanary));
+        return;
+      }
+      if (!(await this.#send(node, slot))) this.#round.change(roundChanges.giveBack([slot], asCanary));
+    });
+    return true;
+  }
+
+  /** Runs a renewal without holding up the next look; `settled()` waits for those in progress. */
+  #start(node: NodeRecord, run: () => Promise<void>): void {
+    const sending = run().catch((err: unknown) => {
+      this.#opts.logger.warn(`Renewal of ${node.identity}: ${err instanceof Error ? err.message : String(err)}`);
+    });
+    this.#sending.add(sending);
+    void sending.finally(() => this.#sending.delete(sending));
+  }
+
+  /** `ended`, or undefined once the record wait has run out. */
+  async #bounded(ended: Promise<ChangeEnd>): Promise<ChangeEnd | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const waitMs = this.#opts.recordWaitMs ?? SENDING_RECORD_WAIT_MS;
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), waitMs)));
+    try {
+      return await Promise.race([ended, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Records `reprovision` in the node's history (for the facts seen due), and sends it once the
+   * shared copy has the record and this instance may still act. Returns false when nothing was
+   * sent (the slot goes back).
+   */
+  async #send(node: NodeRecord, slot: RenewalSlot): Promise<boolean> {
+    const { history, logger } = this.#opts;
+    const identity = node.identity;
+    const basis = basisOf(node);
+    const sentAt = this.#now();
+    if (history.shared && !history.sharedCopyIsPrompt()) return false;
+    const handle = history.change(identity, renewalSent(basis, sentAt, history.instance));
+    if (handle.after === undefined) return false;
+    const recorded = history.shared
+      ? await history.waitFor(identity, handle, this.#opts.recordWaitMs ?? SENDING_RECORD_WAIT_MS)
+      : 'written';
+    const held = this.#round.round.slots.some((s) => s.identity === identity && s.takenAt === slot.takenAt);
+    if (recorded !== 'written' || !held || !this.#opts.mayRenew(identity)) {
+      history.change(identity, renewalWithdrawn(sentAt, history.instance, this.#now()));
+      return false;
+    }
+    const sent: SentReprovision = { sentAt, basis };
+    this.#sent.set(identity, sent);
+    const answer = await this.#opts.reprovision(identity);
+    if (answer.kind === 'refused') {
+      this.#sent.delete(identity);
+      this.#judge(identity, renewalFailed(sentAt, `refused reprovision: ${answer.reason}`, sentAt), false);
+      return true;
+    }
+    this.#opts.metrics.renewal('sent');
+    if (answer.kind === 'no-reply') {
+      sent.unanswered = answer.reason;
+      logger.warn(`Sent reprovision to ${identity} for its renewal, no reply: ${answer.reason}`);
+    } else logger.info(`Sent reprovision to ${identity}: its credentials expire ${isoAt(basis.expiresAt)}`);
+    return true;
+  }
+
   /** Renewals that ended since the last look: provisioned again, or (of `inFlight`) not back in time. */
   #noteEnded(inFlight: readonly NodeRecord[], now: number): void {
     for (const [identity, sent] of this.#sent) {
       const r = this.#opts.history.get(identity);
-      if (r === undefined || r.renewalSentAt === sent.sentAt) continue;
+      const generation = r?.generation ?? 0;
+      if (r !== undefined && generation <= sent.basis.generation && r.renewalSentAt === sent.sentAt) continue;
       this.#sent.delete(identity);
-      if (r.renewalError !== undefined) continue;
-      if ((r.credentialsExpireAt ?? 0) <= sent.expiresAt) {
-        this.#failed(identity, 'provisioned again without credentials that expire later', now, false);
+      // withdrawn, failed, cleared by a resume, or forgotten: nothing more to note here
+      if (r === undefined || generation <= sent.basis.generation) continue;
+      if ((r.credentialsExpireAt ?? 0) <= sent.basis.expiresAt) {
+        const why = 'provisioned again without credentials that expire later';
+        this.#judge(identity, renewalFellShort(generation, why, now), false);
         continue;
       }
       this.#opts.metrics.renewal('completed');
-      this.#failuresInRow = 0;
-      if (this.#round?.canary === identity) this.#round.canaryBack = true;
+      this.#round.change(roundChanges.completed());
       this.#opts.logger.info(`Renewed ${identity}: provisioned again, its credentials now expire ${iso(r)}`);
     }
     const limit = this.#opts.settings.returnTimeoutMs;
     for (const r of inFlight) {
-      if (!this.#opts.mayRenew(r.identity) || now - (r.renewalSentAt ?? now) <= limit) continue;
+      const sentAt = r.renewalSentAt ?? now;
+      if (this.#judging.has(r.identity) || now - sentAt <= limit || !this.#opts.mayRenew(r.identity)) continue;
       const unanswered = this.#sent.get(r.identity)?.unanswered;
       const silent = unanswered === undefined ? '' : `, which it did not answer (${unanswered})`;
-      this.#failed(r.identity, `not provisioned again within ${formatMs(limit)} of reprovision${silent}`, now, true);
+      const why = `not provisioned again within ${formatMs(limit)} of reprovision${silent}`;
+      this.#judge(r.identity, renewalFailed(sentAt, why, now), true);
     }
   }
 
-  async #send(r: NodeRecord): Promise<void> {
-    const identity = r.identity;
-    const sentAt = this.#now();
-    const recorded = this.#opts.history.renewalSending(
-      identity,
-      sentAt,
-      this.#opts.recordWaitMs ?? SENDING_RECORD_WAIT_MS,
-    );
-    if (recorded === undefined) return;
-    const sent: SentReprovision = { sentAt, expiresAt: r.credentialsExpireAt ?? 0 };
-    this.#sent.set(identity, sent);
-    await recorded;
-    if (!this.#opts.mayRenew(identity)) {
-      this.#failed(identity, 'this instance lost its right to act before reprovision went out', sentAt, false);
-      return;
-    }
-    const answer = await this.#opts.reprovision(identity);
-    if (answer.kind === 'refused')
-      return this.#failed(identity, `refused reprovision: ${answer.reason}`, sentAt, false);
-    this.#opts.metrics.renewal('sent');
-    if (answer.kind === 'no-reply') {
-      sent.unanswered = answer.reason;
-      this.#opts.logger.warn(`Sent reprovision to ${identity} for its renewal, no reply: ${answer.reason}`);
-    } else this.#opts.logger.info(`Sent reprovision to ${identity}: its credentials expire ${iso(r)}`);
+  /**
+   * A renewal failed, by what this instance saw: the failure is recorded as a change that holds
+   * only on those facts, and counted (possibly stopping the renewals) once the shared copy has it.
+   */
+  #judge(identity: string, change: (b: NodeRecord | undefined) => NodeRecord | undefined, stopsRound: boolean): void {
+    const handle = this.#opts.history.change(identity, change);
+    const reason = handle.after?.renewalError;
+    if (reason === undefined) return;
+    this.#judging.add(identity);
+    void handle.ended.then((how) => {
+      this.#judging.delete(identity);
+      if (how === 'written' || how === 'local') this.#failed(identity, reason, stopsRound);
+    });
   }
 
-  /** A failed renewal: recorded, counted, and it stops the renewals when it must. */
-  #failed(identity: string, reason: string, at: number, stopsRound: boolean): void {
+  /** A failed renewal: counted, and it stops the renewals when it must. */
+  #failed(identity: string, reason: string, stopsRound: boolean): void {
     this.#sent.delete(identity);
-    this.#opts.history.renewalFailed(identity, at, reason);
     this.#opts.metrics.renewal('failed');
-    this.#failuresInRow++;
     this.#opts.logger.warn(`Renewal of ${identity} failed: ${reason}`);
-    // a failed canary ends its round: the next one starts with a new canary
-    if (this.#round?.canary === identity) this.#round = undefined;
     const limit = this.#opts.settings.failureLimit;
-    if (!stopsRound && this.#failuresInRow < limit) return;
     // without the identity: the status shows why to anyone, the nodes only to the site's token
-    this.#stopped = stopsRound
-      ? `a node's renewal failed: ${reason}`
-      : `${this.#failuresInRow} renewals failed in a row, the last: ${reason}`;
-    this.#round = undefined;
-    this.#opts.logger.error(`Stopped the renewals until an operator resumes them, after ${identity}: ${this.#stopped}`);
+    const why = (n: number): string =>
+      stopsRound ? `a node's renewal failed: ${reason}` : `${n} renewals failed in a row, the last: ${reason}`;
+    const wasStopped = this.#round.round.stopped !== undefined;
+    this.#round.change(roundChanges.failed(identity, stopsRound ? 0 : limit, why));
+    const stopped = this.#round.round.stopped;
+    if (!wasStopped && stopped !== undefined)
+      this.#opts.logger.error(`Stopped the renewals until an operator resumes them, after ${identity}: ${stopped}`);
+  }
+
+  /** While the renewals are stopped: an error at an interval, with what expires in the next day. */
+  #sayStopped(stopped: string, now: number): void {
+    const every = this.#opts.stoppedSayMs ?? STOPPED_SAY_MS;
+    if (this.#saidStoppedAt !== undefined && now - this.#saidStoppedAt < every) return;
+    this.#saidStoppedAt = now;
+    let count = 0;
+    let first = Infinity;
+    for (const r of this.#opts.history.records()) {
+      const at = r.credentialsExpireAt;
+      if (at === undefined || at <= now || at > now + DAY_MS) continue;
+      count++;
+      first = Math.min(first, at);
+    }
+    const soon = count === 0 ? 'no server' : `${count} server(s), the first at ${new Date(first).toISOString()}`;
+    this.#opts.logger.error(
+      `Renewals are stopped (${stopped}): ${soon} will have expired credentials within a day. ` +
+        `Mend the cause, then resume them (POST /renewals/resume or \`choria-provisioner renewals resume\`; ` +
+        `docs/renewal.md)`,
+    );
   }
 
   /** The site's renewals as this instance sees them: counts, and up to `limit` nodes of each kind. */
   view(limit: number): RenewalView {
-    const now = this.#now();
-    const s = this.#opts.settings;
-    const counts = { 'not-renewable': 0, scheduled: 0, due: 0, 'in-flight': 0, failed: 0 };
-    const lists: Record<'next' | 'inFlight' | 'failed' | 'notRenewable', RenewalEntry[]> = {
-      next: [],
-      inFlight: [],
-      failed: [],
-      notRenewable: [],
-    };
-    const listOf: Record<Exclude<RenewalState, 'none'>, RenewalEntry[]> = {
-      due: lists.next,
-      scheduled: lists.next,
-      'in-flight': lists.inFlight,
-      failed: lists.failed,
-      'not-renewable': lists.notRenewable,
-    };
-    for (const r of this.#opts.history.records()) {
-      const state = renewalState(r, now, s);
-      if (state === 'none') continue;
-      counts[state]++;
-      const entry: RenewalEntry = {
-        identity: r.identity,
-        state,
-        expiresAt: isoOf(r.credentialsExpireAt ?? 0),
-        ...(state === 'scheduled' || state === 'due' ? { dueAt: isoOf(renewalDueAt(r, s) ?? 0) } : {}),
-        ...(r.renewalSentAt !== undefined ? { sentAt: isoOf(r.renewalSentAt), sentBy: r.renewalSentBy } : {}),
-        ...(state === 'failed'
-          ? { reason: r.renewalError }
-          : state === 'not-renewable'
-            ? { reason: r.notRenewable }
-            : {}),
-      };
-      listOf[state].push(entry);
-    }
-    lists.next.sort((a, b) => (a.dueAt ?? '').localeCompare(b.dueAt ?? ''));
-    const cut = (l: RenewalEntry[]): RenewalEntry[] => l.slice(0, limit);
-    return {
-      stopped: this.#stopped,
-      counts,
-      next: cut(lists.next),
-      inFlight: cut(lists.inFlight),
-      failed: cut(lists.failed),
-      notRenewable: cut(lists.notRenewable),
-    };
+    const stopped = this.#round.round.stopped;
+    return renewalView(this.#opts.history.records(), this.#now(), this.#opts.settings, stopped, limit);
   }
 
   #report(due: readonly NodeRecord[]): void {
@@ -296,7 +373,5 @@ export class Renewer {
   }
 }
 
-const isoOf = (ms: number): string => new Date(ms).toISOString();
-
-const iso = (r: NodeRecord): string =>
-  r.credentialsExpireAt === undefined ? 'never' : `at ${new Date(r.credentialsExpireAt).toISOString()}`;
+const isoAt = (ms: number): string => (ms === 0 ? 'never' : `at ${new Date(ms).toISOString()}`);
+const iso = (r: NodeRecord): string => isoAt(r.credentialsExpireAt ?? 0);

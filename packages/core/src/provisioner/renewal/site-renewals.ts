@@ -11,8 +11,9 @@ import type { RenewalSettings } from '../../config/types.js';
 import type { ProvisionerMetrics } from '../../metrics/metrics.js';
 import { publicMessageOf } from '../../util/errors.js';
 import { errorText } from '../../util/values.js';
-import type { NodeHistory } from '../history/index.js';
+import type { NodeHistory, SiteRecordBacking } from '../history/index.js';
 import { Renewer, type RenewalView, type ReprovisionAnswer } from './renewer.js';
+import { RoundStore } from './round.js';
 
 /** How often the renewer looks at the site's nodes. */
 export const RENEWAL_TICK_MS = 1_000;
@@ -24,6 +25,8 @@ export interface SiteRenewalsOptions {
   /** the site's `choria_insecure` */
   readonly insecure: boolean;
   readonly history: NodeHistory;
+  /** a record of the whole site in the shared history bucket, once there is one (the renewal round) */
+  readonly siteRecord: (name: string) => SiteRecordBacking | undefined;
   readonly metrics: ProvisionerMetrics;
   readonly logger: Logger;
   readonly mayRenew: (identity: string) => boolean;
@@ -61,11 +64,14 @@ export class SiteRenewals {
   readonly renewer: Renewer;
   #client: ChoriaClient | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** the site's renewal round, shared through the history bucket once it is reached */
+  readonly #round = new RoundStore();
 
   constructor(opts: SiteRenewalsOptions) {
     this.#opts = opts;
     this.#client = opts.client;
     this.renewer = new Renewer({
+      round: this.#round,
       settings: opts.settings,
       history: opts.history,
       logger: opts.logger,
@@ -81,7 +87,11 @@ export class SiteRenewals {
 
   /** Connects to the fleet (unless given a client or in a dry run) and starts looking at the nodes. */
   async start(): Promise<void> {
-    this.#timer = setInterval(() => this.renewer.tick(), RENEWAL_TICK_MS);
+    this.#timer = setInterval(() => {
+      const shared = this.#round.attached ? undefined : this.#opts.siteRecord('renewals');
+      if (shared !== undefined) this.#round.attach(shared);
+      this.renewer.tick();
+    }, RENEWAL_TICK_MS);
     if (this.#client !== undefined || this.#opts.dryRun) return;
     const { settings, logger } = this.#opts;
     try {

@@ -87,7 +87,7 @@ describe('HistoryBucket against nats-server', () => {
   it("loads a site's stored records, follows changes, skips other sites and reports garbage and refused identities", async () => {
     const s = await server();
     const writer = await open(await conn(s));
-    await writer.write(record('web1.example.net', 1000));
+    await writer.write(record('web1.example.net', 1000), 0);
     // as an earlier version wrote an identity the rule refuses
     await (
       await conn(s)
@@ -98,7 +98,7 @@ describe('HistoryBucket against nats-server', () => {
         kv.put(`dc1.=${Buffer.from('odd name').toString('base64url')}`, encodeRecord(record('odd name', 1000))),
       );
     const other = await open(await conn(s), 'dc2');
-    await other.write(record('web1.example.net', 1000, { instance: 'other-site' }));
+    await other.write(record('web1.example.net', 1000, { instance: 'other-site' }), 0);
     const js = (await conn(s)).jetstream();
     const kv = await js.views.kv('HIST', { bindOnly: true });
     await kv.put(historyKey('dc1', 'garbage') as string, new TextEncoder().encode('not json'));
@@ -127,7 +127,7 @@ describe('HistoryBucket against nats-server', () => {
       expect.stringMatching(/^dc1\.liar: the record names "someone-else"/),
       expect.stringMatching(/^dc1\.=.*: not the key of web3\.example\.net/),
     ]);
-    await writer.write(record('web2.example.net', 2000, { outcome: 'provisioned' }));
+    await writer.write(record('web2.example.net', 2000, { outcome: 'provisioned' }), 0);
     await until('the change to arrive', () => seen.some((r) => r.identity === 'web2.example.net'));
   });
 
@@ -139,12 +139,12 @@ describe('HistoryBucket against nats-server', () => {
     void (async () => {
       for await (const st of nc.status()) statuses.push(st.type);
     })();
-    await expect(b.write(record('x'.repeat(4100), 1))).rejects.toBeInstanceOf(HistoryWriteRefusedError);
-    await expect(b.write(record('a*b', 1))).rejects.toBeInstanceOf(HistoryWriteRefusedError);
-    await expect(b.write(record('n1.example.net', 1, { error: 'x'.repeat(10_000) }))).rejects.toThrow(
+    await expect(b.write(record('x'.repeat(4100), 1), 0)).rejects.toBeInstanceOf(HistoryWriteRefusedError);
+    await expect(b.write(record('a*b', 1), 0)).rejects.toBeInstanceOf(HistoryWriteRefusedError);
+    await expect(b.write(record('n1.example.net', 1, { error: 'x'.repeat(10_000) }), 0)).rejects.toThrow(
       /the broker refuses the history record of "n1\.example\.net"/,
     );
-    await b.write(record('n1.example.net', 2));
+    await b.write(record('n1.example.net', 2), 0);
     expect(statuses.filter((t) => t === 'disconnect')).toEqual([]);
   });
 
@@ -196,7 +196,7 @@ describe('HistoryBucket against nats-server', () => {
     expect(b.info).toMatchObject({ bucket: 'HIST', created: false });
     const seen: NodeRecord[] = [];
     await b.watch({ onRecord: (r) => seen.push(r), onInvalid: () => undefined, onRefusedIdentity: () => undefined });
-    await b.write(record('web1.example.net', 1000));
+    await b.write(record('web1.example.net', 1000), 0);
     await until('its own write to come back through the watch', () =>
       seen.some((r) => r.identity === 'web1.example.net'),
     );

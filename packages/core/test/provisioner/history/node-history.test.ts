@@ -62,11 +62,12 @@ const provisioned = (at: number): AttemptReport => ({
 class ManualBacking implements HistoryBacking {
   readonly written: NodeRecord[] = [];
   readonly waiting: { record: NodeRecord; resolve: () => void; reject: (e: Error) => void }[] = [];
-  write(record: NodeRecord): Promise<void> {
+  #revision = 0;
+  write(record: NodeRecord): Promise<number> {
     return new Promise((resolve, reject) => {
       const done = (): void => {
         this.written.push(record);
-        resolve();
+        resolve(++this.#revision);
       };
       this.waiting.push({ record, resolve: done, reject });
     });
@@ -167,25 +168,34 @@ describe('NodeHistory', () => {
     expect([...h.records()].map((r) => r.identity)).toEqual(['new']);
   });
 
-  it('keeps the newer of its own and the shared version, so echoes and late arrivals change nothing', () => {
+  it('keeps the shared version of the highest revision, so echoes and late arrivals change nothing', async () => {
     const h = history();
+    const b = new ManualBacking();
+    h.attach(b);
     const mine = h.attempted('n1', failed(1000));
-    expect(h.merge({ ...mine, outcome: 'deferred', updatedAt: 999 })).toBe(false);
-    expect(h.merge(mine)).toBe(false);
+    b.settleAll(); // stored at revision 1
+    await tick();
     const theirs: NodeRecord = {
       ...mine,
       outcome: 'provisioned',
       instance: 'prov2',
       failures: 0,
       notBefore: undefined,
-      updatedAt: 2000,
+      updatedAt: 900,
     };
-    expect(h.merge(theirs)).toBe(true);
+    // a newer revision wins whatever its clock says
+    expect(h.merge(theirs, 2)).toBe(true);
     expect(h.get('n1')).toEqual(theirs);
     expect(h.deferral('n1', 1500)).toBeUndefined();
+    // the same revision again, or an older one, changes nothing
+    expect(h.merge({ ...theirs, outcome: 'deferred' }, 2)).toBe(false);
+    expect(h.merge({ ...mine, updatedAt: 5000 }, 1)).toBe(false);
+    expect(h.get('n1')?.outcome).toBe('provisioned');
     // a change here is later than what it replaces even when this clock is behind
-    expect(h.attempted('n1', failed(1500)).updatedAt).toBe(2001);
-    expect(h.merge({ ...theirs, quarantinedAt: 2500, updatedAt: 3000 })).toBe(true);
+    expect(h.attempted('n1', failed(800)).updatedAt).toBe(901);
+    expect(h.merge({ ...theirs, quarantinedAt: 2500, updatedAt: 3000 }, 3)).toBe(true);
+    // the change made here and not yet written is applied again on the newer version
+    expect(h.get('n1')).toMatchObject({ outcome: 'failed', quarantinedAt: 2500 });
     expect(h.quarantinedCount()).toBe(1);
   });
 
@@ -467,7 +477,7 @@ describe('NodeHistory: configure and restart recorded before they are sent', () 
       instance: 'q',
       ttlMs: DAY,
     });
-    other.merge(h.get('n1') as NodeRecord);
+    other.merge(h.get('n1') as NodeRecord, 1);
     expect(other.deferral('n1', 11_000)).toBe('restarting');
   });
 });
