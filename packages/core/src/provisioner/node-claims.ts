@@ -29,8 +29,8 @@ import { emptyRecord } from './history/record.js';
 export const CLAIM_LIFE_MS = 30_000;
 /** The holder stops acting on its claim this long before its life is over. */
 export const CLAIM_MARGIN_MS = 5_000;
-/** How long taking a claim waits for the shared history to take it. */
-export const CLAIM_WAIT_MS = 2_000;
+/** How long taking a claim waits for the shared history to take it (a broker just back may take seconds). */
+export const CLAIM_WAIT_MS = 10_000;
 /** A claim whose holder is not a live member is taken over once seen unchanged this long. */
 export const DEAD_HOLDER_MS = 10_000;
 
@@ -85,13 +85,16 @@ export class NodeClaims {
       };
     });
     if (handle.after === undefined) return this.#heldBy(identity);
-    const written = await history.waitFor(identity, handle, CLAIM_WAIT_MS);
+    // waited for even while the shared copy is slow (a broker just back): no claim, no attempt
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), CLAIM_WAIT_MS)));
+    const written = await Promise.race([handle.ended, late]).finally(() => clearTimeout(timer));
     if (written === 'written') {
       this.#mine.set(identity, sentAt);
       return undefined;
     }
     if (written === 'refused') return this.#heldBy(identity);
-    return `the claim on the node could not be shared in time (${written})`;
+    return `the claim on the node could not be shared within ${formatMs(CLAIM_WAIT_MS)} (${written})`;
   }
 
   /** undefined while this process's claim on `identity` holds; otherwise why not. */

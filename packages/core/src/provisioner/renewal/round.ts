@@ -151,6 +151,8 @@ export class RoundStore {
   async refresh(): Promise<void> {
     if (this.#backing === undefined || this.#refreshing) return;
     this.#refreshing = true;
+    // changes whose write failed are written again first (nothing else retries them)
+    this.#records.flush();
     try {
       const stored = await this.#backing.read();
       this.#records.stored(ROUND_ID, { value: decodeOrNone(stored.value), revision: stored.revision });
