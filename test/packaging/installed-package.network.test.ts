@@ -4,7 +4,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDockerfile } from '@choria-provisioner/test-support/dockerfile';
@@ -91,7 +91,10 @@ describe('the installed packages', () => {
     if (!install.ok) return ctx.skip(install.reason);
     const { appDir } = install;
     const docker = parseDockerfile(readFileSync(join(repoRoot, 'examples/docker/Dockerfile'), 'utf8'));
-    const [, , ...command] = docker.execForm('ENTRYPOINT'); // without tini
+    // without tini: /usr/sbin/choria-provisioner, as a RUN of the Dockerfile writes it
+    const [, , command = ''] = docker.execForm('ENTRYPOINT');
+    const script = docker.writtenFile(command);
+    expect(script, `no RUN writes ${command}`).toBeDefined();
     const health = docker.execForm('HEALTHCHECK');
     const installRoot = docker.all('WORKDIR')[0] ?? '';
     const configRoot = docker.all('WORKDIR').at(-1) ?? '';
@@ -111,9 +114,15 @@ describe('the installed packages', () => {
     );
     // the image's paths, moved to the installation and the config dir; the monitor port likewise
     const moved = (word: string): string => word.split(installRoot).join(appDir).split(configRoot).join(configDir);
-    const args = [...command, ...docker.execForm('CMD')].map(moved);
-    expect(args[0]).toBe('node');
-    const child = spawn(process.execPath, args.slice(1), { cwd: configDir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const wrapper = join(dir, 'choria-provisioner.sh');
+    writeFileSync(wrapper, moved(script ?? ''));
+    // the wrapper runs `node` from PATH, as in the image; it replaces itself with node (exec)
+    const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env['PATH'] ?? ''}` };
+    const child = spawn('/bin/sh', [wrapper, ...docker.execForm('CMD').map(moved)], {
+      cwd: configDir,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));

@@ -1,16 +1,17 @@
 // The systemd unit and the Dockerfile in examples/: the settings the docs promise, and command
 // lines the CLI really accepts (run with their arguments, they fail on the missing configuration
-// file with exit 1, not on usage with exit 2). Docker and systemd themselves do not run here; the
-// image's entrypoint runs outside Docker from an installed release in installed-package.network.test.ts.
+// file with exit 1, not on usage with exit 2), among them the container command and arguments of
+// Choria's own Helm chart. Docker and systemd themselves do not run here; the image's entrypoint
+// runs outside Docker from an installed release in installed-package.network.test.ts.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { splitCommand } from '@choria-provisioner/core/internal';
-import { parseDockerfile } from '@choria-provisioner/test-support/dockerfile';
+import { CHORIA_CHART, parseDockerfile } from '@choria-provisioner/test-support/dockerfile';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const cliBin = join(root, 'packages/cli/dist/bin.js');
@@ -45,18 +46,25 @@ interface CliRun {
   stderr: string;
 }
 
-/** Runs the built CLI with `args`, configuration paths moved from /etc/choria-provisioner into an empty scratch dir. */
-async function runCliWith(args: readonly string[]): Promise<CliRun> {
+/** Runs `file` with `args`, configuration paths moved from /etc/choria-provisioner into an empty scratch dir. */
+async function runWith(file: string, args: readonly string[]): Promise<CliRun> {
   expect(existsSync(cliBin), 'packages/cli/dist/bin.js is missing: run "npm run build" first').toBe(true);
   const moved = args.map((a) =>
     a.split(UPSTREAM_CONFIG_DIR).join(scratch).replace('/run/choria-provisioner/', `${scratch}/`),
   );
+  // `node` on PATH is the one running the tests, as in the image
+  const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env['PATH'] ?? ''}` };
   return await new Promise((resolve) => {
-    execFile(process.execPath, [cliBin, ...moved], { timeout: 15_000 }, (err, _stdout, stderr) => {
+    execFile(file, moved, { timeout: 15_000, env }, (err, _stdout, stderr) => {
       const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1;
       resolve({ code, stderr });
     });
   });
+}
+
+/** Runs the built CLI with `args`, as {@link runWith} moves them. */
+async function runCliWith(args: readonly string[]): Promise<CliRun> {
+  return await runWith(process.execPath, [cliBin, ...args]);
 }
 
 const UPSTREAM_ARGS = {
@@ -108,7 +116,8 @@ describe('examples/docker/Dockerfile', () => {
 
   it('uses known instructions, a pinned base for both stages and apt-get the way linters ask', () => {
     expect(docker.instructions.filter((l) => !KNOWN.includes(l.split(' ')[0] ?? ''))).toEqual([]);
-    expect(all('FROM')).toEqual(['node:20-slim AS install', 'node:20-slim']);
+    // Node.js 24, the LTS line everything else is built, tested and measured on
+    expect(all('FROM')).toEqual(['node:24-slim AS install', 'node:24-slim']);
     for (const run of all('RUN').filter((r) => r.includes('apt-get'))) {
       // update and install in one layer, no recommends, the lists removed (hadolint DL3009, DL3015)
       expect(run).toMatch(
@@ -154,23 +163,72 @@ describe('examples/docker/Dockerfile', () => {
     expect(health[2]).toContain(`http://127.0.0.1:${all('EXPOSE').at(-1) ?? ''}/healthz`);
   });
 
-  it('has the installed CLI as entrypoint and the upstream image default arguments, which the CLI accepts', async () => {
-    const entrypoint = docker.execForm('ENTRYPOINT');
+  /** Where npm ci in the install stage's WORKDIR puts the CLI's bin. */
+  const installedCli = (): string => {
     const cliManifest = JSON.parse(readFileSync(join(root, 'packages/cli/package.json'), 'utf8')) as {
       name: string;
       bin: Record<string, string>;
     };
-    // where npm ci in the install stage's WORKDIR puts the CLI's bin
-    const installed = `${all('WORKDIR')[0] ?? ''}/node_modules/${cliManifest.name}/${(cliManifest.bin['choria-provisioner'] ?? '').replace(/^\.\//, '')}`;
-    expect(entrypoint).toEqual(['/usr/bin/tini', '--', 'node', installed]);
+    const bin = (cliManifest.bin['choria-provisioner'] ?? '').replace(/^\.\//, '');
+    return `${all('WORKDIR')[0] ?? ''}/node_modules/${cliManifest.name}/${bin}`;
+  };
+
+  /** Runs the image's /usr/sbin/choria-provisioner, the installed CLI in it moved to the checkout's build. */
+  async function runCommandWith(args: readonly string[]): Promise<CliRun> {
+    const script = docker.writtenFile(CHORIA_CHART.command[0] ?? '');
+    expect(script, 'no RUN writes /usr/sbin/choria-provisioner').toBeDefined();
+    const wrapper = join(scratch, 'choria-provisioner.sh');
+    writeFileSync(wrapper, (script ?? '').split(installedCli()).join(cliBin));
+    return await runWith('/bin/sh', [wrapper, ...args]);
+  }
+
+  it('provides /usr/sbin/choria-provisioner, which runs the installed CLI with node, under tini as PID 1', () => {
+    const writes = all('RUN').filter((r) => r.includes(' > /usr/sbin/choria-provisioner'));
+    expect(writes).toHaveLength(1);
+    expect(writes[0]).toMatch(/ && chmod 0755 \/usr\/sbin\/choria-provisioner$/);
+    const lines = (docker.writtenFile('/usr/sbin/choria-provisioner') ?? '').split('\n');
+    expect(lines).toEqual([
+      '#!/bin/sh',
+      `cli=${installedCli()}`,
+      'if [ "$$" = 1 ]; then exec /usr/bin/tini -- node "$cli" "$@"; fi',
+      'exec node "$cli" "$@"',
+      '',
+    ]);
+    // written in the runtime stage, before the image drops root
+    const order = docker.instructions;
+    const write = order.findIndex((l) => l.includes(' > /usr/sbin/choria-provisioner'));
+    expect(write).toBeGreaterThan(order.findLastIndex((l) => l.startsWith('FROM ')));
+    expect(write).toBeLessThan(order.findIndex((l) => l.startsWith('USER ')));
+  });
+
+  it('has tini and /usr/sbin/choria-provisioner as entrypoint and the upstream image default arguments', async () => {
+    expect(all('RUN').join(' ')).toMatch(/apt-get install -y --no-install-recommends .*\btini\b/);
+    expect(docker.execForm('ENTRYPOINT')).toEqual(['/usr/bin/tini', '--', '/usr/sbin/choria-provisioner']);
     const cmd = docker.execForm('CMD');
     expect(cmd).toEqual([
       'run',
       `--config=${UPSTREAM_ARGS.config}`,
       `--choria-config=${UPSTREAM_ARGS.dockerChoriaConfig}`,
     ]);
-    const result = await runCliWith(cmd);
+    const direct = await runCliWith(cmd);
+    expect(direct.code, direct.stderr).toBe(1);
+    expect(direct.stderr).toContain(`could not load ${scratch}/choria-provisioner.yaml`);
+    const result = await runCommandWith(cmd);
     expect(result.code, result.stderr).toBe(1);
     expect(result.stderr).toContain(`could not load ${scratch}/choria-provisioner.yaml`);
+  });
+
+  it("gives the command, paths and user of Choria's own Helm chart, whose command line the CLI accepts", async () => {
+    // the user and group the chart runs as, owning the directory its volumes are mounted under
+    expect(all('RUN').join(' ')).toMatch(/groupadd --gid 2048 choria/);
+    expect(all('RUN').join(' ')).toMatch(
+      /useradd --uid 2048 --gid 2048 .*chown choria:choria \/etc\/choria-provisioner/,
+    );
+    expect(all('USER').at(-1)).toBe(`${CHORIA_CHART.uid}:${CHORIA_CHART.uid}`);
+    // Debian's ruby package is what puts the interpreter of upstream's sample helper at /usr/bin/ruby
+    expect(all('RUN').join(' ')).toMatch(/apt-get install -y --no-install-recommends .*\bruby\b/);
+    const result = await runCommandWith(CHORIA_CHART.args);
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stderr).toContain(`could not load ${scratch}/config/choria-provisioner.yaml`);
   });
 });
