@@ -14,6 +14,11 @@ import { sleep } from '@choria-provisioner/test-support/wait';
 import {
   interopSuite,
   appendResult,
+  labServers,
+  provisionedIdentities,
+  recordResult,
+  waitProvisioned,
+  type ProvisionedReport,
   startTcpRelay,
   waitWaiting,
   withLab,
@@ -171,9 +176,57 @@ async function nemesisRow(l: Lab, mode: Mode, seed: number, count: number): Prom
   }
 }
 
+/**
+ * Three instances sharing one identity and certificate, started within a second with every server
+ * waiting: no fault but the start itself, when each instance forms its group alone for a moment.
+ */
+async function sharedIdentityStart(
+  l: Lab,
+  run: number,
+  count: number,
+): Promise<{ r: ProvisionedReport; fleet: LabFleet }> {
+  const b = await l.broker();
+  const url = `nats://127.0.0.1:${b.port}`;
+  const fleet = await l.fleet({
+    prefix: `sid${run}`,
+    count,
+    withConfig: false,
+    provisioningUrls: [url],
+    signCsr: true,
+  });
+  await fleet.start();
+  await waitWaiting(fleet);
+  const site = { site: 'sid', brokerUrls: [url], features: { pki: true }, yaml: { coordination: 'active_active' } };
+  const started = Date.now();
+  await Promise.all(
+    [1, 2, 3].map((i) =>
+      l.provisioner({ kind: 'ours', name: `sid-${i}`, identity: 'provisioner.lab.example', sites: [site] }),
+    ),
+  );
+  return { r: await waitProvisioned([fleet], 120_000, started), fleet };
+}
+
 describe.skipIf(!available || !kinds.includes('ours'))(
   'interop: a seeded random nemesis through provisioning and renewal (real go-choria servers)',
   () => {
+    // LAB_START_RUNS (default 1): how often the start of three instances with one identity is tried
+    const runs = Array.from({ length: wholeNumberSetting('LAB_START_RUNS', 1, 20) }, (_, i) => i + 1);
+    it.each(runs)(
+      '(s) three instances with one identity started within a second configure no server twice (run %i)',
+      async (run) => {
+        const count = labServers();
+        await withLab(`s-shared-start-${run}`, async (l) => {
+          const { r, fleet } = await sharedIdentityStart(l, run, count);
+          recordResult('s-shared-start', 'ours', r, { run });
+          expect(r.pending, 'servers not provisioned').toEqual([]);
+          expect(r.configuredTwice, 'servers configured twice').toEqual([]);
+          const mismatched = provisionedIdentities(r).filter((id) => serverCert(fleet, id)?.matchesKey === false);
+          expect(mismatched, 'servers whose certificate does not match their key').toEqual([]);
+        });
+      },
+      240_000,
+    );
+
     const cases = seeds().flatMap((seed) => modes().map((mode) => [mode, seed] as const));
     it.each(cases)(
       '(x) nemesis %s, seed %i: configured once per generation, keys match, none expired, all connected',

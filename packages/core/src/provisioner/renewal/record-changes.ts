@@ -40,6 +40,18 @@ export function renewalWithdrawn(sentAt: number, instance: string, at: number) {
       : { ...b, renewalSentAt: undefined, renewalSentBy: undefined, updatedAt: at };
 }
 
+/**
+ * The `reprovision` sent at `sentAt` never reached the node (it still answers on the fleet's
+ * collective long after go-choria would have restarted): the renewal is due again, while that one
+ * is still in flight.
+ */
+export function renewalLost(sentAt: number, at: number) {
+  return (b: NodeRecord | undefined): NodeRecord | undefined =>
+    b?.renewalSentAt !== sentAt || b.renewalError !== undefined
+      ? undefined
+      : { ...b, renewalSentAt: undefined, renewalSentBy: undefined, updatedAt: at };
+}
+
 /** The renewal sent at `sentAt` failed: only while that one is still in flight. */
 export function renewalFailed(sentAt: number, error: string, at: number) {
   return (b: NodeRecord | undefined): NodeRecord | undefined =>

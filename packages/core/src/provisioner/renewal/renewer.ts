@@ -28,6 +28,7 @@ import {
   renewalCleared,
   renewalFailed,
   renewalFellShort,
+  renewalLost,
   renewalSent,
   renewalWithdrawn,
   type RenewalBasis,
@@ -56,6 +57,11 @@ export interface RenewerOptions {
   /** this instance may send `reprovision` to the node now (running, not paused, its right to act, its node) */
   readonly mayRenew: (identity: string) => boolean;
   readonly reprovision: (identity: string) => Promise<ReprovisionAnswer>;
+  /**
+   * Whether the node answers on the fleet's collective: one sent `reprovision` that reached it has
+   * restarted into provisioning mode within seconds and no longer does (default: never asked)
+   */
+  readonly answersOnFleet?: (identity: string) => Promise<boolean>;
   /** a dry run: says what it would send, sends nothing */
   readonly dryRun?: boolean;
   readonly now?: () => number;
@@ -71,6 +77,13 @@ export interface RenewerOptions {
 export const STOPPED_SAY_MS = 60_000;
 /** A slot for which no `reprovision` was ever recorded (its taker died) is given back after this. */
 export const UNUSED_SLOT_MS = 45_000;
+/**
+ * A `reprovision` without a reply is checked this long after it went: go-choria restarts 2 to 11 s
+ * after it took one, so a node still answering on the fleet's collective then never got it.
+ */
+export const LOST_CHECK_MS = 20_000;
+/** How often a node's `reprovision` is sent again after it was lost before its renewal fails. */
+export const MAX_LOST_SENDS = 3;
 const DAY_MS = 86_400_000;
 
 /** A `reprovision` this instance sent: when, the facts it renews, and why it had no answer if it had none. */
@@ -78,6 +91,8 @@ interface SentReprovision {
   readonly sentAt: number;
   readonly basis: RenewalBasis;
   unanswered?: string;
+  /** whether it was checked for a lost `reprovision` already */
+  checked?: boolean;
 }
 
 export class Renewer {
@@ -88,6 +103,8 @@ export class Renewer {
   readonly #sent = new Map<string, SentReprovision>();
   /** nodes whose failure is being recorded (it counts once the shared copy has it) */
   readonly #judging = new Set<string>();
+  /** how often each node's `reprovision` was found lost and sent again */
+  readonly #lost = new Map<string, number>();
   /** dry run: the nodes already reported, by the expiry they were reported for */
   readonly #reported = new Map<string, number>();
   readonly #sending = new Set<Promise<void>>();
@@ -221,8 +238,13 @@ export class Renewer {
 
   /** Runs a renewal without holding up the next look; `settled()` waits for those in progress. */
   #start(node: NodeRecord, run: () => Promise<void>): void {
+    this.#track(run, node.identity);
+  }
+
+  /** Runs `run` in the background; `settled()` waits for it. */
+  #track(run: () => Promise<void>, identity?: string): void {
     const sending = run().catch((err: unknown) => {
-      this.#opts.logger.warn(`Renewal of ${node.identity}: ${err instanceof Error ? err.message : String(err)}`);
+      this.#opts.logger.warn(`Renewal of ${identity ?? 'a node'}: ${err instanceof Error ? err.message : String(err)}`);
     });
     this.#sending.add(sending);
     void sending.finally(() => this.#sending.delete(sending));
@@ -284,8 +306,9 @@ export class Renewer {
       const generation = r?.generation ?? 0;
       if (r !== undefined && generation <= sent.basis.generation && r.renewalSentAt === sent.sentAt) continue;
       this.#sent.delete(identity);
-      // withdrawn, failed, cleared by a resume, or forgotten: nothing more to note here
+      // withdrawn, failed, lost, cleared by a resume, or forgotten: nothing more to note here
       if (r === undefined || generation <= sent.basis.generation) continue;
+      this.#lost.delete(identity);
       if ((r.credentialsExpireAt ?? 0) <= sent.basis.expiresAt) {
         const why = 'provisioned again without credentials that expire later';
         this.#judge(identity, renewalFellShort(generation, why, now), false);
@@ -298,12 +321,47 @@ export class Renewer {
     const limit = this.#opts.settings.returnTimeoutMs;
     for (const r of inFlight) {
       const sentAt = r.renewalSentAt ?? now;
-      if (this.#judging.has(r.identity) || now - sentAt <= limit || !this.#opts.mayRenew(r.identity)) continue;
-      const unanswered = this.#sent.get(r.identity)?.unanswered;
-      const silent = unanswered === undefined ? '' : `, which it did not answer (${unanswered})`;
-      const why = `not provisioned again within ${formatMs(limit)} of reprovision${silent}`;
-      this.#judge(r.identity, renewalFailed(sentAt, why, now), true);
+      if (this.#judging.has(r.identity) || !this.#opts.mayRenew(r.identity)) continue;
+      const sent = this.#sent.get(r.identity);
+      // unanswered: was it lost on the way? (late: before it fails)
+      const early = sent?.unanswered !== undefined && sent.checked !== true && now - sentAt > LOST_CHECK_MS;
+      if (early && sent !== undefined) sent.checked = true;
+      const overdue = now - sentAt > limit;
+      if (early || overdue) this.#checkLost(r.identity, sentAt, now, overdue);
     }
+  }
+
+  /**
+   * A renewal not back: a node that still answers on the fleet's collective never got its
+   * `reprovision` (lost with the broker or on a silent path), so the renewal is due again, up to
+   * MAX_LOST_SENDS times; otherwise, when `late`, the renewal failed.
+   */
+  #checkLost(identity: string, sentAt: number, now: number, late: boolean): void {
+    this.#judging.add(identity);
+    const limit = this.#opts.settings.returnTimeoutMs;
+    this.#track(async () => {
+      const answers = (await this.#opts.answersOnFleet?.(identity).catch(() => false)) ?? false;
+      const lost = this.#lost.get(identity) ?? 0;
+      this.#judging.delete(identity);
+      if (answers && lost < MAX_LOST_SENDS) {
+        const change = this.#opts.history.change(identity, renewalLost(sentAt, this.#now()));
+        if (change.after === undefined) return;
+        this.#lost.set(identity, lost + 1);
+        this.#sent.delete(identity);
+        this.#round.change(roundChanges.release(identity));
+        this.#opts.logger.warn(
+          `The reprovision of ${identity} was lost: it still answers on the fleet's collective ` +
+            `${formatMs(now - sentAt)} after it was sent; sending it again`,
+        );
+        return;
+      }
+      if (!late) return;
+      const unanswered = this.#sent.get(identity)?.unanswered;
+      const silent = unanswered === undefined ? '' : `, which it did not answer (${unanswered})`;
+      const still = answers ? `; it still answers on the fleet's collective after ${lost + 1} sends` : '';
+      const why = `not provisioned again within ${formatMs(limit)} of reprovision${silent}${still}`;
+      this.#judge(identity, renewalFailed(sentAt, why, now), true);
+    });
   }
 
   /**

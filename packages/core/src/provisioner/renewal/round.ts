@@ -215,6 +215,14 @@ export const roundChanges = {
     };
   },
 
+  /** The slot of `identity` goes back (its `reprovision` was lost); a canary not back yet is no canary. */
+  release(identity: string) {
+    return (r: RenewalRound): RenewalRound | undefined => {
+      const slot = r.slots.find((s) => s.identity === identity);
+      return slot === undefined ? undefined : roundChanges.giveBack([slot], true)(r);
+    };
+  },
+
   /** The canary (of this generation) was provisioned again with later credentials. */
   canaryBack(identity: string, generation: number) {
     return (r: RenewalRound): RenewalRound | undefined =>

@@ -5,6 +5,7 @@
 // the site's `choria_insecure`, which means plain connections for all of a site's.
 import type { Logger } from 'winston';
 import { ChoriaClient } from '../../choria/client.js';
+import { NodeProbe } from '../../host/node-probe.js';
 import { RpcReplyLostError, RpcStatusError, RpcTimeoutError, publicStatusMessage } from '../../choria/errors.js';
 import { applyChoriaInsecure, loadChoriaConfig } from '../../config/choria-config.js';
 import type { RenewalSettings } from '../../config/types.js';
@@ -17,6 +18,8 @@ import { RoundStore } from './round.js';
 
 /** How often the renewer looks at the site's nodes. */
 export const RENEWAL_TICK_MS = 1_000;
+/** How long a node has to answer a ping on the fleet's collective (a lost `reprovision`). */
+const FLEET_PING_MS = 5_000;
 
 export interface SiteRenewalsOptions {
   readonly settings: RenewalSettings;
@@ -81,6 +84,9 @@ export class SiteRenewals {
         this.#client === undefined
           ? Promise.resolve({ kind: 'refused', reason: 'no connection to the fleet' })
           : reprovisionThrough(this.#client, identity, opts.token),
+      answersOnFleet: async (identity) =>
+        this.#client !== undefined &&
+        (await new NodeProbe(this.#client, identity, opts.signal).ping(FLEET_PING_MS)) === 'answered',
       dryRun: opts.dryRun,
     });
   }

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { NodeHistory } from '../../../src/provisioner/history/index.js';
-import { Renewer, type ReprovisionAnswer } from '../../../src/provisioner/renewal/renewer.js';
+import {
+  LOST_CHECK_MS,
+  MAX_LOST_SENDS,
+  Renewer,
+  type RenewerOptions,
+  type ReprovisionAnswer,
+} from '../../../src/provisioner/renewal/renewer.js';
 import { renewalDueAt } from '../../../src/provisioner/renewal/plan.js';
 import { silentLogger } from '../../../src/util/logger.js';
 import type { IssuedCredentials } from '../../../src/host/credentials.js';
@@ -12,6 +18,7 @@ const VALIDITY = 100 * MIN;
 interface Lab {
   history: NodeHistory;
   renewer: Renewer;
+  options: RenewerOptions;
   sent: string[];
   events: string[];
   clock: { now: number };
@@ -48,8 +55,9 @@ function lab(nodes: number, over: Partial<RenewalSettings> = {}, dryRun = false)
     answer: () => ({ kind: 'accepted' }),
     mine: () => true,
     renewer: undefined as unknown as Renewer,
+    options: undefined as unknown as RenewerOptions,
   };
-  l.renewer = new Renewer({
+  l.options = {
     settings: {
       choriaConfig: 'fleet.cfg',
       windowPercent: 20,
@@ -70,7 +78,8 @@ function lab(nodes: number, over: Partial<RenewalSettings> = {}, dryRun = false)
     dryRun,
     now: () => l.clock.now,
     recordWaitMs: 10,
-  });
+  };
+  l.renewer = new Renewer(l.options);
   return l;
 }
 
@@ -169,6 +178,43 @@ describe('Renewer', () => {
     expect(l.renewer.view(10).failed[0]?.reason).toMatch(
       /^not provisioned again within .+ of reprovision, which it did not answer \(no reply from .+ within 10 s\)$/,
     );
+  });
+
+  it('a reprovision lost on the way (the node still answers on the fleet) is sent again, and fails after MAX_LOST_SENDS', async () => {
+    const l = lab(1);
+    l.renewer = new Renewer({ ...l.options, answersOnFleet: () => Promise.resolve(true) });
+    l.answer = () => ({ kind: 'no-reply', reason: 'the broker connection was lost while waiting for the reply' });
+    l.clock.now = allDue;
+    await tick(l);
+    expect(l.sent).toEqual(['n0.example.net']);
+    // checked LOST_CHECK_MS after it went: still on the fleet, so it never got it
+    l.clock.now += LOST_CHECK_MS + 1;
+    await tick(l);
+    await tick(l);
+    expect(l.renewer.stopped).toBeUndefined();
+    expect(l.sent).toEqual(['n0.example.net', 'n0.example.net']);
+    // sent again until MAX_LOST_SENDS, then the renewal fails saying why
+    for (let i = 0; i < 2 * MAX_LOST_SENDS + 4 && l.renewer.stopped === undefined; i++) {
+      l.clock.now += 5 * MIN + 1;
+      await tick(l);
+    }
+    expect(l.sent).toHaveLength(MAX_LOST_SENDS + 1);
+    expect(l.renewer.stopped).toMatch(/it still answers on the fleet's collective after 4 sends/);
+  });
+
+  it('an unanswered reprovision whose node went silent (restarting into provisioning) is waited for, not sent again', async () => {
+    const l = lab(1);
+    l.renewer = new Renewer({ ...l.options, answersOnFleet: () => Promise.resolve(false) });
+    l.answer = () => ({ kind: 'no-reply', reason: 'no reply within 10 s' });
+    l.clock.now = allDue;
+    await tick(l);
+    l.clock.now += LOST_CHECK_MS + 1;
+    await tick(l);
+    await tick(l);
+    expect(l.sent).toEqual(['n0.example.net']);
+    provisioned(l.history, 'n0.example.net', l.clock.now);
+    await tick(l);
+    expect(l.events).toEqual(['sent', 'completed']);
   });
 
   it('never sends reprovision to a node go-choria would strand, nor one that is not its own', async () => {
