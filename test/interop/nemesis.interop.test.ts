@@ -154,9 +154,11 @@ async function nemesisRow(l: Lab, mode: Mode, seed: number, count: number): Prom
     lastExpiry = Math.max(...seen.first.values(), 0);
     done = true;
     await nemesis;
-    // the last faults over: every server back on the broker with its configuration
-    const settle = Date.now() + 60_000;
-    const connected = (id: string): boolean => connectedSince(fleet, id, 0) && !inProvisioning(fleet, id);
+    // the last faults over: every server back on the broker with its configuration (renewals go
+    // on meanwhile: a moment is awaited when none is between its reprovision and its configure)
+    const settle = Date.now() + 90_000;
+    const connected = (id: string): boolean =>
+      connectedSince(fleet, id, 0) && !inProvisioning(fleet, id) && serverCert(fleet, id) !== undefined;
     while (fleet.identities.some((id) => !connected(id)) && Date.now() < settle) await sleep(1_000);
     const now = Date.now();
     const ids = fleet.identities;
@@ -190,7 +192,7 @@ async function sharedIdentityStart(
   const fleet = await l.fleet({
     prefix: `sid${run}`,
     count,
-    withConfig: false,
+    withConfig: true,
     provisioningUrls: [url],
     signCsr: true,
   });

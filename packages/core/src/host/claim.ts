@@ -14,6 +14,7 @@
 // that decides, on the monotonic clock.
 import { abortError, leaseLapsedError, isCancelled } from '../util/cancelled.js';
 import { errorText } from '../util/values.js';
+import type { IssuedCredentials } from './credentials.js';
 
 /** A request whose intent the node's history records before it goes out. */
 export type RecordedChange = 'configure' | 'restart';
@@ -27,7 +28,7 @@ export interface ClaimSource {
    * node next knows that it may be configured (and restarts it first) or restarting (and leaves
    * it alone for the restart's duration). Bounded: it never holds the send for long.
    */
-  recordIntent(identity: string, what: RecordedChange): Promise<void>;
+  recordIntent(identity: string, what: RecordedChange, credentials?: IssuedCredentials): Promise<void>;
 }
 
 /** The unit a stop interrupts only after a grace (Claim.commit). */
@@ -41,6 +42,8 @@ export interface CommitUnit {
 export class Claim {
   readonly identity: string;
   readonly #source: ClaimSource | undefined;
+  /** what the configure of this attempt gives the node that expires (recorded with its intent) */
+  #credentials: IssuedCredentials | undefined;
 
   /** Without a source the claim always holds: an instance working alone. */
   constructor(identity: string, source?: ClaimSource) {
@@ -63,6 +66,14 @@ export class Claim {
   }
 
   /**
+   * The configure this attempt is about to send gives the node these credentials: recorded with
+   * its intent, so whoever finishes the node (a restart after this attempt ended) knows them.
+   */
+  configuresWith(credentials: IssuedCredentials | undefined): void {
+    this.#credentials = credentials;
+  }
+
+  /**
    * The last word before a request goes out: asked, the intent recorded (configure and restart),
    * and asked again, since recording may have taken time. Nothing is awaited between the last
    * question and the send.
@@ -70,7 +81,7 @@ export class Claim {
   async beforeSend(what: string, record: RecordedChange | undefined, signal: AbortSignal): Promise<void> {
     this.assertMayAct(what);
     if (record === undefined || this.#source === undefined) return;
-    await this.#source.recordIntent(this.identity, record);
+    await this.#source.recordIntent(this.identity, record, record === 'configure' ? this.#credentials : undefined);
     if (signal.aborted) throw abortError(signal, what);
     this.assertMayAct(what);
   }

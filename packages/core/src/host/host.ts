@@ -290,7 +290,7 @@ export class Host {
       if (this.#job.configuredAt !== undefined && this.#deps.dryRun !== true && (await this.#restartRemembered())) {
         return { outcome: 'provisioned', message: 'restarted with the configuration of an earlier attempt' };
       }
-      if (cfg.coordination === 'active_active' && !cfg.features.jwt) await this.#claimLock();
+      if (cfg.coordination === 'active_active' && !cfg.features.jwt) await this.#takeNodeLock();
       if (cfg.features.jwt) await this.#fetchJwt();
       if (cfg.features.ed25519) await this.#fetchEd25519();
       await this.#fetchInventory();
@@ -313,12 +313,13 @@ export class Host {
           return { outcome: 'upgraded', message: `updating to version ${reply.upgrade ?? ''}` };
       }
       const input: ConfigureInput = { reply, configuration: this.#configurationOf(reply), serverJwt, key };
-      const result = await this.#committed((ctx) => this.#configureAndRestart(ctx, input));
       const credentials = issuedCredentials({
         certificate: reply.certificate,
         serverJwt,
         claims: this.#facts.jwtClaims ?? undefined,
       });
+      this.#ctx.claim.configuresWith(credentials);
+      const result = await this.#committed((ctx) => this.#configureAndRestart(ctx, input));
       return credentials === undefined ? result : { ...result, credentials };
     } catch (err) {
       return this.#failure(err);
@@ -418,7 +419,7 @@ export class Host {
    * makes the lock decide before the helper runs. go-choria takes the lock before the action looks
    * at anything, so a refusal (a node without a provisioning token) still claimed it.
    */
-  async #claimLock(): Promise<void> {
+  async #takeNodeLock(): Promise<void> {
     if (nodeHasFeature(this.#job.reportedVersion, 'provisioningLock') === false) return; // nothing to claim
     this.#step('lock');
     await readStep(this.#ctx, {

@@ -18,6 +18,7 @@
 // writes promptly (NodeHistory.sharedCopyIsPrompt decides), as just after a broker restart.
 import type { Logger } from 'winston';
 import type { ClaimSource, RecordedChange } from '../host/claim.js';
+import type { IssuedCredentials } from '../host/credentials.js';
 import { formatMs } from '../util/duration.js';
 import { errorText } from '../util/values.js';
 import type { NodeHistory } from './history/index.js';
@@ -79,9 +80,10 @@ export class SiteLease implements ClaimSource {
   }
 
   /** Records the configure or restart in the node's history before it is sent (bounded wait). */
-  async recordIntent(identity: string, what: RecordedChange): Promise<void> {
+  async recordIntent(identity: string, what: RecordedChange, credentials?: IssuedCredentials): Promise<void> {
     try {
-      const done = await this.#opts.history.sending(identity, what, this.#wallClock(), SENDING_RECORD_WAIT_MS);
+      const at = this.#wallClock();
+      const done = await this.#opts.history.sending(identity, what, at, SENDING_RECORD_WAIT_MS, { credentials });
       if (done === 'late')
         this.#opts.logger.warn(
           `The node history did not take the ${what} record of ${identity} within ` +

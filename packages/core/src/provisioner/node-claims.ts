@@ -19,9 +19,11 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { memberKey } from './coordination/membership.js';
 import type { ClaimSource, RecordedChange } from '../host/claim.js';
+import type { IssuedCredentials } from '../host/credentials.js';
 import { Claim } from '../host/claim.js';
 import type { HostResult, HostRunner } from '../host/types.js';
 import { formatMs } from '../util/duration.js';
+import { leaseLapsedError } from '../util/cancelled.js';
 import type { NodeHistory, NodeRecord } from './history/index.js';
 import { emptyRecord } from './history/record.js';
 
@@ -123,6 +125,25 @@ export class NodeClaims {
       this.#mine.set(identity, renewedAt);
   }
 
+  /**
+   * Records a configure or restart in the node's history and waits until the shared copy has it,
+   * even while it is slow: under a claim, whoever takes the node next must know that it may be
+   * configured (and restart it rather than configure it again). Throws a cancellation when the
+   * record is not shared within CLAIM_WAIT_MS: nothing is sent then.
+   */
+  async recordIntent(identity: string, what: RecordedChange, credentials?: IssuedCredentials): Promise<void> {
+    const at = this.#wallClock();
+    const opts = { credentials, evenIfSlow: true };
+    const written = await this.#opts.history.sending(identity, what, at, CLAIM_WAIT_MS, opts);
+    if (written !== 'written' && written !== 'not-waited')
+      throw leaseLapsedError(what, `its record was not shared within ${formatMs(CLAIM_WAIT_MS)} (${written})`);
+  }
+
+  /** When the node's record says a configure was sent that no attempt saw restart (HostJob.configuredAt). */
+  configuredAt(identity: string): number | undefined {
+    return this.#opts.history.get(identity)?.configuredAt;
+  }
+
   /** The attempt ended: this process no longer counts on its claim (NodeHistory.attempted gives it back). */
   ended(identity: string): void {
     this.#mine.delete(identity);
@@ -185,13 +206,18 @@ export function claimedRunner(runner: HostRunner, claims: NodeClaims, lease: Cla
     if (why !== undefined) return { outcome: 'skipped_locked', message: why } satisfies HostResult;
     const source: ClaimSource = {
       refusal: () => lease.refusal() ?? claims.refusal(job.identity),
-      recordIntent: async (identity: string, what: RecordedChange) => {
+      recordIntent: async (identity: string, what: RecordedChange, credentials?: IssuedCredentials) => {
         await claims.renew(identity);
-        await lease.recordIntent(identity, what);
+        await claims.recordIntent(identity, what, credentials);
       },
     };
+    // the claim was written over the newest record: whether an earlier attempt left the node
+    // configured is read from it, not from the view the job was made from
+    const configuredAt = claims.configuredAt(job.identity);
+    const claimed = { ...job, claim: new Claim(job.identity, source) };
+    delete claimed.configuredAt;
     try {
-      return await runner({ ...job, claim: new Claim(job.identity, source) });
+      return await runner(configuredAt === undefined ? claimed : { ...claimed, configuredAt });
     } finally {
       claims.ended(job.identity);
     }

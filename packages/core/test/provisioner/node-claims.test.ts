@@ -1,6 +1,6 @@
 // Per-node claims: two processes of one active/active site (one Choria identity, as replicas of a
 // deployment have) never both hold a node; a claim lives a bounded time on each reader's own clock.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   NodeHistory,
   RevisionConflictError,
@@ -8,7 +8,14 @@ import {
   type HistoryBacking,
   type NodeRecord,
 } from '../../src/provisioner/history/index.js';
-import { CLAIM_LIFE_MS, CLAIM_MARGIN_MS, NodeClaims, claimedRunner } from '../../src/provisioner/node-claims.js';
+import {
+  CLAIM_LIFE_MS,
+  CLAIM_MARGIN_MS,
+  CLAIM_WAIT_MS,
+  NodeClaims,
+  claimedRunner,
+} from '../../src/provisioner/node-claims.js';
+import { isCancelled } from '../../src/util/cancelled.js';
 import type { HostJob, HostResult } from '../../src/host/types.js';
 import { silentLogger } from '../../src/util/logger.js';
 
@@ -132,6 +139,35 @@ describe('NodeClaims', () => {
     expect(ran).toEqual([]);
     expect(await claimedRunner(runner, a.claims, lease)(job)).toMatchObject({ outcome: 'provisioned' });
     expect(ran).toEqual(['n1']);
+  });
+
+  it('under a claim a configure waits for its record to be shared, even while the copy is slow, and is not sent without', async () => {
+    vi.useFakeTimers();
+    try {
+      const history = new NodeHistory({
+        policy: { backoffMs: 0, backoffMaxMs: 0, quarantineAfter: 0 },
+        instance: 'p',
+        process: 'p#a',
+        ttlMs: 86_400_000,
+      });
+      history.attach({ write: () => new Promise<number>(() => undefined) }); // JetStream that never answers
+      const claims = new NodeClaims({ history });
+      let outcome: unknown;
+      const sent = claims.recordIntent('n1', 'configure').then(
+        () => (outcome = 'sent'),
+        (err: unknown) => (outcome = err),
+      );
+      await vi.advanceTimersByTimeAsync(CLAIM_WAIT_MS - 1);
+      expect(outcome).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(1);
+      await sent;
+      expect(isCancelled(outcome, 'lease')).toBe(true);
+      expect(String(outcome)).toMatch(/configure was not sent: its record was not shared within 10 s \(late\)/);
+      // the record stays queued: once written, whoever takes the node next restarts it first
+      expect(history.get('n1')?.configuredAt).toBeDefined();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('claims survive the stored form', () => {

@@ -5,6 +5,7 @@ export {
   PROMPT_WRITE_MS,
   UNSTEADY_HOLD_MS,
   type AttemptReport,
+  type SendingOptions,
   type SendingRecord,
   type HistoryBacking,
   type Deferral,

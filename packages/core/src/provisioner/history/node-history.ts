@@ -55,6 +55,13 @@ export interface NodeHistoryOptions {
   readonly monotonic?: () => number;
 }
 
+export interface SendingOptions {
+  /** a configure: what it gives the node that expires */
+  readonly credentials?: IssuedCredentials | undefined;
+  /** wait for the shared copy even while it is slow (sharedCopyIsPrompt false): the send needs its record */
+  readonly evenIfSlow?: boolean;
+}
+
 export interface AttemptReport {
   readonly outcome: Outcome;
   readonly message: string | undefined;
@@ -199,16 +206,32 @@ export class NodeHistory {
    * 'not-waited' at once when there is no shared copy or it is not taking writes promptly
    * (sharedCopyIsPrompt): the claim alone keeps instances apart then.
    */
-  sending(identity: string, what: 'configure' | 'restart', at: number, waitMs: number): Promise<SendingRecord> {
+  sending(
+    identity: string,
+    what: 'configure' | 'restart',
+    at: number,
+    waitMs: number,
+    opts: SendingOptions = {},
+  ): Promise<SendingRecord> {
+    const credentials = opts.credentials;
     const instance = this.#opts.instance;
+    const configured =
+      what !== 'configure'
+        ? {}
+        : {
+            configuredAt: at,
+            configuredExpireAt: credentials?.expiresAt,
+            configuredNotRenewable:
+              credentials?.renewability.renewable === false ? credentials.renewability.reason : undefined,
+          };
     const handle = this.change(identity, (before) => ({
       ...(before ?? emptyRecord(identity, at, instance)),
       instance,
-      configuredAt: what === 'configure' ? at : before?.configuredAt,
       restartSentAt: what === 'restart' ? at : before?.restartSentAt,
       updatedAt: at,
+      ...configured,
     }));
-    return this.waitFor(identity, handle, waitMs);
+    return this.#shared.waitFor(identity, handle, waitMs, opts.evenIfSlow === true);
   }
 
   /** Records an ended attempt and what it means for the next one; returns the visible record after it. */
@@ -246,6 +269,7 @@ export class NodeHistory {
             : before?.quarantinedAt,
         // an attempt that configured the node and did not see it restart: the next one restarts it first
         configuredAt: report.configured && !succeeded ? (before?.configuredAt ?? report.at) : undefined,
+        ...(report.configured && !succeeded ? configuredOf(before) : {}),
         // a restart sent (by this attempt or an earlier one) holds the node for the restart window
         restartSentAt: before?.restartSentAt,
         updatedAt: report.at,
@@ -253,7 +277,7 @@ export class NodeHistory {
         // the attempt is over: a claim of this process on the node is given back
         ...(before?.claimedBy === process ? {} : { claimedBy: before?.claimedBy, claimedAt: before?.claimedAt }),
         // a success ends a renewal and tells what the node holds now; anything else leaves both as they were
-        ...(succeeded ? issuedTo(report.credentials, before) : renewalOf(before)),
+        ...(succeeded ? issuedTo(report.credentials ?? configuredCredentials(before), before) : renewalOf(before)),
       };
     });
     return handle.after as NodeRecord;
@@ -391,6 +415,23 @@ function renewalOf(before: NodeRecord | undefined): RenewalFields {
     renewalSentAt: before?.renewalSentAt,
     renewalSentBy: before?.renewalSentBy,
     renewalError: before?.renewalError,
+  };
+}
+
+/** The credentials of a configure recorded and not restarted yet, kept for the attempt that restarts it. */
+function configuredOf(
+  before: NodeRecord | undefined,
+): Pick<NodeRecord, 'configuredExpireAt' | 'configuredNotRenewable'> {
+  return { configuredExpireAt: before?.configuredExpireAt, configuredNotRenewable: before?.configuredNotRenewable };
+}
+
+/** What a configure recorded earlier gave the node: the success that restarts it (and sent no configure) gave it that. */
+function configuredCredentials(before: NodeRecord | undefined): IssuedCredentials | undefined {
+  if (before?.configuredAt === undefined || before.configuredExpireAt === undefined) return undefined;
+  const reason = before.configuredNotRenewable;
+  return {
+    expiresAt: before.configuredExpireAt,
+    renewability: reason === undefined ? { renewable: true } : { renewable: false, reason },
   };
 }
 

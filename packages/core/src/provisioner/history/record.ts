@@ -40,6 +40,12 @@ export interface NodeRecord {
   readonly configuredAt: number | undefined;
   /** restart was sent to the node (recorded before it went out): it may be in its restart window */
   readonly restartSentAt: number | undefined;
+  /**
+   * what the configure recorded in `configuredAt` gives the node that expires, and why it could
+   * not be renewed: taken over by the success that restarts it (it may be another attempt's)
+   */
+  readonly configuredExpireAt?: number | undefined;
+  readonly configuredNotRenewable?: string | undefined;
   /** the record's last change (for its age); which of two versions is newer is the bucket's revision */
   readonly updatedAt: number;
   /** successful provisionings of the node recorded so far (undefined in records of earlier versions: 0) */
@@ -83,6 +89,8 @@ export function encodeRecord(r: NodeRecord): Uint8Array {
     quarantinedAt: iso(r.quarantinedAt),
     configuredAt: iso(r.configuredAt),
     restartSentAt: iso(r.restartSentAt),
+    configuredExpireAt: iso(r.configuredExpireAt),
+    configuredNotRenewable: r.configuredNotRenewable,
     updatedAt: iso(r.updatedAt),
     generation: r.generation,
     claimedBy: r.claimedBy,
@@ -172,6 +180,8 @@ export function decodeRecord(bytes: Uint8Array): NodeRecord {
     quarantinedAt: time('quarantinedAt', false),
     configuredAt: time('configuredAt', false),
     restartSentAt: time('restartSentAt', false),
+    configuredExpireAt: time('configuredExpireAt', false),
+    configuredNotRenewable: boundedError(maskKnownSecrets(text('configuredNotRenewable', false) ?? '') || undefined),
     updatedAt: time('updatedAt', true) as number,
     generation: o['generation'] === undefined ? undefined : count('generation'),
     claimedBy: text('claimedBy', false),

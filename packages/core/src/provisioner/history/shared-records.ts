@@ -158,10 +158,10 @@ export class SharedRecords<T> {
   /**
    * Resolves how the wait for `handle` ended: 'written' once the shared copy has it, 'refused' when
    * it changed nothing there, 'late' after `waitMs`, 'write-failed' when a write of it failed, and
-   * 'not-waited' at once without a prompt shared copy (isPrompt).
+   * 'not-waited' at once without a shared copy, or (unless `evenIfSlow`) without a prompt one.
    */
-  waitFor(id: string, handle: ChangeHandle<T>, waitMs: number): Promise<SendingRecord> {
-    if (!this.isPrompt()) return Promise.resolve('not-waited');
+  waitFor(id: string, handle: ChangeHandle<T>, waitMs: number, evenIfSlow = false): Promise<SendingRecord> {
+    if (this.#backing === undefined || (!evenIfSlow && !this.isPrompt())) return Promise.resolve('not-waited');
     let timer: NodeJS.Timeout | undefined;
     let failed: (() => void) | undefined;
     const waits = [

@@ -79,6 +79,36 @@ describe('the credentials in a node record', () => {
   });
 });
 
+describe('credentials of a configure whose restart another attempt sent', () => {
+  it('are recorded with the configure and taken over by the success that restarts it', async () => {
+    const h = history();
+    await h.sending('n1', 'configure', 1_000, 0, { credentials: issued(500_000) });
+    // the attempt that configured it ends without its restart (its lease ran out)
+    h.attempted('n1', {
+      outcome: 'cancelled',
+      message: 'lease',
+      at: 1_100,
+      durationMs: 1,
+      configured: true,
+      discoveredAt: 900,
+    });
+    expect(h.get('n1')).toMatchObject({ configuredAt: 1_000, configuredExpireAt: 500_000 });
+    expect(h.get('n1')?.credentialsExpireAt).toBeUndefined();
+    // the next attempt only restarts it: the node holds what that configure gave it
+    h.attempted('n1', {
+      outcome: 'provisioned',
+      message: 'restarted',
+      at: 2_000,
+      durationMs: 1,
+      configured: false,
+      discoveredAt: 1_900,
+    });
+    expect(h.get('n1')).toMatchObject({ credentialsExpireAt: 500_000, generation: 1 });
+    expect(h.get('n1')?.configuredExpireAt).toBeUndefined();
+    expect(decodeRecord(encodeRecord(h.get('n1') as NodeRecord))).toEqual(h.get('n1'));
+  });
+});
+
 describe('a renewal in the record', () => {
   it('a node sent back to provisioning is taken at once, whatever held it back, except a quarantine', async () => {
     const h = history();
