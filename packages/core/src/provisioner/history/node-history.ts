@@ -425,7 +425,7 @@ function configuredOf(
   return { configuredExpireAt: before?.configuredExpireAt, configuredNotRenewable: before?.configuredNotRenewable };
 }
 
-/** What a configure recorded earlier gave the node: the success that restarts it (and sent no configure) gave it that. */
+/** What a configure recorded earlier gave the node: so did the success that restarts it (and sent no configure). */
 function configuredCredentials(before: NodeRecord | undefined): IssuedCredentials | undefined {
   if (before?.configuredAt === undefined || before.configuredExpireAt === undefined) return undefined;
   const reason = before.configuredNotRenewable;
