@@ -1,13 +1,8 @@
 // Per-node claims: two processes of one active/active site (one Choria identity, as replicas of a
 // deployment have) never both hold a node; a claim lives a bounded time on each reader's own clock.
 import { describe, expect, it, vi } from 'vitest';
-import {
-  NodeHistory,
-  RevisionConflictError,
-  encodeRecord,
-  type HistoryBacking,
-  type NodeRecord,
-} from '../../src/provisioner/history/index.js';
+import { NodeHistory, encodeRecord, type NodeRecord } from '../../src/provisioner/history/index.js';
+import { SharedKv } from './support/shared-history.js';
 import {
   CLAIM_LIFE_MS,
   CLAIM_MARGIN_MS,
@@ -19,31 +14,6 @@ import { isCancelled } from '../../src/util/cancelled.js';
 import type { HostJob, HostResult } from '../../src/host/types.js';
 import { silentLogger } from '../../src/util/logger.js';
 
-/** One shared copy with compare-and-set, delivering every write to the histories that follow it. */
-class SharedKv {
-  readonly #values = new Map<string, { record: NodeRecord; revision: number }>();
-  #revision = 0;
-  readonly followers: NodeHistory[] = [];
-  backing(): HistoryBacking {
-    return {
-      write: (record, revision) => {
-        const now = this.#values.get(record.identity);
-        if ((now?.revision ?? 0) !== revision)
-          return Promise.reject(
-            new RevisionConflictError('conflict', { value: now?.record, revision: now?.revision ?? 0 }),
-          );
-        const next = { record, revision: ++this.#revision };
-        this.#values.set(record.identity, next);
-        for (const f of this.followers) f.merge(record, next.revision);
-        return Promise.resolve(next.revision);
-      },
-    };
-  }
-  get(identity: string): NodeRecord | undefined {
-    return this.#values.get(identity)?.record;
-  }
-}
-
 function processOf(kv: SharedKv, token: string, clock: { now: number }): { history: NodeHistory; claims: NodeClaims } {
   const history = new NodeHistory({
     policy: { backoffMs: 0, backoffMaxMs: 0, quarantineAfter: 0 },
@@ -51,8 +21,7 @@ function processOf(kv: SharedKv, token: string, clock: { now: number }): { histo
     process: token,
     ttlMs: 86_400_000,
   });
-  kv.followers.push(history);
-  history.attach(kv.backing());
+  kv.follow(history);
   return { history, claims: new NodeClaims({ history, now: () => clock.now, wallClock: () => 1_000 + clock.now }) };
 }
 

@@ -12,12 +12,11 @@ import {
   type HistoryBacking,
   type NodeRecord,
 } from '../../../src/provisioner/history/index.js';
-import type { IssuedCredentials } from '../../../src/host/credentials.js';
+import { provisionedReport } from '../support/shared-history.js';
 import { basisOf, renewalFailed, renewalSent } from '../../../src/provisioner/renewal/record-changes.js';
 import { RoundStore, roundChanges } from '../../../src/provisioner/renewal/round.js';
 
 const HOUR = 3_600_000;
-const issued = (expiresAt: number): IssuedCredentials => ({ expiresAt, renewability: { renewable: true } });
 
 /** A backing whose writes can be held, as a paused process or a broker outage holds them. */
 class HeldBacking implements HistoryBacking {
@@ -72,17 +71,8 @@ describe('the shared history: compare-and-set against nats-server', () => {
     return h;
   }
 
-  function provisioned(h: NodeHistory, at: number, expiresAt: number): void {
-    h.attempted('n1.example.net', {
-      outcome: 'provisioned',
-      message: undefined,
-      at,
-      durationMs: 1,
-      configured: true,
-      discoveredAt: at,
-      credentials: issued(expiresAt),
-    });
-  }
+  const provisioned = (h: NodeHistory, at: number, expiresAt: number): NodeRecord =>
+    h.attempted('n1.example.net', provisionedReport(at, expiresAt));
 
   it('a write with a revision that is not the stored one is refused, and says what is stored', async () => {
     const s = await startNatsServer({});

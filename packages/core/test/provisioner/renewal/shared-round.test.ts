@@ -3,54 +3,16 @@
 // reprovision for renewed credentials nor fail a renewal another instance saw completed. The
 // instances share one copy with compare-and-set, as the history bucket gives them.
 import { describe, expect, it } from 'vitest';
-import {
-  NodeHistory,
-  RevisionConflictError,
-  type HistoryBacking,
-  type NodeRecord,
-} from '../../../src/provisioner/history/index.js';
+import { NodeHistory } from '../../../src/provisioner/history/index.js';
 import { Renewer, STOPPED_SAY_MS, type ReprovisionAnswer } from '../../../src/provisioner/renewal/renewer.js';
-import { RoundStore, type RoundBacking } from '../../../src/provisioner/renewal/round.js';
+import { RoundStore } from '../../../src/provisioner/renewal/round.js';
+import { SharedKv as Shared, provisionedReport } from '../support/shared-history.js';
 import { silentLogger } from '../../../src/util/logger.js';
 import type { RenewalSettings } from '../../../src/config/types.js';
 
 const MIN = 60_000;
 const VALIDITY = 100 * MIN;
 const allDue = 99 * MIN;
-
-/** One shared copy: node records and the round, each key with its revision. */
-class Shared {
-  readonly nodes = new Map<string, { record: NodeRecord; revision: number }>();
-  round: { value: Uint8Array; revision: number } | undefined;
-  #revision = 0;
-  readonly followers: NodeHistory[] = [];
-  /** while true, the histories do not hear the writes of others (a lagging view) */
-  deaf = false;
-  backing(): HistoryBacking {
-    return {
-      write: (record, revision) => {
-        const now = this.nodes.get(record.identity);
-        if ((now?.revision ?? 0) !== revision)
-          return Promise.reject(new RevisionConflictError('x', { value: now?.record, revision: now?.revision ?? 0 }));
-        const rev = ++this.#revision;
-        this.nodes.set(record.identity, { record, revision: rev });
-        if (!this.deaf) for (const f of this.followers) f.merge(record, rev);
-        return Promise.resolve(rev);
-      },
-    };
-  }
-  roundBacking(): RoundBacking {
-    return {
-      read: () => Promise.resolve(this.round ?? { value: undefined, revision: 0 }),
-      write: (value, revision) => {
-        if ((this.round?.revision ?? 0) !== revision)
-          return Promise.reject(new RevisionConflictError('x', this.round ?? { value: undefined, revision: 0 }));
-        this.round = { value, revision: ++this.#revision };
-        return Promise.resolve(this.round.revision);
-      },
-    };
-  }
-}
 
 interface Instance {
   history: NodeHistory;
@@ -81,9 +43,7 @@ function instance(
     instance: name,
     ttlMs: 10 * VALIDITY,
   });
-  shared.followers.push(history);
-  for (const { record, revision } of shared.nodes.values()) history.merge(record, revision);
-  history.attach(shared.backing());
+  shared.follow(history);
   const round = new RoundStore();
   round.attach(shared.roundBacking());
   const errors: string[] = [];
@@ -108,15 +68,7 @@ function instance(
 }
 
 function provision(h: NodeHistory, identity: string, at: number): void {
-  h.attempted(identity, {
-    outcome: 'provisioned',
-    message: undefined,
-    at,
-    durationMs: 1,
-    configured: true,
-    discoveredAt: at,
-    credentials: { expiresAt: at + VALIDITY, renewability: { renewable: true } },
-  });
+  h.attempted(identity, provisionedReport(at, at + VALIDITY));
 }
 
 const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 5));
@@ -180,8 +132,8 @@ describe('renewals of one site across instances', () => {
     clock.now += 5 * MIN + 1;
     await tickAll([a]);
     expect(a.renewer.stopped).toBeUndefined();
-    expect(shared.nodes.get('n0.example.net')?.record.generation).toBe(2);
-    expect(shared.nodes.get('n0.example.net')?.record.renewalError).toBeUndefined();
+    expect(shared.get('n0.example.net')?.generation).toBe(2);
+    expect(shared.get('n0.example.net')?.renewalError).toBeUndefined();
     // and its view caught up with the stored version
     expect(a.history.get('n0.example.net')?.generation).toBe(2);
     shared.deaf = false;
