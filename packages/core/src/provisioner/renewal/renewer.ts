@@ -44,6 +44,9 @@ export type ReprovisionAnswer =
   | { readonly kind: 'refused'; readonly reason: string }
   | { readonly kind: 'no-reply'; readonly reason: string };
 
+/** What a ping on the fleet's collective found (RenewerOptions.answersOnFleet). */
+export type FleetAnswer = 'answers' | 'silent' | 'unknown';
+
 export interface RenewerMetrics {
   renewal(event: RenewalEvent): void;
   setRenewals(due: number, inFlight: number, stopped: boolean): void;
@@ -59,9 +62,10 @@ export interface RenewerOptions {
   readonly reprovision: (identity: string) => Promise<ReprovisionAnswer>;
   /**
    * Whether the node answers on the fleet's collective: one sent `reprovision` that reached it has
-   * restarted into provisioning mode within seconds and no longer does (default: never asked)
+   * restarted into provisioning mode within seconds and no longer does. 'unknown' while the
+   * renewal client's own link is not settled (default: never asked, taken as silent)
    */
-  readonly answersOnFleet?: (identity: string) => Promise<boolean>;
+  readonly answersOnFleet?: (identity: string) => Promise<FleetAnswer>;
   /** a dry run: says what it would send, sends nothing */
   readonly dryRun?: boolean;
   readonly now?: () => number;
@@ -84,6 +88,8 @@ export const UNUSED_SLOT_MS = 45_000;
 export const LOST_CHECK_MS = 20_000;
 /** How often a node's `reprovision` is sent again after it was lost before its renewal fails. */
 export const MAX_LOST_SENDS = 3;
+/** A node not back in time fails only when it was silent on the fleet twice, this far apart. */
+export const SILENT_RECHECK_MS = 10_000;
 const DAY_MS = 86_400_000;
 
 /** A `reprovision` this instance sent: when, the facts it renews, and why it had no answer if it had none. */
@@ -105,6 +111,8 @@ export class Renewer {
   readonly #judging = new Set<string>();
   /** how often each node's `reprovision` was found lost and sent again */
   readonly #lost = new Map<string, number>();
+  /** nodes not back in time found silent on the fleet once, and when */
+  readonly #silent = new Map<string, number>();
   /** dry run: the nodes already reported, by the expiry they were reported for */
   readonly #reported = new Map<string, number>();
   readonly #sending = new Set<Promise<void>>();
@@ -322,6 +330,8 @@ export class Renewer {
     for (const r of inFlight) {
       const sentAt = r.renewalSentAt ?? now;
       if (this.#judging.has(r.identity) || !this.#opts.mayRenew(r.identity)) continue;
+      const silentAt = this.#silent.get(r.identity);
+      if (silentAt !== undefined && now - silentAt < SILENT_RECHECK_MS) continue;
       const sent = this.#sent.get(r.identity);
       // unanswered: was it lost on the way? (late: before it fails)
       const early = sent?.unanswered !== undefined && sent.checked !== true && now - sentAt > LOST_CHECK_MS;
@@ -340,10 +350,14 @@ export class Renewer {
     this.#judging.add(identity);
     const limit = this.#opts.settings.returnTimeoutMs;
     this.#track(async () => {
-      const answers = (await this.#opts.answersOnFleet?.(identity).catch(() => false)) ?? false;
+      const answer = (await this.#opts.answersOnFleet?.(identity).catch(() => 'unknown' as const)) ?? 'silent';
       const lost = this.#lost.get(identity) ?? 0;
+      const answers = answer === 'answers';
       this.#judging.delete(identity);
+      // this instance's own way to the fleet is down or not settled: the next look asks again
+      if (answer === 'unknown') return;
       if (answers && lost < MAX_LOST_SENDS) {
+        this.#silent.delete(identity);
         const change = this.#opts.history.change(identity, renewalLost(sentAt, this.#now()));
         if (change.after === undefined) return;
         this.#lost.set(identity, lost + 1);
@@ -356,6 +370,9 @@ export class Renewer {
         return;
       }
       if (!late) return;
+      // silent twice, SILENT_RECHECK_MS apart (a silent path of a moment is not the node's)
+      if (!answers && !this.#silent.has(identity)) return void this.#silent.set(identity, now);
+      this.#silent.delete(identity);
       const unanswered = this.#sent.get(identity)?.unanswered;
       const silent = unanswered === undefined ? '' : `, which it did not answer (${unanswered})`;
       const still = answers ? `; it still answers on the fleet's collective after ${lost + 1} sends` : '';

@@ -84,9 +84,12 @@ export class SiteRenewals {
         this.#client === undefined
           ? Promise.resolve({ kind: 'refused', reason: 'no connection to the fleet' })
           : reprovisionThrough(this.#client, identity, opts.token),
-      answersOnFleet: async (identity) =>
-        this.#client !== undefined &&
-        (await new NodeProbe(this.#client, identity, opts.signal).ping(FLEET_PING_MS)) === 'answered',
+      answersOnFleet: async (identity) => {
+        const client = this.#client;
+        if (client === undefined || !client.link.settled) return 'unknown';
+        const ping = await new NodeProbe(client, identity, opts.signal).ping(FLEET_PING_MS);
+        return ping === 'answered' ? 'answers' : client.link.settled ? 'silent' : 'unknown';
+      },
       dryRun: opts.dryRun,
     });
   }

@@ -4,6 +4,7 @@ import {
   LOST_CHECK_MS,
   MAX_LOST_SENDS,
   Renewer,
+  SILENT_RECHECK_MS,
   type RenewerOptions,
   type ReprovisionAnswer,
 } from '../../../src/provisioner/renewal/renewer.js';
@@ -160,6 +161,9 @@ describe('Renewer', () => {
     await tick(l);
     l.clock.now += 5 * MIN + 1;
     await tick(l);
+    // silent once: asked again SILENT_RECHECK_MS later before it fails
+    expect(l.renewer.stopped).toBeUndefined();
+    l.clock.now += SILENT_RECHECK_MS;
     await tick(l);
     expect(l.sent).toHaveLength(1);
     expect(l.renewer.stopped).toMatch(/not provisioned again within 5 min|not provisioned again within 300 s/);
@@ -175,6 +179,8 @@ describe('Renewer', () => {
     expect(l.events).toEqual(['sent']);
     l.clock.now += 5 * MIN + 1;
     await tick(l);
+    l.clock.now += SILENT_RECHECK_MS;
+    await tick(l);
     expect(l.renewer.view(10).failed[0]?.reason).toMatch(
       /^not provisioned again within .+ of reprovision, which it did not answer \(no reply from .+ within 10 s\)$/,
     );
@@ -182,7 +188,7 @@ describe('Renewer', () => {
 
   it('a reprovision lost on the way (the node still answers on the fleet) is sent again, and fails after MAX_LOST_SENDS', async () => {
     const l = lab(1);
-    l.renewer = new Renewer({ ...l.options, answersOnFleet: () => Promise.resolve(true) });
+    l.renewer = new Renewer({ ...l.options, answersOnFleet: () => Promise.resolve('answers' as const) });
     l.answer = () => ({ kind: 'no-reply', reason: 'the broker connection was lost while waiting for the reply' });
     l.clock.now = allDue;
     await tick(l);
@@ -204,7 +210,7 @@ describe('Renewer', () => {
 
   it('an unanswered reprovision whose node went silent (restarting into provisioning) is waited for, not sent again', async () => {
     const l = lab(1);
-    l.renewer = new Renewer({ ...l.options, answersOnFleet: () => Promise.resolve(false) });
+    l.renewer = new Renewer({ ...l.options, answersOnFleet: () => Promise.resolve('silent' as const) });
     l.answer = () => ({ kind: 'no-reply', reason: 'no reply within 10 s' });
     l.clock.now = allDue;
     await tick(l);

@@ -4,7 +4,12 @@
 // instances share one copy with compare-and-set, as the history bucket gives them.
 import { describe, expect, it } from 'vitest';
 import { NodeHistory } from '../../../src/provisioner/history/index.js';
-import { Renewer, STOPPED_SAY_MS, type ReprovisionAnswer } from '../../../src/provisioner/renewal/renewer.js';
+import {
+  Renewer,
+  SILENT_RECHECK_MS,
+  STOPPED_SAY_MS,
+  type ReprovisionAnswer,
+} from '../../../src/provisioner/renewal/renewer.js';
 import { RoundStore } from '../../../src/provisioner/renewal/round.js';
 import { SharedKv as Shared, provisionedReport } from '../support/shared-history.js';
 import { silentLogger } from '../../../src/util/logger.js';
@@ -130,6 +135,8 @@ describe('renewals of one site across instances', () => {
     expect(a.history.get('n0.example.net')?.renewalSentAt).toBe(allDue); // A's view: still in flight
     // past the return timeout on A's stale view: its failure is refused on the shared copy
     clock.now += 5 * MIN + 1;
+    await tickAll([a]);
+    clock.now += SILENT_RECHECK_MS; // silent twice: its failure is tried
     await tickAll([a]);
     expect(a.renewer.stopped).toBeUndefined();
     expect(shared.get('n0.example.net')?.generation).toBe(2);
