@@ -535,7 +535,9 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-min-duration': '1s',
     'x-max-duration': MAX_TIMER_DURATION,
     'x-extension': true,
-    description: 'The latest a renewal starts: this long before the credentials expire.',
+    description:
+      'The latest a renewal starts: this long before the credentials expire (and renewal_return_timeout ' +
+      'earlier still where the window leaves room).',
   },
   renewal_concurrency: {
     type: 'integer',

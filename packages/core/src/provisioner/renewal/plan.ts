@@ -25,24 +25,26 @@ export function spread(text: string): number {
   return h / 2 ** 32;
 }
 
-/** When the node renews; undefined without credentials that expire. */
-export function renewalDueAt(
-  r: NodeRecord,
-  s: Pick<RenewalSettings, 'windowPercent' | 'marginMs'>,
-): number | undefined {
+/** What the time of a renewal is drawn from. */
+export type PlanSettings = Pick<RenewalSettings, 'windowPercent' | 'marginMs'> &
+  Partial<Pick<RenewalSettings, 'returnTimeoutMs'>>;
+
+/**
+ * When the node renews; undefined without credentials that expire. The draw closes `marginMs`
+ * before the expiry and, where the window leaves room, a return timeout earlier still: a renewal
+ * that meets a fault (a lost reply, another provisioner's lock) then still has the time a node
+ * is given to come back before its credentials run out.
+ */
+export function renewalDueAt(r: NodeRecord, s: PlanSettings): number | undefined {
   const expiresAt = r.credentialsExpireAt;
   if (expiresAt === undefined) return undefined;
   const issuedAt = Math.min(r.provisionedAt ?? expiresAt, expiresAt);
   const opens = expiresAt - ((expiresAt - issuedAt) * s.windowPercent) / 100;
-  const closes = Math.max(opens, expiresAt - s.marginMs);
+  const closes = Math.max(opens, expiresAt - s.marginMs - (s.returnTimeoutMs ?? 0));
   return Math.round(opens + spread(`${r.identity}@${expiresAt}`) * (closes - opens));
 }
 
-export function renewalState(
-  r: NodeRecord,
-  now: number,
-  s: Pick<RenewalSettings, 'windowPercent' | 'marginMs'>,
-): RenewalState {
+export function renewalState(r: NodeRecord, now: number, s: PlanSettings): RenewalState {
   if (r.credentialsExpireAt === undefined) return 'none';
   if (r.renewalError !== undefined) return 'failed';
   if (r.renewalSentAt !== undefined) return 'in-flight';

@@ -1,8 +1,7 @@
 // The renewals of a site as the status shows them: how many nodes are in each renewal state, and
 // up to a limit of each kind, read from the node history alone.
-import type { RenewalSettings } from '../../config/types.js';
 import type { NodeRecord } from '../history/record.js';
-import { renewalDueAt, renewalState, type RenewalState } from './plan.js';
+import { renewalDueAt, renewalState, type PlanSettings, type RenewalState } from './plan.js';
 
 /** One node in the renewal view. */
 export interface RenewalEntry {
@@ -34,7 +33,7 @@ export interface RenewalView {
 export function renewalView(
   records: Iterable<NodeRecord>,
   now: number,
-  s: Pick<RenewalSettings, 'windowPercent' | 'marginMs'>,
+  s: PlanSettings,
   stopped: string | undefined,
   limit: number,
 ): RenewalView {

@@ -52,6 +52,17 @@ describe('renewalDueAt', () => {
     expect(renewalDueAt(r, settings)).not.toBe(renewalDueAt({ ...r, credentialsExpireAt: 100 * MIN + 1 }, settings));
   });
 
+  it('closes a return timeout before the margin where the window leaves room, so a renewal has time to come back', () => {
+    const withReturn = { ...settings, returnTimeoutMs: 9 * MIN };
+    for (let i = 0; i < 500; i++) {
+      const at = renewalDueAt(record({ identity: `node-${i}.example.net` }), withReturn) ?? NaN;
+      expect(at).toBeGreaterThanOrEqual(80 * MIN);
+      expect(at).toBeLessThanOrEqual(90 * MIN);
+    }
+    // a window too small for both: it closes where it opens
+    expect(renewalDueAt(record(), { ...settings, returnTimeoutMs: 30 * MIN })).toBe(80 * MIN);
+  });
+
   it('opens the window at once when the margin leaves no room', () => {
     expect(renewalDueAt(record(), { windowPercent: 20, marginMs: 50 * MIN })).toBe(80 * MIN);
   });
