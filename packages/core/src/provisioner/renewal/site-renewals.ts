@@ -13,13 +13,16 @@ import type { ProvisionerMetrics } from '../../metrics/metrics.js';
 import { publicMessageOf } from '../../util/errors.js';
 import { errorText } from '../../util/values.js';
 import type { NodeHistory, SiteRecordBacking } from '../history/index.js';
-import { Renewer, type RenewalView, type ReprovisionAnswer } from './renewer.js';
+import { Renewer, type FleetAnswer, type RenewalView, type ReprovisionAnswer } from './renewer.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { RoundStore } from './round.js';
 
 /** How often the renewer looks at the site's nodes. */
 export const RENEWAL_TICK_MS = 1_000;
 /** How long a node has to answer a ping on the fleet's collective (a lost `reprovision`). */
 const FLEET_PING_MS = 5_000;
+/** How long the broker has to answer a round trip for a node's silence to count. */
+const BROKER_RTT_MS = 2_000;
 
 export interface SiteRenewalsOptions {
   readonly settings: RenewalSettings;
@@ -84,12 +87,7 @@ export class SiteRenewals {
         this.#client === undefined
           ? Promise.resolve({ kind: 'refused', reason: 'no connection to the fleet' })
           : reprovisionThrough(this.#client, identity, opts.token),
-      answersOnFleet: async (identity) => {
-        const client = this.#client;
-        if (client === undefined || !client.link.settled) return 'unknown';
-        const ping = await new NodeProbe(client, identity, opts.signal).ping(FLEET_PING_MS);
-        return ping === 'answered' ? 'answers' : client.link.settled ? 'silent' : 'unknown';
-      },
+      answersOnFleet: (identity) => this.#answersOnFleet(identity),
       dryRun: opts.dryRun,
     });
   }
@@ -116,6 +114,26 @@ export class SiteRenewals {
       if (this.#opts.signal.aborted) return;
       logger.error(`Renewals are off: could not connect with ${settings.choriaConfig}: ${errorText(err)}`);
     }
+  }
+
+  /**
+   * Whether the node answers a ping on the fleet's collective. Its silence counts only when this
+   * client's own way to the broker works (settled, and the broker answers a round trip at once):
+   * on a silent path every node would seem gone.
+   */
+  async #answersOnFleet(identity: string): Promise<FleetAnswer> {
+    const client = this.#client;
+    if (client === undefined || !client.link.settled) return 'unknown';
+    const ping = await new NodeProbe(client, identity, this.#opts.signal).ping(FLEET_PING_MS);
+    if (ping === 'answered') return 'answers';
+    const broker = await Promise.race([
+      client.nats.rtt().then(
+        () => true,
+        () => false,
+      ),
+      sleep(BROKER_RTT_MS, undefined, { ref: false }).then(() => false),
+    ]);
+    return broker && client.link.settled ? 'silent' : 'unknown';
   }
 
   view(limit: number): RenewalView {
