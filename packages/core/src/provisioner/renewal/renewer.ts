@@ -88,6 +88,11 @@ export const UNUSED_SLOT_MS = 45_000;
 export const LOST_CHECK_MS = 20_000;
 /** How often a node's `reprovision` is sent again after it was lost before its renewal fails. */
 export const MAX_LOST_SENDS = 3;
+/**
+ * A node that came back into provisioning mode but is not provisioned again yet (another
+ * provisioner's lock, faults) fails only after this many return timeouts.
+ */
+export const CAME_BACK_LIMITS = 3;
 /** A node not back in time fails only when it was silent on the fleet twice, this far apart. */
 export const SILENT_RECHECK_MS = 10_000;
 const DAY_MS = 86_400_000;
@@ -370,6 +375,9 @@ export class Renewer {
         return;
       }
       if (!late) return;
+      // it came back into provisioning mode (an attempt on it ended since): provisioning is slow
+      // (another provisioner's lock, faults), the renewal has not failed; given up to CAME_BACK_LIMITS
+      if (this.#cameBack(identity, sentAt) && now - sentAt <= CAME_BACK_LIMITS * limit) return;
       // silent twice, SILENT_RECHECK_MS apart (a silent path of a moment is not the node's)
       if (!answers && !this.#silent.has(identity)) return void this.#silent.set(identity, now);
       this.#silent.delete(identity);
@@ -379,6 +387,11 @@ export class Renewer {
       const why = `not provisioned again within ${formatMs(limit)} of reprovision${silent}${still}`;
       this.#judge(identity, renewalFailed(sentAt, why, now), true);
     });
+  }
+
+  /** Whether an attempt on the node ended after its `reprovision` was sent: it came back into provisioning mode. */
+  #cameBack(identity: string, sentAt: number): boolean {
+    return (this.#opts.history.get(identity)?.attemptAt ?? 0) > sentAt;
   }
 
   /**

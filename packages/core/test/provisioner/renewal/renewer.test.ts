@@ -223,6 +223,33 @@ describe('Renewer', () => {
     expect(l.events).toEqual(['sent', 'completed']);
   });
 
+  it('a node back in provisioning mode but not provisioned yet (a lock, faults) is given three return timeouts', async () => {
+    const l = lab(1);
+    l.clock.now = allDue;
+    await tick(l);
+    // an attempt on it ended since: it came back, and is waiting for another provisioner's lock
+    l.history.attempted('n0.example.net', {
+      outcome: 'skipped_locked',
+      message: 'locked',
+      at: l.clock.now + 1_000,
+      durationMs: 1,
+      configured: false,
+      discoveredAt: l.clock.now + 900,
+    });
+    for (let i = 0; i < 4; i++) {
+      l.clock.now += (5 * MIN) / 2;
+      await tick(l);
+      l.clock.now += SILENT_RECHECK_MS;
+      await tick(l);
+    }
+    expect(l.renewer.stopped).toBeUndefined();
+    l.clock.now += 5 * MIN;
+    await tick(l);
+    l.clock.now += SILENT_RECHECK_MS;
+    await tick(l);
+    expect(l.renewer.stopped).toMatch(/not provisioned again within/);
+  });
+
   it('never sends reprovision to a node go-choria would strand, nor one that is not its own', async () => {
     const l = lab(0);
     provisioned(l.history, 'stranded.example.net', 0, {
