@@ -33,6 +33,7 @@ import {
   readText,
   renewerConfig,
   serverCert,
+  type Cert,
 } from '@choria-provisioner/test-support/lab/judge';
 import { Supervised, describeStep, nemesisPlan, runNemesis } from '@choria-provisioner/test-support/lab/nemesis';
 import { join } from 'node:path';
@@ -53,6 +54,12 @@ const modes = (): Mode[] => {
   const asked = (process.env['LAB_NEMESIS_MODES'] ?? MODES.join(',')).split(',').map((m) => m.trim());
   return MODES.filter((m) => asked.includes(m));
 };
+
+/** Every server at one moment: what it holds and whether it is connected with its configuration. */
+interface Snapshot {
+  readonly at: number;
+  readonly servers: readonly { id: string; cert: Cert | undefined; connected: boolean }[];
+}
 
 /** What the servers say after the nemesis. */
 interface Verdict {
@@ -154,21 +161,36 @@ async function nemesisRow(l: Lab, mode: Mode, seed: number, count: number): Prom
     lastExpiry = Math.max(...seen.first.values(), 0);
     done = true;
     await nemesis;
-    // the last faults over: every server back on the broker with its configuration (renewals go
-    // on meanwhile: a moment is awaited when none is between its reprovision and its configure)
+    // the last faults over: every server back on the broker with its configuration. Renewals go on
+    // meanwhile, so the verdict is one snapshot of every server, the first with none between its
+    // reprovision and its restart into the new configuration (or the last, after 90 s)
+    const snapshot = (): Snapshot => {
+      const at = Date.now();
+      return {
+        at,
+        servers: fleet.identities.map((id) => ({
+          id,
+          cert: serverCert(fleet, id),
+          connected: connectedSince(fleet, id, 0) && !inProvisioning(fleet, id),
+        })),
+      };
+    };
+    const fine = (s: Snapshot): boolean =>
+      s.servers.every((x) => x.connected && x.cert !== undefined && x.cert.matchesKey && x.cert.notAfter > s.at);
     const settle = Date.now() + 90_000;
-    const connected = (id: string): boolean =>
-      connectedSince(fleet, id, 0) && !inProvisioning(fleet, id) && serverCert(fleet, id) !== undefined;
-    while (fleet.identities.some((id) => !connected(id)) && Date.now() < settle) await sleep(1_000);
-    const now = Date.now();
+    let last = snapshot();
+    while (!fine(last) && Date.now() < settle) {
+      await sleep(1_000);
+      last = snapshot();
+    }
     const ids = fleet.identities;
     const verdict: Verdict = {
       renewed: seen.renewedAt.size,
       notRenewedInTime: ids.filter((id) => (seen.renewedAt.get(id) ?? Infinity) >= (seen.first.get(id) ?? 0)),
-      expired: ids.filter((id) => (serverCert(fleet, id)?.notAfter ?? 0) <= now),
-      keyMismatch: ids.filter((id) => serverCert(fleet, id)?.matchesKey !== true),
+      expired: last.servers.filter((x) => (x.cert?.notAfter ?? 0) <= last.at).map((x) => x.id),
+      keyMismatch: last.servers.filter((x) => x.cert?.matchesKey !== true).map((x) => x.id),
       configuredTwice: ids.filter((id) => configuredBeyondGenerations(fleet, id)),
-      notConnected: ids.filter((id) => !connected(id)),
+      notConnected: last.servers.filter((x) => !x.connected).map((x) => x.id),
       mostInProvisioning: seen.most,
     };
     for (const s of instances) await s.stop();
