@@ -92,6 +92,8 @@ const MAX_CHANGES_PER_RECORD = 32;
 interface Pending<T> {
   readonly change: RecordChange<T>;
   readonly end: (how: ChangeEnd) => void;
+  /** the last version it was applied to and what it made of it: applied again to the same, the same */
+  memo?: { readonly input: T | undefined; readonly output: T | undefined };
 }
 
 export class SharedRecords<T> {
@@ -106,6 +108,8 @@ export class SharedRecords<T> {
   /** records with changes waiting for a write slot */
   readonly #queued = new Set<string>();
   readonly #writing = new Set<string>();
+  /** versions that arrived from the shared copy while a write of their record was under way */
+  readonly #arrived = new Map<string, StoredVersion<T>>();
   /** waits to be told that a write of the record failed */
   readonly #failWaiters = new Map<string, Set<() => void>>();
   #failing = false;
@@ -134,19 +138,20 @@ export class SharedRecords<T> {
 
   /** The visible record: the stored version with the changes not yet written applied. */
   visible(id: string): T | undefined {
-    let value = this.#stored.get(id)?.value;
-    for (const p of this.#changes.get(id) ?? []) value = p.change(value) ?? value;
-    return value;
+    const changes = this.#changes.get(id);
+    const base = this.#stored.get(id)?.value;
+    return changes === undefined ? base : (applyAll(base, changes).reduce((v, r) => r.value ?? v, base) ?? base);
   }
 
   /** Applies `change` to the visible record and queues it for the shared copy. */
   change(id: string, change: RecordChange<T>): ChangeHandle<T> {
-    const after = change(this.visible(id));
+    const before = this.visible(id);
+    const after = change(before);
     if (after === undefined) return { after, ended: Promise.resolve('refused') };
     let end!: (how: ChangeEnd) => void;
     const ended = new Promise<ChangeEnd>((resolve) => (end = resolve));
     const list = this.#changes.get(id) ?? [];
-    list.push({ change, end });
+    list.push({ change, end, memo: { input: before, output: after } });
     this.#changes.set(id, list);
     if (list.length > MAX_CHANGES_PER_RECORD) this.#fold(id, list);
     this.#opts.onVisible(id, after);
@@ -197,6 +202,12 @@ export class SharedRecords<T> {
   stored(id: string, version: StoredVersion<T>): boolean {
     const base = this.#stored.get(id) ?? { value: undefined, revision: 0 };
     if (version.revision <= base.revision) return false;
+    // a write of this record is under way: most often this is its own echo, which its answer
+    // settles at less cost; whatever is newer than that answer is taken then
+    if (this.#writing.has(id)) {
+      if (version.revision > (this.#arrived.get(id)?.revision ?? 0)) this.#arrived.set(id, version);
+      return true;
+    }
     const list = this.#changes.get(id);
     const landed = list === undefined ? -1 : this.#landed(base, list, version);
     if (list !== undefined && landed >= 0) {
@@ -221,6 +232,7 @@ export class SharedRecords<T> {
   /** Forgets a record and the changes not yet written (they end 'dropped'). */
   forget(id: string): void {
     this.#stored.delete(id);
+    this.#arrived.delete(id);
     this.#queued.delete(id);
     for (const p of this.#changes.get(id) ?? []) p.end('dropped');
     this.#changes.delete(id);
@@ -279,6 +291,7 @@ export class SharedRecords<T> {
     backing.write(id, next, base.revision).then(
       (revision) => {
         this.#writing.delete(id);
+        this.#takeArrived(id, revision);
         if (this.#monotonic() - started > PROMPT_WRITE_MS) this.#unsteadyAt = this.#monotonic();
         if (this.#failing) {
           this.#failing = false;
@@ -288,6 +301,7 @@ export class SharedRecords<T> {
       },
       (err: unknown) => {
         this.#writing.delete(id);
+        this.#takeArrived(id, base.revision);
         if (err instanceof RevisionConflictError)
           return this.#conflict(id, taken, base, err.stored as StoredVersion<T>);
         if (err instanceof HistoryWriteRefusedError) {
@@ -305,6 +319,13 @@ export class SharedRecords<T> {
         }
       },
     );
+  }
+
+  /** A version that arrived during the write, newer than `revision` (the write's own): taken as any arrival is. */
+  #takeArrived(id: string, revision: number): void {
+    const arrived = this.#arrived.get(id);
+    this.#arrived.delete(id);
+    if (arrived !== undefined && arrived.revision > revision) this.stored(id, arrived);
   }
 
   /**
@@ -344,11 +365,15 @@ export class SharedRecords<T> {
   }
 }
 
-/** Each change applied in turn to `base`: what each made (undefined where it changed nothing). */
+/**
+ * Each change applied in turn to `base`: what each made (undefined where it changed nothing). A
+ * change applied again to the very version it was last applied to is not run again.
+ */
 function applyAll<T>(base: T | undefined, changes: readonly Pending<T>[]): { value: T | undefined }[] {
   let value = base;
   return changes.map((p) => {
-    const next = p.change(value);
+    const next = p.memo !== undefined && p.memo.input === value ? p.memo.output : p.change(value);
+    p.memo = { input: value, output: next };
     if (next !== undefined) value = next;
     return { value: next };
   });

@@ -193,7 +193,10 @@ describe('NodeHistory', () => {
     expect(h.get('n1')?.outcome).toBe('provisioned');
     // a change here is later than what it replaces even when this clock is behind
     expect(h.attempted('n1', failed(800)).updatedAt).toBe(901);
+    // a newer version arrives while the write of that change is under way: taken once it settles
     expect(h.merge({ ...theirs, quarantinedAt: 2500, updatedAt: 3000 }, 3)).toBe(true);
+    b.settleAll(false); // that write failed (the broker went away)
+    await tick();
     // the change made here and not yet written is applied again on the newer version
     expect(h.get('n1')).toMatchObject({ outcome: 'failed', quarantinedAt: 2500 });
     expect(h.quarantinedCount()).toBe(1);
