@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NodeHistory } from '../../../src/provisioner/history/index.js';
+import { provisionedReport } from '../support/shared-history.js';
 import {
   LOST_CHECK_MS,
   MAX_LOST_SENDS,
@@ -30,15 +31,7 @@ interface Lab {
 const renewable = (at: number): IssuedCredentials => ({ expiresAt: at + VALIDITY, renewability: { renewable: true } });
 
 function provisioned(history: NodeHistory, identity: string, at: number, credentials = renewable(at)): void {
-  history.attempted(identity, {
-    outcome: 'provisioned',
-    message: undefined,
-    at,
-    durationMs: 1,
-    configured: true,
-    discoveredAt: at,
-    credentials,
-  });
+  history.attempted(identity, provisionedReport(at, credentials));
 }
 
 function lab(nodes: number, over: Partial<RenewalSettings> = {}, dryRun = false): Lab {

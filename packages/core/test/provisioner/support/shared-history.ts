@@ -8,9 +8,10 @@ import {
   type NodeRecord,
 } from '../../../src/provisioner/history/index.js';
 import type { RoundBacking } from '../../../src/provisioner/renewal/round.js';
+import type { IssuedCredentials } from '../../../src/host/credentials.js';
 
-/** A success at `at` that gave the node credentials expiring at `expiresAt`. */
-export function provisionedReport(at: number, expiresAt: number): AttemptReport {
+/** A success at `at` that gave the node credentials expiring at `expiresAt` (renewable), or `credentials`. */
+export function provisionedReport(at: number, expiresAt: number | IssuedCredentials): AttemptReport {
   return {
     outcome: 'provisioned',
     message: undefined,
@@ -18,7 +19,7 @@ export function provisionedReport(at: number, expiresAt: number): AttemptReport 
     durationMs: 1,
     configured: true,
     discoveredAt: at,
-    credentials: { expiresAt, renewability: { renewable: true } },
+    credentials: typeof expiresAt === 'number' ? { expiresAt, renewability: { renewable: true } } : expiresAt,
   };
 }
 
