@@ -123,6 +123,8 @@ async function nemesisRow(l: Lab, mode: Mode, seed: number, count: number): Prom
     });
     const yaml = {
       workers: 8,
+      // a failing seed is read from these logs afterwards: why a node was not added, not sent, not renewed
+      loglevel: 'debug',
       renewal_window: 60,
       renewal_margin: '30s',
       renewal_concurrency: CONCURRENCY,

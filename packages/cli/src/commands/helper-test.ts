@@ -23,12 +23,13 @@ export interface HelperTestOptions {
 }
 
 // What the node sent (its inventory, its replies) and what the helper printed (which may echo it)
-// reach the terminal with every control character as a visible escape; line breaks stay.
-const pretty = (v: unknown): string => JSON.stringify(visibleStrings(v), null, 2);
+// reach the terminal with every control character as a visible escape; line breaks stay. An
+// operator runs this to read the whole of it (a certificate, a long fact): nothing is cut.
+const pretty = (v: unknown): string => JSON.stringify(visibleStrings(v, 32, Infinity), null, 2);
 const shown = (text: string): string =>
   text
     .split('\n')
-    .map((line) => visibleStrings(line) as string)
+    .map((line) => visibleStrings(line, 32, Infinity) as string)
     .join('\n');
 
 function describe(r: HelperTestReport): string {

@@ -51,6 +51,7 @@ import { V1_MIN_TTL } from './protocol/v1.js';
 import { createSigner, selectProtocol } from './security/select.js';
 import type { RequestSigner } from './security/types.js';
 import { errorText } from '../util/values.js';
+import { LogBudget } from '../util/log-budget.js';
 
 /** A successful reply: the MCORPC reply details (status 0) and how long it took. */
 export interface RpcReply extends RpcStatusDetails {
@@ -163,6 +164,8 @@ export class ChoriaClient {
 
   readonly #settings: ChoriaSettings;
   readonly #logger: Logger;
+  /** warnings a stranger can cause, within the log's budget */
+  readonly #budget: LogBudget;
   readonly #signer: RequestSigner;
   readonly #codec: ProtocolCodec;
   /** where requests go and replies come: `provisioning`, unless the client was made for another (renewals) */
@@ -226,6 +229,7 @@ export class ChoriaClient {
     this.#settings = settings;
     this.#collective = opts.collective ?? PROVISIONING_COLLECTIVE;
     this.#logger = opts.logger;
+    this.#budget = new LogBudget(opts.logger);
     this.#signer = signer;
     this.#codec = codecFor(version);
     this.protocol = version;
@@ -360,6 +364,7 @@ export class ChoriaClient {
       mux: this.#pending,
       ...(signal !== undefined ? { signal } : {}),
       logger: this.#logger,
+      budget: this.#budget,
       identity,
       what,
       timeoutMs,
@@ -459,7 +464,7 @@ export class ChoriaClient {
         } catch (parseErr) {
           if (parseErr instanceof IdentityRefusedError) return opts.onRefused?.(parseErr);
           if (opts.onInvalid !== undefined) opts.onInvalid(parseErr as Error, msg.data);
-          else this.#logger.warn(`ignoring message on ${msg.subject}: ${(parseErr as Error).message}`);
+          else this.#budget.warn('refused-event', `ignoring message on ${msg.subject}: ${(parseErr as Error).message}`);
           return;
         }
         try {
@@ -586,14 +591,15 @@ export class ChoriaClient {
     try {
       reply = this.#codec.decodeReply(msg.data);
     } catch (err) {
-      this.#logger.warn(`ignoring undecodable reply to ${what}: ${(err as Error).message}`, { requestId: id });
+      this.#budget.warn('undecodable-reply', `ignoring undecodable reply to ${what}: ${(err as Error).message}`, {
+        requestId: id,
+      });
       return undefined;
     }
     if (reply.requestId !== id) {
       const from = shownIdentity(reply.sender);
-      this.#logger.warn(`ignoring reply from ${from} to ${what}: it is for request ${shownIdentity(reply.requestId)}`, {
-        requestId: id,
-      });
+      const why = `it is for request ${shownIdentity(reply.requestId)}`;
+      this.#budget.warn('stray-reply', `ignoring reply from ${from} to ${what}: ${why}`, { requestId: id });
       return undefined;
     }
     return reply;

@@ -15,6 +15,7 @@
 import type { Logger } from 'winston';
 import { ProtocolError } from './errors.js';
 import { visibleText } from '../util/visible-text.js';
+import { LogBudget } from '../util/log-budget.js';
 
 /** A node identity that passed the identity rule. */
 export type NodeIdentity = string & { readonly __nodeIdentity: true };
@@ -87,21 +88,16 @@ const FROM: Readonly<Record<IdentitySource, string>> = {
   history: 'a record of the shared history',
 };
 
-/** How many refused identities are remembered so each is logged once. */
-const REMEMBERED = 1024;
-
 /**
- * Where identities that fail the rule go: every one is counted, and each is logged once (escaped,
- * cut short) while it is among the last REMEMBERED distinct ones, so a sender repeating one does
- * not flood the log.
+ * Where identities that fail the rule go: every one is counted, and logged (escaped, cut short)
+ * within the log's budget (util/log-budget.ts): a sender of thousands writes a few lines and a sum.
  */
 export class RefusedIdentities {
-  readonly #logger: Logger;
+  readonly #budget: LogBudget;
   readonly #counters = new Set<(source: IdentitySource) => void>();
-  readonly #seen = new Set<string>();
 
   constructor(logger: Logger) {
-    this.#logger = logger;
+    this.#budget = new LogBudget(logger);
   }
 
   /** Calls `count` for every refusal from now on (a site's metric); returns the undo. */
@@ -113,12 +109,11 @@ export class RefusedIdentities {
   /** `text` failed the rule at `source`, for `why`. */
   refuse(text: string, why: string, source: IdentitySource): void {
     for (const count of this.#counters) count(source);
-    const key = `${source} ${text.length > 300 ? `${text.slice(0, 300)}…${text.length}` : text}`;
-    if (this.#seen.has(key)) return;
-    this.#seen.add(key);
-    if (this.#seen.size > REMEMBERED) this.#seen.delete(this.#seen.values().next().value as string);
     const what = `the node identity ${shownIdentity(text)} from ${FROM[source]}`;
-    this.#logger.warn(`Refused ${what}: ${why}; nothing is listed, queued, recorded or sent for it`);
+    this.#budget.warn(
+      'refused-identity',
+      `Refused ${what}: ${why}; nothing is listed, queued, recorded or sent for it`,
+    );
   }
 
   /** The identity of `text`, or undefined after refusing it. */

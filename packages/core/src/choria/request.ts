@@ -8,7 +8,8 @@ import { afterPendingIo, type IoTimer } from '../util/io-timer.js';
 import { formatMs } from '../util/duration.js';
 import { errorText } from '../util/values.js';
 import { RpcAbortError, RpcReplyLostError, RpcTimeoutError } from './errors.js';
-import type { NodeIdentity } from './identity.js';
+import { shownIdentity, type NodeIdentity } from './identity.js';
+import type { LogBudget } from '../util/log-budget.js';
 import type { DecodedReply } from './protocol/types.js';
 
 /** What the client's reply routing and its reconnect watch call on a request in flight. */
@@ -173,6 +174,8 @@ export interface DirectedRequestOptions<T> {
   readonly mux: RequestMux;
   readonly signal?: AbortSignal;
   readonly logger: Logger;
+  /** where replies from another sender are written: a stranger can send them as fast as the broker carries them */
+  readonly budget: LogBudget;
   /** the node the request is for */
   readonly identity: string;
   /** names the request in messages: `request <agent>#<action> to <identity>` */
@@ -216,7 +219,13 @@ export class DirectedRequest<T> extends InFlightRequest<T> {
     if (!mine && !this.#o.admitSender(reply.sender)) return;
     this.#responses++;
     if (!mine) {
-      this.#o.logger.warn(`unexpected reply from ${reply.sender} to ${this.#o.what}`, { requestId: this.#o.id });
+      this.#o.budget.warn(
+        'unexpected-reply',
+        `unexpected reply from ${shownIdentity(reply.sender)} to ${this.#o.what}`,
+        {
+          requestId: this.#o.id,
+        },
+      );
       return;
     }
     this.settleWith(() => this.#o.result(reply, this.#responses, performance.now() - this.sentAt));

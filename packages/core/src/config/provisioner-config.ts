@@ -54,6 +54,7 @@ interface ValidatedYaml {
   retry_backoff_max: string;
   quarantine_after: number;
   quarantine_release_on_startup: boolean;
+  identity_case_twins: boolean;
   history_store: HistoryStoreKind;
   history_bucket: string;
   history_ttl: string;
@@ -197,6 +198,7 @@ function settingsFromYaml(
     retryBackoffMaxMs: durations.retryBackoffMax,
     quarantineAfter: yaml.quarantine_after,
     quarantineReleaseOnStartup: yaml.quarantine_release_on_startup,
+    identityCaseTwins: yaml.identity_case_twins,
     historyStore: yaml.history_store,
     historyBucket: yaml.history_bucket,
     historyTtlMs: durations.historyTtl,

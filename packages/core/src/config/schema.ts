@@ -381,6 +381,15 @@ const properties: Readonly<Record<string, PropertySchema>> = {
     'x-extension': true,
     description: 'A startup event from a quarantined node (it was restarted) releases it, and ends any back-off.',
   },
+  identity_case_twins: {
+    type: 'boolean',
+    default: false,
+    'x-extension': true,
+    description:
+      'Admit an identity that equals a known node but for case (web1.example.net beside WEB1.example.net). ' +
+      'Refused by default: certificate names ignore case, so a helper signing per identity would sign a second ' +
+      'certificate valid for a server already provisioned.',
+  },
   history_store: {
     type: 'string',
     enum: ['kv', 'memory'],

@@ -77,6 +77,8 @@ export interface ProvisionerConfig {
   readonly quarantineAfter: number;
   /** extension: a startup event releases a quarantined node */
   readonly quarantineReleaseOnStartup: boolean;
+  /** extension: admit an identity equal but for case to a known node */
+  readonly identityCaseTwins: boolean;
   /** extension: where the per-node history lives (kv: a shared JetStream bucket, memory as the fallback) */
   readonly historyStore: HistoryStoreKind;
   readonly historyBucket: string;

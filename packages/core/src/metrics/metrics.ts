@@ -59,7 +59,13 @@ interface MetricSet {
   renewalsDue: Gauge<Labels<'site'>>;
   renewalsInFlight: Gauge<Labels<'site'>>;
   renewalsStopped: Gauge<Labels<'site'>>;
+  candidates: Gauge<Labels<'site'>>;
+  candidatesEnded: Counter<Labels<'site' | 'how'>>;
+  historyRecords: Gauge<Labels<'site'>>;
 }
+
+/** How a candidate (an identity heard, not yet known to answer) left admission (provisioner/admission.ts). */
+export type CandidateEnd = 'admitted' | 'unanswered' | 'crowded_out';
 
 /** What happened to a renewal: `reprovision` sent, the node provisioned again, or the renewal failed. */
 export type RenewalEvent = 'sent' | 'completed' | 'failed';
@@ -176,6 +182,7 @@ function register(registry: Registry): MetricSet {
     ...rpcAndHelperMetrics(registry),
     ...workMetrics(registry),
     ...lossMetrics(registry),
+    ...admissionMetrics(registry),
     ...electionMetrics(registry),
     ...coordinationMetrics(registry),
     ...renewalMetrics(registry),
@@ -330,6 +337,27 @@ function lossMetrics(
       'Lost replies of node-changing actions, by what watching the node then found (acted, not_acted, gone, unsure)',
       ['site', 'rpc', 'finding'] as const,
     ),
+  };
+}
+
+/** Admission: identities heard but not yet known to answer, and the size of the history. */
+function admissionMetrics(registry: Registry): Pick<MetricSet, 'candidates' | 'candidatesEnded' | 'historyRecords'> {
+  return {
+    candidates: gauge(
+      registry,
+      'choria_provisioner_candidates',
+      'Node identities heard of that have not answered a directed discovery yet',
+      ['site'] as const,
+    ),
+    candidatesEnded: counter(
+      registry,
+      'choria_provisioner_candidates_ended',
+      'Candidates by how they left admission: admitted, unanswered, crowded_out (newer ones took their place)',
+      ['site', 'how'] as const,
+    ),
+    historyRecords: gauge(registry, 'choria_provisioner_history_records', 'Node records in the history', [
+      'site',
+    ] as const),
   };
 }
 
@@ -494,6 +522,15 @@ export class ProvisionerMetrics implements HostMetrics {
   }
   setWaitingNodes(n: number): void {
     this.#m.waitingNodes.set({ site: this.site }, n);
+  }
+  setCandidates(n: number): void {
+    this.#m.candidates.set({ site: this.site }, n);
+  }
+  candidateEnded(how: CandidateEnd, n = 1): void {
+    this.#m.candidatesEnded.inc({ site: this.site, how }, n);
+  }
+  setHistoryRecords(n: number): void {
+    this.#m.historyRecords.set({ site: this.site }, n);
   }
   setWorkQueueEntries(n: number): void {
     this.#m.workQueueEntries.set({ site: this.site }, n);

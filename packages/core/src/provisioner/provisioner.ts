@@ -26,6 +26,7 @@ import { ActiveList, type ActiveEntry, type DiscoverySource } from './active-lis
 import { WorkPolicy } from './work-policy.js';
 import { FleetShare } from './fleet-share.js';
 import type { TakenHow } from './work-handover.js';
+import { Admission } from './admission.js';
 import { OutcomeRecorder, logOutcome } from './record-outcome.js';
 import { runAttempt } from './attempt.js';
 import { NodeClaims, claimedRunner } from './node-claims.js';
@@ -75,6 +76,7 @@ export class Provisioner {
   readonly #history: NodeHistory;
   readonly #historySync: HistorySync;
   readonly #recorder: OutcomeRecorder;
+  readonly #admission: Admission;
   readonly #lease: SiteLease;
   readonly #gauges: SiteGauges;
   readonly #report: SiteReport;
@@ -133,6 +135,7 @@ export class Provisioner {
       choriaAccount: () => choriaAccountConnection(this.#connection),
     });
     this.#history = history;
+    this.#admission = this.#siteAdmission();
     this.#historySync = sync;
     this.#lease = new SiteLease({
       history,
@@ -184,9 +187,38 @@ export class Provisioner {
   }
 
   /** Where each attempt's outcome goes: metrics, history, and on success the end of a hand-over. */
+  /** Admission of the identities heard of: known ones at once, others once they answered (admission.ts). */
+  #siteAdmission(): Admission {
+    return new Admission({
+      knows: (identity) =>
+        this.#list.get(identity) !== undefined ||
+        this.#history.get(identity) !== undefined ||
+        this.#policy.isForeign(identity),
+      confirm: async (identities, answered) => {
+        const client = this.#client;
+        if (client === undefined) return;
+        // ends once every name asked answered (not at a count of answers: a stranger's count)
+        const left = new Set<string>(identities);
+        const allAnswered = new AbortController();
+        const onFound = (identity: NodeIdentity): void => {
+          answered(identity);
+          if (left.delete(identity) && left.size === 0) allAnswered.abort();
+        };
+        const signal = AbortSignal.any([this.#stop.signal, allAnswered.signal]);
+        await client
+          .discover({ agent: 'choria_provision', identityFilter: identities, onFound, signal })
+          .catch(() => undefined);
+      },
+      admit: (c) => this.#add(c.identity, c.source, c.reportedVersion, 'admitted'),
+      ended: (how, n) => this.metrics.candidateEnded(how, n),
+      size: (n) => this.metrics.setCandidates(n),
+    });
+  }
+
   #outcomeRecorder(history: NodeHistory): OutcomeRecorder {
     return new OutcomeRecorder({
       metrics: this.metrics,
+      logger: this.logger,
       history,
       onSuccess: (identity) => {
         this.#policy.forgetHandover(identity);
@@ -266,7 +298,7 @@ export class Provisioner {
       history: this.#history,
       refusals: this.refusals,
       acceptsStartups: () => this.#acceptsStartups(),
-      offer: (identity, source, reportedVersion) => this.#add(identity, source, reportedVersion, 'offer'),
+      offer: (identity, _source, reportedVersion) => this.#heard(identity, 'event', reportedVersion),
       leftProvisioning: (identity) => this.#share.leftProvisioning(identity),
     });
     for (let i = 0; i < this.config.workers; i++) this.#workers.push(this.#work(i));
@@ -299,6 +331,7 @@ export class Provisioner {
     this.#unwatchLink?.();
     this.#unwatchRefusals?.();
     this.#rediscovery.stop();
+    this.#admission.stop();
     await this.#renewals?.stop();
     await stopParts({
       site: this.config.site,
@@ -348,8 +381,11 @@ export class Provisioner {
       return 0;
     }
     let added = 0;
+    const admitted: Promise<boolean>[] = [];
     const offer = (identity: NodeIdentity): void => {
-      if (this.#add(identity, 'discovery', undefined, 'offer')) added++;
+      const heard = this.#heard(identity, 'discovery', undefined, true);
+      if (heard === true) added++;
+      else if (heard !== false) admitted.push(heard);
     };
     // The first nodes start while the discovery listens on for late answers, unless the policy
     // wants the whole list first to shuffle it. Offered in small batches once the replies at hand
@@ -378,6 +414,8 @@ export class Provisioner {
     clearImmediate(offering);
     for (const identity of pending.splice(0)) offer(identity);
     if (!asFound) for (const identity of this.#policy.order(found)) offer(identity);
+    // the nodes not known before are added once they answered a directed discovery (admission.ts)
+    for (const ok of await Promise.all(admitted)) if (ok) added++;
     this.logger.debug(`Discovery found ${found.length} nodes, ${added} new`);
     return added;
   });
@@ -392,25 +430,72 @@ export class Provisioner {
     return id !== undefined && this.#add(id, source, reportedVersion, 'offer');
   }
 
-  /** offer(), and the path of a node an active/active hand-over moved here (not a new sighting). */
+  /**
+   * A node heard of (its startup event, a discovery answer): offered at once when the site knows
+   * it, else once it answered a directed discovery (admission.ts). An identity equal but for case
+   * to a known node is refused first (unless the site allows such twins). With `wait`, a
+   * candidate's promise of whether it was added.
+   */
+  #heard(identity: NodeIdentity, source: 'event' | 'discovery', version: string | undefined, wait?: false): boolean;
+  #heard(
+    identity: NodeIdentity,
+    source: 'event' | 'discovery',
+    version: string | undefined,
+    wait: true,
+  ): boolean | Promise<boolean>;
+  #heard(
+    identity: NodeIdentity,
+    source: 'event' | 'discovery',
+    version: string | undefined,
+    wait = false,
+  ): boolean | Promise<boolean> {
+    if (this.#state !== 'running') return false;
+    if (this.#caseTwinRefused(identity, source)) return false;
+    const candidate = { identity, source, reportedVersion: version };
+    const heard = wait ? this.#admission.heard(candidate, true) : this.#admission.heard(candidate);
+    if (heard === 'known') return this.#add(identity, source, version, 'offer');
+    return heard === 'candidate' ? false : heard;
+  }
+
+  /** An identity equal but for case to a node the site knows: refused (and counted) unless allowed. */
+  #caseTwinRefused(identity: NodeIdentity, source: 'event' | 'discovery'): boolean {
+    if (this.config.identityCaseTwins) return false;
+    const twin = this.#history.caseTwin(identity);
+    if (twin === undefined) return false;
+    this.refusals.refuse(
+      identity,
+      `it equals the known node ${twin} but for case, and certificate names ignore case ` +
+        '(identity_case_twins: true allows it)',
+      source,
+    );
+    return true;
+  }
+
+  /**
+   * offer(), the path of a node that just answered admission's directed discovery (queued ahead of
+   * the others: whatever answered most recently is tried first, so a burst of forged servers that
+   * answer and then go silent never stands between a real server that answered after them and a
+   * worker), and that of a node an active/active hand-over moved here (not a new sighting).
+   */
   #add(
     identity: NodeIdentity,
     source: DiscoverySource,
     reportedVersion: string | undefined,
-    how: 'offer' | TakenHow,
+    how: 'offer' | 'admitted' | TakenHow,
   ): boolean {
     if (this.#state !== 'running') return false;
     const now = Date.now();
     // a failing node waits out its back-off; a quarantined one waits for an operator or a reboot
     // and a node some instance just sent `restart` waits out its restart window (node-history.ts)
-    if (this.#history.deferral(identity, now, source) !== undefined) return false;
+    const deferral = this.#history.deferral(identity, now, source);
+    if (deferral !== undefined) return this.#notAdded(identity, source, deferral);
     // back in provisioning for its renewal: the hold after its last success is over
     const held = this.#list.get(identity);
     if (held?.state === 'held' && isRenewing(this.#history.get(identity))) this.#list.remove(held);
     // another member's node is kept for when its owner leaves (unless this instance is still busy with it)
     if (!this.#policy.mayWork(identity) && this.#list.get(identity) === undefined) {
       this.#policy.noteForeign(identity, source, now, reportedVersion);
-      return false;
+      return this.#notAdded(identity, source, "another active/active member's");
     }
     const { result, entry } = this.#list.offer(
       identity,
@@ -420,7 +505,8 @@ export class Provisioner {
       this.#history.get(identity)?.attempts ?? 0,
       reportedVersion,
     );
-    if (result !== 'added' || !this.#enqueue(entry)) return false;
+    if (result !== 'added') return this.#notAdded(identity, source, `${result}, ${entry.state}`);
+    if (!this.#enqueue(entry, how === 'admitted')) return false;
     if (how === 'granted') {
       this.logger.info(`Adding ${identity} to the provision list after another active/active member handed it over`);
     } else if (how === 'taken-back') {
@@ -436,10 +522,17 @@ export class Provisioner {
     return true;
   }
 
-  /** Puts an entry in the work queue; when the queue is full (or closed) the entry leaves the list. */
-  #enqueue(entry: ActiveEntry): boolean {
+  /** A node heard of that is not added, and why (at debug level: a discovery repeats it for every node). */
+  #notAdded(identity: NodeIdentity, source: DiscoverySource, why: string): false {
+    if (this.logger.isDebugEnabled()) this.logger.debug(`Not adding ${identity} from ${source}: ${why}`);
+    return false;
+  }
+
+  /** Puts an entry in the work queue (`first`: ahead of the rest); when full (or closed) the entry leaves the list. */
+  #enqueue(entry: ActiveEntry, first = false): boolean {
     try {
-      this.#queue.push(entry);
+      if (first) this.#queue.pushFront(entry);
+      else this.#queue.push(entry);
       return true;
     } catch (err) {
       this.#list.remove(entry);
@@ -559,7 +652,13 @@ export class Provisioner {
       result.outcome === 'skipped_locked' && this.#list.isCurrent(entry) && !this.#policy.mayWork(entry.identity);
     if (toOwner) this.#share.handOver(entry);
     const settled = toOwner ? undefined : this.#list.settle(entry, result.outcome, now, this.#policy.waitsOutLocks);
-    logOutcome(logger, entry.identity, result, settled === 'locked' ? entry.waitEndsAt : undefined);
+    logOutcome(
+      logger,
+      this.#recorder.logBudget,
+      entry.identity,
+      result,
+      settled === 'locked' ? entry.waitEndsAt : undefined,
+    );
     // its startup event came while the attempt ran, and could not add it then, or the attempt
     // found it back already (result.waitingAgain): the node is waiting in provisioning mode again
     // (an upgrade, a reboot), not until the next discovery
@@ -594,6 +693,7 @@ export class Provisioner {
    */
   #sweep(): void {
     const now = Date.now();
+    this.metrics.setHistoryRecords(this.#history.size);
     const due = this.#list.takeDue(now);
     for (const e of due.lockWaitsOver) this.#retryLocked(e, now);
     // a node still waiting is seen again by every discovery; one not seen for two intervals left

@@ -4,6 +4,7 @@
 // outcome table (OUTCOME_RULES) says what each outcome means; this applies it.
 import type { NodeIdentity } from '../choria/identity.js';
 import type { Logger } from 'winston';
+import { LogBudget } from '../util/log-budget.js';
 import { OUTCOMES, outcomeMeaning, type HostResult, type Outcome } from '../host/types.js';
 import type { ProvisionerMetrics } from '../metrics/metrics.js';
 import type { NodeHistory } from './history/index.js';
@@ -21,6 +22,8 @@ export interface EndedAttempt {
 
 export interface OutcomeRecorderOptions {
   readonly metrics: ProvisionerMetrics;
+  /** where the sums of the failures left out of the log go */
+  readonly logger: Logger;
   readonly history: NodeHistory;
   /** a node was finished here (provisioned, shut down, upgraded) */
   readonly onSuccess: (identity: NodeIdentity) => void;
@@ -33,9 +36,12 @@ export class OutcomeRecorder {
   readonly #throughput = new RecentThroughput();
   readonly #counts = new Map<Outcome, number>(OUTCOMES.map((o) => [o, 0]));
   #finished = 0;
+  /** node failures are written within this budget: forged servers can fail as fast as they are tried */
+  readonly logBudget: LogBudget;
 
   constructor(opts: OutcomeRecorderOptions) {
     this.#opts = opts;
+    this.logBudget = new LogBudget(opts.logger);
   }
 
   /** Nodes this instance finished (provisioned, shut down, upgraded) since it started. */
@@ -58,6 +64,10 @@ export class OutcomeRecorder {
     const meaning = outcomeMeaning(result.outcome);
     this.#opts.metrics.attemptEnded(result.outcome);
     this.#counts.set(result.outcome, (this.#counts.get(result.outcome) ?? 0) + 1);
+    this.#throughput.note(meaning, now);
+    // the history holds servers, not names: a node with no record that was gone before it answered
+    // any directed request (a forged name that answered admission and went silent) leaves none
+    if (result.outcome === 'gone' && this.#opts.history.get(identity) === undefined) return;
     const record = this.#opts.history.attempted(identity, {
       outcome: result.outcome,
       message: result.message,
@@ -74,7 +84,6 @@ export class OutcomeRecorder {
       );
     else if (meaning === 'failure' && record.notBefore !== undefined)
       logger.info(`Not trying ${identity} again before ${iso(record.notBefore)} (failure ${record.failures} in a row)`);
-    this.#throughput.note(meaning, now);
     if (meaning === 'success') {
       this.#finished++;
       this.#opts.onSuccess(identity);
@@ -88,6 +97,7 @@ export class OutcomeRecorder {
  */
 export function logOutcome(
   logger: Logger,
+  budget: LogBudget,
   identity: string,
   result: HostResult,
   lockWaitUntil: number | undefined,
@@ -110,7 +120,9 @@ export function logOutcome(
       logger.info(`Upgraded ${identity}, it will be provisioned when it comes back`);
       break;
     case 'gone':
-      logger.warn(`Dropped ${identity} for now: ${result.message ?? 'it stopped answering'}`);
+      // a forged server that answers and then goes silent ends here: within the log's budget
+      if (budget.allows('node-failure'))
+        logger.warn(`Dropped ${identity} for now: ${result.message ?? 'it stopped answering'}`);
       break;
     case 'dry_run':
       logger.info(`${identity}: ${result.message ?? 'dry run'}`);
@@ -127,7 +139,8 @@ export function logOutcome(
       else logger.info(`Skipping ${identity}: another provisioner holds its provisioning lock`);
       break;
     default:
-      logger.error(`Could not provision ${identity}: ${result.message ?? result.outcome}`);
+      if (budget.allows('node-failure'))
+        logger.error(`Could not provision ${identity}: ${result.message ?? result.outcome}`);
   }
   // the message is the public one (what the monitor port shows); the full text, redacted, is for debugging
   if (result.detail !== undefined && logger.isDebugEnabled())

@@ -77,6 +77,11 @@ export class WorkPolicy {
     );
   }
 
+  /** Whether `identity` is kept as another member's node (it answered once, so it is known). */
+  isForeign(identity: string): boolean {
+    return this.#foreign.has(identity);
+  }
+
   /** Another member handed `identity` to this instance: ours now, no longer a foreign node. */
   granted(identity: string, now: number): void {
     this.#foreign.delete(identity);

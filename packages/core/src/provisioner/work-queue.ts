@@ -53,6 +53,23 @@ export class WorkQueue<T> {
     this.#length++;
   }
 
+  /**
+   * Adds an item to be taken before every other one (the newest first among such items); a
+   * waiting consumer gets it at once. Throws QueueFullError when full.
+   */
+  pushFront(item: T): void {
+    if (this.#closed) throw new QueueClosedError();
+    const waiter = this.#waiters.shift();
+    if (waiter !== undefined) {
+      waiter.resolve(item);
+      return;
+    }
+    if (this.#length >= this.capacity) throw new QueueFullError(this.#length, this.capacity);
+    this.#head = (this.#head - 1 + this.capacity) % this.capacity;
+    this.#items[this.#head] = item;
+    this.#length++;
+  }
+
   /** Takes the oldest item, waiting for one if empty. Rejects with QueueClosedError after close(). */
   pop(): Promise<T> {
     if (this.#length > 0) {

@@ -66,6 +66,9 @@ function redactValue(value: unknown, depth: number): unknown {
   return out;
 }
 
+/** Characters of one string field of a log line: with the message (SHOWN_TEXT_MAX) a line stays near 4 KB. */
+const LOG_FIELD_MAX = 400;
+
 const redact = winston.format((info) => {
   // the last line of defence: whatever a message quotes, no PEM block, JWT or nkey seed is written
   if (typeof info.message === 'string') info.message = visibleText(maskKnownSecrets(info.message));
@@ -73,7 +76,7 @@ const redact = winston.format((info) => {
     if (k === 'level' || k === 'message') continue;
     const v = info[k];
     if (SECRET_FIELDS.has(k.toLowerCase()) && v !== '' && v !== undefined) info[k] = '[redacted]';
-    else info[k] = visibleStrings(redactValue(v, 0));
+    else info[k] = visibleStrings(redactValue(v, 0), 32, LOG_FIELD_MAX);
   }
   return info;
 });

@@ -7,6 +7,7 @@ import type { NodeIdentity } from '../../src/choria/identity.js';
 import type { DecodedReply } from '../../src/choria/protocol/types.js';
 import { DirectedRequest, DiscoveryRequest, type RequestMux } from '../../src/choria/request.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { LogBudget } from '../../src/util/log-budget.js';
 
 const msg = (sender: string): Msg => ({ data: Buffer.from(sender) }) as unknown as Msg;
 const text = (m: Msg): string => Buffer.from(m.data).toString();
@@ -18,6 +19,7 @@ function directed(mux: RequestMux, o: { timeoutMs?: number; graceMs?: number; si
     mux,
     ...(o.signal !== undefined ? { signal: o.signal } : {}),
     logger: silentLogger(),
+    budget: new LogBudget(silentLogger()),
     identity: 'n1.example.net',
     what: 'request rpcutil#ping to n1.example.net',
     timeoutMs: o.timeoutMs ?? 1_000,

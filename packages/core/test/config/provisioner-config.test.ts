@@ -92,6 +92,7 @@ describe('defaults', () => {
       retryBackoffMaxMs: 1_800_000,
       quarantineAfter: 0,
       quarantineReleaseOnStartup: true,
+      identityCaseTwins: false,
       leaderElectionKey: 'provisioner',
       leaderElectionBucket: 'CHORIA_LEADER_ELECTION',
       streamsApiPrefix: 'choria.streams',

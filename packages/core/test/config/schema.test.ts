@@ -69,6 +69,7 @@ describe('provisioner schema', () => {
       'history_bucket',
       'history_store',
       'history_ttl',
+      'identity_case_twins',
       'leader_election_bucket',
       'leader_election_key',
       'liveness_timeout',

@@ -40,8 +40,17 @@ export class FilterMatcher {
     return this.regex(body, false)?.test(value) ?? false;
   }
 
+  /** each identity list once split into its exact names and its regexes: a broadcast's filter is shared by every node */
+  private readonly identityLists = new WeakMap<readonly string[], { exact: Set<string>; patterns: string[] }>();
+
   matchIdentity(entries: readonly string[], identity: string): boolean {
-    return entries.some((e) => this.entryMatches(e, identity));
+    let list = this.identityLists.get(entries);
+    if (list === undefined) {
+      list = { exact: new Set(entries.filter((e) => regexBody(e) === undefined)), patterns: [] };
+      list.patterns = entries.filter((e) => regexBody(e) !== undefined);
+      this.identityLists.set(entries, list);
+    }
+    return list.exact.has(identity) || list.patterns.some((e) => this.entryMatches(e, identity));
   }
 
   matchAgents(entries: readonly string[], agents: readonly string[]): boolean {

@@ -37,6 +37,10 @@ export class ForeignNodes {
     while (this.#nodes.size > this.#capacity) this.#nodes.delete(this.#nodes.keys().next().value as string);
   }
 
+  has(identity: string): boolean {
+    return this.#nodes.has(identity);
+  }
+
   delete(identity: string): boolean {
     return this.#nodes.delete(identity);
   }

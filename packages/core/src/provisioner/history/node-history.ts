@@ -96,6 +96,8 @@ export const DEFAULT_HISTORY_CAPACITY = 100_000;
 export class NodeHistory {
   /** the visible records, in order of last change, oldest first (capacity and age evict from the front) */
   readonly #records = new Map<string, NodeRecord>();
+  /** the identities recorded, by their lower-case form (certificate names ignore case) */
+  readonly #byCase = new Map<string, string>();
   readonly #opts: NodeHistoryOptions;
   readonly #capacity: number;
   readonly #shared: SharedRecords<NodeRecord>;
@@ -152,6 +154,12 @@ export class NodeHistory {
 
   get(identity: string): NodeRecord | undefined {
     return this.#records.get(identity);
+  }
+
+  /** A recorded identity equal to `identity` but for case (not `identity` itself), if any. */
+  caseTwin(identity: string): string | undefined {
+    const known = this.#byCase.get(identity.toLowerCase());
+    return known === undefined || known === identity ? undefined : known;
   }
 
   records(): IterableIterator<NodeRecord> {
@@ -347,6 +355,8 @@ export class NodeHistory {
   #put(record: NodeRecord): void {
     this.#drop(record.identity);
     this.#records.set(record.identity, record);
+    const lower = record.identity.toLowerCase();
+    if (!this.#byCase.has(lower)) this.#byCase.set(lower, record.identity);
     if (record.quarantinedAt !== undefined) this.#quarantined++;
     while (this.#records.size > this.#capacity) this.#forget(this.#records.keys().next().value as string);
   }
@@ -357,6 +367,8 @@ export class NodeHistory {
     if (r === undefined) return;
     if (r.quarantinedAt !== undefined) this.#quarantined--;
     this.#records.delete(identity);
+    const lower = identity.toLowerCase();
+    if (this.#byCase.get(lower) === identity) this.#byCase.delete(lower);
   }
 
   #forget(identity: string): void {

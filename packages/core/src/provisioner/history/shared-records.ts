@@ -241,15 +241,17 @@ export class SharedRecords<T> {
   /** Starts writing through to `backing`, beginning with every change made before it was there. */
   attach(backing: SharedBacking<T> | undefined): void {
     this.#backing = backing;
-    if (backing !== undefined) this.flush();
+    if (backing === undefined) return;
+    for (const id of this.#changes.keys()) this.#queued.add(id);
+    this.flush();
   }
 
   /** Writes what is queued (again after failed writes; a finished write starts the next by itself). */
   flush(): void {
     if (this.#backing === undefined) return;
-    for (const id of this.#changes.keys()) {
+    for (const id of this.#queued) {
       if (this.#writing.size >= this.#maxInFlight) return;
-      this.#write(id);
+      if (!this.#writing.has(id)) this.#write(id);
     }
   }
 

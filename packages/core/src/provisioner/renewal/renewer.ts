@@ -160,12 +160,12 @@ export class Renewer {
 
   #tick(): void {
     const now = this.#now();
-    const { due, inFlight } = this.#look(now);
+    const { due, inFlight, soon } = this.#look(now);
     this.#noteEnded(inFlight, now);
     const round = this.#round.round;
     this.#opts.metrics.setRenewals(due.length, inFlight.length, round.stopped !== undefined);
     if (this.#opts.dryRun === true) return this.#report(due);
-    this.#tendRound(due.length + inFlight.length, now);
+    this.#tendRound(due.length + inFlight.length + soon, now);
     if (round.stopped !== undefined) return this.#sayStopped(round.stopped, now);
     const taken = new Set(this.#round.round.slots.map((s) => s.identity));
     const mine = due.filter(
@@ -188,17 +188,24 @@ export class Renewer {
     await Promise.allSettled([...this.#sending]);
   }
 
-  /** One pass over the site's nodes: those due (soonest first) and those in flight. */
-  #look(now: number): { due: NodeRecord[]; inFlight: NodeRecord[] } {
+  /**
+   * One pass over the site's nodes: those due (soonest first), those in flight, and how many more
+   * fall due within a return timeout. A round stays open while any do: a fleet provisioned in one
+   * burst falls due over its renewal window, and a round that ended whenever its slots emptied
+   * would wait for a new canary between every few nodes, and run out of time under faults.
+   */
+  #look(now: number): { due: NodeRecord[]; inFlight: NodeRecord[]; soon: number } {
     const s = this.#opts.settings;
     const due: { r: NodeRecord; at: number }[] = [];
     const inFlight: NodeRecord[] = [];
+    let soon = 0;
     for (const r of this.#opts.history.records()) {
       const state = renewalState(r, now, s);
       if (state === 'in-flight') inFlight.push(r);
       else if (state === 'due') due.push({ r, at: renewalDueAt(r, s) ?? now });
+      else if (state === 'scheduled' && (renewalDueAt(r, s) ?? Infinity) <= now + s.returnTimeoutMs) soon++;
     }
-    return { due: due.sort((a, b) => a.at - b.at).map((d) => d.r), inFlight };
+    return { due: due.sort((a, b) => a.at - b.at).map((d) => d.r), inFlight, soon };
   }
 
   /**
@@ -385,8 +392,23 @@ export class Renewer {
       const silent = unanswered === undefined ? '' : `, which it did not answer (${unanswered})`;
       const still = answers ? `; it still answers on the fleet's collective after ${lost + 1} sends` : '';
       const why = `not provisioned again within ${formatMs(limit)} of reprovision${silent}${still}`;
-      this.#judge(identity, renewalFailed(sentAt, why, now), true);
+      this.#judge(identity, renewalFailed(sentAt, why, now), this.#leftItsConfiguration(identity, sentAt));
     });
+  }
+
+  /**
+   * Whether a renewal not back stops the renewals at once: the node was the round's canary, or
+   * something shows that `reprovision` took it out of its configuration (it answered the request
+   * here, or it came back into provisioning mode) and it was not provisioned again, so what
+   * `reprovision` does to this fleet is in doubt. A node with no sign that it ever got the request
+   * (its sender died between recording and sending it, the broker lost it, the node was cut off)
+   * says nothing about the fleet: its failure counts toward `renewal_failure_limit` like a refusal.
+   */
+  #leftItsConfiguration(identity: string, sentAt: number): boolean {
+    const round = this.#round.round;
+    if (round.canary?.identity === identity && !round.canaryBack) return true;
+    const sent = this.#sent.get(identity);
+    return (sent !== undefined && sent.unanswered === undefined) || this.#cameBack(identity, sentAt);
   }
 
   /** Whether an attempt on the node ended after its `reprovision` was sent: it came back into provisioning mode. */

@@ -164,6 +164,58 @@ describe('Renewer', () => {
     expect(l.events).toEqual(['sent', 'failed']);
   });
 
+  it('past its canary, a node with no sign it got reprovision fails without stopping the renewals', async () => {
+    const l = lab(3, { failureLimit: 3, concurrency: 2 });
+    l.clock.now = allDue;
+    await tick(l);
+    const canary = l.sent[0] ?? '';
+    provisioned(l.history, canary, l.clock.now + 1_000);
+    l.clock.now += 2_000;
+    // the rest are sent, and never answer (their sender could as well have died before sending)
+    l.answer = () => ({ kind: 'no-reply', reason: 'no reply within 10 s' });
+    await tick(l);
+    expect(l.sent).toHaveLength(3);
+    l.clock.now += 5 * MIN + 1;
+    await tick(l);
+    l.clock.now += SILENT_RECHECK_MS;
+    await tick(l);
+    expect(l.renewer.view(10).failed).toHaveLength(2);
+    // two failures in a row, below the limit of three: the renewals go on
+    expect(l.renewer.stopped).toBeUndefined();
+  });
+
+  it('past its canary, a node that answered reprovision and is not back stops the renewals at once', async () => {
+    const l = lab(2, { failureLimit: 3, concurrency: 2 });
+    l.clock.now = allDue;
+    await tick(l);
+    provisioned(l.history, l.sent[0] ?? '', l.clock.now + 1_000);
+    l.clock.now += 2_000;
+    await tick(l);
+    expect(l.sent).toHaveLength(2);
+    l.clock.now += 5 * MIN + 1;
+    await tick(l);
+    l.clock.now += SILENT_RECHECK_MS;
+    await tick(l);
+    expect(l.renewer.stopped).toMatch(/a node's renewal failed: not provisioned again/);
+  });
+
+  it('a round stays open while more nodes fall due within a return timeout: no new canary between them', async () => {
+    // a window of 1 %: each node is due exactly 99 min after it was provisioned
+    const l = lab(0, { windowPercent: 1, concurrency: 2 });
+    provisioned(l.history, 'a.example.net', 0);
+    for (const id of ['b', 'c', 'd']) provisioned(l.history, `${id}.example.net`, 2 * MIN);
+    l.clock.now = 99 * MIN;
+    await tick(l);
+    expect(l.sent).toEqual(['a.example.net']);
+    provisioned(l.history, 'a.example.net', 100 * MIN);
+    l.clock.now = 100 * MIN + 1_000;
+    await tick(l); // the canary is back, its slot free, b, c and d due within the return timeout
+    l.clock.now = 101 * MIN + 1_000;
+    await tick(l);
+    // the round went on: `concurrency` at once, not one new canary
+    expect(l.sent).toHaveLength(3);
+  });
+
   it('a node that did not answer reprovision and is not back in time fails with both causes', async () => {
     const l = lab(3);
     l.answer = () => ({ kind: 'no-reply', reason: 'no reply from n0.example.net within 10 s' });
