@@ -89,15 +89,20 @@ describe('a flood from the provisioning account', () => {
     const s = await h.broker({ jetstream: true, choriaAccounts: false });
     const N = 2_000;
     const others = Array.from({ length: N }, (_, i) => `other-${i}.example.net`);
-    // a forged server answers inventory with status 5 and a 600,000-character message, and every
-    // request to it gets N more replies from other valid identities
+    // a forged server answers every request with status 5 and a 600,000-character message
     const responders = await startResponders({
       url: s.url,
       identities: ['huge-1.example.net'],
-      extraSenders: { 'huge-1.example.net': others },
       onRpc: (ctx) => ({ action: ctx.request.action, statuscode: 5, statusmsg: 'x'.repeat(600_000), data: {} }),
     });
     h.onCleanup(() => responders.close());
+    // and every request to a real node gets N more replies from other valid identities
+    const crowded = await startResponders({
+      url: s.url,
+      identities: ['crowded-1.example.net'],
+      extraSenders: { 'crowded-1.example.net': others },
+    });
+    h.onCleanup(() => crowded.close());
     // and someone answers the first discovery with N replies to request ids never sent
     const codec = codecFor('v1');
     let flooded = false;
@@ -188,6 +193,7 @@ describe('a flood from the provisioning account', () => {
       identity: 'other.example.net',
     });
     await allowing.start();
+    await allowing.client?.nats.flush();
     nc.publish(STARTUP, startup('CASE-1.example.net'));
     await nc.flush();
     await until(

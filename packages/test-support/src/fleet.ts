@@ -232,7 +232,8 @@ export async function metricValue(
   labels: Record<string, string> = {},
 ): Promise<number> {
   // summaries and histograms list their _sum/_count series under the base metric
-  const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name || name.startsWith(`${m.name}_`));
+  const metrics = await registry.getMetricsAsJSON();
+  const metric = metrics.find((m) => m.name === name) ?? metrics.find((m) => name.startsWith(`${m.name}_`));
   const values: { value: number; labels: Record<string, unknown>; metricName?: string }[] = metric?.values ?? [];
   const series = values.find(
     (v) =>

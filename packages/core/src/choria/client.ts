@@ -485,6 +485,8 @@ export class ChoriaClient {
 
   /** Fails outstanding requests, drops the subscriptions, and closes the connection if it owns it. */
   async close(): Promise<void> {
+    // what the log's budget left out is summed up now, not after the process may have gone
+    this.#budget.flush();
     if (this.#closed) return;
     this.#closed = true;
     this.#failPending(new ClientClosedError('the Choria client was closed'));

@@ -116,6 +116,11 @@ export class RefusedIdentities {
     );
   }
 
+  /** Writes the sums of what the log's budget left out so far (a stop). */
+  flushLog(): void {
+    this.#budget.flush();
+  }
+
   /** The identity of `text`, or undefined after refusing it. */
   admit(text: string, source: IdentitySource): NodeIdentity | undefined {
     const why = whyNotIdentity(text);

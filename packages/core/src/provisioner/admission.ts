@@ -20,6 +20,12 @@ export const MAX_CANDIDATES = 10_000;
 export const CONFIRM_BATCH = 500;
 /** Directed discoveries in flight at once. */
 export const CONFIRM_CONCURRENCY = 4;
+/**
+ * Answered candidates offered per turn of the event loop: a burst of answers read at once is
+ * offered a few dozen at a time, and what else came on the connection (a member's heartbeat, an
+ * answer to another request) is read in between.
+ */
+export const ADMIT_BATCH = 50;
 
 /** An identity heard of, and how. */
 export interface Candidate {
@@ -62,6 +68,9 @@ export class Admission {
   readonly #asking = new Map<NodeIdentity, Entry>();
   #inFlight = 0;
   #pumping: NodeJS.Immediate | undefined;
+  /** answered, to be offered in batches */
+  readonly #toAdmit: Entry[] = [];
+  #admitting: NodeJS.Immediate | undefined;
   #stopped = false;
 
   constructor(o: AdmissionOptions) {
@@ -119,6 +128,8 @@ export class Admission {
   stop(): void {
     this.#stopped = true;
     this.clear();
+    clearImmediate(this.#admitting);
+    for (const entry of this.#toAdmit.splice(0)) end(entry, false);
   }
 
   #schedule(): void {
@@ -144,6 +155,13 @@ export class Admission {
     }
   }
 
+  #admitSome(): void {
+    this.#admitting = undefined;
+    for (const entry of this.#toAdmit.splice(0, ADMIT_BATCH))
+      end(entry, !this.#stopped && this.#o.admit(entry.candidate));
+    if (this.#toAdmit.length > 0) this.#admitting = setImmediate(() => this.#admitSome());
+  }
+
   async #ask(asked: Map<NodeIdentity, Entry>): Promise<void> {
     this.#inFlight++;
     let admitted = 0;
@@ -153,7 +171,8 @@ export class Admission {
       asked.delete(identity);
       this.#asking.delete(identity);
       admitted++;
-      end(entry, !this.#stopped && this.#o.admit(entry.candidate));
+      this.#toAdmit.push(entry);
+      this.#admitting ??= setImmediate(() => this.#admitSome());
     };
     try {
       await this.#o.confirm([...asked.keys()], answered);

@@ -197,7 +197,8 @@ export class Provisioner {
       confirm: async (identities, answered) => {
         const client = this.#client;
         if (client === undefined) return;
-        // ends once every name asked answered (not at a count of answers: a stranger's count)
+        // ends once every name asked answered (not at a count of answers: a stranger's count), else
+        // at the discovery's overall limit: no quiet spell after a stranger's answer ends it early
         const left = new Set<string>(identities);
         const allAnswered = new AbortController();
         const onFound = (identity: NodeIdentity): void => {
@@ -206,7 +207,7 @@ export class Provisioner {
         };
         const signal = AbortSignal.any([this.#stop.signal, allAnswered.signal]);
         await client
-          .discover({ agent: 'choria_provision', identityFilter: identities, onFound, signal })
+          .discover({ agent: 'choria_provision', identityFilter: identities, onFound, listenToEnd: true, signal })
           .catch(() => undefined);
       },
       admit: (c) => this.#add(c.identity, c.source, c.reportedVersion, 'admitted'),
@@ -352,6 +353,8 @@ export class Provisioner {
       helper: this.#helper,
       client: this.#opts.client === undefined ? this.#client : undefined,
     });
+    this.refusals.flushLog();
+    this.#recorder.logBudget.flush();
     this.#state = 'stopped';
     this.logger.info(`Stopped provisioner for site "${this.config.site}"`);
   }

@@ -65,9 +65,6 @@ export class OutcomeRecorder {
     this.#opts.metrics.attemptEnded(result.outcome);
     this.#counts.set(result.outcome, (this.#counts.get(result.outcome) ?? 0) + 1);
     this.#throughput.note(meaning, now);
-    // the history holds servers, not names: a node with no record that was gone before it answered
-    // any directed request (a forged name that answered admission and went silent) leaves none
-    if (result.outcome === 'gone' && this.#opts.history.get(identity) === undefined) return;
     const record = this.#opts.history.attempted(identity, {
       outcome: result.outcome,
       message: result.message,

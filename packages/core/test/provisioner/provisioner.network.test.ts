@@ -23,6 +23,9 @@ async function setup(
 ) {
   const srv: RunningNatsServer = await startNatsServer({ jetstream: false });
   cleanups.push(() => srv.stop());
+  // every name asked for by name is a live node: it answers admission's directed discovery
+  const nodes = await discoveryResponder(srv.url, (req, send) => req.filter.identity.forEach(send));
+  cleanups.push(() => nodes.close());
   const config = testConfig(`workers: ${opts.workers ?? 2}\n${opts.yaml ?? ''}`);
   const registry = new Registry();
   const p = new Provisioner({

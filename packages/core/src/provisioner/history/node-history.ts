@@ -92,6 +92,8 @@ export type Deferral = 'quarantined' | 'backoff' | 'restarting';
 export const RESTART_WINDOW_MS = 20_000;
 
 export const DEFAULT_HISTORY_CAPACITY = 100_000;
+/** How many of the oldest records are looked at for one never provisioned when the history is full. */
+const EVICTION_SCAN = 256;
 
 export class NodeHistory {
   /** the visible records, in order of last change, oldest first (capacity and age evict from the front) */
@@ -358,7 +360,22 @@ export class NodeHistory {
     const lower = record.identity.toLowerCase();
     if (!this.#byCase.has(lower)) this.#byCase.set(lower, record.identity);
     if (record.quarantinedAt !== undefined) this.#quarantined++;
-    while (this.#records.size > this.#capacity) this.#forget(this.#records.keys().next().value as string);
+    while (this.#records.size > this.#capacity) this.#forget(this.#evictable());
+  }
+
+  /**
+   * The record to forget when there are too many: the least recently changed of the oldest
+   * EVICTION_SCAN that was never provisioned (a name that answered once, maybe a forged one), else
+   * the oldest. So names that answered and went silent make room for each other before a
+   * provisioned server's record goes.
+   */
+  #evictable(): string {
+    let scanned = 0;
+    for (const r of this.#records.values()) {
+      if (r.provisionedAt === undefined && r.quarantinedAt === undefined) return r.identity;
+      if (++scanned >= EVICTION_SCAN) break;
+    }
+    return this.#records.keys().next().value as string;
   }
 
   /** Takes the visible record out (the shared copy's knowledge of it stays). */

@@ -160,6 +160,18 @@ describe('NodeHistory', () => {
     expect(h.size).toBe(2);
   });
 
+  it('beyond its capacity, forgets names that were never provisioned before a provisioned server', () => {
+    const h = history({ backoffMs: 0, capacity: 3 });
+    h.attempted('server-1', provisioned(1));
+    h.attempted('server-2', provisioned(2));
+    // names that answered once and went silent (a flood of forged servers, say)
+    for (let i = 0; i < 100; i++) h.attempted(`forged-${i}`, failed(10 + i));
+    expect(h.get('server-1')).toBeDefined();
+    expect(h.get('server-2')).toBeDefined();
+    expect(h.get('forged-99')).toBeDefined();
+    expect(h.size).toBe(3);
+  });
+
   it('forgets records unchanged for the TTL', () => {
     const h = history({ ttlMs: 1000 });
     h.attempted('old', failed(0));
