@@ -6,9 +6,9 @@
 //              broker takes them; then one real (simulated) server boots and announces itself
 //   answering  2,000 forged servers that announce themselves and answer every discovery, filtered
 //              or not, and then nothing else; then one real server
-//   log        20,000 replies to request ids never sent, 20,000 replies from another identity to a
-//              real server's request, 20,000 startup events with invalid identities, and four
-//              forged servers answering `inventory` with status 5 and a 600,000-character message
+//   log        20,000 replies to request ids never sent, 20,000 replies from other identities to a
+//              node's request, 20,000 startup events with invalid identities, and four forged
+//              servers answering every request with status 5 and a 600,000-character message
 //
 // Each reports the time from the real server's start to its provisioning, the provisioner's RSS
 // before and at its peak (VmHWM), the history records (choria_provisioner_history_records) and
@@ -174,16 +174,22 @@ async function answering(nc) {
 async function logFlood(nc, url) {
   const n = SIZES.log;
   for (let i = 0; i < n; i++) nc.publish(STARTUP, startup(`bad name ${i}`));
-  // four forged servers: a huge status message for every request, and n / 4 replies from another identity each
+  // four forged servers answer every request with status 5 and a 600,000-character message
   const huge = ['huge-1', 'huge-2', 'huge-3', 'huge-4'].map((h) => `${h}.example.net`);
   const body = encodeRpcReply({ action: 'inventory', statuscode: 5, statusmsg: 'x'.repeat(600_000), data: {} });
-  for (const id of huge) {
+  // and a node that answers well gets n replies from other valid identities to its first request
+  const crowded = 'crowded-1.example.net';
+  const ok = encodeRpcReply({ action: 'inventory', statuscode: 0, statusmsg: 'OK', data: {} });
+  let crowdedOnce = false;
+  for (const id of [...huge, crowded]) {
     const handle = (msg, directed) => {
       const req = codec.decodeRequest(msg.data);
       if (req.agent === 'discovery') return reply(nc, req, id, DISCOVERY_REPLY_BODY);
       if (!directed) return;
-      for (let i = 0; i < n / 4; i++) reply(nc, req, `other-${i}.example.net`, body);
-      reply(nc, req, id, body);
+      if (id !== crowded) return reply(nc, req, id, body);
+      if (!crowdedOnce) for (let i = 0; i < n; i++) reply(nc, req, `other-${i}.example.net`, ok);
+      crowdedOnce = true;
+      reply(nc, req, id, ok);
     };
     nc.subscribe('provisioning.broadcast.agent.discovery', { callback: (_e, m) => handle(m, false) });
     nc.subscribe(`provisioning.node.${id}`, { callback: (_e, m) => handle(m, true) });

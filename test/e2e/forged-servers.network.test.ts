@@ -52,8 +52,9 @@ const HOSTILE = [
 /** Valid identities with hostile behaviour. */
 const STATUS_NODE = 'status-1.example.net';
 const DEEP_NODE = 'deep-1.example.net';
-const STATUS_TEXT = 'refused \u001b[2J\u001b[1;31mCLEARED\u0007 by the node';
-const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+// with characters a reader cannot see: a zero-width space, a soft hyphen, a tag character
+const STATUS_TEXT = 'refused \u001b[2J\u001b[1;31mCLEARED\u0007 by the\u200b no\u00adde\u{e0041}';
+const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\p{Cf}\p{Default_Ignorable_Code_Point}]/u;
 
 function nested(depth: number): unknown {
   let v: unknown = 'bottom';
@@ -228,6 +229,7 @@ describe('forged servers in provisioning mode', () => {
     const printed = out.join('\n');
     expect(printed).toContain(STATUS_NODE);
     expect(printed).toContain('\\u001b[2J');
+    expect(printed).toContain('the\\u200b no\\u00adde\\udb40\\udc41');
     expect(printed).not.toMatch(RAW);
 
     // the log: no raw control character, every line a record of its own (none forged)
@@ -238,8 +240,8 @@ describe('forged servers in provisioning mode', () => {
       expect(line, line.slice(0, 200)).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z (DEBUG|INFO |WARN |ERROR) /);
     expect(lines.some((l) => l.startsWith('2026-12-06T17:00:00.000Z'))).toBe(false);
     // the node's status message reached the log, escaped
-    expect(log).toContain('refused \\u001b[2J\\u001b[1;31mCLEARED\\u0007 by the node');
-    // each refused text is logged once, however often it came
+    expect(log).toContain('refused \\u001b[2J\\u001b[1;31mCLEARED\\u0007 by the\\u200b no\\u00adde\\udb40\\udc41');
+    // refusals are written within the log's budget, however often they came
     const refusedLines = lines.filter((l) => l.includes('Refused the node identity') && l.includes('xxxxxxxx'));
     expect(refusedLines.length).toBeGreaterThan(0);
     expect(refusedLines.length).toBeLessThanOrEqual(3); // once from events, once from discovery, maybe once from a reply

@@ -21,10 +21,36 @@ import type { ClaimSource, RecordedChange } from '../host/claim.js';
 import type { IssuedCredentials } from '../host/credentials.js';
 import { formatMs } from '../util/duration.js';
 import { errorText } from '../util/values.js';
+import { leaseLapsedError } from '../util/cancelled.js';
 import type { NodeHistory } from './history/index.js';
 
 /** How long a configure or restart waits for the shared history to take its record before it is sent anyway. */
 export const SENDING_RECORD_WAIT_MS = 2_000;
+/**
+ * Where another process may take the node over (a next leader, an active/active member after a
+ * claim), how long a configure or restart waits for its record to be shared, even while the
+ * history is slow; without it nothing is sent.
+ */
+export const SHARED_INTENT_WAIT_MS = 10_000;
+
+/**
+ * Records a configure or restart in the node's history and waits until the shared copy has it:
+ * whoever takes the node next must know that it may be configured (and restart it rather than
+ * configure it again). Throws a cancellation when the record is not shared within
+ * SHARED_INTENT_WAIT_MS: nothing is sent then. The one rule for every coordinated mode.
+ */
+export async function recordSharedIntent(
+  history: NodeHistory,
+  identity: string,
+  what: RecordedChange,
+  at: number,
+  credentials?: IssuedCredentials,
+): Promise<void> {
+  const opts = { credentials, evenIfSlow: true };
+  const written = await history.sending(identity, what, at, SHARED_INTENT_WAIT_MS, opts);
+  if (written !== 'written' && written !== 'not-waited')
+    throw leaseLapsedError(what, `its record was not shared within ${formatMs(SHARED_INTENT_WAIT_MS)} (${written})`);
+}
 
 /** Something whose right to act ends at a time on performance.now()'s clock. */
 export interface LeaseSource {
@@ -79,8 +105,14 @@ export class SiteLease implements ClaimSource {
     return undefined;
   }
 
-  /** Records the configure or restart in the node's history before it is sent (bounded wait). */
+  /**
+   * Records the configure or restart in the node's history before it is sent. Under leader election
+   * with a shared history the next leader must know of it (recordSharedIntent); otherwise the wait
+   * is bounded and the request goes without the record when the history is slow.
+   */
   async recordIntent(identity: string, what: RecordedChange, credentials?: IssuedCredentials): Promise<void> {
+    if (this.#opts.election !== undefined && this.#opts.history.shared)
+      return recordSharedIntent(this.#opts.history, identity, what, this.#wallClock(), credentials);
     try {
       const at = this.#wallClock();
       const done = await this.#opts.history.sending(identity, what, at, SENDING_RECORD_WAIT_MS, { credentials });

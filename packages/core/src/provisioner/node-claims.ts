@@ -23,9 +23,9 @@ import type { IssuedCredentials } from '../host/credentials.js';
 import { Claim } from '../host/claim.js';
 import type { HostResult, HostRunner } from '../host/types.js';
 import { formatMs } from '../util/duration.js';
-import { leaseLapsedError } from '../util/cancelled.js';
 import type { NodeHistory, NodeRecord } from './history/index.js';
 import { emptyRecord } from './history/record.js';
+import { recordSharedIntent } from './lease.js';
 
 /** How long a claim lasts without being renewed, on the clock of whoever reads it. */
 export const CLAIM_LIFE_MS = 30_000;
@@ -125,18 +125,9 @@ export class NodeClaims {
       this.#mine.set(identity, renewedAt);
   }
 
-  /**
-   * Records a configure or restart in the node's history and waits until the shared copy has it,
-   * even while it is slow: under a claim, whoever takes the node next must know that it may be
-   * configured (and restart it rather than configure it again). Throws a cancellation when the
-   * record is not shared within CLAIM_WAIT_MS: nothing is sent then.
-   */
+  /** Records a configure or restart and waits until it is shared (recordSharedIntent): under a claim, nothing blind. */
   async recordIntent(identity: string, what: RecordedChange, credentials?: IssuedCredentials): Promise<void> {
-    const at = this.#wallClock();
-    const opts = { credentials, evenIfSlow: true };
-    const written = await this.#opts.history.sending(identity, what, at, CLAIM_WAIT_MS, opts);
-    if (written !== 'written' && written !== 'not-waited')
-      throw leaseLapsedError(what, `its record was not shared within ${formatMs(CLAIM_WAIT_MS)} (${written})`);
+    await recordSharedIntent(this.#opts.history, identity, what, this.#wallClock(), credentials);
   }
 
   /** When the node's record says a configure was sent that no attempt saw restart (HostJob.configuredAt). */

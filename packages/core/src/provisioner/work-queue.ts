@@ -42,15 +42,7 @@ export class WorkQueue<T> {
 
   /** Adds an item; a waiting consumer gets it at once. Throws QueueFullError when full. */
   push(item: T): void {
-    if (this.#closed) throw new QueueClosedError();
-    const waiter = this.#waiters.shift();
-    if (waiter !== undefined) {
-      waiter.resolve(item);
-      return;
-    }
-    if (this.#length >= this.capacity) throw new QueueFullError(this.#length, this.capacity);
-    this.#items[(this.#head + this.#length) % this.capacity] = item;
-    this.#length++;
+    if (!this.#handedToWaiter(item)) this.#items[(this.#head + this.#length - 1) % this.capacity] = item;
   }
 
   /**
@@ -58,16 +50,22 @@ export class WorkQueue<T> {
    * waiting consumer gets it at once. Throws QueueFullError when full.
    */
   pushFront(item: T): void {
+    if (this.#handedToWaiter(item)) return;
+    this.#head = (this.#head - 1 + this.capacity) % this.capacity;
+    this.#items[this.#head] = item;
+  }
+
+  /** Gives `item` to a waiting consumer (true), or makes room for it (the caller places it): checks closed and full. */
+  #handedToWaiter(item: T): boolean {
     if (this.#closed) throw new QueueClosedError();
     const waiter = this.#waiters.shift();
     if (waiter !== undefined) {
       waiter.resolve(item);
-      return;
+      return true;
     }
     if (this.#length >= this.capacity) throw new QueueFullError(this.#length, this.capacity);
-    this.#head = (this.#head - 1 + this.capacity) % this.capacity;
-    this.#items[this.#head] = item;
     this.#length++;
+    return false;
   }
 
   /** Takes the oldest item, waiting for one if empty. Rejects with QueueClosedError after close(). */

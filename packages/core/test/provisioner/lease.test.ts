@@ -1,5 +1,11 @@
 import { describe, expect, it, vi } from 'vitest';
-import { SENDING_RECORD_WAIT_MS, SiteLease, type LeaseSource } from '../../src/provisioner/lease.js';
+import {
+  SENDING_RECORD_WAIT_MS,
+  SHARED_INTENT_WAIT_MS,
+  SiteLease,
+  type LeaseSource,
+} from '../../src/provisioner/lease.js';
+import { CancelledError } from '../../src/util/cancelled.js';
 import { NodeHistory } from '../../src/provisioner/history/index.js';
 import { silentLogger } from '../../src/util/logger.js';
 
@@ -103,6 +109,35 @@ describe('SiteLease: whether this instance may still work on nodes', () => {
       expect(second).toBe(true);
       expect(h.get('n2')?.restartSentAt).toBe(1);
       expect(warnings).toHaveLength(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+  it('under leader election with a shared history, sends nothing until the record is shared: a next leader must know', async () => {
+    vi.useFakeTimers();
+    try {
+      const h = history();
+      let answer: ((revision: number) => void) | undefined;
+      h.attach({ write: () => new Promise<number>((resolve) => (answer = resolve)) }); // a slow JetStream
+      const lease = new SiteLease({
+        history: h,
+        logger: silentLogger(),
+        wallClock: () => 1,
+        election: () => source(1e15),
+      });
+      // shared late but within the wait: the configure goes
+      let done = false;
+      const first = lease.recordIntent('n1', 'configure').then(() => (done = true));
+      await vi.advanceTimersByTimeAsync(SENDING_RECORD_WAIT_MS + 1);
+      expect(done).toBe(false);
+      answer?.(1);
+      await first;
+      // never shared: cancelled (not a failure), nothing is sent
+      const second = lease.recordIntent('n2', 'restart').catch((err: unknown) => err);
+      await vi.advanceTimersByTimeAsync(SHARED_INTENT_WAIT_MS + 1);
+      const err = await second;
+      expect(err).toBeInstanceOf(CancelledError);
+      expect(String(err)).toMatch(/restart.*its record was not shared within 10(\.0)? ?s/);
     } finally {
       vi.useRealTimers();
     }

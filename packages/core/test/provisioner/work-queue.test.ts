@@ -14,6 +14,22 @@ describe('WorkQueue', () => {
     expect(q.length).toBe(0);
   });
 
+  it('takes what was pushed to the front first, the newest of those first, across wrap-around', async () => {
+    const q = new WorkQueue<string>(4);
+    q.push('a');
+    q.push('b');
+    expect(await q.pop()).toBe('a');
+    q.pushFront('x');
+    q.pushFront('y');
+    q.push('c');
+    expect(q.length).toBe(4);
+    expect(() => q.pushFront('z')).toThrow(QueueFullError);
+    expect([await q.pop(), await q.pop(), await q.pop(), await q.pop()]).toEqual(['y', 'x', 'b', 'c']);
+    const waiting = q.pop();
+    q.pushFront('w');
+    expect(await waiting).toBe('w');
+  });
+
   it('refuses pushes beyond capacity with the counts', () => {
     const q = new WorkQueue<string>(2);
     q.push('a');

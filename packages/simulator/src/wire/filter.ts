@@ -40,7 +40,7 @@ export class FilterMatcher {
     return this.regex(body, false)?.test(value) ?? false;
   }
 
-  /** each identity list once split into its exact names and its regexes: a broadcast's filter is shared by every node */
+  /** each identity list split once into exact names and regexes: a broadcast's filter is shared by every node */
   private readonly identityLists = new WeakMap<readonly string[], { exact: Set<string>; patterns: string[] }>();
 
   matchIdentity(entries: readonly string[], identity: string): boolean {

@@ -85,6 +85,23 @@ async function tick(l: Lab): Promise<void> {
 
 const allDue = 99 * MIN;
 
+/**
+ * The canary is sent and comes back; the others are sent with `answer`, and none comes back
+ * within the return timeout (silent on the fleet twice).
+ */
+async function pastTheCanaryNotBack(l: Lab, answer: (identity: string) => ReprovisionAnswer): Promise<void> {
+  l.clock.now = allDue;
+  await tick(l);
+  provisioned(l.history, l.sent[0] ?? '', l.clock.now + 1_000);
+  l.clock.now += 2_000;
+  l.answer = answer;
+  await tick(l);
+  l.clock.now += 5 * MIN + 1;
+  await tick(l);
+  l.clock.now += SILENT_RECHECK_MS;
+  await tick(l);
+}
+
 describe('Renewer', () => {
   it('starts a round with one canary and goes on only when the canary is provisioned again', async () => {
     const l = lab(5);
@@ -166,19 +183,9 @@ describe('Renewer', () => {
 
   it('past its canary, a node with no sign it got reprovision fails without stopping the renewals', async () => {
     const l = lab(3, { failureLimit: 3, concurrency: 2 });
-    l.clock.now = allDue;
-    await tick(l);
-    const canary = l.sent[0] ?? '';
-    provisioned(l.history, canary, l.clock.now + 1_000);
-    l.clock.now += 2_000;
     // the rest are sent, and never answer (their sender could as well have died before sending)
-    l.answer = () => ({ kind: 'no-reply', reason: 'no reply within 10 s' });
-    await tick(l);
+    await pastTheCanaryNotBack(l, () => ({ kind: 'no-reply', reason: 'no reply within 10 s' }));
     expect(l.sent).toHaveLength(3);
-    l.clock.now += 5 * MIN + 1;
-    await tick(l);
-    l.clock.now += SILENT_RECHECK_MS;
-    await tick(l);
     expect(l.renewer.view(10).failed).toHaveLength(2);
     // two failures in a row, below the limit of three: the renewals go on
     expect(l.renewer.stopped).toBeUndefined();
@@ -186,16 +193,8 @@ describe('Renewer', () => {
 
   it('past its canary, a node that answered reprovision and is not back stops the renewals at once', async () => {
     const l = lab(2, { failureLimit: 3, concurrency: 2 });
-    l.clock.now = allDue;
-    await tick(l);
-    provisioned(l.history, l.sent[0] ?? '', l.clock.now + 1_000);
-    l.clock.now += 2_000;
-    await tick(l);
+    await pastTheCanaryNotBack(l, () => ({ kind: 'accepted' }));
     expect(l.sent).toHaveLength(2);
-    l.clock.now += 5 * MIN + 1;
-    await tick(l);
-    l.clock.now += SILENT_RECHECK_MS;
-    await tick(l);
     expect(l.renewer.stopped).toMatch(/a node's renewal failed: not provisioned again/);
   });
 
