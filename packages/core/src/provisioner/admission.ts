@@ -10,6 +10,7 @@
 // Newest first: candidates are asked in the reverse order they were heard, and when the set is
 // full the oldest waiting one makes room. A flood of names therefore never stands between a real
 // server that announced itself after it and its admission: that server is in the next batch.
+import type { ChoriaClient } from '../choria/client.js';
 import type { NodeIdentity } from '../choria/identity.js';
 import type { CandidateEnd } from '../metrics/metrics.js';
 import type { DiscoverySource } from './active-list.js';
@@ -30,13 +31,21 @@ export const ADMIT_BATCH = 50;
 /** An identity heard of, and how. */
 export interface Candidate {
   readonly identity: NodeIdentity;
-  readonly source: DiscoverySource;
+  readonly source: Extract<DiscoverySource, 'event' | 'discovery'>;
   readonly reportedVersion: string | undefined;
 }
 
 export interface AdmissionOptions {
   /** whether the site knows the node already (a record of it, or an entry in the provision list) */
   readonly knows: (identity: NodeIdentity) => boolean;
+  /**
+   * A known identity equal to this one but for case (certificate names ignore case, so a helper
+   * signing per identity would sign a second certificate valid for a provisioned server); leave it
+   * out where the site admits such twins
+   */
+  readonly caseTwin?: (identity: NodeIdentity) => string | undefined;
+  /** an identity is refused for `why` (logged within the budget and counted where refusals go) */
+  readonly refuse: (identity: NodeIdentity, why: string, source: 'event' | 'discovery') => void;
   /**
    * One directed discovery for `identities`: calls `answered` for each that answers, resolves when
    * it ends (a failure counts as no answer).
@@ -49,6 +58,32 @@ export interface AdmissionOptions {
   readonly maxCandidates?: number;
   readonly batch?: number;
   readonly concurrency?: number;
+}
+
+/**
+ * Admission's directed discovery on `client`: a discovery of the `choria_provision` agent whose
+ * identity filter names the candidates. It ends once every name asked answered (not at a count of
+ * answers: a stranger can answer too), else at the discovery's overall limit (no quiet spell after
+ * a stranger's answer ends it early); a failure is no answer.
+ */
+export function confirmByDiscovery(
+  client: () => ChoriaClient | undefined,
+  stopped: AbortSignal,
+): AdmissionOptions['confirm'] {
+  return async (identities, answered) => {
+    const c = client();
+    if (c === undefined) return;
+    const left = new Set<string>(identities);
+    const allAnswered = new AbortController();
+    const onFound = (identity: NodeIdentity): void => {
+      answered(identity);
+      if (left.delete(identity) && left.size === 0) allAnswered.abort();
+    };
+    const signal = AbortSignal.any([stopped, allAnswered.signal]);
+    await c
+      .discover({ agent: 'choria_provision', identityFilter: identities, onFound, listenToEnd: true, signal })
+      .catch(() => undefined);
+  };
 }
 
 /** A candidate in admission, with whoever waits to hear how it ended. */
@@ -86,13 +121,20 @@ export class Admission {
   }
 
   /**
-   * An identity was heard of: 'known' when the site knows it (the caller offers it as before),
-   * else it is a candidate until it answers ('candidate'). With `wait`, a promise of whether the
-   * candidate answered and was added to the provision list (a discovery counts the nodes it added).
+   * An identity was heard of: 'refused' when it is a case twin of a known node, 'known' when the
+   * site knows it (the caller offers it as before), else it is a candidate until it answers
+   * ('candidate'). With `wait`, a promise of whether the candidate answered and was added to the
+   * provision list (a discovery counts the nodes it added).
    */
-  heard(candidate: Candidate, wait?: false): 'known' | 'candidate';
-  heard(candidate: Candidate, wait: true): 'known' | Promise<boolean>;
-  heard(candidate: Candidate, wait = false): 'known' | 'candidate' | Promise<boolean> {
+  heard(candidate: Candidate, wait?: false): 'refused' | 'known' | 'candidate';
+  heard(candidate: Candidate, wait: true): 'refused' | 'known' | Promise<boolean>;
+  heard(candidate: Candidate, wait = false): 'refused' | 'known' | 'candidate' | Promise<boolean> {
+    const twin = this.#o.caseTwin?.(candidate.identity);
+    if (twin !== undefined) {
+      const why = `it equals the known node ${twin} but for case, and certificate names ignore case`;
+      this.#o.refuse(candidate.identity, `${why} (identity_case_twins: true allows it)`, candidate.source);
+      return 'refused';
+    }
     if (this.#o.knows(candidate.identity)) return 'known';
     if (this.#stopped) return wait ? Promise.resolve(false) : 'candidate';
     const entry = this.#asking.get(candidate.identity) ?? this.#enter(candidate);

@@ -26,7 +26,7 @@ import { ActiveList, type ActiveEntry, type DiscoverySource } from './active-lis
 import { WorkPolicy } from './work-policy.js';
 import { FleetShare } from './fleet-share.js';
 import type { TakenHow } from './work-handover.js';
-import { Admission } from './admission.js';
+import { Admission, confirmByDiscovery } from './admission.js';
 import { OutcomeRecorder, logOutcome } from './record-outcome.js';
 import { runAttempt } from './attempt.js';
 import { NodeClaims, claimedRunner } from './node-claims.js';
@@ -194,22 +194,9 @@ export class Provisioner {
         this.#list.get(identity) !== undefined ||
         this.#history.get(identity) !== undefined ||
         this.#policy.isForeign(identity),
-      confirm: async (identities, answered) => {
-        const client = this.#client;
-        if (client === undefined) return;
-        // ends once every name asked answered (not at a count of answers: a stranger's count), else
-        // at the discovery's overall limit: no quiet spell after a stranger's answer ends it early
-        const left = new Set<string>(identities);
-        const allAnswered = new AbortController();
-        const onFound = (identity: NodeIdentity): void => {
-          answered(identity);
-          if (left.delete(identity) && left.size === 0) allAnswered.abort();
-        };
-        const signal = AbortSignal.any([this.#stop.signal, allAnswered.signal]);
-        await client
-          .discover({ agent: 'choria_provision', identityFilter: identities, onFound, listenToEnd: true, signal })
-          .catch(() => undefined);
-      },
+      confirm: confirmByDiscovery(() => this.#client, this.#stop.signal),
+      ...(this.config.identityCaseTwins ? {} : { caseTwin: (identity) => this.#history.caseTwin(identity) }),
+      refuse: (identity, why, source) => this.refusals.refuse(identity, why, source),
       admit: (c) => this.#add(c.identity, c.source, c.reportedVersion, 'admitted'),
       ended: (how, n) => this.metrics.candidateEnded(how, n),
       size: (n) => this.metrics.setCandidates(n),
@@ -299,7 +286,7 @@ export class Provisioner {
       history: this.#history,
       refusals: this.refusals,
       acceptsStartups: () => this.#acceptsStartups(),
-      offer: (identity, _source, reportedVersion) => this.#heard(identity, 'event', reportedVersion),
+      offer: (identity, _source, reportedVersion) => this.#heard(identity, 'event', reportedVersion) === true,
       leftProvisioning: (identity) => this.#share.leftProvisioning(identity),
     });
     for (let i = 0; i < this.config.workers; i++) this.#workers.push(this.#work(i));
@@ -435,17 +422,9 @@ export class Provisioner {
 
   /**
    * A node heard of (its startup event, a discovery answer): offered at once when the site knows
-   * it, else once it answered a directed discovery (admission.ts). An identity equal but for case
-   * to a known node is refused first (unless the site allows such twins). With `wait`, a
-   * candidate's promise of whether it was added.
+   * it, else once it answered a directed discovery; refused when it is a case twin (admission.ts).
+   * With `wait`, a candidate's promise of whether it was added.
    */
-  #heard(identity: NodeIdentity, source: 'event' | 'discovery', version: string | undefined, wait?: false): boolean;
-  #heard(
-    identity: NodeIdentity,
-    source: 'event' | 'discovery',
-    version: string | undefined,
-    wait: true,
-  ): boolean | Promise<boolean>;
   #heard(
     identity: NodeIdentity,
     source: 'event' | 'discovery',
@@ -453,25 +432,10 @@ export class Provisioner {
     wait = false,
   ): boolean | Promise<boolean> {
     if (this.#state !== 'running') return false;
-    if (this.#caseTwinRefused(identity, source)) return false;
     const candidate = { identity, source, reportedVersion: version };
     const heard = wait ? this.#admission.heard(candidate, true) : this.#admission.heard(candidate);
     if (heard === 'known') return this.#add(identity, source, version, 'offer');
-    return heard === 'candidate' ? false : heard;
-  }
-
-  /** An identity equal but for case to a node the site knows: refused (and counted) unless allowed. */
-  #caseTwinRefused(identity: NodeIdentity, source: 'event' | 'discovery'): boolean {
-    if (this.config.identityCaseTwins) return false;
-    const twin = this.#history.caseTwin(identity);
-    if (twin === undefined) return false;
-    this.refusals.refuse(
-      identity,
-      `it equals the known node ${twin} but for case, and certificate names ignore case ` +
-        '(identity_case_twins: true allows it)',
-      source,
-    );
-    return true;
+    return typeof heard === 'string' ? false : heard;
   }
 
   /**

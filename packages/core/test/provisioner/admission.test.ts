@@ -11,17 +11,26 @@ interface Harness {
   asked: NodeIdentity[][];
   admitted: Candidate[];
   ends: Record<CandidateEnd, number>;
+  refused: string[];
   /** answers the pending asks: those in `answering` answer, then every ask ends */
   answer: (answering: ReadonlySet<string>) => Promise<void>;
 }
 
-function harness(known: ReadonlySet<string> = new Set(), opts: { max?: number; batch?: number } = {}): Harness {
+function harness(
+  known: ReadonlySet<string> = new Set(),
+  opts: { max?: number; batch?: number; twins?: boolean } = {},
+): Harness {
+  const refused: string[] = [];
   const asked: NodeIdentity[][] = [];
   const admitted: Candidate[] = [];
   const ends: Record<CandidateEnd, number> = { admitted: 0, unanswered: 0, crowded_out: 0 };
   const pending: { ids: readonly NodeIdentity[]; answered: (i: NodeIdentity) => void; done: () => void }[] = [];
   const admission = new Admission({
     knows: (i) => known.has(i),
+    ...(opts.twins === true
+      ? {}
+      : { caseTwin: (i: NodeIdentity) => [...known].find((k) => k !== i && k.toLowerCase() === i.toLowerCase()) }),
+    refuse: (i, why) => refused.push(`${i}: ${why}`),
     confirm: (ids, answered) =>
       new Promise<void>((done) => {
         asked.push([...ids]);
@@ -46,7 +55,7 @@ function harness(known: ReadonlySet<string> = new Set(), opts: { max?: number; b
     }
     await tick();
   };
-  return { admission, asked, admitted, ends, answer };
+  return { admission, asked, admitted, ends, refused, answer };
 }
 
 const candidate = (name: string, source: Candidate['source'] = 'event'): Candidate => ({
@@ -107,5 +116,17 @@ describe('Admission', () => {
     expect(h.admission.heard(candidate('b.example.net'))).toBe('candidate');
     await h.answer(new Set(['a.example.net', 'b.example.net']));
     expect(h.admitted).toEqual([]);
+  });
+  it('refuses an identity equal but for case to a known node, and asks nothing for it, unless twins are allowed', async () => {
+    const h = harness(new Set(['web1.example.net']));
+    expect(h.admission.heard(candidate('WEB1.example.net'))).toBe('refused');
+    expect(h.refused).toEqual([
+      'WEB1.example.net: it equals the known node web1.example.net but for case, and certificate names ignore case ' +
+        '(identity_case_twins: true allows it)',
+    ]);
+    await h.answer(new Set(['WEB1.example.net']));
+    expect(h.asked).toEqual([]);
+    const allowing = harness(new Set(['web1.example.net']), { twins: true });
+    expect(allowing.admission.heard(candidate('WEB1.example.net'))).toBe('candidate');
   });
 });

@@ -396,6 +396,8 @@ export class NodeHistory {
 
 /** Whether two records would be stored the same. */
 function sameRecord(a: NodeRecord, b: NodeRecord): boolean {
+  if (a === b) return true;
+  if (a.updatedAt !== b.updatedAt || a.attempts !== b.attempts) return false;
   return Buffer.from(encodeRecord(a)).equals(Buffer.from(encodeRecord(b)));
 }
 
