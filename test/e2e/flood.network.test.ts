@@ -37,21 +37,24 @@ function capturedLog(): { stream: Writable; text: () => string } {
 
 const lines = (text: string): string[] => text.split('\n').filter((l) => l !== '');
 
+/** A provisioner on `url` logging into a captured text log, started, its subscriptions on the broker; and a publisher. */
+async function floodedSite(url: string, yaml: string) {
+  const log = capturedLog();
+  const registry = new Registry();
+  const p = h.provisioner(url, yaml, { registry, logger: createLogger({ stream: log.stream, site: 'test' }) });
+  await p.start();
+  await p.client?.nats.flush();
+  const nc = await connect({ servers: url });
+  h.onCleanup(() => nc.close());
+  return { p, log, registry, nc };
+}
+
 describe('a flood from the provisioning account', () => {
   it('of silent names delays no real server and leaves no record or log line per name', async () => {
     const s = await h.broker({ jetstream: true, choriaAccounts: false });
-    const log = capturedLog();
-    const registry = new Registry();
-    const p = h.provisioner(s.url, 'history_store: kv\nworkers: 8\ninterval: 1m\n', {
-      registry,
-      logger: createLogger({ stream: log.stream, site: 'test' }),
-    });
-    await p.start();
-    await p.client?.nats.flush();
+    const { p, log, registry, nc } = await floodedSite(s.url, 'history_store: kv\nworkers: 8\ninterval: 1m\n');
     const logBefore = log.text().length;
 
-    const nc = await connect({ servers: s.url });
-    h.onCleanup(() => nc.close());
     const FLOOD = 5_000;
     for (let i = 0; i < FLOOD; i++) nc.publish(STARTUP, startup(`flood-${String(i).padStart(6, '0')}.example.net`));
     await nc.flush();
@@ -125,16 +128,8 @@ describe('a flood from the provisioning account', () => {
     });
     h.onCleanup(() => stray.close());
 
-    const log = capturedLog();
-    const registry = new Registry();
-    const p = h.provisioner(s.url, 'history_store: kv\nworkers: 4\ninterval: 1m\nquarantine_after: 0\n', {
-      registry,
-      logger: createLogger({ stream: log.stream, site: 'test' }),
-    });
-    await p.start();
-    await p.client?.nats.flush();
-    const nc = await connect({ servers: s.url });
-    h.onCleanup(() => nc.close());
+    const yaml = 'history_store: kv\nworkers: 4\ninterval: 1m\nquarantine_after: 0\n';
+    const { p, log, registry, nc } = await floodedSite(s.url, yaml);
     for (let i = 0; i < N; i++) nc.publish(STARTUP, startup(`bad name ${i}`));
     await nc.flush();
     await until(
@@ -163,16 +158,8 @@ describe('a flood from the provisioning account', () => {
   it('refuses an identity equal but for case to a known node, unless the site allows such twins', async () => {
     const s = await h.broker({ jetstream: true, choriaAccounts: false });
     const fleet = await h.fleet(s.url, { count: 1, identityPattern: 'case-{i}.example.net' });
-    const registry = new Registry();
-    const log = capturedLog();
-    const p = h.provisioner(s.url, 'history_store: kv\nworkers: 2\ninterval: 1m\n', {
-      registry,
-      logger: createLogger({ stream: log.stream, site: 'test' }),
-    });
-    await p.start();
+    const { p, log, registry, nc } = await floodedSite(s.url, 'history_store: kv\nworkers: 2\ninterval: 1m\n');
     await fleet.waitForAllProvisioned(15_000);
-    const nc = await connect({ servers: s.url });
-    h.onCleanup(() => nc.close());
     nc.publish(STARTUP, startup('CASE-1.example.net'));
     await nc.flush();
     await until(

@@ -99,7 +99,7 @@ export class Admission {
   readonly #concurrency: number;
   /** waiting to be asked, oldest first (a candidate heard again moves to the end) */
   readonly #waiting = new Map<NodeIdentity, Entry>();
-  /** asked, answer awaited */
+  /** asked: the answer awaited, or answered and waiting in #toAdmit (heard again, it is not asked again) */
   readonly #asking = new Map<NodeIdentity, Entry>();
   #inFlight = 0;
   #pumping: NodeJS.Immediate | undefined;
@@ -158,20 +158,18 @@ export class Admission {
     return entry;
   }
 
-  /** Forgets every waiting candidate (a stop: what was heard is heard again by the next discovery). */
-  clear(): void {
-    clearImmediate(this.#pumping);
-    this.#pumping = undefined;
-    for (const entry of this.#waiting.values()) end(entry, false);
-    this.#waiting.clear();
-    this.#o.size(this.size);
-  }
-
+  /** Forgets every candidate (what was heard is heard again by the next discovery) and admits nothing more. */
   stop(): void {
     this.#stopped = true;
-    this.clear();
+    clearImmediate(this.#pumping);
     clearImmediate(this.#admitting);
-    for (const entry of this.#toAdmit.splice(0)) end(entry, false);
+    for (const entry of this.#waiting.values()) end(entry, false);
+    for (const entry of this.#toAdmit.splice(0)) {
+      this.#asking.delete(entry.candidate.identity);
+      end(entry, false);
+    }
+    this.#waiting.clear();
+    this.#o.size(this.size);
   }
 
   #schedule(): void {
@@ -199,8 +197,10 @@ export class Admission {
 
   #admitSome(): void {
     this.#admitting = undefined;
-    for (const entry of this.#toAdmit.splice(0, ADMIT_BATCH))
+    for (const entry of this.#toAdmit.splice(0, ADMIT_BATCH)) {
+      this.#asking.delete(entry.candidate.identity);
       end(entry, !this.#stopped && this.#o.admit(entry.candidate));
+    }
     if (this.#toAdmit.length > 0) this.#admitting = setImmediate(() => this.#admitSome());
   }
 
@@ -211,7 +211,6 @@ export class Admission {
       const entry = asked.get(identity);
       if (entry === undefined) return; // not one asked for: an answer proves nothing about it
       asked.delete(identity);
-      this.#asking.delete(identity);
       admitted++;
       this.#toAdmit.push(entry);
       this.#admitting ??= setImmediate(() => this.#admitSome());

@@ -129,4 +129,28 @@ describe('Admission', () => {
     const allowing = harness(new Set(['web1.example.net']), { twins: true });
     expect(allowing.admission.heard(candidate('WEB1.example.net'))).toBe('candidate');
   });
+  it('a candidate heard again after it answered, before it is offered, is not asked again', async () => {
+    const asked: string[][] = [];
+    const admitted: string[] = [];
+    const admission: Admission = new Admission({
+      knows: (i) => admitted.includes(i),
+      refuse: () => undefined,
+      confirm: (ids, answered) => {
+        asked.push([...ids]);
+        for (const i of ids) {
+          answered(i);
+          admission.heard(candidate(i)); // its event again, while its offer waits for the next turn
+        }
+        return Promise.resolve();
+      },
+      admit: (c) => (admitted.push(c.identity), true),
+      ended: () => undefined,
+      size: () => undefined,
+    });
+    admission.heard(candidate('a.example.net'));
+    for (let i = 0; i < 5; i++) await tick();
+    expect(asked).toEqual([['a.example.net']]);
+    expect(admitted).toEqual(['a.example.net']);
+    expect(admission.size).toBe(0);
+  });
 });
